@@ -1,0 +1,43 @@
+"""The decoded document: a plain tree plus what the writer needs to rebuild it."""
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Any
+
+
+@dataclasses.dataclass
+class Document:
+    """A decoded file.
+
+    ``root`` is a plain tree (dicts, lists, numpy arrays, bytes, numbers).
+    ``params`` holds the variant decisions and decoder inputs (never stored in
+    the file itself, but needed to write it back).  ``trailing`` keeps bytes
+    after the parsed structure.  ``warnings`` are shown by ``info``/``validate``.
+    """
+
+    format: str
+    root: Any
+    params: dict = dataclasses.field(default_factory=dict)
+    trailing: bytes = b""
+    warnings: list = dataclasses.field(default_factory=list)
+    meta: dict = dataclasses.field(default_factory=dict)
+    source: str | None = None
+
+    @property
+    def codec(self):
+        from .registry import get_codec
+        return get_codec(self.format)
+
+    def encode(self) -> bytes:
+        return self.codec.encode(self)
+
+    def to_json(self, form: str = "wire") -> dict:
+        """The JSON form (``wire`` or ``readable``) as a JSON-ready dict."""
+        return self.codec.to_json(self, form)
+
+    def dumps(self, form: str = "wire", indent: int | None = 1) -> str:
+        return json.dumps(self.to_json(form), indent=indent, ensure_ascii=False)
+
+    def info(self) -> dict:
+        return self.codec.info(self)

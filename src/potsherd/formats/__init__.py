@@ -1,0 +1,1 @@
+"""Format families; each subpackage lists its codecs in ``CODECS``."""

@@ -1,0 +1,2 @@
+"""Codecs of this family (filled in by its implementation)."""
+CODECS: list = []

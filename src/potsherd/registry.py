@@ -1,0 +1,295 @@
+"""Codecs and the registry that picks one by extension or magic bytes.
+
+A *codec* handles one format (``n3pmesh``, ``dts``, ``fbx``...).  Families
+register theirs in ``potsherd.formats.<family>`` by listing them in
+``CODECS``; the registry imports the families on first use.
+
+Codec contract (see :class:`Codec`): ``decode(data, **params) -> Document``,
+``encode(doc) -> bytes``, ``to_json(doc, form)``, ``from_json(obj)``,
+``info(doc)``, and optionally ``to_scene(doc, **opts)`` for glTF export.
+"""
+from __future__ import annotations
+
+import importlib
+import os
+from typing import Any, Iterable
+
+from .core.errors import FormatError, InternalDecodeError, JsonFormatError, UnknownFormatError
+from .core.layout import JsonCtx, Layout
+from .core.limits import DEFAULT_LIMITS, Limits
+from .document import Document
+
+FAMILIES = ("ko", "darkstar", "fbx", "trle")
+
+JSON_VERSION = 1
+
+
+class Codec:
+    """Base class of a format codec."""
+
+    name: str = ""
+    family: str = ""
+    description: str = ""
+    extensions: tuple[str, ...] = ()
+    #: magic bytes at offset 0 that identify the format (None: by extension only)
+    magic: bytes | None = None
+    #: text encoding for readable JSON and ``info``
+    text_encoding: str = "latin-1"
+    #: names of parameters users may set with ``--param``
+    parameters: tuple[str, ...] = ()
+
+    def sniff(self, data: bytes) -> bool:
+        """True when ``data`` looks like this format (magic bytes by default)."""
+        return self.magic is not None and data.startswith(self.magic)
+
+    def decode(self, data: bytes, *, limits: Limits = DEFAULT_LIMITS, **params: Any) -> Document:
+        raise NotImplementedError
+
+    def encode(self, doc: Document) -> bytes:
+        raise NotImplementedError
+
+    def to_json(self, doc: Document, form: str = "wire") -> dict:
+        raise NotImplementedError
+
+    def from_json(self, obj: dict) -> Document:
+        raise NotImplementedError
+
+    def info(self, doc: Document) -> dict:
+        return {"format": self.name, "family": self.family}
+
+    def opaque_bytes(self, doc: Document) -> int:
+        """Bytes of the file kept raw rather than decoded into fields."""
+        return len(doc.trailing)
+
+    def json_envelope(self, doc: Document, form: str, root: Any) -> dict:
+        return {
+            "potsherd": JSON_VERSION,
+            "format": self.name,
+            "form": form,
+            "params": _params_json(doc.params),
+            "meta": doc.meta,
+            "trailing": doc.trailing.hex(),
+            "root": root,
+        }
+
+
+def _params_json(params: dict) -> dict:
+    out = {}
+    for k, v in params.items():
+        out[k] = v.hex() if isinstance(v, (bytes, bytearray)) else v
+    return out
+
+
+class LayoutCodec(Codec):
+    """A codec entirely described by a layout record (plus variants).
+
+    ``variants`` is a list of parameter sets tried in order; the first whose
+    parse ends exactly at the end of the input wins, else the first that parses
+    at all (its extra bytes are kept in ``Document.trailing`` with a warning).
+    The chosen set is stored in ``Document.params`` so the writer can repeat it.
+    """
+
+    def __init__(self, name: str, layout: Layout, root: str, *, family: str,
+                 extensions: Iterable[str] = (), magic: bytes | None = None,
+                 variants: list[dict] | None = None, description: str = "",
+                 text_encoding: str = "latin-1", parameters: Iterable[str] = (),
+                 allow_trailing: bool = True) -> None:
+        self.name = name
+        self.layout = layout
+        self.root = root
+        self.family = family
+        self.extensions = tuple(e.lower() for e in extensions)
+        self.magic = magic
+        self.variants = variants or [{}]
+        self.description = description
+        self.text_encoding = text_encoding
+        self.parameters = tuple(parameters)
+        self.allow_trailing = allow_trailing
+
+    def decode(self, data: bytes, *, limits: Limits = DEFAULT_LIMITS, **params: Any) -> Document:
+        best = None
+        first_error: FormatError | None = None
+        for variant in self.variants:
+            # user-supplied parameters override (and restrict) the variants
+            if any(k in params and params[k] != v for k, v in variant.items()):
+                continue
+            p = {**variant, **params}
+            warnings: list[str] = []
+            try:
+                root, end, p = self.layout.decode(self.root, data, p, limits, warnings)
+            except FormatError as e:
+                if first_error is None or (e.offset or 0) > (first_error.offset or 0):
+                    first_error = e
+                continue
+            if end == len(data):
+                return Document(self.name, root, p, b"", warnings)
+            if best is None:
+                best = (root, end, p, warnings)
+        if best is not None and self.allow_trailing:
+            root, end, p, warnings = best
+            warnings.append(f"{len(data) - end} bytes after the end of the {self.root} record "
+                            f"(offset {end}) kept raw")
+            return Document(self.name, root, p, data[end:], warnings)
+        if best is not None:
+            root, end, p, warnings = best
+            raise FormatError(f"{len(data) - end} unexpected bytes after the {self.root} record",
+                              offset=end)
+        assert first_error is not None
+        raise first_error
+
+    def encode(self, doc: Document) -> bytes:
+        return self.layout.encode(self.root, doc.root, doc.params) + bytes(doc.trailing)
+
+    def to_json(self, doc: Document, form: str = "wire") -> dict:
+        ctx = JsonCtx(form, doc.meta.get("text_encoding", self.text_encoding))
+        return self.json_envelope(doc, form, self.layout.to_json(self.root, doc.root, ctx))
+
+    def from_json(self, obj: dict) -> Document:
+        form = obj.get("form", "wire")
+        meta = obj.get("meta") or {}
+        if not isinstance(meta, dict):
+            raise JsonFormatError("meta must be an object", path="$.meta")
+        try:
+            ctx = JsonCtx(form, meta.get("text_encoding", self.text_encoding))
+        except ValueError as e:
+            raise JsonFormatError(str(e), path="$.form") from None
+        params = obj.get("params") or {}
+        if not isinstance(params, dict):
+            raise JsonFormatError("params must be an object", path="$.params")
+        trailing = obj.get("trailing", "")
+        try:
+            trailing = bytes.fromhex(trailing)
+        except (TypeError, ValueError):
+            raise JsonFormatError("trailing must be a hex string", path="$.trailing") from None
+        root = self.layout.from_json(self.root, obj.get("root"), ctx, "$.root")
+        return Document(self.name, root, dict(params), trailing, [], dict(meta))
+
+    def opaque_bytes(self, doc: Document) -> int:
+        return len(doc.trailing) + self.layout.opaque_size(self.root, doc.root)
+
+
+# ----------------------------------------------------------------------------
+
+_CODECS: dict[str, Codec] = {}
+_LOADED = False
+_CLI_HOOKS: list = []
+
+
+def register(codec: Codec) -> Codec:
+    if codec.name in _CODECS and _CODECS[codec.name] is not codec:
+        raise ValueError(f"codec {codec.name!r} registered twice")
+    _CODECS[codec.name] = codec
+    return codec
+
+
+def _load() -> None:
+    global _LOADED
+    if _LOADED:
+        return
+    _LOADED = True
+    for fam in FAMILIES:
+        mod = importlib.import_module(f"potsherd.formats.{fam}")
+        for c in getattr(mod, "CODECS", ()):
+            register(c)
+        hook = getattr(mod, "add_cli", None)
+        if hook is not None:
+            _CLI_HOOKS.append(hook)
+
+
+def codecs() -> list[Codec]:
+    _load()
+    return list(_CODECS.values())
+
+
+def cli_hooks() -> list:
+    _load()
+    return list(_CLI_HOOKS)
+
+
+def get_codec(name: str) -> Codec:
+    _load()
+    try:
+        return _CODECS[name]
+    except KeyError:
+        raise UnknownFormatError(f"unknown format {name!r}; see `potsherd formats`") from None
+
+
+def _ext_of(path: str) -> str:
+    base = os.path.basename(path).lower()
+    return os.path.splitext(base)[1]
+
+
+def detect(data: bytes, path: str | None = None) -> Codec:
+    """Pick a codec: magic bytes first, then the file extension."""
+    _load()
+    by_ext = []
+    if path:
+        ext = _ext_of(path)
+        by_ext = [c for c in _CODECS.values() if ext in c.extensions]
+    for c in by_ext:
+        if c.magic is not None and c.sniff(data):
+            return c
+    for c in _CODECS.values():
+        if c.magic is not None and c.sniff(data) and not by_ext:
+            return c
+    for c in by_ext:
+        if c.magic is None or c.sniff(data):
+            return c
+    if by_ext:
+        return by_ext[0]
+    raise UnknownFormatError("no codec recognises this input"
+                             + (f" (extension {_ext_of(path)!r})" if path else ""),
+                             offset=0, found=data[:8].hex())
+
+
+def known_extension(path: str) -> bool:
+    _load()
+    ext = _ext_of(path)
+    return any(ext in c.extensions for c in _CODECS.values())
+
+
+def decode(data: bytes, *, format: str | None = None, path: str | None = None,
+           limits: Limits = DEFAULT_LIMITS, **params: Any) -> Document:
+    """Decode bytes with the named or detected codec.
+
+    Only :class:`FormatError` escapes; an unexpected exception inside a codec
+    is a bug and is reported as :class:`InternalDecodeError`.
+    """
+    if len(data) > limits.max_input:
+        raise FormatError(f"input of {len(data)} bytes exceeds the limit of {limits.max_input}")
+    codec = get_codec(format) if format else detect(data, path)
+    try:
+        doc = codec.decode(data, limits=limits, **params)
+    except FormatError:
+        raise
+    except RecursionError:
+        raise FormatError("nesting too deep for this decoder") from None
+    except MemoryError:
+        raise FormatError("out of memory while decoding") from None
+    except Exception as e:  # noqa: BLE001 - the safety net the issue asks for
+        raise InternalDecodeError(f"internal error in the {codec.name} decoder: "
+                                  f"{type(e).__name__}: {e}") from e
+    doc.source = path
+    if path and codec.name and "source_name" not in doc.meta:
+        pass
+    return doc
+
+
+def from_json(obj: dict) -> Document:
+    if not isinstance(obj, dict):
+        raise JsonFormatError("a potsherd JSON document is an object", path="$")
+    if obj.get("potsherd") != JSON_VERSION:
+        raise JsonFormatError(f"not a potsherd JSON document (version {JSON_VERSION})",
+                              path="$.potsherd")
+    name = obj.get("format")
+    if not isinstance(name, str):
+        raise JsonFormatError("missing format name", path="$.format")
+    codec = get_codec(name)
+    try:
+        return codec.from_json(obj)
+    except FormatError:
+        raise
+    except RecursionError:
+        raise JsonFormatError("JSON nested too deeply", path="$") from None
+    except Exception as e:  # noqa: BLE001
+        raise JsonFormatError(f"malformed document: {type(e).__name__}: {e}", path="$") from e
