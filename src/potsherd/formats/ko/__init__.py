@@ -1,2 +1,10 @@
-"""Codecs of this family (filled in by its implementation)."""
-CODECS: list = []
+"""Knight Online (N3 engine) codecs.
+
+``codecs`` holds the record formats driven by the wire layout; ``textures``
+holds the NTF texture formats (``.dxt``, ``.gtt``) and the ``ntf`` storage the
+layout uses for terrain lightmaps.
+"""
+from .codecs import CODECS as _RECORD_CODECS
+from .textures import CODECS as _TEXTURE_CODECS
+
+CODECS = [*_RECORD_CODECS, *_TEXTURE_CODECS]
