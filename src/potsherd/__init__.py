@@ -19,11 +19,12 @@ from .core.errors import (CountError, EncodeError, FormatError, InternalDecodeEr
 from .core.limits import DEFAULT_LIMITS, Limits
 from .document import Document
 from . import registry as _registry
+from . import formats  # noqa: E402  (callable: potsherd.formats() == list_formats())
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "read", "write", "from_json", "formats", "Document", "Limits",
+    "read", "write", "from_json", "formats", "list_formats", "Document", "Limits",
     "FormatError", "TruncatedError", "CountError", "MagicError", "LimitError",
     "JsonFormatError", "EncodeError", "UnknownFormatError", "InternalDecodeError",
 ]
@@ -61,8 +62,10 @@ def from_json(obj: dict | str | bytes) -> Document:
     return _registry.from_json(obj)
 
 
-def formats() -> list[dict]:
-    """The supported formats: name, family, extensions, description."""
+def list_formats() -> list[dict]:
+    """The supported formats: name, family, extensions, description.
+
+    Also available as ``potsherd.formats()``."""
     return [{"name": c.name, "family": c.family, "extensions": list(c.extensions),
              "magic": c.magic.hex() if c.magic else None, "description": c.description}
             for c in _registry.codecs()]

@@ -121,8 +121,8 @@ def summary(path: str, data: bytes, doc) -> dict:
 # commands
 
 def cmd_formats(args) -> int:
-    from . import formats
-    rows = formats()
+    from . import list_formats
+    rows = list_formats()
     if args.json:
         print(json.dumps(rows, indent=1))
         return 0
