@@ -254,6 +254,13 @@ def cmd_validate(args) -> int:
     return status
 
 
+def cmd_example(args) -> int:
+    from .examples import write_examples
+    for path in write_examples(args.folder):
+        print(path)
+    return 0
+
+
 def cmd_convert(args) -> int:
     from .export import convert as conv
     return conv.run(args)
@@ -321,6 +328,10 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--json", action="store_true")
     common(sp)
     sp.set_defaults(func=cmd_validate)
+
+    sp = sub.add_parser("example", help="write small example files made by potsherd's own encoders")
+    sp.add_argument("folder", help="where to write them")
+    sp.set_defaults(func=cmd_example)
 
     sp = sub.add_parser("convert", help="convert to glTF (.glb/.gltf) or between encodings")
     sp.add_argument("input", help="a file or a folder")
