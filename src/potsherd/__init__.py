@@ -38,7 +38,11 @@ def read(source: str | os.PathLike | bytes, format: str | None = None, *,
         return _registry.decode(bytes(source), format=format, limits=limits, **params)
     path = os.fspath(source)
     with open(path, "rb") as f:
-        data = f.read()
+        size = os.fstat(f.fileno()).st_size
+        if size > limits.max_input:  # refuse before reading it into memory
+            raise LimitError(f"input of {size} bytes exceeds the limit of {limits.max_input}",
+                             offset=0, path=path)
+        data = f.read(limits.max_input + 1)
     return _registry.decode(data, format=format, path=path, limits=limits, **params)
 
 

@@ -12,7 +12,7 @@ import sys
 from typing import Any, Iterator
 
 from . import __version__, registry
-from .core.errors import FormatError
+from .core.errors import FormatError, LimitError
 from .core.fileio import atomic_write
 from .core.limits import DEFAULT_LIMITS, Limits
 
@@ -40,7 +40,7 @@ def parse_params(items: list[str] | None) -> dict[str, Any]:
 
 def limits_from_args(args) -> Limits:
     changes = {}
-    for name in ("max_depth", "max_elements", "max_inflated"):
+    for name in ("max_depth", "max_elements", "max_inflated", "max_input"):
         v = getattr(args, name, None)
         if v is not None:
             changes[name] = v
@@ -48,10 +48,15 @@ def limits_from_args(args) -> Limits:
 
 
 def read_doc(path: str, args):
+    limits = limits_from_args(args)
     with open(path, "rb") as f:
-        data = f.read()
+        size = os.fstat(f.fileno()).st_size
+        if size > limits.max_input:  # refuse before reading it into memory
+            raise LimitError(f"input of {size} bytes exceeds the limit of {limits.max_input} "
+                             f"(--max-input)", offset=0)
+        data = f.read(limits.max_input + 1)
     doc = registry.decode(data, format=getattr(args, "format", None), path=path,
-                          limits=limits_from_args(args), **parse_params(getattr(args, "param", None)))
+                          limits=limits, **parse_params(getattr(args, "param", None)))
     return data, doc
 
 
@@ -289,6 +294,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="element-count limit per array")
         sp.add_argument("--max-inflated", dest="max_inflated", type=int,
                         help="largest inflated size of a compressed payload, in bytes")
+        sp.add_argument("--max-input", dest="max_input", type=int,
+                        help="largest input file accepted, in bytes")
 
     sp = sub.add_parser("formats", help="list supported formats")
     sp.add_argument("--json", action="store_true")

@@ -30,7 +30,20 @@ class Document:
         return get_codec(self.format)
 
     def encode(self) -> bytes:
-        return self.codec.encode(self)
+        """The file's bytes.  Only :class:`EncodeError` (a FormatError) escapes."""
+        from .core.errors import EncodeError, FormatError, InternalEncodeError
+        codec = self.codec
+        try:
+            return codec.encode(self)
+        except FormatError:
+            raise
+        except RecursionError:
+            raise EncodeError("document nested too deeply to encode") from None
+        except MemoryError:
+            raise EncodeError("out of memory while encoding") from None
+        except Exception as e:  # noqa: BLE001 - a bug or an impossible edit, never a traceback
+            raise InternalEncodeError(f"internal error in the {codec.name} encoder: "
+                                      f"{type(e).__name__}: {e}") from e
 
     def to_json(self, form: str = "wire") -> dict:
         """The JSON form (``wire`` or ``readable``) as a JSON-ready dict."""

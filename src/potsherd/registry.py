@@ -14,7 +14,8 @@ import importlib
 import os
 from typing import Any, Iterable
 
-from .core.errors import FormatError, InternalDecodeError, JsonFormatError, UnknownFormatError
+from .core.errors import (FormatError, InternalDecodeError, JsonFormatError, LimitError,
+                          UnknownFormatError)
 from .core.layout import JsonCtx, Layout
 from .core.limits import DEFAULT_LIMITS, Limits
 from .document import Document
@@ -256,7 +257,8 @@ def decode(data: bytes, *, format: str | None = None, path: str | None = None,
     is a bug and is reported as :class:`InternalDecodeError`.
     """
     if len(data) > limits.max_input:
-        raise FormatError(f"input of {len(data)} bytes exceeds the limit of {limits.max_input}")
+        raise LimitError(f"input of {len(data)} bytes exceeds the limit of {limits.max_input}",
+                         offset=0)
     codec = get_codec(format) if format else detect(data, path)
     try:
         doc = codec.decode(data, limits=limits, **params)

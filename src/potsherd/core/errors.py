@@ -103,3 +103,11 @@ class InternalDecodeError(FormatError):
 
     The fuzzing tier treats this one as a failure; users still get an offset.
     """
+
+
+class InternalEncodeError(EncodeError):
+    """A bug (or a document edited into a shape no codec check caught): an
+    unexpected Python exception inside an encoder, wrapped.
+
+    The fuzzing tier treats this one as a failure.
+    """

@@ -35,7 +35,7 @@ class Scope:
     in the document, which makes "optional tail" symmetric.
     """
 
-    __slots__ = ("frames", "reader", "present", "warnings", "limits")
+    __slots__ = ("frames", "reader", "present", "warnings", "limits", "free_items")
 
     def __init__(self, params: dict, reader=None, limits: Limits = DEFAULT_LIMITS,
                  warnings: list | None = None) -> None:
@@ -44,6 +44,9 @@ class Scope:
         self.present = False
         self.warnings: list[str] = [] if warnings is None else warnings
         self.limits = limits
+        #: array items that may still decode from zero bytes (each costs memory
+        #: but no input, so nested counts could multiply them): bounded by the input
+        self.free_items = 65536 + (reader.remaining if reader is not None else 0)
 
     def push(self, frame: dict) -> None:
         if len(self.frames) > self.limits.max_depth:

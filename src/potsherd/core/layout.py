@@ -37,7 +37,7 @@ from typing import Any, Iterable
 import numpy as np
 
 from .errors import (CountError, EncodeError, FormatError, JsonFormatError,
-                     TruncatedError)
+                     LimitError, TruncatedError)
 from .expr import Scope, compile_expr, linear_count
 from .limits import DEFAULT_LIMITS, Limits
 from .stream import Reader, Writer, cached_struct
@@ -371,6 +371,20 @@ class String(Storage):
         return RawString(text_or_hex_back(o, ctx, jpath))
 
 
+def _byte_count(n: Any, offset: int | None, error: type = CountError) -> int:
+    """A byte count from an expression: None or negative reads nothing; a
+    non-integer (an infinite or NaN float from a hostile count) is refused."""
+    if n is None:
+        return 0
+    if isinstance(n, float):
+        if n != n or n in (float("inf"), float("-inf")):
+            raise error(f"byte count is not a number ({n})", offset=offset)
+        n = int(n)
+    elif not isinstance(n, int):
+        raise error(f"byte count is not an integer ({type(n).__name__})", offset=offset)
+    return n if n > 0 else 0
+
+
 class Bytes(Storage):
     """Opaque bytes of a counted length (hex in JSON)."""
 
@@ -384,8 +398,7 @@ class Bytes(Storage):
         return f"bytes[{self.count_src}]"
 
     def decode(self, r: Reader, s: Scope) -> Any:
-        n = self.count(s)
-        n = 0 if n is None or n < 0 else int(n)
+        n = _byte_count(self.count(s), r.pos)
         if n > r.remaining:
             raise TruncatedError(f"{n} bytes needed, {r.remaining} left", offset=r.pos,
                                  expected=n, found=r.remaining)
@@ -394,8 +407,7 @@ class Bytes(Storage):
     def encode(self, w: Writer, v: Any, s: Scope) -> None:
         if not isinstance(v, (bytes, bytearray)):
             raise EncodeError(f"expected bytes, found {type(v).__name__}")
-        n = self.count(s)
-        n = 0 if n is None or n < 0 else int(n)
+        n = _byte_count(self.count(s), None, EncodeError)
         if len(v) != n:
             raise EncodeError(f"byte field holds {len(v)} bytes, its count says {n}")
         w.write(bytes(v))
@@ -541,11 +553,27 @@ class Array(Storage):
         out = []
         append = out.append
         dec = item.decode
+        if item.min_size > 0:
+            for i in range(n):
+                try:
+                    append(dec(r, s))
+                except FormatError as e:
+                    raise e.prepend(f"[{i}]")
+            return out
+        # items that may read nothing: every one that does is charged to a
+        # per-decode budget, so nested counts cannot multiply allocations
         for i in range(n):
+            p = r.pos
             try:
                 append(dec(r, s))
             except FormatError as e:
                 raise e.prepend(f"[{i}]")
+            if r.pos == p:
+                s.free_items -= 1
+                if s.free_items < 0:
+                    raise LimitError("too many array items that occupy no bytes "
+                                     f"(count {n}); the input is implausible",
+                                     offset=p, path=f"[{i}]", found=n)
         return out
 
     def items_of(self, v: Any) -> int:

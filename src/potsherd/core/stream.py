@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import CountError, TruncatedError
+from .errors import CountError, LimitError, TruncatedError
 from .limits import DEFAULT_LIMITS, Limits
 
 _STRUCTS: dict[str, struct.Struct] = {}
@@ -70,9 +70,13 @@ class Reader:
                     f"{what} of {count} x {item_size} bytes exceeds the {self.end - self.pos} bytes left",
                     offset=self.pos, expected=f"<= {(self.end - self.pos) // item_size} items",
                     found=count)
-        elif count > self.limits.max_elements or count > (self.end - self.pos) + 65536:
+        elif count > (self.end - self.pos) + 65536:
             raise CountError(f"{what} count {count} of zero-size items is implausible",
                              offset=self.pos, found=count)
+        if count > self.limits.max_elements:
+            raise LimitError(f"{what} count {count} exceeds the limit of {self.limits.max_elements} "
+                             f"elements (raise it with limits=Limits(max_elements=...) or "
+                             f"--max-elements)", offset=self.pos, found=count)
 
     def array(self, dtype: np.dtype, count: int, what: str = "array") -> np.ndarray:
         """``count`` items of ``dtype`` as a writable numpy array."""
