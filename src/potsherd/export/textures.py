@@ -1,0 +1,90 @@
+"""``potsherd textures FILE|DIR ... -o DIR``: extract textures to PNG.
+
+Works for every codec with a ``textures(doc)`` method (returning
+``[(name, PIL.Image or PNG bytes), ...]``).  Folders are walked (files of
+unknown extension skipped); the output mirrors each input folder's structure.
+Files whose codec has no textures are skipped silently when found by walking,
+reported when named explicitly.  Exit status 1 when any file failed.
+"""
+from __future__ import annotations
+
+import io
+import os
+import re
+import sys
+
+from ..core.errors import FormatError
+from ..core.fileio import atomic_write
+
+_UNSAFE = re.compile(r"[^\w.\- ]+", re.UNICODE)
+
+
+def _safe(name: str) -> str:
+    name = _UNSAFE.sub("_", name).strip(" .")
+    return name or "texture"
+
+
+def _png_bytes(image) -> bytes:
+    if isinstance(image, (bytes, bytearray)):
+        return bytes(image)
+    buf = io.BytesIO()
+    image.save(buf, format="PNG")
+    return buf.getvalue()
+
+
+def _jobs(inputs: list[str]):
+    """(path, output subfolder, named explicitly) for every input file."""
+    from ..cli import iter_inputs
+    for p in inputs:
+        if os.path.isdir(p):
+            for fp in iter_inputs([p], skip_unknown=True):
+                rel = os.path.relpath(os.path.dirname(fp), p)
+                yield fp, ("" if rel == "." else rel), False
+        else:
+            yield p, "", True
+
+
+def run(args) -> int:
+    from ..cli import read_doc
+    out_dir = args.output
+    os.makedirs(out_dir, exist_ok=True)
+    files = written = failed = 0
+    for path, sub, explicit in _jobs(args.inputs):
+        try:
+            _, doc = read_doc(path, args)
+        except FormatError as e:
+            print(f"FAIL  {path}: {e}", file=sys.stderr)
+            failed += 1
+            continue
+        except OSError as e:
+            print(f"FAIL  {path}: {e}", file=sys.stderr)
+            failed += 1
+            continue
+        extract = getattr(doc.codec, "textures", None)
+        if extract is None:
+            if explicit:
+                print(f"skip  {path}: {doc.format} holds no textures", file=sys.stderr)
+            continue
+        files += 1
+        before = len(doc.warnings)
+        try:
+            images = extract(doc)
+        except FormatError as e:
+            print(f"FAIL  {path}: {e}", file=sys.stderr)
+            failed += 1
+            continue
+        for w in doc.warnings[before:]:
+            print(f"warn  {path}: {w}", file=sys.stderr)
+        if not images:
+            failed += 1
+            continue
+        target_dir = os.path.join(out_dir, sub)
+        os.makedirs(target_dir, exist_ok=True)
+        for name, image in images:
+            dest = os.path.join(target_dir, _safe(name) + ".png")
+            atomic_write(dest, _png_bytes(image))
+            written += 1
+            if not getattr(args, "quiet", False):
+                print(f"ok    {dest}")
+    print(f"{written} PNG written from {files} files, {failed} failed")
+    return 0 if failed == 0 else 1
