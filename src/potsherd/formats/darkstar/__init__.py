@@ -1,2 +1,10 @@
-"""Codecs of this family (filled in by its implementation)."""
-CODECS: list = []
+"""Darkstar / 3Space 3.x (Starsiege, Starsiege: Tribes): ``.dts`` shapes and
+``.dml`` material lists, all inside the engine's generic PERS block container.
+
+``structs`` turns the spec's struct strings (the package's corrected
+``structures.json``) into layout storages; ``pers`` is the PERS block layer;
+``geometry`` decodes meshes (normal table, per-frame positions, face indices).
+"""
+from .codecs import CODECS, DML, DTS
+
+__all__ = ["CODECS", "DTS", "DML"]

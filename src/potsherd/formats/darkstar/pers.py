@@ -1,0 +1,234 @@
+"""The generic PERS block: Darkstar's persistent-object container.
+
+A block is ``"PERS"``, a u32 size word (bit 31 = ALIGN_DWORD flag, low 31 bits
+= bytes after the 8-byte header), an i16 class-name length, the name padded to
+even length, an i32 class version, the payload, possibly slack (the engine
+seeks to the block end after reading), then a pad to 2 (or 4 with the flag)
+bytes that may be missing at the end of a file.  Every one of those bytes is
+kept.  Payloads of known (class, version) pairs are layout records built from
+``structures.json``; anything else stays an opaque block, written back as read.
+
+The size word and pad are written as stored while they still describe the
+block; when an edit changes the payload size, the size is recomputed (flag
+kept) and the pad becomes zeros.
+"""
+from __future__ import annotations
+
+import struct
+from typing import Any
+
+from ...core.errors import (EncodeError, FormatError, JsonFormatError, LimitError, MagicError,
+                            TruncatedError, ValueFormatError)
+from ...core.expr import Scope
+from ...core.layout import JsonCtx, Layout, Record, Storage, hex_to_bytes, text_or_hex, \
+    text_or_hex_back
+from ...core.stream import Reader, Writer, cached_struct
+from .structs import payload_rows, structures
+
+TAG = b"PERS"
+ALIGN_DWORD = 0x80000000
+MAX_NAME = 128
+#: deepest PERS nesting accepted (real files nest 2 levels: shape -> mesh)
+MAX_NESTING = 32
+
+_I32 = cached_struct("<i")
+_U32 = cached_struct("<I")
+_I16 = cached_struct("<h")
+
+BLOCK_KEYS = ("tag", "size", "className", "namePad", "version", "payload", "slack", "pad")
+
+
+def _header_structs() -> tuple[struct.Struct, struct.Struct, struct.Struct]:
+    """The block header formats, from the structures data (``opening``,
+    ``fileInfo`` = size word + name length, ``version``)."""
+    h = structures()["header"]
+    return cached_struct(h["opening"]), cached_struct(h["fileInfo"]), cached_struct(h["version"])
+
+
+class PersBlock(Storage):
+    """One PERS block; the payload codec is picked by (class name, version)."""
+
+    min_size = 14
+
+    def __init__(self) -> None:
+        self.payloads: dict[tuple[bytes, int], Record] = {}
+        self.opening, self.file_info, self.version_st = _header_structs()
+
+    def describe(self) -> str:
+        return "pers-block"
+
+    def record_for(self, name: bytes, version: int) -> Record | None:
+        return self.payloads.get((bytes(name), version))
+
+    # --- decode ---------------------------------------------------------
+    def decode(self, r: Reader, s: Scope) -> Any:
+        start = r.pos
+        if len(s.frames) > min(MAX_NESTING, s.limits.max_depth):
+            raise LimitError(f"PERS blocks nested deeper than {MAX_NESTING} levels", offset=start)
+        tag = r.unpack(self.opening)[0]
+        if tag != TAG:
+            raise MagicError(f"expected a PERS block, found {tag!r}", offset=start,
+                             expected="PERS", found=tag.hex())
+        size, name_len = r.unpack(self.file_info)
+        data_size = size & ~ALIGN_DWORD
+        if data_size > r.end - (start + 8):
+            raise TruncatedError(f"PERS block of {data_size} data bytes exceeds the "
+                                 f"{r.end - start - 8} bytes left", offset=start + 4,
+                                 expected=f"<= {r.end - start - 8}", found=data_size)
+        end = start + 8 + data_size
+        sub = Reader(r.buf, r.pos, end, r.limits)
+        if not 0 <= name_len <= MAX_NAME:
+            raise ValueFormatError(f"class name length {name_len} outside 0..{MAX_NAME}",
+                                   offset=start + 8, path="className")
+        try:
+            name = sub.read(name_len)
+            name_pad = sub.read(name_len & 1)
+            version = sub.unpack(self.version_st)[0]
+        except FormatError as e:
+            raise e.prepend("className")
+        rec = self.record_for(name, version)
+        if rec is None:
+            payload: Any = sub.tail()
+        else:
+            saved = s.reader
+            s.reader = sub
+            try:
+                payload = rec.decode(sub, s)
+            except FormatError as e:
+                if e.offset is None:
+                    e.offset = sub.pos
+                raise e.prepend("payload")
+            finally:
+                s.reader = saved
+        slack = sub.tail()
+        r.pos = end
+        align = 4 if size & ALIGN_DWORD else 2
+        pad = r.read(min((-data_size) % align, r.remaining))
+        return {"tag": tag, "size": size, "className": name, "namePad": name_pad,
+                "version": version, "payload": payload, "slack": slack, "pad": pad}
+
+    # --- encode ---------------------------------------------------------
+    def encode(self, w: Writer, v: Any, s: Scope) -> None:
+        if not isinstance(v, dict):
+            raise EncodeError(f"a PERS block is a dict, found {type(v).__name__}")
+        missing = [k for k in BLOCK_KEYS if k not in v]
+        if missing:
+            raise EncodeError(f"PERS block lacks {missing}")
+        extra = set(v) - set(BLOCK_KEYS)
+        if extra:
+            raise EncodeError(f"unknown PERS block fields {sorted(extra)}")
+        name, name_pad = bytes(v["className"]), bytes(v["namePad"])
+        if len(name) > MAX_NAME:
+            raise EncodeError(f"class name longer than {MAX_NAME} bytes", path="className")
+        if len(name_pad) != (len(name) & 1):
+            raise EncodeError(f"class name of {len(name)} bytes takes {len(name) & 1} pad bytes, "
+                              f"found {len(name_pad)}", path="namePad")
+        body = Writer()
+        body.pack(_I16, len(name))
+        body.write(name)
+        body.write(name_pad)
+        version = v["version"]
+        try:
+            body.pack(self.version_st, version)
+        except (struct.error, TypeError):
+            raise EncodeError(f"version {version!r} is not an i32", path="version") from None
+        rec = self.record_for(name, version)
+        payload = v["payload"]
+        if rec is None:
+            if not isinstance(payload, (bytes, bytearray)):
+                raise EncodeError(f"{name!r} v{version} has no codec: its payload must be raw bytes",
+                                  path="payload")
+            body.write(bytes(payload))
+        else:
+            try:
+                rec.encode(body, payload, s)
+            except FormatError as e:
+                raise e.prepend("payload")
+        body.write(bytes(v["slack"]))
+        data = body.getvalue()
+        size = v["size"]
+        if not isinstance(size, int) or isinstance(size, bool) or not 0 <= size <= 0xFFFFFFFF:
+            raise EncodeError(f"size word {size!r} is not a u32", path="size")
+        pad = bytes(v["pad"])
+        align = 4 if size & ALIGN_DWORD else 2
+        if size & ~ALIGN_DWORD != len(data):
+            if len(data) > ~ALIGN_DWORD & 0xFFFFFFFF:
+                raise EncodeError(f"PERS block of {len(data)} bytes is too large", path="size")
+            size = (size & ALIGN_DWORD) | len(data)
+            pad = bytes((-len(data)) % align)
+        elif len(pad) > (-len(data)) % align:
+            raise EncodeError(f"{len(pad)} pad bytes after a block that needs "
+                              f"{(-len(data)) % align}", path="pad")
+        tag = bytes(v["tag"])
+        if len(tag) != 4:
+            raise EncodeError("the block tag is 4 bytes", path="tag")
+        w.write(tag)
+        w.pack(_U32, size)
+        w.write(data)
+        w.write(pad)
+
+    # --- JSON -----------------------------------------------------------
+    def to_json(self, v: Any, ctx: JsonCtx) -> Any:
+        rec = self.record_for(v["className"], v["version"])
+        return {
+            "tag": text_or_hex(bytes(v["tag"]), ctx),
+            "size": v["size"],
+            "className": text_or_hex(bytes(v["className"]), ctx),
+            "namePad": bytes(v["namePad"]).hex(),
+            "version": v["version"],
+            "payload": bytes(v["payload"]).hex() if rec is None else rec.to_json(v["payload"], ctx),
+            "slack": bytes(v["slack"]).hex(),
+            "pad": bytes(v["pad"]).hex(),
+        }
+
+    def from_json(self, o: Any, ctx: JsonCtx, jpath: str) -> Any:
+        if not isinstance(o, dict):
+            raise JsonFormatError("a PERS block is an object", path=jpath)
+        missing = [k for k in BLOCK_KEYS if k not in o]
+        if missing:
+            raise JsonFormatError(f"PERS block lacks {missing}", path=jpath)
+        extra = set(o) - set(BLOCK_KEYS)
+        if extra:
+            raise JsonFormatError(f"unknown PERS block fields {sorted(extra)}", path=jpath)
+        out: dict[str, Any] = {}
+        out["tag"] = text_or_hex_back(o["tag"], ctx, jpath + ".tag")
+        for k in ("size", "version"):
+            if isinstance(o[k], bool) or not isinstance(o[k], int):
+                raise JsonFormatError(f"{k} must be an integer", path=f"{jpath}.{k}")
+            out[k] = o[k]
+        out["className"] = text_or_hex_back(o["className"], ctx, jpath + ".className")
+        for k in ("namePad", "slack", "pad"):
+            out[k] = hex_to_bytes(o[k], f"{jpath}.{k}")
+        rec = self.record_for(out["className"], out["version"])
+        if rec is None:
+            out["payload"] = hex_to_bytes(o["payload"], jpath + ".payload")
+        else:
+            out["payload"] = rec.from_json(o["payload"], ctx, jpath + ".payload")
+        return {k: out[k] for k in BLOCK_KEYS}
+
+    def opaque_size(self, v: Any) -> int:
+        rec = self.record_for(v["className"], v["version"])
+        inner = len(v["payload"]) if rec is None else rec.opaque_size(v["payload"])
+        return inner + len(v["slack"])
+
+
+def build() -> tuple[PersBlock, Layout]:
+    """The PERS storage with a payload record for every class/version of the data."""
+    pers = PersBlock()
+    records: dict[str, list] = {}
+    keys: dict[str, tuple[bytes, int]] = {}
+    for cls, cdef in structures()["structures"].items():
+        for ver in (cdef.get("versions") or {}):
+            rows = payload_rows(cls, ver, pers)
+            if rows is None:
+                continue
+            rname = f"{cls} v{ver}"
+            records[rname] = rows
+            keys[rname] = (cls.encode("ascii"), int(ver))
+    layout = Layout(records, {"pers": pers})
+    for rname, key in keys.items():
+        pers.payloads[key] = layout.record(rname)
+    return pers, layout
+
+
+BLOCK, LAYOUT = build()
