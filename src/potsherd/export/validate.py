@@ -1,0 +1,79 @@
+"""Run the official Khronos glTF validator (npm ``gltf-validator``) on files.
+
+The validator is JavaScript; ``tools/gltf-validator/validate.js`` wraps it.
+Install once with ``npm ci --prefix tools/gltf-validator`` (Node >= 14).
+Set ``POTSHERD_GLTF_VALIDATOR`` to another ``validate.js`` to override.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Iterable
+
+
+class ValidatorUnavailable(RuntimeError):
+    """Node or the gltf-validator package is not installed."""
+
+
+def _repo_tool_dir() -> Path:
+    # src/potsherd/export/validate.py -> repo root
+    return Path(__file__).resolve().parents[3] / "tools" / "gltf-validator"
+
+
+def validator_command() -> list:
+    """``[node, validate.js]``, or raise :class:`ValidatorUnavailable` saying what is missing."""
+    node = shutil.which("node") or shutil.which("nodejs")
+    if node is None:
+        raise ValidatorUnavailable("node is not installed (needed for the Khronos glTF validator)")
+    script = Path(os.environ.get("POTSHERD_GLTF_VALIDATOR") or _repo_tool_dir() / "validate.js")
+    if not script.is_file():
+        raise ValidatorUnavailable(f"validator wrapper {script} not found")
+    if not (script.parent / "node_modules" / "gltf-validator").is_dir():
+        raise ValidatorUnavailable(
+            f"npm package gltf-validator not installed; run: npm ci --prefix {script.parent}")
+    return [node, str(script)]
+
+
+def validator_available() -> bool:
+    try:
+        validator_command()
+        return True
+    except ValidatorUnavailable:
+        return False
+
+
+def validate_many(paths: Iterable[str | os.PathLike], *, max_issues: int = 100,
+                  timeout: float = 600) -> list:
+    """Validate several files in one Node process; one report dict per file:
+    ``{file, errors, warnings, infos, hints, messages: [{code, severity, message, pointer}]}``."""
+    files = [os.fspath(p) for p in paths]
+    if not files:
+        return []
+    cmd = validator_command() + ["--max-issues", str(max_issues)] + files
+    proc = subprocess.run(cmd, capture_output=True, timeout=timeout)
+    if proc.returncode != 0:
+        raise RuntimeError(f"glTF validator failed ({proc.returncode}): "
+                           f"{proc.stderr.decode('utf-8', 'replace')[-2000:]}")
+    out = json.loads(proc.stdout)
+    reports = out["files"]
+    for r in reports:
+        r["validator_version"] = out.get("validatorVersion")
+    return reports
+
+
+def validate_gltf(path: str | os.PathLike, *, max_issues: int = 100) -> dict:
+    """Validate one .glb/.gltf; returns its report (see :func:`validate_many`)."""
+    return validate_many([path], max_issues=max_issues)[0]
+
+
+def format_report(report: dict, limit: int = 10) -> str:
+    """Human summary: counts, then the first ``limit`` errors/warnings."""
+    lines = [f"{report['file']}: {report['errors']} errors, {report['warnings']} warnings, "
+             f"{report['infos']} infos"]
+    shown = [m for m in report.get("messages", []) if m["severity"] in ("error", "warning")]
+    for m in shown[:limit]:
+        lines.append(f"  {m['severity']}: {m['code']} {m.get('pointer') or ''}: {m['message']}")
+    return "\n".join(lines)
