@@ -1,1 +1,581 @@
-CODECS: list = []
+"""Knight Online record codecs, all driven by the wire layout ``layouts/ko.layout``.
+
+Each top-level record of the layout is one codec.  Per-file variants (format
+note section 7) are layout parameters, picked by trial parse in the order
+given by ``variants`` and stored in ``Document.params`` (the writer repeats
+them); ``--param name=value`` / keyword arguments override them.
+
+Opaque fallback rule (note section 9: unknown layouts round-trip as opaque
+files with a warning).  A file is kept whole as raw bytes, with a warning,
+only when (1) no variant of its record parses, and (2) the codec's
+``foreign`` test recognises it as one of the known foreign layouts: a file
+whose first structural fields are plausible for the format (so it is this kind
+of file) yet which is long enough that a parse failure cannot be explained by
+truncation (the parse fails before the last 16 bytes of the file with an
+implausible count or value, not by running out of input).  Everything else
+that fails to parse raises :class:`FormatError`: a truncated real file fails
+by running out of input (its counts are genuine), and garbage fails the
+plausibility test of the first fields.
+"""
+from __future__ import annotations
+
+import os
+from importlib import resources
+from typing import Any, Callable
+
+import numpy as np
+
+from ...core.errors import (CountError, FormatError, JsonFormatError, TruncatedError)
+from ...core.layout import (JsonCtx, Layout, String, Tail, _jerr, hex_to_bytes)
+from ...core.limits import DEFAULT_LIMITS, Limits
+from ...core.values import RawString
+from ...document import Document
+from ...registry import LayoutCodec
+
+try:  # the texture engineer's NTF storage (gtd lightmaps)
+    from .ntf import NTF_STORAGE
+except ImportError:  # pragma: no cover - only while ntf.py does not exist
+    NTF_STORAGE = Tail()
+
+FAMILY = "ko"
+CP_DEFAULT = "cp949"
+CP_TAIWAN = "cp950"
+
+
+# ----------------------------------------------------------------------------
+# text: bytes are authoritative; the readable view decodes per string
+
+
+def _roundtrips(data: bytes, enc: str) -> str | None:
+    try:
+        t = data.decode(enc)
+    except UnicodeDecodeError:
+        return None
+    try:
+        return t if t.encode(enc) == data else None
+    except UnicodeEncodeError:
+        return None
+
+
+class KoString(String):
+    """The spec's ``string`` with the note's text view (section 8).
+
+    Readable JSON shows the file's code page (cp949, or cp950 for ``_tw``
+    files) where it round-trips, else the other code page as
+    ``{"text": ..., "encoding": ...}``, else ``{"hex": ...}``.
+    """
+
+    def to_json(self, v: Any, ctx: JsonCtx) -> Any:
+        raw = getattr(v, "raw_len", None)
+        if ctx.form == "wire" or (raw is not None and len(v) == 0):
+            return super().to_json(v, ctx)
+        data = bytes(v)
+        t = _roundtrips(data, ctx.encoding)
+        if t is not None:
+            return t
+        other = CP_TAIWAN if ctx.encoding != CP_TAIWAN else CP_DEFAULT
+        t = _roundtrips(data, other)
+        if t is not None:
+            return {"text": t, "encoding": other}
+        return {"hex": data.hex()}
+
+    def from_json(self, o: Any, ctx: JsonCtx, jpath: str) -> Any:
+        if ctx.form == "readable" and isinstance(o, dict) and set(o) == {"text", "encoding"}:
+            enc = o["encoding"]
+            if enc not in (CP_DEFAULT, CP_TAIWAN) or not isinstance(o["text"], str):
+                raise _jerr("text view needs a string and encoding cp949 or cp950", jpath)
+            try:
+                return RawString(o["text"].encode(enc))
+            except UnicodeEncodeError:
+                raise _jerr(f"text cannot be encoded as {enc}", jpath) from None
+        return super().from_json(o, ctx, jpath)
+
+
+def text_encoding_for(name: str | None) -> str:
+    """cp950 (Big5) for Taiwan-client files (``*_tw.*``), else cp949."""
+    if name:
+        stem = os.path.splitext(os.path.basename(name))[0].lower()
+        if stem.endswith("_tw"):
+            return CP_TAIWAN
+    return CP_DEFAULT
+
+
+def text(v: Any, enc: str = CP_DEFAULT) -> str:
+    """A string field as display text (lossy view; ``info`` only)."""
+    if v is None:
+        return ""
+    data = bytes(v)
+    for e in (enc, CP_TAIWAN if enc != CP_TAIWAN else CP_DEFAULT):
+        t = _roundtrips(data, e)
+        if t is not None:
+            return t.rstrip("\x00")
+    return data.decode("latin-1")
+
+
+# ----------------------------------------------------------------------------
+# the layout
+
+
+def _load_layout() -> Layout:
+    src = resources.files(__package__).joinpath("layouts/ko.layout").read_text(encoding="utf-8")
+    return Layout(src, {"ntf": NTF_STORAGE, "string": KoString()})
+
+
+LAYOUT = _load_layout()
+
+
+# ----------------------------------------------------------------------------
+# codec
+
+
+class KoCodec(LayoutCodec):
+    """A layout codec with the note's opaque fallback and text encodings."""
+
+    def __init__(self, name: str, root: str, *, extensions, variants=None,
+                 description: str = "", parameters=(), allow_trailing: bool = True,
+                 foreign: Callable[[bytes, FormatError], str | None] | None = None,
+                 info: Callable[[Document, str], dict] | None = None,
+                 check: Callable[[Document], None] | None = None) -> None:
+        super().__init__(name, LAYOUT, root, family=FAMILY, extensions=extensions,
+                         variants=variants, description=description,
+                         text_encoding=CP_DEFAULT, parameters=parameters,
+                         allow_trailing=allow_trailing)
+        self._foreign = foreign
+        self._info = info
+        self._check = check
+
+    # --- decode / encode ------------------------------------------------
+    def decode(self, data: bytes, *, limits: Limits = DEFAULT_LIMITS, **params: Any) -> Document:
+        if params.get("opaque"):
+            return self._opaque(data, "kept opaque on request (opaque=1)")
+        try:
+            doc = super().decode(data, limits=limits, **params)
+        except FormatError as e:
+            reason = self._foreign(data, e) if self._foreign else None
+            if reason is None:
+                raise
+            return self._opaque(data, f"{reason}; whole file kept raw "
+                                      f"(the {self.root} parse fails: {e})")
+        if self._check is not None:
+            self._check(doc)
+        return doc
+
+    def _opaque(self, data: bytes, why: str) -> Document:
+        return Document(self.name, {"body": data}, {"opaque": 1}, b"", [why])
+
+    def _root_of(self, doc: Document) -> str:
+        return "opaqueFile" if doc.params.get("opaque") else self.root
+
+    def encode(self, doc: Document) -> bytes:
+        params = {k: v for k, v in doc.params.items() if k != "opaque"}
+        return self.layout.encode(self._root_of(doc), doc.root, params) + bytes(doc.trailing)
+
+    # --- JSON -----------------------------------------------------------
+    def encoding_of(self, doc: Document) -> str:
+        enc = doc.meta.get("text_encoding")
+        return enc if enc in (CP_DEFAULT, CP_TAIWAN) else text_encoding_for(doc.source)
+
+    def to_json(self, doc: Document, form: str = "wire") -> dict:
+        enc = self.encoding_of(doc)
+        ctx = JsonCtx(form, enc)
+        root = self.layout.to_json(self._root_of(doc), doc.root, ctx)
+        env = self.json_envelope(doc, form, root)
+        env["meta"] = {**doc.meta, "text_encoding": enc}
+        return env
+
+    def from_json(self, obj: dict) -> Document:
+        meta = obj.get("meta") or {}
+        if not isinstance(meta, dict):
+            raise JsonFormatError("meta must be an object", path="$.meta")
+        enc = meta.get("text_encoding", CP_DEFAULT)
+        if enc not in (CP_DEFAULT, CP_TAIWAN):
+            raise JsonFormatError("text_encoding must be cp949 or cp950", path="$.meta.text_encoding")
+        form = obj.get("form", "wire")
+        try:
+            ctx = JsonCtx(form, enc)
+        except ValueError as e:
+            raise JsonFormatError(str(e), path="$.form") from None
+        params = obj.get("params") or {}
+        if not isinstance(params, dict):
+            raise JsonFormatError("params must be an object", path="$.params")
+        for k, v in params.items():
+            if isinstance(v, bool) or not isinstance(v, (int, float)):
+                raise JsonFormatError("parameters are numbers", path=f"$.params.{k}")
+        trailing = obj.get("trailing", "")
+        trailing = hex_to_bytes(trailing, "$.trailing")
+        root_name = "opaqueFile" if params.get("opaque") else self.root
+        root = self.layout.from_json(root_name, obj.get("root"), ctx, "$.root")
+        return Document(self.name, root, dict(params), trailing, [], dict(meta))
+
+    def opaque_bytes(self, doc: Document) -> int:
+        return len(doc.trailing) + self.layout.opaque_size(self._root_of(doc), doc.root)
+
+    # --- info -----------------------------------------------------------
+    def info(self, doc: Document) -> dict:
+        out: dict[str, Any] = {"format": self.name, "family": self.family}
+        if doc.params.get("opaque"):
+            out["opaque"] = True
+            return out
+        if self._info is not None:
+            out.update(self._info(doc, self.encoding_of(doc)))
+        return out
+
+
+# ----------------------------------------------------------------------------
+# foreign-layout recognition (the opaque fallback rule, see module docstring)
+
+
+def _failed_inside(data: bytes, e: FormatError) -> bool:
+    """The parse failed well before the end of the input with an implausible
+    count or value; a truncated file fails by running out of input instead."""
+    if e.offset is None or e.offset >= len(data) - 16:
+        return False
+    if isinstance(e, TruncatedError) and e.found is not None and isinstance(e.expected, int):
+        # a read that needs a few more bytes than remain: truncation
+        return e.expected > 4 * max(len(data), 1)
+    return True
+
+
+def _i32(data: bytes, off: int) -> int | None:
+    if off + 4 > len(data):
+        return None
+    return int.from_bytes(data[off:off + 4], "little", signed=True)
+
+
+def _plausible_string(data: bytes, off: int, maxlen: int = 260) -> int | None:
+    """End offset of a plausible name string at ``off`` (printable bytes)."""
+    n = _i32(data, off)
+    if n is None or n < 0 or n > maxlen or off + 4 + n > len(data):
+        return None
+    s = data[off + 4:off + 4 + n]
+    if any(b < 0x20 and b not in (0,) for b in s):
+        return None
+    return off + 4 + n
+
+
+def foreign_shape(data: bytes, e: FormatError) -> str | None:
+    """A shape of another N3 game (Repent Online): a plausible transform name,
+    then a layout this engine does not read."""
+    if _plausible_string(data, 0) is not None and _failed_inside(data, e):
+        return "n3shape of an unknown layout (note row 3: a Repent Online shape)"
+    return None
+
+
+def foreign_opd(data: bytes, e: FormatError) -> str | None:
+    """An opd of another build (Hero Online): plausible width/length floats."""
+    import struct
+    for off in (0, None):
+        if off is None:
+            end = _plausible_string(data, 4, 64)
+            if end is None or _i32(data, 0) not in (1, 2):
+                continue
+            off = end
+        if off + 8 > len(data):
+            continue
+        w, h = struct.unpack_from("<2f", data, off)
+        if 0 < w <= 65536 and 0 < h <= 65536 and _failed_inside(data, e):
+            return "opd of an unknown layout (note row 15: the Hero Online build)"
+    return None
+
+
+def foreign_gtd(data: bytes, e: FormatError) -> str | None:
+    """An obfuscated or compressed gtd of a current client: neither a header
+    (version 1-2 + short name) nor a 2^n+1 map size at offset 0, and the
+    file is large enough to be a terrain."""
+    v = _i32(data, 0)
+    header = v in (1, 2) and _plausible_string(data, 4, 64) is not None
+    size_ok = v is not None and v > 1 and ((v - 1) & (v - 2)) == 0
+    if not header and not size_ok and len(data) >= 4096:
+        return "gtd of an unknown layout (note row 14: obfuscated or compressed)"
+    return None
+
+
+def foreign_uif(data: bytes, e: FormatError) -> str | None:
+    """A UIF of an older or foreign build (note row 20): a plausible root
+    name and child count, but a layout this engine does not read."""
+    end = _plausible_string(data, 0, 256)
+    if end is None or _i32(data, end) is None:
+        return None
+    count = int.from_bytes(data[end:end + 2], "little", signed=True)
+    if 0 <= count <= 4096 and _failed_inside(data, e):
+        return "uif of an unknown layout (note row 20)"
+    return None
+
+
+# ----------------------------------------------------------------------------
+# post-decode checks
+
+
+def check_fxb(doc: Document) -> None:
+    v = doc.root.get("version")
+    if isinstance(v, int) and v >= 3:
+        doc.warnings.append(f"fxb version {v}: part layouts unknown (note row 8); "
+                            f"body of {len(doc.root.get('body', b''))} bytes kept raw")
+
+
+# ----------------------------------------------------------------------------
+# info
+
+
+def _s(v: Any, enc: str) -> str:
+    return text(v, enc)
+
+
+def _keys_info(keys: list) -> list[dict]:
+    out = []
+    for k in keys:
+        d = {"count": int(k["count"])}
+        if k["count"] > 0:
+            d["type"] = {0: "vector", 1: "quaternion"}.get(k["keyType"], k["keyType"])
+            d["samplingRate"] = float(k["samplingRate"])
+        out.append(d)
+    return out
+
+
+def _transform_info(t: dict, enc: str) -> dict:
+    return {"name": _s(t["name"], enc), "position": [float(x) for x in t["position"]],
+            "keys": [int(k["count"]) for k in t["keys"]],
+            "collisionMesh": _s(t["collisionMesh"], enc), "climbMesh": _s(t["climbMesh"], enc)}
+
+
+def replay_pmesh(m: dict) -> tuple[int, int, np.ndarray]:
+    """Full detail of a progressive mesh (note section 10.5): replay every
+    collapse in file order from the stored lowest-detail index buffer.
+    Returns (vertex count, index count, index buffer)."""
+    idx = np.array(m["indices"], dtype=np.int64)
+    changes = np.asarray(m["indexChanges"], dtype=np.int64)
+    nv, ni = int(m["minVertexCount"]), int(m["minIndexCount"])
+    for c in m["collapses"]:
+        ni += int(c["indicesToLose"])
+        nv += int(c["verticesToLose"])
+        lo = max(int(c["indexChangesOffset"]), 0)
+        sel = changes[lo:lo + max(int(c["indicesToChange"]), 0)]
+        sel = sel[(sel >= 0) & (sel < len(idx))]
+        idx[sel] = nv - 1
+    return nv, ni, idx
+
+
+def info_n3pmesh(doc: Document, enc: str) -> dict:
+    m = doc.root
+    nv, ni, _ = replay_pmesh(m)
+    return {"name": _s(m["name"], enc), "vertices": int(m["vertexCount"]),
+            "indices": int(m["indexCount"]), "faces": int(m["indexCount"]) // 3,
+            "minVertices": int(m["minVertexCount"]), "minFaces": int(m["minIndexCount"]) // 3,
+            "collapses": len(m["collapses"]),
+            "fullDetail": {"vertices": nv, "faces": ni // 3},
+            "lods": [{"distance": float(l["distance"]), "vertices": int(l["vertexCount"])}
+                     for l in m["lods"]]}
+
+
+def _skin_info(s: dict) -> dict:
+    d = {"faces": int(s["faceCount"]), "vertices": int(s["vertexCount"]), "uvs": int(s["uvCount"])}
+    b = s.get("bindings")
+    if b:
+        counts = [int(x["count"]) for x in b]
+        d["maxWeightsPerVertex"] = max(counts)
+    return d
+
+
+def info_n3cskins(doc: Document, enc: str) -> dict:
+    r = doc.root
+    if "lods" not in r:  # a single skin / imesh
+        return {"name": _s(r["name"], enc), **_skin_info(r)}
+    return {"name": _s(r["name"], enc),
+            "lods": [{"name": _s(s["name"], enc), **_skin_info(s)} for s in r["lods"]]}
+
+
+def _joint_tree(j: dict, enc: str, counter: list) -> dict:
+    index = counter[0]
+    counter[0] += 1
+    node = {"index": index, "name": _s(j["name"], enc),
+            "keys": [int(k["count"]) for k in j["keys"]]}
+    kids = [_joint_tree(c, enc, counter) for c in j["children"]]
+    if kids:
+        node["children"] = kids
+    return node
+
+
+def info_n3joint(doc: Document, enc: str) -> dict:
+    counter = [0]
+    tree = _joint_tree(doc.root, enc, counter)
+    return {"joints": counter[0], "keysPerJoint": int(doc.params.get("jointKeys", 4)), "tree": tree}
+
+
+def info_n3anim(doc: Document, enc: str) -> dict:
+    clips = []
+    for c in doc.root["clips"]:
+        clips.append({"name": _s(c["name"], enc), "start": float(c["start"]),
+                      "end": float(c["end"]), "fps": float(c["fps"])})
+    return {"clips": clips}
+
+
+def info_n3chr(doc: Document, enc: str) -> dict:
+    r = doc.root
+    out = {"name": _s(r["transform"]["name"], enc), "joint": _s(r["joint"], enc),
+           "parts": [_s(p, enc) for p in r["parts"]], "plugs": [_s(p, enc) for p in r["plugs"]],
+           "animation": _s(r["animationControl"], enc),
+           "jointPartStarts": [int(x) for x in r["jointPartStarts"]],
+           "jointPartEnds": [int(x) for x in r["jointPartEnds"]]}
+    if "fxPlug" in r:
+        out["fxPlug"] = _s(r["fxPlug"], enc)
+    return out
+
+
+def info_n3cpart(doc: Document, enc: str) -> dict:
+    r = doc.root
+    return {"name": _s(r["name"], enc), "texture": _s(r["texture"], enc),
+            "skins": _s(r["geometry"], enc)}
+
+
+def info_n3cplug(doc: Document, enc: str) -> dict:
+    r = doc.root
+    out = {"name": _s(r["name"], enc), "type": int(r["type"]), "joint": int(r["joint"]),
+           "mesh": _s(r["geometry"], enc), "texture": _s(r["texture"], enc)}
+    if "traceStep" in r:
+        out["traceStep"] = int(r["traceStep"])
+    if "useVMesh" in r:
+        out["useVMesh"] = int(r["useVMesh"])
+    if "vmesh" in r:
+        m = r["vmesh"]
+        out["vmesh"] = {"vertices": int(m["vertexCount"]), "faces": int(m["indexCount"]) // 3}
+    return out
+
+
+def info_n3shape(doc: Document, enc: str) -> dict:
+    r = doc.root
+    parts = [{"mesh": _s(p["mesh"], enc), "textures": [_s(t, enc) for t in p["textures"]]}
+             for p in r["parts"]]
+    meta = {k: int(r[k]) for k in ("belong", "eventID", "eventType", "npcID", "npcStatus") if k in r}
+    return {"transform": _transform_info(r["transform"], enc), "parts": parts,
+            "metadataInts": len(meta), "metadata": meta}
+
+
+def info_n3sky(doc: Document, enc: str) -> dict:
+    r = doc.root
+    return {"suns": [_s(x, enc) for x in r["suns"]], "clouds": [_s(x, enc) for x in r["clouds"]],
+            "moon": _s(r["moon"], enc), "dayChanges": len(r["dayChanges"])}
+
+
+def info_n3fxplug(doc: Document, enc: str) -> dict:
+    r = doc.root
+    return {"name": _s(r["name"], enc),
+            "parts": [{"name": _s(p["name"], enc), "bundle": _s(p["bundle"], enc),
+                       "joint": int(p["jointIndex"])} for p in r["parts"]]}
+
+
+FX_TYPES = {0: "empty", 1: "particle", 2: "billboard", 3: "mesh", 4: "bottomBoard"}
+
+
+def info_fxb(doc: Document, enc: str) -> dict:
+    r = doc.root
+    out = {"version": int(r["version"])}
+    if "slots" in r:
+        out["slots"] = [{"type": FX_TYPES.get(s["type"], s["type"]),
+                         **({"partVersion": s["version"], "baseVersion": s["baseVersion"]}
+                            if s["type"] > 0 else {})} for s in r["slots"]]
+    else:
+        out["opaqueBody"] = len(r.get("body", b""))
+    return out
+
+
+def info_gtd(doc: Document, enc: str) -> dict:
+    r = doc.root
+    out = {"header": bool(doc.params.get("gtdHeader")), "mapSize": int(r["mapSize"])}
+    if "version" in r:
+        out["version"] = int(r["version"])
+        out["name"] = _s(r["name"], enc)
+    out["zoneName"] = text(bytes(r["zoneName"]).split(b"\0", 1)[0], enc)
+    ti = r.get("tileInfo")
+    if ti is not None:
+        out["tiles"] = int(ti["tileCount"])
+        out["tileSources"] = [text(bytes(s).split(b"\0", 1)[0], enc) for s in ti.get("sources", [])]
+    for k in ("lightmaps", "rivers", "ponds"):
+        if k in r:
+            out[k] = len(r[k])
+    out["legacyRivers"] = int(doc.params.get("legacyRivers", 0))
+    out["legacyPonds"] = int(doc.params.get("legacyPonds", 0))
+    return out
+
+
+def info_opd(doc: Document, enc: str) -> dict:
+    r = doc.root
+    out = {"header": bool(doc.params.get("opdHeader")), "width": float(r["width"]),
+           "length": float(r["height"]), "triangles": int(r["triangleCount"]),
+           "cells": len(r["cells"]), "cellsPresent": sum(1 for c in r["cells"] if c["present"] > 0),
+           "objects": len(r["objects"])}
+    if "version" in r:
+        out["version"] = int(r["version"])
+        out["name"] = _s(r["name"], enc)
+    return out
+
+
+UI_TYPES = {0: "base", 1: "button", 2: "static", 3: "progress", 4: "image", 5: "scrollbar",
+            6: "string", 7: "trackbar", 8: "edit", 9: "area", 10: "tooltip", 13: "iconslot",
+            14: "list"}
+
+
+def _ui_tree(node: dict, typ: int, enc: str, counter: list, depth: int = 0) -> dict:
+    counter[0] += 1
+    out = {"type": UI_TYPES.get(typ & 0xFFFF, typ), "id": _s(node["id"], enc)}
+    if node.get("name"):
+        out["name"] = _s(node["name"], enc)
+    if typ & 0xFFFF == 6 and "text" in node:
+        out["text"] = _s(node["text"], enc)
+    kids = [_ui_tree(c["node"], int(c["type"]), enc, counter, depth + 1) for c in node["children"]]
+    if kids:
+        out["children"] = kids
+    return out
+
+
+def info_uif(doc: Document, enc: str) -> dict:
+    counter = [0]
+    tree = _ui_tree(doc.root["root"], int(doc.params.get("type", 0)), enc, counter)
+    return {"textEncoding": enc, "nodes": counter[0], "tree": tree}
+
+
+# ----------------------------------------------------------------------------
+# the codecs
+
+_JOINT = [{"jointKeys": 4}, {"jointKeys": 3}]
+_GTD = [{"gtdHeader": h, "legacyRivers": r, "legacyPonds": p}
+        for h in (1, 0) for r in (0, 1) for p in (0, 1)]
+_OPD = [{"opdHeader": 1}, {"opdHeader": 0}]
+
+CODECS = [
+    KoCodec("n3pmesh", "n3pmesh", extensions=[".n3pmesh"], info=info_n3pmesh,
+            description="Knight Online progressive mesh"),
+    KoCodec("n3cskins", "n3cskins", extensions=[".n3cskins"], info=info_n3cskins,
+            description="Knight Online character part skins (4 LODs)"),
+    KoCodec("n3skin", "n3cskin", extensions=[".n3skin"], info=info_n3cskins,
+            description="Knight Online single skin (CN3Skin)"),
+    KoCodec("n3imesh", "n3cskin", extensions=[".n3imesh"], info=info_n3cskins,
+            variants=[{"skinBindings": 0}], description="Knight Online indexed mesh (CN3IMesh)"),
+    KoCodec("n3cpart", "n3cpart", extensions=[".n3cpart"], info=info_n3cpart,
+            description="Knight Online character part"),
+    KoCodec("n3cplug", "n3cplug", extensions=[".n3cplug"], info=info_n3cplug,
+            variants=[{"plugTrailer": 1}], description="Knight Online character plug"),
+    KoCodec("n3cplug_cloak", "n3cplug", extensions=[".n3cplug_cloak"], info=info_n3cplug,
+            variants=[{"plugTrailer": 0}], description="Knight Online cloak plug"),
+    KoCodec("n3shape", "n3shape", extensions=[".n3shape"], info=info_n3shape,
+            foreign=foreign_shape, description="Knight Online shape"),
+    KoCodec("n3chr", "n3chr", extensions=[".n3chr"], info=info_n3chr,
+            description="Knight Online character"),
+    KoCodec("n3joint", "n3joint", extensions=[".n3joint"], info=info_n3joint,
+            variants=_JOINT, description="Knight Online skeleton"),
+    KoCodec("n3fxplug", "n3fxplug", extensions=[".n3fxplug"], info=info_n3fxplug,
+            description="Knight Online FX plug"),
+    KoCodec("n3anim", "n3anim", extensions=[".n3anim"], info=info_n3anim,
+            description="Knight Online animation clips"),
+    KoCodec("n3sky", "n3sky", extensions=[".n3sky"], info=info_n3sky,
+            description="Knight Online sky"),
+    KoCodec("fxb", "fxb", extensions=[".fxb"], info=info_fxb, check=check_fxb,
+            description="Knight Online FX bundle"),
+    KoCodec("gtd", "gtd", extensions=[".gtd"], info=info_gtd, variants=_GTD,
+            allow_trailing=False, foreign=foreign_gtd, description="Knight Online terrain"),
+    KoCodec("opd", "opd", extensions=[".opd"], info=info_opd, variants=_OPD,
+            allow_trailing=False, foreign=foreign_opd, parameters=("gridCell",),
+            description="Knight Online object placement"),
+    KoCodec("uif", "uif", extensions=[".uif"], info=info_uif, foreign=foreign_uif,
+            allow_trailing=False, parameters=("fileVersion", "spacingPresent", "type"),
+            description="Knight Online UI layout"),
+]
