@@ -148,8 +148,8 @@ class DxtCodec(_TextureCodec):
     def sniff(self, data: bytes) -> bool:
         if len(data) < 4:
             return False
-        n = _I32.unpack_from(data)[0]
-        return 0 <= n <= len(data) - 7 and data[4 + n:7 + n] == ntf.NTF_MAGIC
+        at = 4 + max(_I32.unpack_from(data)[0], 0)  # a length <= 0 reads no name bytes
+        return data[at:at + 3] == ntf.NTF_MAGIC
 
     def decode(self, data: bytes, *, limits: Limits = DEFAULT_LIMITS, **params: Any) -> Document:
         if params:
