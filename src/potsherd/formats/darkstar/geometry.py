@@ -1,0 +1,162 @@
+"""Decoding helpers for Darkstar meshes and shapes (numpy, vectorised).
+
+These read decoded documents (never bytes) and feed glTF export:
+
+* :data:`NORMALS` - the engine's 256-entry normal table (``structures.json``);
+* :func:`frame_positions` - quantised vertices -> positions, one row per frame
+  (``vert.xyz * scale + origin``; scale/origin per frame in mesh v3, shared in
+  the mesh header in v1-v2), float32 arithmetic like the engine;
+* :func:`frame_normals` / :func:`normal_vectors` - normal index -> unit vector;
+* :func:`face_indices` - faces -> per-frame absolute vertex indices, texture
+  indices for a material (IFL) frame, and material per face;
+* :func:`transforms` - shape transforms -> float quaternion, translation, scale.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ...core.errors import FormatError, ValueFormatError
+from .structs import normal_table
+
+NORMALS: np.ndarray = normal_table()
+NORMALS.setflags(write=False)
+
+#: ``fnTextureVertsPerFrame`` written by exporters that never set it (MSVC fill)
+UNSET_TVPF = -0x32323233  # 0xCDCDCDCD as an i32
+
+QUAT16_SCALE = 32767.0
+
+
+def _payload(mesh: dict) -> tuple[dict, int]:
+    """(payload, version) of a decoded ``TS::CelAnimMesh`` block."""
+    if not isinstance(mesh, dict) or not isinstance(mesh.get("payload"), dict):
+        raise FormatError("not a decoded PERS block with a payload")
+    if bytes(mesh.get("className", b"")) != b"TS::CelAnimMesh":
+        raise FormatError(f"not a TS::CelAnimMesh block: {bytes(mesh.get('className', b''))!r}")
+    return mesh["payload"], mesh["version"]
+
+
+def frame_vertex_index(mesh: dict) -> np.ndarray:
+    """(nFrames, nVertsPerFrame) indices into ``verts`` (frames may share blocks)."""
+    p, _ = _payload(mesh)
+    vpf = int(p["mVertsPerFrame"])
+    first = p["frames"]["firstVert"].astype(np.int64)
+    n_verts = len(p["verts"])
+    if vpf < 0:
+        raise ValueFormatError(f"negative vertices per frame {vpf}", path="mVertsPerFrame")
+    if first.size and (first.min() < 0 or first.max() + vpf > n_verts):
+        bad = int(np.nonzero((first < 0) | (first + vpf > n_verts))[0][0])
+        raise ValueFormatError(f"frame {bad} reads vertices {first[bad]}..{first[bad] + vpf - 1} "
+                               f"of {n_verts}", path=f"frames[{bad}].firstVert")
+    return first[:, None] + np.arange(vpf, dtype=np.int64)[None, :]
+
+
+def scale_origin(mesh: dict) -> tuple[np.ndarray, np.ndarray]:
+    """(nFrames, 3) scale and origin of each frame, float32."""
+    p, version = _payload(mesh)
+    n = len(p["frames"])
+    if version >= 3:
+        fr = p["frames"]
+        scale = np.stack([fr["scaleX"], fr["scaleY"], fr["scaleZ"]], axis=1)
+        origin = np.stack([fr["originX"], fr["originY"], fr["originZ"]], axis=1)
+    else:
+        scale = np.tile(np.array([p["scaleX"], p["scaleY"], p["scaleZ"]], np.float32), (n, 1))
+        origin = np.tile(np.array([p["originX"], p["originY"], p["originZ"]], np.float32), (n, 1))
+    return scale.astype(np.float32), origin.astype(np.float32)
+
+
+def frame_positions(mesh: dict) -> np.ndarray:
+    """(nFrames, nVertsPerFrame, 3) float32 positions of every frame."""
+    idx = frame_vertex_index(mesh)
+    p, _ = _payload(mesh)
+    v = p["verts"]
+    xyz = np.stack([v["x"], v["y"], v["z"]], axis=1).astype(np.float32)
+    scale, origin = scale_origin(mesh)
+    return xyz[idx] * scale[:, None, :] + origin[:, None, :]
+
+
+def normal_vectors(indices: Any) -> np.ndarray:
+    """Unit vectors for normal indices (any shape of u8 indices -> shape + (3,))."""
+    return NORMALS[np.asarray(indices, dtype=np.uint8)]
+
+
+def frame_normals(mesh: dict) -> np.ndarray:
+    """(nFrames, nVertsPerFrame, 3) float32 vertex normals of every frame."""
+    idx = frame_vertex_index(mesh)
+    p, _ = _payload(mesh)
+    return NORMALS[p["verts"]["normal"][idx]]
+
+
+def texture_verts_per_frame(mesh: dict) -> int | None:
+    """Texture vertices per material frame, or None when the field is unused
+    (``0xCDCDCDCD``, or not positive).  Mesh v1 has no field: ``numTexVerts``."""
+    p, version = _payload(mesh)
+    if version < 2:
+        return int(p["numTexVerts"])
+    t = int(p["mTextureVertsPerFrame"])
+    return t if t > 0 and t != UNSET_TVPF else None
+
+
+def face_indices(mesh: dict, mat_frame: int = 0) -> dict[str, np.ndarray]:
+    """Per-face indices.
+
+    ``vertex``: (nFrames, nFaces, 3) indices into ``verts`` (face indices are
+    relative to the frame); ``local``: (nFaces, 3) the stored frame-relative
+    indices; ``texture``: (nFaces, 3) indices into ``textureVerts`` for
+    material frame ``mat_frame``; ``material``: (nFaces,) material index.
+    """
+    p, _ = _payload(mesh)
+    f = p["faces"]
+    local = np.stack([f["vi1"], f["vi2"], f["vi3"]], axis=1).astype(np.int64)
+    tex = np.stack([f["ti1"], f["ti2"], f["ti3"]], axis=1).astype(np.int64)
+    vpf = int(p["mVertsPerFrame"])
+    if local.size and (local.min() < 0 or local.max() >= vpf):
+        bad = int(np.nonzero(((local < 0) | (local >= vpf)).any(axis=1))[0][0])
+        raise ValueFormatError(f"face {bad} uses vertex outside 0..{vpf - 1}", path=f"faces[{bad}]")
+    if mat_frame:
+        tvpf = texture_verts_per_frame(mesh)
+        if tvpf is None:
+            raise ValueFormatError("material frames need fnTextureVertsPerFrame, which is unset",
+                                   path="mTextureVertsPerFrame")
+        tex = tex + mat_frame * tvpf
+    n_tex = len(p["textureVerts"])
+    if tex.size and (tex.min() < 0 or tex.max() >= n_tex):
+        bad = int(np.nonzero(((tex < 0) | (tex >= n_tex)).any(axis=1))[0][0])
+        raise ValueFormatError(f"face {bad} uses a texture vertex outside 0..{n_tex - 1}",
+                               path=f"faces[{bad}]")
+    first = p["frames"]["firstVert"].astype(np.int64)
+    return {"vertex": first[:, None, None] + local[None, :, :], "local": local,
+            "texture": tex, "material": f["material"].astype(np.int64)}
+
+
+def texture_coords(mesh: dict) -> np.ndarray:
+    """(numTexVerts, 2) float32 u, v."""
+    p, _ = _payload(mesh)
+    t = p["textureVerts"]
+    return np.stack([t["x"], t["y"]], axis=1).astype(np.float32)
+
+
+def transforms(shape_payload: dict, version: int) -> dict[str, np.ndarray]:
+    """Shape transforms as float arrays: ``rotation`` (n, 4) x y z w as stored
+    (Quat16 / 32767 in v7-v8, floats before), ``translation`` (n, 3), ``scale``
+    (n, 3; ones in v8, which stores none)."""
+    t = shape_payload["transforms"]
+    rot = np.stack([t["fRotateX"], t["fRotateY"], t["fRotateZ"], t["fRotateW"]], axis=1)
+    rot = rot.astype(np.float32)
+    if version >= 7:
+        rot = rot / np.float32(QUAT16_SCALE)
+    tr = np.stack([t["fTranslateX"], t["fTranslateY"], t["fTranslateZ"]], axis=1).astype(np.float32)
+    if "fScaleX" in t.dtype.names:
+        sc = np.stack([t["fScaleX"], t["fScaleY"], t["fScaleZ"]], axis=1).astype(np.float32)
+    else:
+        sc = np.ones_like(tr)
+    return {"rotation": rot, "translation": tr, "scale": sc}
+
+
+def name_text(raw: bytes, encoding: str = "latin-1") -> str:
+    """The C string in a raw name slot (bytes after the first NUL dropped)."""
+    raw = bytes(raw)
+    cut = raw.find(b"\0")
+    return (raw if cut < 0 else raw[:cut]).decode(encoding, errors="replace")
