@@ -1,0 +1,344 @@
+"""ASCII FBX: the same node tree, with the source spelling kept.
+
+Byte-exact strategy (note section 8, question 6): every value keeps its
+lexeme (number spelling, string content with its ``&quot;`` escapes, bare
+words), arrays keep the source text of their ``a:`` list, and each node keeps
+the trivia between its tokens (``fmt``) *only where it differs* from what the
+canonical writer would produce for the file's newline and indent style.  A
+node without ``fmt`` (edited, converted, built from scratch) is written
+canonically, SDK style.
+
+Property kinds: ``("s", content)`` string (text between the quotes, escapes
+not decoded), ``("n", lexeme)`` number, ``("w", word)`` bare word (``T``,
+``Y``: binary ``C`` chars), ``("*", AsciiArray)`` a 7.x ``*N { a: ... }`` array.
+Text is handled as latin-1 so every byte maps to one character.
+"""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from ...core.errors import FormatError, LimitError, TruncatedError, ValueFormatError
+from ...core.limits import DEFAULT_LIMITS, Limits
+from .model import FbxNode
+
+_TRIVIA = re.compile(r"(?:[ \t\r\n,]+|;[^\n]*)*")
+_TOKEN = re.compile(r'''
+   (?P<key>(?:[^\s,;:"{}]+|"[^"\n]*"):)
+ | (?P<str>"[^"]*")
+ | (?P<lb>\{)
+ | (?P<rb>\})
+ | (?P<word>[^\s,;:"{}]+)
+''', re.X)
+_STAR = re.compile(r"\*\d+\Z")
+_FLOATY = re.compile(r"[.eEnN]")
+
+
+class AsciiArray:
+    """A ``*N { a: ... }`` array: count lexeme, source text, lazy values."""
+
+    __slots__ = ("count", "text", "_values", "_lexemes")
+
+    def __init__(self, count: str | None = None, text: str | None = None,
+                 values: np.ndarray | list | None = None) -> None:
+        self.count = count
+        self.text = text
+        self._lexemes: list[str] | None = None
+        self._values = None if values is None else np.asarray(values)
+
+    def lexemes(self) -> list[str]:
+        if self._lexemes is None:
+            if self.text is None:
+                self._lexemes = [_number_lexeme(v) for v in self._values.tolist()]  # type: ignore
+            else:
+                parts = self.text.replace("\r", "").replace("\n", "").split(",")
+                lex = [p.strip() for p in parts]
+                if lex == [""]:
+                    lex = []
+                self._lexemes = lex
+        return self._lexemes
+
+    @property
+    def values(self) -> np.ndarray:
+        """Numbers as int64 when every lexeme is an integer, else float64."""
+        if self._values is None:
+            lex = self.lexemes()
+            try:
+                if any(_FLOATY.search(x) for x in lex):
+                    self._values = np.array(lex, dtype=np.float64)
+                else:
+                    self._values = np.array(lex, dtype=np.int64)
+            except (ValueError, OverflowError):
+                raise ValueFormatError("array holds a value that is not a number") from None
+        return self._values
+
+    @values.setter
+    def values(self, v) -> None:
+        self._values = np.asarray(v)
+        self.text = None
+        self._lexemes = None
+        self.count = None
+
+    def __len__(self) -> int:
+        return len(self.lexemes())
+
+    def __repr__(self) -> str:
+        return f"AsciiArray(count={self.count!r}, {len(self)} values)"
+
+
+def _number_lexeme(v) -> str:
+    if isinstance(v, float):
+        if v == int(v) and abs(v) < 1e15:
+            return "-0" if (v == 0 and str(v).startswith("-")) else str(int(v))
+        return repr(v)
+    return str(v)
+
+
+def sniff_ascii(data: bytes) -> bool:
+    head = data[:4096].lstrip(b"\xef\xbb\xbf \t\r\n")
+    if head.startswith(b"; FBX") or head.startswith(b";FBX"):
+        return True
+    return b"FBXHeaderExtension:" in head and not data.startswith(b"Kaydara")
+
+
+def detect_version(text: str, root: FbxNode) -> int | None:
+    m = re.match(r"\s*;\s*FBX (\d+)\.(\d+)\.(\d+)", text)
+    if m:
+        return int(m.group(1)) * 1000 + int(m.group(2)) * 100 + int(m.group(3)) * 10
+    hdr = root.find(b"FBXHeaderExtension")
+    v = hdr.find(b"FBXVersion") if hdr else None
+    if v is not None and v.props and v.props[0][0] == "n":
+        try:
+            return int(v.props[0][1])
+        except ValueError:
+            return None
+    return None
+
+
+# ----------------------------------------------------------------------------
+# parser
+
+def decode_ascii(data: bytes, limits: Limits = DEFAULT_LIMITS) -> tuple[FbxNode, dict]:
+    text = data.decode("latin-1")
+    bom = ""
+    pos = 0
+    if text.startswith("\xef\xbb\xbf"):
+        bom = text[:3]
+        pos = 3
+    root = FbxNode(b"", [], [])
+    stack = [root]
+    n = len(text)
+    trivia = _TRIVIA.match
+    token = _TOKEN.match
+    while True:
+        g_end = trivia(text, pos).end()
+        gap = text[pos:g_end]
+        if g_end >= n:
+            if len(stack) > 1:
+                raise TruncatedError("input ends inside a node block", offset=len(data),
+                                     path=_apath(stack))
+            root.fmt = [gap]
+            break
+        m = token(text, g_end)
+        kind = m.lastgroup  # type: ignore[union-attr]
+        if kind == "rb":
+            if len(stack) == 1:
+                raise FormatError("'}' without an open block", offset=g_end)
+            node = stack.pop()
+            node.fmt.append(gap)  # type: ignore[union-attr]
+            pos = m.end()  # type: ignore[union-attr]
+            continue
+        if kind != "key":
+            raise FormatError(f"expected a node name, found {m.group()[:30]!r}", offset=g_end,  # type: ignore
+                              path=_apath(stack))
+        node = FbxNode(m.group()[:-1].encode("latin-1"))  # type: ignore[union-attr]
+        node.fmt = [gap]
+        stack[-1].children.append(node)  # type: ignore[union-attr]
+        pos = m.end()  # type: ignore[union-attr]
+        # values
+        while True:
+            v_start = trivia(text, pos).end()
+            g = text[pos:v_start]
+            if v_start >= n:
+                break
+            vm = token(text, v_start)
+            vk = vm.lastgroup  # type: ignore[union-attr]
+            if vk == "str":
+                node.props.append(("s", vm.group()[1:-1]))  # type: ignore[union-attr]
+            elif vk == "word":
+                w = vm.group()  # type: ignore[union-attr]
+                arr_end = _STAR.match(w) and _try_array(text, vm.end(), node, g, w)  # type: ignore
+                if arr_end:
+                    pos = arr_end
+                    break
+                node.props.append(("n" if _is_number(w) else "w", w))
+            elif vk == "lb":
+                node.fmt.append(g)
+                node.children = []
+                if len(stack) > limits.max_depth:
+                    raise LimitError(f"nodes nested deeper than {limits.max_depth}",
+                                     offset=v_start, path=_apath(stack), found=len(stack))
+                stack.append(node)
+                pos = vm.end()  # type: ignore[union-attr]
+                break
+            else:
+                break
+            node.fmt.append(g)
+            pos = vm.end()  # type: ignore[union-attr]
+    params = {"version": detect_version(text[len(bom):], root)}
+    if bom:
+        params["bom"] = True
+    nl, ind = _detect_style(text, root)
+    params["newline"] = nl
+    params["indent"] = ind
+    _compress_fmt(root, nl, ind)
+    return root, params
+
+
+def _try_array(text: str, pos: int, node: FbxNode, g1: str, star: str) -> int | None:
+    """Parse ``{ a: ... }`` after ``*N``; None when the block is something else."""
+    gb_end = _TRIVIA.match(text, pos).end()  # type: ignore[union-attr]
+    if not text.startswith("{", gb_end):
+        return None
+    ga_end = _TRIVIA.match(text, gb_end + 1).end()  # type: ignore[union-attr]
+    if not text.startswith("a:", ga_end):
+        return None
+    close = text.find("}", ga_end + 2)
+    if close < 0:
+        raise TruncatedError("input ends inside an array", offset=len(text))
+    body = text[ga_end + 2:close]
+    if any(c in body for c in '";{:'):
+        return None
+    node.props.append(("*", AsciiArray(star[1:], body)))
+    node.fmt += [g1, text[pos:gb_end], text[gb_end + 1:ga_end]]  # type: ignore[operator]
+    return close + 1
+
+
+_NUM = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?\Z|[-+]?(?:1\.#\w+|inf|nan)\Z", re.I)
+
+
+def _is_number(w: str) -> bool:
+    return bool(_NUM.match(w))
+
+
+def _apath(stack: list) -> str:
+    return "/" + "/".join(n.name.decode("latin-1") for n in stack[1:])
+
+
+def _detect_style(text: str, root: FbxNode) -> tuple[str, str]:
+    nl = "\r\n" if "\r\n" in text[:4096] else "\n"
+    ind = "\t"
+    for top in root.children or ():
+        if top.children:
+            g = top.children[0].fmt[0] if top.children[0].fmt else ""
+            tail = g.rsplit("\n", 1)[-1]
+            if tail and tail.strip(" \t") == "":
+                ind = tail
+            break
+    return nl, ind
+
+
+# ----------------------------------------------------------------------------
+# canonical layout
+
+def canonical_fmt(node: FbxNode, depth: int, nl: str, ind: str) -> list[str]:
+    g = [nl + ind * depth]
+    props = node.props
+    for i, (k, _) in enumerate(props):
+        g.append(" " if i == 0 else (", " if k == "s" else ","))
+    if props and props[-1][0] == "*":
+        g += [" ", nl + ind * (depth + 1)]
+    elif node.children is not None:
+        g += ["  " if not props else " ", nl + ind * depth]
+    return g
+
+
+def _compress_fmt(root: FbxNode, nl: str, ind: str) -> None:
+    stack = [(c, 0) for c in root.children or ()]
+    while stack:
+        node, depth = stack.pop()
+        if node.fmt == canonical_fmt(node, depth, nl, ind):
+            arr = node.props[-1][1] if node.props and node.props[-1][0] == "*" else None
+            if arr is None or arr.text == _canonical_array_text(arr, depth, nl, ind):
+                node.fmt = None
+        for c in node.children or ():
+            stack.append((c, depth + 1))
+
+
+def _canonical_array_text(arr: AsciiArray, depth: int, nl: str, ind: str) -> str:
+    return " " + ",".join(arr.lexemes()) + nl + ind * depth
+
+
+def header_comment(version: int, nl: str) -> str:
+    v = f"{version // 1000}.{version % 1000 // 100}.{version % 100 // 10}"
+    return f"; FBX {v} project file{nl}; {'-' * 52}{nl}"
+
+
+# ----------------------------------------------------------------------------
+# writer
+
+def encode_ascii(root: FbxNode, params: dict, canonical: bool = False) -> bytes:
+    nl = params.get("newline", "\n")
+    ind = params.get("indent", "\t")
+    out: list[str] = []
+    if params.get("bom"):
+        out.append("\xef\xbb\xbf")
+    tops = root.children or []
+    if (canonical or tops and tops[0].fmt is None) and params.get("version"):
+        out.append(header_comment(int(params["version"]), nl))
+    stack: list = [(root, -1, iter(tops), None)]
+    while stack:
+        node, depth, it, fmt = stack[-1]
+        child = next(it, None)
+        if child is None:
+            stack.pop()
+            if node is not root:
+                out.append(fmt[-1])
+                out.append("}")
+            continue
+        d = depth + 1
+        f = child.fmt if (child.fmt is not None and not canonical) else \
+            canonical_fmt(child, d, nl, ind)
+        name = child.name.decode("latin-1")
+        out.append(f[0])
+        out.append(name)
+        out.append(":")
+        props = child.props
+        for i, (k, v) in enumerate(props):
+            out.append(f[i + 1])
+            if k == "s":
+                out.append('"' + v + '"')
+            elif k == "*":
+                count = v.count if (v.count is not None and not canonical) else str(len(v))
+                out.append("*" + count)
+                text = v.text if (v.text is not None and not canonical) else \
+                    _canonical_array_text(v, d, nl, ind)
+                out.append(f[i + 2])
+                out.append("{")
+                out.append(f[i + 3])
+                out.append("a:")
+                out.append(text)
+                out.append("}")
+            else:
+                out.append(v)
+        if child.children is not None:
+            out.append(f[len(props) + 1])
+            out.append("{")
+            stack.append((child, d, iter(child.children), f))
+    tail = root.fmt[0] if (root.fmt and not canonical) else nl
+    out.append(tail)
+    return "".join(out).encode("latin-1")
+
+
+# ----------------------------------------------------------------------------
+# string escapes (for conversion)
+
+def unescape(content: str) -> bytes:
+    s = content.replace("&quot;", '"').replace("&cr;", "\r").replace("&lf;", "\n")
+    return s.encode("latin-1")
+
+
+def escape(value: bytes) -> str:
+    s = value.decode("latin-1")
+    return s.replace('"', "&quot;").replace("\r", "&cr;").replace("\n", "&lf;")

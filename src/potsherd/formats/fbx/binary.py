@@ -1,0 +1,349 @@
+"""Binary FBX: node records (13/25 bytes), properties, null records, footer.
+
+The parser is iterative (a file nested 1,000 levels deep is a LimitError,
+not a RecursionError).  What is not regenerated from the tree is kept:
+the header bytes, per-node null records, zero EndOffsets, compressed array
+payloads and everything after the top-level null record.
+"""
+from __future__ import annotations
+
+import struct
+from typing import Any
+
+from ...core.errors import (CountError, FormatError, LimitError, MagicError, TruncatedError,
+                            ValueFormatError)
+from ...core.limits import DEFAULT_LIMITS, Limits
+from ...core.values import f32_from_bits, f32_to_bits, f64_from_bits, f64_to_bits
+from .model import (ARRAY_DTYPES, BLENDER_TIME, FOOTER_MAGIC, FbxArray, FbxNode, file_id,
+                    footer_id)
+
+MAGIC = b"Kaydara FBX Binary  \x00"
+HEADER_SIZE = 27
+
+
+class _Order:
+    """Struct formats for one byte order and record width."""
+
+    def __init__(self, big_endian: bool, wide: bool) -> None:
+        e = ">" if big_endian else "<"
+        self.big_endian = big_endian
+        self.record = struct.Struct(e + ("QQQB" if wide else "IIIB"))
+        self.null = bytes(self.record.size)
+        self.u32 = struct.Struct(e + "I")
+        self.arr = struct.Struct(e + "III")
+        self.scalar = {
+            "Y": struct.Struct(e + "h"), "C": struct.Struct("B"), "B": struct.Struct("B"),
+            "Z": struct.Struct("B"), "I": struct.Struct(e + "i"), "F": struct.Struct(e + "I"),
+            "D": struct.Struct(e + "Q"), "L": struct.Struct(e + "q"),
+        }
+
+
+def parse_header(data: bytes) -> dict:
+    if len(data) < HEADER_SIZE:
+        raise TruncatedError("file shorter than the 27-byte FBX header", offset=len(data))
+    if not data.startswith(MAGIC):
+        raise MagicError("not a binary FBX file", offset=0, expected=MAGIC, found=data[:21])
+    endian = data[22]
+    big = endian != 0
+    version = struct.unpack_from(">I" if big else "<I", data, 23)[0]
+    return {"version": version, "endian_byte": endian, "byte21": data[21]}
+
+
+def decode_binary(data: bytes, limits: Limits = DEFAULT_LIMITS) -> tuple[FbxNode, dict, bytes]:
+    """Parse a binary FBX file into (root node, params, raw tail)."""
+    params = parse_header(data)
+    version = params["version"]
+    order = _Order(params["endian_byte"] != 0, version >= 7500)
+    rec = order.record
+    null_len = rec.size
+    end_of_data = len(data)
+    root = FbxNode(b"", [], [])
+    # stack of (node, children end offset or None for the top level)
+    stack: list[tuple[FbxNode, int | None]] = [(root, None)]
+    pos = HEADER_SIZE
+    terminated = True
+    while True:
+        parent, limit = stack[-1]
+        if limit is not None:
+            child_end = limit - null_len
+            if pos == child_end:
+                if data[pos:limit] != order.null:
+                    raise FormatError("null record of a node is not all zero", offset=pos,
+                                      path=_path(stack))
+                pos = limit
+                stack.pop()
+                continue
+            if pos > child_end:
+                raise FormatError("child nodes overrun their parent's end offset", offset=pos,
+                                  path=_path(stack), expected=child_end)
+        else:
+            if pos == end_of_data:
+                terminated = False  # no top-level null record at all
+                break
+        if end_of_data - pos < null_len:
+            raise TruncatedError("input ends inside a node record", offset=pos,
+                                 path=_path(stack), expected=null_len, found=end_of_data - pos)
+        end_offset, nprops, plen, nlen = rec.unpack_from(data, pos)
+        if limit is None and end_offset == 0 and nlen == 0:
+            if data[pos:pos + null_len] != order.null:
+                raise FormatError("top-level null record is not all zero", offset=pos)
+            pos += null_len
+            break
+        start = pos
+        pos += null_len
+        if nlen > end_of_data - pos:
+            raise TruncatedError("input ends inside a node name", offset=pos, path=_path(stack))
+        name = data[pos:pos + nlen]
+        pos += nlen
+        node = FbxNode(name)
+        props_end = pos + plen
+        if plen > end_of_data - pos:
+            raise TruncatedError(f"property list of {plen} bytes runs past the end of input",
+                                 offset=pos, path=_path(stack, name))
+        if nprops > plen:
+            raise CountError(f"{nprops} properties cannot fit in {plen} bytes", offset=start,
+                             path=_path(stack, name))
+        try:
+            node.props = _parse_props(data, pos, props_end, nprops, order, limits)
+        except FormatError as e:
+            raise e.prepend(_path(stack, name))
+        pos = props_end
+        parent.children.append(node)  # type: ignore[union-attr]
+        if end_offset == 0:
+            node.zero_end = True
+            continue
+        if end_offset > end_of_data:
+            raise TruncatedError(f"node ends at {end_offset}, past the end of input",
+                                 offset=start, path=_path(stack, name), found=end_of_data)
+        if limit is not None and end_offset > limit - null_len:
+            raise FormatError("node ends past its parent's children", offset=start,
+                              path=_path(stack, name), expected=limit - null_len,
+                              found=end_offset)
+        if end_offset == pos:
+            continue
+        if end_offset - pos < null_len:
+            raise FormatError("node end offset leaves no room for its null record",
+                              offset=start, path=_path(stack, name), found=end_offset)
+        node.children = []
+        if len(stack) > limits.max_depth:
+            raise LimitError(f"nodes nested deeper than {limits.max_depth}", offset=start,
+                             path=_path(stack, name), found=len(stack))
+        stack.append((node, end_offset))
+    if not terminated and len(stack) != 1:  # pragma: no cover - guarded above
+        raise TruncatedError("input ends inside a node", offset=pos)
+    params["terminated"] = terminated
+    tail = data[pos:]
+    params["footer"] = "raw"
+    if terminated:
+        style = detect_footer(root, pos, tail, params["version"], order.big_endian)
+        if style:
+            params["footer"] = style
+            tail = b""
+    return root, params, tail
+
+
+def _path(stack: list, name: bytes | None = None) -> str:
+    parts = [n.name.decode("latin-1") for n, _ in stack[1:]]
+    if name is not None:
+        parts.append(name.decode("latin-1"))
+    return "/" + "/".join(parts)
+
+
+def _parse_props(data: bytes, pos: int, end: int, count: int, order: _Order,
+                 limits: Limits) -> list:
+    props: list = []
+    scal = order.scalar
+    u32 = order.u32
+    for i in range(count):
+        if pos >= end:
+            raise TruncatedError(f"property {i} starts past the property list", offset=pos,
+                                 path=f"props[{i}]")
+        code = chr(data[pos])
+        pos += 1
+        st = scal.get(code)
+        if st is not None:
+            if pos + st.size > end:
+                raise TruncatedError(f"property {code} runs past the property list",
+                                     offset=pos, path=f"props[{i}]")
+            v = st.unpack_from(data, pos)[0]
+            if code == "F":
+                v = f32_from_bits(v)
+            elif code == "D":
+                v = f64_from_bits(v)
+            props.append((code, v))
+            pos += st.size
+        elif code == "S" or code == "R":
+            if pos + 4 > end:
+                raise TruncatedError("string length runs past the property list", offset=pos,
+                                     path=f"props[{i}]")
+            n = u32.unpack_from(data, pos)[0]
+            pos += 4
+            if n > end - pos:
+                raise CountError(f"string of {n} bytes exceeds the {end - pos} bytes left",
+                                 offset=pos - 4, path=f"props[{i}]", found=n)
+            props.append((code, data[pos:pos + n]))
+            pos += n
+        elif code in ARRAY_DTYPES:
+            if pos + 12 > end:
+                raise TruncatedError("array header runs past the property list", offset=pos,
+                                     path=f"props[{i}]")
+            n, enc, clen = order.arr.unpack_from(data, pos)
+            at = pos
+            pos += 12
+            if clen > end - pos:
+                raise CountError(f"array payload of {clen} bytes exceeds the {end - pos} left",
+                                 offset=at + 8, path=f"props[{i}]", found=clen)
+            item = 8 if code in "dl" else 4 if code in "fi" else 1
+            if n > limits.max_elements:
+                raise LimitError(f"array of {n} elements exceeds max_elements", offset=at,
+                                 path=f"props[{i}]", found=n)
+            if enc == 0:
+                if clen != n * item:
+                    raise CountError(f"raw array of {n} x {item} bytes stores {clen} bytes",
+                                     offset=at + 8, path=f"props[{i}]", expected=n * item,
+                                     found=clen)
+            elif enc == 1:
+                size = n * item
+                if size > limits.max_inflated or size > limits.max_inflation_ratio * clen + (1 << 20):
+                    raise LimitError(f"array would inflate to {size} bytes from {clen}",
+                                     offset=at, path=f"props[{i}]", found=size)
+            else:
+                raise ValueFormatError(f"unknown array encoding {enc}", offset=at + 4,
+                                       path=f"props[{i}]", found=enc)
+            props.append((code, FbxArray(code, count=n, encoding=enc,
+                                         payload=data[pos:pos + clen], offset=at,
+                                         big_endian=order.big_endian, limits=limits)))
+            pos += clen
+        else:
+            raise ValueFormatError(f"unknown property type code 0x{ord(code):02X}",
+                                   offset=pos - 1, path=f"props[{i}]", found=code)
+    if pos != end:
+        raise FormatError(f"properties end at {pos}, the property list at {end}", offset=pos,
+                          expected=end)
+    return props
+
+
+# ----------------------------------------------------------------------------
+# footer
+
+def creation_time(root: FbxNode) -> bytes | None:
+    node = root.find(b"CreationTime")
+    if node and node.props and node.props[0][0] == "S":
+        return node.props[0][1]
+    return None
+
+
+def build_footer(style: str, creation: bytes | None, offset: int, version: int,
+                 big_endian: bool) -> bytes:
+    """The footer written after the top-level null record at ``offset``."""
+    fid = footer_id(creation if creation and len(creation) >= 22 else BLENDER_TIME)
+    ver = struct.pack(">I" if big_endian else "<I", version)
+    q = offset + 16
+    if style == "sdk":
+        pad = 16 - (q % 16)
+        return fid + bytes(pad) + bytes(4) + ver + bytes(120) + FOOTER_MAGIC
+    if style == "blender":
+        pad = 16 - ((q + 4) % 16)
+        return fid + bytes(4) + bytes(pad) + ver + bytes(120) + FOOTER_MAGIC
+    raise ValueFormatError(f"unknown footer style {style!r}")
+
+
+def detect_footer(root: FbxNode, offset: int, tail: bytes, version: int,
+                  big_endian: bool) -> str | None:
+    if version < 7000 or len(tail) < 160:
+        return None
+    ct = creation_time(root)
+    if ct is None or len(ct) < 22:
+        return None
+    for style in ("sdk", "blender"):
+        if build_footer(style, ct, offset, version, big_endian) == tail:
+            return style
+    return None
+
+
+# ----------------------------------------------------------------------------
+# writer
+
+def encode_binary(root: FbxNode, params: dict, tail: bytes = b"",
+                  compression_level: int | None = None) -> bytes:
+    """Write the tree; offsets, lengths and null records follow the tree."""
+    version = int(params.get("version", 7400))
+    endian_byte = int(params.get("endian_byte", 0))
+    big = endian_byte != 0
+    order = _Order(big, version >= 7500)
+    out = bytearray(MAGIC)
+    out.append(int(params.get("byte21", 0x1A)))
+    out.append(endian_byte)
+    out += order.u32.pack(version)
+    rec = order.record
+    hsize = rec.size
+    stack: list[tuple[Any, int, Any]] = [(None, 0, iter(root.children or ()))]
+    while stack:
+        node, start, it = stack[-1]
+        child = next(it, None)
+        if child is None:
+            stack.pop()
+            if node is not None:
+                out += order.null
+                _patch(out, rec, node, start)
+            continue
+        start_c = len(out)
+        if len(child.name) > 255:
+            raise FormatError(f"node name of {len(child.name)} bytes exceeds 255",
+                              path=child.name[:40].decode("latin-1"))
+        out += bytes(hsize)
+        out += child.name
+        _write_props(out, child.props, order, compression_level)
+        plen = len(out) - start_c - hsize - len(child.name)
+        rec.pack_into(out, start_c, 0, len(child.props), plen, len(child.name))
+        if child.children is None:
+            _patch(out, rec, child, start_c)
+        else:
+            if len(stack) > 100000:
+                raise FormatError("tree nested too deeply to write")
+            stack.append((child, start_c, iter(child.children)))
+    if params.get("terminated", True):
+        out += order.null
+        style = params.get("footer", "raw")
+        if style in ("sdk", "blender"):
+            out += build_footer(style, creation_time(root), len(out), version, big)
+    out += tail
+    return bytes(out)
+
+
+def _patch(out: bytearray, rec: struct.Struct, node: FbxNode, start: int) -> None:
+    end = 0 if node.zero_end else len(out)
+    _, n, plen, nlen = rec.unpack_from(out, start)
+    rec.pack_into(out, start, end, n, plen, nlen)
+
+
+def _write_props(out: bytearray, props: list, order: _Order, level: int | None) -> None:
+    scal = order.scalar
+    for code, v in props:
+        st = scal.get(code)
+        if st is not None:
+            out += code.encode()
+            if code == "F":
+                v = f32_to_bits(float(v))
+            elif code == "D":
+                v = f64_to_bits(float(v))
+            out += st.pack(v)
+        elif code == "S" or code == "R":
+            out += code.encode()
+            out += order.u32.pack(len(v))
+            out += v
+        elif code in ARRAY_DTYPES:
+            n, enc, payload = v.encoded(order.big_endian, level)
+            out += code.encode()
+            out += order.arr.pack(n, enc, len(payload))
+            out += payload
+        else:
+            raise FormatError(f"cannot write property type {code!r}")
+
+
+def regenerate_ids(root: FbxNode) -> None:
+    """Set the FileId node from CreationTime, as the SDK derives it."""
+    ct = creation_time(root)
+    node = root.find(b"FileId")
+    if ct is not None and node is not None:
+        node.props = [("R", file_id(ct))]

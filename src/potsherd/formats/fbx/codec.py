@@ -1,0 +1,183 @@
+"""The two FBX codecs: ``fbx`` (binary) and ``fbx-ascii``.
+
+Both decode to the same :class:`FbxNode` tree in ``Document.root``; the
+binary one keeps header and footer decisions in ``Document.params`` and an
+unrecognised tail (pre-7000 sections, odd footers) in ``Document.trailing``.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from ...core.errors import JsonFormatError
+from ...core.limits import DEFAULT_LIMITS, Limits
+from ...document import Document
+from ...registry import Codec
+from . import ascii as fbx_ascii
+from . import binary as fbx_binary
+from .jsonform import tree_from_json, tree_to_json
+from .model import FbxNode
+
+_BINARY_PARAMS = ("version", "endian_byte", "byte21", "terminated", "footer")
+
+
+class _FbxCodec(Codec):
+    family = "fbx"
+    extensions = (".fbx",)
+
+    def to_json(self, doc: Document, form: str = "wire") -> dict:
+        if form not in ("wire", "readable"):
+            raise JsonFormatError(f"unknown JSON form {form!r}", path="$.form")
+        return self.json_envelope(doc, form, tree_to_json(doc.root, form))
+
+    def _envelope(self, obj: dict) -> tuple[str, dict, bytes, dict]:
+        form = obj.get("form", "wire")
+        if form not in ("wire", "readable"):
+            raise JsonFormatError(f"unknown JSON form {form!r}", path="$.form")
+        params = obj.get("params") or {}
+        if not isinstance(params, dict):
+            raise JsonFormatError("params must be an object", path="$.params")
+        try:
+            trailing = bytes.fromhex(obj.get("trailing", "") or "")
+        except (TypeError, ValueError):
+            raise JsonFormatError("trailing must be a hex string", path="$.trailing") from None
+        meta = obj.get("meta") or {}
+        if not isinstance(meta, dict):
+            raise JsonFormatError("meta must be an object", path="$.meta")
+        return form, dict(params), trailing, dict(meta)
+
+    def info(self, doc: Document) -> dict:
+        root: FbxNode = doc.root
+        out: dict[str, Any] = {"format": self.name, "family": self.family,
+                               "version": doc.params.get("version")}
+        creator = _text_of(root.find(b"Creator"))
+        hdr = root.find(b"FBXHeaderExtension")
+        if creator is None and hdr is not None:
+            creator = _text_of(hdr.find(b"Creator"))
+        out["creator"] = creator
+        out["objects"] = object_counts(root)
+        out["outline"] = outline(root)
+        return out
+
+    def convert(self, doc: Document, target: str, options: dict | None = None) -> bytes:
+        from .convert import convert_document
+        return convert_document(doc, target, options or {})
+
+    def to_scene(self, doc: Document, **options: Any):
+        from .scene import to_scene
+        return to_scene(doc, **options)
+
+
+class FbxBinaryCodec(_FbxCodec):
+    name = "fbx"
+    description = "Autodesk FBX, binary (header versions 3000-7700, either byte order)"
+    magic = fbx_binary.MAGIC
+
+    def decode(self, data: bytes, *, limits: Limits = DEFAULT_LIMITS, **params: Any) -> Document:
+        root, p, tail = fbx_binary.decode_binary(data, limits)
+        warnings = []
+        if tail:
+            warnings.append(f"{len(tail)} bytes after the top-level null record kept raw "
+                            f"(footer or pre-7000 section)")
+        return Document(self.name, root, p, tail, warnings)
+
+    def encode(self, doc: Document) -> bytes:
+        return fbx_binary.encode_binary(doc.root, doc.params, bytes(doc.trailing))
+
+    def from_json(self, obj: dict) -> Document:
+        form, params, trailing, meta = self._envelope(obj)
+        for k in _BINARY_PARAMS:
+            if k in params and not isinstance(params[k], (int, str, bool)):
+                raise JsonFormatError(f"param {k} has a bad type", path=f"$.params.{k}")
+        params.setdefault("version", 7400)
+        if not isinstance(params["version"], int):
+            raise JsonFormatError("version must be an integer", path="$.params.version")
+        if "trailing" not in obj:
+            params.setdefault("footer", "sdk")
+        root = tree_from_json(obj.get("root"), bool(params.get("endian_byte", 0)),
+                              form=form)
+        return Document(self.name, root, params, trailing, [], meta)
+
+
+class FbxAsciiCodec(_FbxCodec):
+    name = "fbx-ascii"
+    description = "Autodesk FBX, ASCII (5.x, 6.x, 7.x), byte-exact"
+    magic = b"; FBX"
+
+    def sniff(self, data: bytes) -> bool:
+        return fbx_ascii.sniff_ascii(data)
+
+    def decode(self, data: bytes, *, limits: Limits = DEFAULT_LIMITS, **params: Any) -> Document:
+        root, p = fbx_ascii.decode_ascii(data, limits)
+        return Document(self.name, root, p, b"", [])
+
+    def encode(self, doc: Document) -> bytes:
+        return fbx_ascii.encode_ascii(doc.root, doc.params) + bytes(doc.trailing)
+
+    def from_json(self, obj: dict) -> Document:
+        form, params, trailing, meta = self._envelope(obj)
+        for k in ("newline", "indent"):
+            if k in params and not isinstance(params[k], str):
+                raise JsonFormatError(f"{k} must be a string", path=f"$.params.{k}")
+        root = tree_from_json(obj.get("root"), False, form=form)
+        return Document(self.name, root, params, trailing, [], meta)
+
+    def opaque_bytes(self, doc: Document) -> int:
+        return len(doc.trailing)
+
+
+def _text_of(node: FbxNode | None) -> str | None:
+    if node is None or not node.props:
+        return None
+    code, v = node.props[0]
+    if code == "S":
+        return v.decode("utf-8", "replace")
+    if code == "s":
+        return v.encode("latin-1").decode("utf-8", "replace")
+    return None
+
+
+def _str_prop(props: list, i: int) -> str | None:
+    if i < len(props) and props[i][0] in ("S", "s"):
+        v = props[i][1]
+        return v.decode("utf-8", "replace") if isinstance(v, bytes) else v
+    return None
+
+
+def object_counts(root: FbxNode) -> dict:
+    """Objects by class (node name) and by class/subclass (last string prop)."""
+    objects = root.find(b"Objects")
+    nodes = objects.children or [] if objects is not None else []
+    if objects is None:  # 5.x keeps objects at top level
+        nodes = [n for n in root.children or () if n.name in
+                 (b"Model", b"Material", b"Texture", b"Video", b"Deformer", b"Pose")]
+    by_class: Counter = Counter()
+    by_sub: Counter = Counter()
+    for n in nodes:
+        cls = n.name.decode("latin-1")
+        by_class[cls] += 1
+        sub = None
+        strings = [i for i, (c, _) in enumerate(n.props) if c in ("S", "s")]
+        if len(strings) >= 2:
+            sub = _str_prop(n.props, strings[-1])
+        if sub:
+            by_sub[f"{cls}/{sub}"] += 1
+    return {"by_class": dict(sorted(by_class.items())),
+            "by_subclass": dict(sorted(by_sub.items()))}
+
+
+def outline(root: FbxNode, depth: int = 2) -> list[str]:
+    """Top-level nodes with their children's names (counts for repeats)."""
+    lines = []
+    for n in root.children or ():
+        name = n.name.decode("latin-1")
+        if n.children is None:
+            lines.append(f"{name} ({len(n.props)} props)")
+            continue
+        counts = Counter(c.name.decode("latin-1") for c in n.children)
+        kids = ", ".join(k if v == 1 else f"{k} x{v}" for k, v in counts.items())
+        lines.append(f"{name} {{{kids}}}" if kids else f"{name} {{}}")
+    return lines
+
+
+CODECS = [FbxBinaryCodec(), FbxAsciiCodec()]
