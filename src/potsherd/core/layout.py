@@ -223,7 +223,10 @@ for _n, _f, _d in [
 def _np_to_json(a: np.ndarray, ctx: JsonCtx) -> Any:
     """A numeric array as JSON: ints as ints; floats as bit patterns (wire) or
     decimals (readable, falling back to ``{"bits": [...]}`` when any value is
-    not finite)."""
+    not finite).  A structured array (a table of fixed records) is an object
+    of columns, each converted the same way."""
+    if a.dtype.names:
+        return {n: _np_to_json(a[n], ctx) for n in a.dtype.names}
     kind = a.dtype.kind
     if kind in "iu":
         return a.tolist()
@@ -235,6 +238,17 @@ def _np_to_json(a: np.ndarray, ctx: JsonCtx) -> Any:
 
 
 def _np_from_json(o: Any, dtype: np.dtype, shape_tail: tuple, ctx: JsonCtx, jpath: str) -> np.ndarray:
+    if dtype.names:  # a table of fixed records: one column per field
+        if not isinstance(o, dict) or set(o) != set(dtype.names):
+            raise _jerr(f"expected an object with columns {list(dtype.names)}", jpath)
+        cols = [_np_from_json(o[n], dtype[n].base, dtype[n].shape, ctx, f"{jpath}.{n}")
+                for n in dtype.names]
+        if len({len(c) for c in cols}) > 1:
+            raise _jerr("table columns differ in length", jpath)
+        table = np.zeros(len(cols[0]), dtype=dtype)
+        for n, c in zip(dtype.names, cols):
+            table[n] = c
+        return table
     bits = ctx.form == "wire"
     if isinstance(o, dict) and set(o) == {"bits"}:
         o, bits = o["bits"], True
