@@ -1,29 +1,233 @@
-"""``potsherd convert``: to glTF, or between encodings of one family."""
+"""``potsherd convert``: to glTF, or between encodings of one family.
+
+``potsherd convert IN OUT.glb`` converts one file (target from OUT's
+extension or ``--to``).  ``potsherd convert SRC_DIR DST_DIR --to glb``
+mirrors a tree: every file whose format can reach the target is converted in
+parallel (``--jobs``), failures are listed at the end (exit code 1), and
+every output is written atomically, so an interrupted batch leaves only
+complete files.
+"""
 from __future__ import annotations
 
+import argparse
+import concurrent.futures as cf
 import os
 import sys
+import time
+from typing import Any
 
 from ..core.errors import FormatError
 from ..core.fileio import atomic_write
 
+GLTF_TARGETS = ("glb", "gltf")
 
-def run(args) -> int:
+#: argparse fields that are safe and useful to ship to worker processes
+_PLAIN = (str, int, float, bool, type(None), list, tuple)
+
+
+def _target_of(args) -> str:
+    if args.to:
+        return args.to.lower().lstrip(".")
+    ext = os.path.splitext(args.output)[1].lstrip(".").lower()
+    return ext
+
+
+def _plain_options(args) -> dict:
+    return {k: v for k, v in vars(args).items() if isinstance(v, _PLAIN) and k != "func"}
+
+
+def convert_file(src: str, dst: str, target: str, options: dict) -> dict:
+    """Convert one file; returns a summary dict.  Raises FormatError on bad data."""
     from ..cli import read_doc, UsageError
-    target = (args.to or os.path.splitext(args.output)[1].lstrip(".")).lower()
-    if os.path.isdir(args.input):
-        raise UsageError("folder conversion is not available yet")
-    _, doc = read_doc(args.input, args)
-    if target in ("glb", "gltf"):
+    args = argparse.Namespace(**options)
+    data, doc = read_doc(src, args)
+    if target in GLTF_TARGETS:
         from . import gltf
-        gltf.export_document(doc, args.output, binary=(target == "glb"),
-                             options=vars(args))
-        print(f"{args.output}: written")
-        return 0
+        summary = gltf.export_document(doc, dst, binary=(target == "glb"), options=options)
+        summary["in_bytes"] = len(data)
+        return summary
     conv = getattr(doc.codec, "convert", None)
     if conv is None:
         raise UsageError(f"{doc.format} cannot be converted to {target!r}")
-    data = conv(doc, target, options=vars(args))
-    atomic_write(args.output, data)
-    print(f"{args.output}: {len(data)} bytes")
+    out = conv(doc, target, options=options)
+    atomic_write(dst, out)
+    return {"path": dst, "bytes": len(out), "in_bytes": len(data), "warnings": []}
+
+
+def _worker(src: str, dst: str, target: str, options: dict) -> tuple:
+    """Process-pool entry: never raises; returns (ok, summary-or-error-text)."""
+    try:
+        return True, convert_file(src, dst, target, options)
+    except FormatError as e:
+        return False, f"{type(e).__name__}: {e}"
+    except KeyboardInterrupt:
+        raise
+    except Exception as e:  # noqa: BLE001 - keep the batch going, report the file
+        return False, f"{type(e).__name__}: {e}"
+
+
+def _can_reach(path: str, target: str) -> bool:
+    """Whether any codec claiming this extension can produce ``target``."""
+    from .. import registry
+    ext = os.path.splitext(path)[1].lower()
+    cands = [c for c in registry.codecs() if ext in c.extensions]
+    if target in GLTF_TARGETS:
+        return any(getattr(c, "to_scene", None) is not None for c in cands)
+    return any(getattr(c, "convert", None) is not None for c in cands)
+
+
+def plan_folder(src_dir: str, dst_dir: str, target: str) -> tuple:
+    """(jobs [(src, dst)], skipped [(src, reason)]) mirroring ``src_dir`` in ``dst_dir``."""
+    from .. import registry
+    jobs, skipped = [], []
+    for root, dirs, files in os.walk(src_dir):
+        dirs.sort()
+        for name in sorted(files):
+            src = os.path.join(root, name)
+            if not registry.known_extension(src):
+                continue
+            if not _can_reach(src, target):
+                skipped.append((src, f"no {target} conversion for this format"))
+                continue
+            jobs.append(src)
+    out_ext = "." + target if target in GLTF_TARGETS else None
+    dsts: dict = {}
+    for src in jobs:
+        rel = os.path.relpath(src, src_dir)
+        stem, ext = os.path.splitext(rel)
+        dst = stem + (out_ext or ext)
+        dsts.setdefault(os.path.normcase(dst), []).append(src)
+    plan = []
+    for src in jobs:
+        rel = os.path.relpath(src, src_dir)
+        stem, ext = os.path.splitext(rel)
+        dst = stem + (out_ext or ext)
+        if len(dsts[os.path.normcase(dst)]) > 1:   # a.n3chr and a.n3pmesh: keep both
+            dst = stem + "_" + ext.lstrip(".") + (out_ext or ext)
+        plan.append((src, os.path.join(dst_dir, dst)))
+    return plan, skipped
+
+
+class Progress:
+    """A progress line on stderr: a bar when stderr is a terminal, else a
+    plain line every few seconds (and at the end)."""
+
+    def __init__(self, total: int, stream=None, interval: float = 5.0) -> None:
+        self.total = total
+        self.stream = stream or sys.stderr
+        self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
+        self.start = time.monotonic()
+        self.last = 0.0
+        self.interval = 0.1 if self.tty else interval
+        self.done = self.failed = self.bytes = 0
+
+    def update(self, ok: bool, nbytes: int) -> None:
+        self.done += 1
+        self.failed += 0 if ok else 1
+        self.bytes += nbytes
+        now = time.monotonic()
+        if now - self.last >= self.interval or self.done == self.total:
+            self.last = now
+            self.show()
+
+    def line(self) -> str:
+        el = max(time.monotonic() - self.start, 1e-9)
+        pct = 100.0 * self.done / self.total if self.total else 100.0
+        return (f"{self.done}/{self.total} files ({pct:.0f}%), {self.failed} failed, "
+                f"{self.done / el:.1f} files/s, {self.bytes / el / 1e6:.2f} MB/s in, "
+                f"{el:.1f} s")
+
+    def show(self) -> None:
+        if self.tty:
+            width = 30
+            fill = int(width * self.done / self.total) if self.total else width
+            self.stream.write(f"\r[{'#' * fill}{'.' * (width - fill)}] {self.line()}\033[K")
+            if self.done == self.total:
+                self.stream.write("\n")
+        else:
+            self.stream.write(f"convert: {self.line()}\n")
+        self.stream.flush()
+
+
+def convert_folder(src_dir: str, dst_dir: str, target: str, options: dict, *,
+                   jobs: int = 0, stream=None) -> int:
+    """Batch conversion; returns the exit code (0 all converted, 1 some failed)."""
+    err = stream or sys.stderr
+    plan, skipped = plan_folder(src_dir, dst_dir, target)
+    if not plan:
+        print(f"convert: nothing to convert to {target} in {src_dir} "
+              f"({len(skipped)} files of formats without a {target} conversion)", file=err)
+        return 0
+    sizes = {src: os.path.getsize(src) for src, _ in plan}
+    progress = Progress(len(plan), err)
+    failures: list = []
+    warned = 0
+    workers = jobs if jobs and jobs > 0 else (os.cpu_count() or 1)
+    workers = min(workers, len(plan))
+
+    def record(src: str, ok: bool, res: Any) -> None:
+        nonlocal warned
+        if ok:
+            warned += 1 if res.get("warnings") else 0
+        else:
+            failures.append((src, res))
+        progress.update(ok, sizes[src])
+
+    if workers <= 1:
+        for src, dst in plan:
+            ok, res = _worker(src, dst, target, options)
+            record(src, ok, res)
+    else:
+        pool = cf.ProcessPoolExecutor(max_workers=workers)
+        try:
+            futs = {pool.submit(_worker, src, dst, target, options): src for src, dst in plan}
+            for fut in cf.as_completed(futs):
+                src = futs[fut]
+                try:
+                    ok, res = fut.result()
+                except cf.process.BrokenProcessPool as e:
+                    ok, res = False, f"worker process died: {e}"
+                record(src, ok, res)
+        except KeyboardInterrupt:
+            pool.shutdown(wait=True, cancel_futures=True)
+            print("\nconvert: interrupted; finished files are complete, no partial files "
+                  "were left", file=err)
+            raise
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+    ok_count = len(plan) - len(failures)
+    print(f"convert: {ok_count} of {len(plan)} files converted to {target} in {dst_dir}"
+          + (f" ({warned} with warnings)" if warned else "")
+          + (f"; {len(skipped)} files skipped (format has no {target} conversion)"
+             if skipped else ""), file=err)
+    if failures:
+        print(f"convert: {len(failures)} files failed:", file=err)
+        for src, msg in sorted(failures):
+            print(f"  {src}: {msg}", file=err)
+        return 1
+    return 0
+
+
+def run(args) -> int:
+    from ..cli import UsageError
+    target = _target_of(args)
+    if not target:
+        raise UsageError("say the target with --to (glb, gltf, binary, ascii) or an output "
+                         "file extension")
+    options = _plain_options(args)
+    if os.path.isdir(args.input):
+        if os.path.exists(args.output) and not os.path.isdir(args.output):
+            raise UsageError(f"{args.output} exists and is not a folder")
+        if not args.to:
+            raise UsageError("folder conversion needs --to (e.g. --to glb)")
+        return convert_folder(args.input, args.output, target, options, jobs=args.jobs or 0)
+    output = args.output
+    if os.path.isdir(output):
+        stem = os.path.splitext(os.path.basename(args.input))[0]
+        ext = ("." + target) if target in GLTF_TARGETS else os.path.splitext(args.input)[1]
+        output = os.path.join(output, stem + ext)
+    summary = convert_file(args.input, output, target, options)
+    for w in summary.get("warnings", []):
+        print(f"potsherd: warning: {w}", file=sys.stderr)
+    print(f"{output}: {summary['bytes']} bytes")
     return 0

@@ -1,0 +1,390 @@
+"""A small headless glTF renderer (numpy + Pillow) for checking conventions.
+
+Renders a .glb/.gltf from four orthographic views (front = camera on +Z,
+right = camera on +X, top = camera on +Y, and a 3/4 view) into one PNG:
+z-buffer, Lambert shading, base colour factor x texture (nearest) x vertex
+colour, skinning and morph weights evaluated at a chosen animation time.
+BACK faces are drawn magenta-tinted so wrong winding shows at a glance; a
+small RGB axis tripod (X red, Y green, Z blue) is drawn in each view.
+
+    python -m potsherd.export.render model.glb out.png [--time 0.5] [--animation 0]
+"""
+from __future__ import annotations
+
+import argparse
+import base64
+import io
+import json
+import os
+import struct
+import sys
+from typing import Any
+
+import numpy as np
+from PIL import Image, ImageDraw
+
+from ..scene.xform import quat_slerp, quat_to_matrix, trs_to_matrix
+
+_DT = {5120: np.int8, 5121: np.uint8, 5122: np.int16, 5123: np.uint16, 5125: np.uint32,
+       5126: np.float32}
+_NC = {"SCALAR": 1, "VEC2": 2, "VEC3": 3, "VEC4": 4, "MAT2": 4, "MAT3": 9, "MAT4": 16}
+
+
+# ---- loading -----------------------------------------------------------------
+
+class Gltf:
+    """A parsed glTF: ``json`` plus accessor/image readers."""
+
+    def __init__(self, path: str) -> None:
+        self.folder = os.path.dirname(os.path.abspath(path))
+        with open(path, "rb") as f:
+            data = f.read()
+        self.glb_bin = None
+        if data[:4] == b"glTF":
+            _, _, length = struct.unpack_from("<III", data, 0)
+            pos = 12
+            while pos < length:
+                clen, ctype = struct.unpack_from("<II", data, pos)
+                chunk = data[pos + 8: pos + 8 + clen]
+                if ctype == 0x4E4F534A:
+                    self.json = json.loads(chunk.decode("utf-8"))
+                elif ctype == 0x004E4942:
+                    self.glb_bin = chunk
+                pos += 8 + clen
+        else:
+            self.json = json.loads(data.decode("utf-8"))
+        self.buffers = [self._load_uri(b.get("uri")) if "uri" in b else self.glb_bin
+                        for b in self.json.get("buffers", [])]
+        self._acc_cache: dict = {}
+
+    def _load_uri(self, uri: str) -> bytes:
+        if uri.startswith("data:"):
+            return base64.b64decode(uri.split(",", 1)[1])
+        with open(os.path.join(self.folder, uri), "rb") as f:
+            return f.read()
+
+    def view_bytes(self, vi: int) -> bytes:
+        v = self.json["bufferViews"][vi]
+        buf = self.buffers[v["buffer"]]
+        off = v.get("byteOffset", 0)
+        return buf[off: off + v["byteLength"]]
+
+    def accessor(self, ai: int) -> np.ndarray:
+        """Accessor as float64 (normalised integers scaled) or integers, shape (count, n)."""
+        if ai in self._acc_cache:
+            return self._acc_cache[ai]
+        a = self.json["accessors"][ai]
+        dt = np.dtype(_DT[a["componentType"]]).newbyteorder("<")
+        n = _NC[a["type"]]
+        count = a["count"]
+        if "bufferView" in a:
+            v = self.json["bufferViews"][a["bufferView"]]
+            raw = self.view_bytes(a["bufferView"])
+            stride = v.get("byteStride", dt.itemsize * n)
+            off = a.get("byteOffset", 0)
+            out = np.ndarray((count, n), dtype=dt, buffer=raw, offset=off,
+                             strides=(stride, dt.itemsize)).copy()
+        else:
+            out = np.zeros((count, n), dt)
+        if a.get("normalized"):
+            out = out.astype(np.float64) / float(np.iinfo(dt).max)
+        self._acc_cache[ai] = out
+        return out
+
+    def image(self, ii: int) -> np.ndarray:
+        im = self.json["images"][ii]
+        data = self.view_bytes(im["bufferView"]) if "bufferView" in im else self._load_uri(im["uri"])
+        return np.asarray(Image.open(io.BytesIO(data)).convert("RGBA"), dtype=np.float64) / 255.0
+
+
+# ---- evaluation ----------------------------------------------------------------
+
+def _sample(times: np.ndarray, values: np.ndarray, interp: str, t: float, path: str) -> np.ndarray:
+    if interp == "CUBICSPLINE":
+        values = values.reshape(len(times), 3, -1)[:, 1]
+        interp = "LINEAR"
+    if t <= times[0]:
+        return values[0]
+    if t >= times[-1]:
+        return values[-1]
+    i = int(np.searchsorted(times, t, side="right")) - 1
+    if interp == "STEP":
+        return values[i]
+    u = (t - times[i]) / (times[i + 1] - times[i])
+    if path == "rotation":
+        return quat_slerp(values[i], values[i + 1], u)
+    return values[i] * (1 - u) + values[i + 1] * u
+
+
+def evaluate(g: Gltf, animation: int | None, t: float) -> tuple:
+    """World matrices of all nodes and morph weights per node at time ``t``."""
+    nodes = g.json.get("nodes", [])
+    trs = []
+    for n in nodes:
+        if "matrix" in n:
+            trs.append(["m", np.array(n["matrix"], float).reshape(4, 4).T])
+        else:
+            trs.append([np.array(n.get("translation", [0, 0, 0]), float),
+                        np.array(n.get("rotation", [0, 0, 0, 1]), float),
+                        np.array(n.get("scale", [1, 1, 1]), float)])
+    weights: dict = {}
+    for i, n in enumerate(nodes):
+        if "mesh" in n:
+            mw = g.json["meshes"][n["mesh"]].get("weights")
+            if n.get("weights") is not None:
+                mw = n["weights"]
+            if mw:
+                weights[i] = np.array(mw, float)
+    anims = g.json.get("animations", [])
+    if animation is not None and 0 <= animation < len(anims):
+        an = anims[animation]
+        for ch in an["channels"]:
+            s = an["samplers"][ch["sampler"]]
+            node, path = ch["target"].get("node"), ch["target"]["path"]
+            if node is None:
+                continue
+            times = g.accessor(s["input"])[:, 0].astype(float)
+            vals = g.accessor(s["output"]).astype(float)
+            if path == "weights":
+                vals = vals.reshape(len(times) * (3 if s.get("interpolation") == "CUBICSPLINE"
+                                                  else 1), -1)
+            v = _sample(times, vals, s.get("interpolation", "LINEAR"), t, path)
+            if path == "weights":
+                weights[node] = np.asarray(v, float)
+            elif not isinstance(trs[node][0], str):
+                trs[node][{"translation": 0, "rotation": 1, "scale": 2}[path]] = np.asarray(v)
+    local = [x[1] if isinstance(x[0], str) else trs_to_matrix(x[0], x[1], x[2]) for x in trs]
+    world: list = [None] * len(nodes)
+    sc = g.json.get("scenes", [{}])[g.json.get("scene", 0)] if g.json.get("scenes") else {}
+    stack = [(r, np.eye(4)) for r in sc.get("nodes", [])]
+    while stack:
+        i, parent = stack.pop()
+        world[i] = parent @ local[i]
+        stack.extend((c, world[i]) for c in nodes[i].get("children", []))
+    return world, weights
+
+
+def scene_triangles(g: Gltf, animation: int | None = None, t: float = 0.0) -> list:
+    """Posed triangles: list of dicts (pos (T,3,3), nrm, uv, color (T,3,4), tex, double)."""
+    world, weights = evaluate(g, animation, t)
+    out = []
+    for ni, n in enumerate(g.json.get("nodes", [])):
+        if "mesh" not in n or world[ni] is None:
+            continue
+        mesh = g.json["meshes"][n["mesh"]]
+        for p in mesh["primitives"]:
+            if p.get("mode", 4) != 4:
+                continue
+            at = p["attributes"]
+            pos = g.accessor(at["POSITION"]).astype(float)
+            nrm = g.accessor(at["NORMAL"]).astype(float) if "NORMAL" in at else None
+            w = weights.get(ni)
+            if w is not None and "targets" in p:
+                for k, tg in enumerate(p["targets"]):
+                    if k < len(w) and w[k] != 0:
+                        pos = pos + w[k] * g.accessor(tg["POSITION"])
+                        if nrm is not None and "NORMAL" in tg:
+                            nrm = nrm + w[k] * g.accessor(tg["NORMAL"])
+            if "skin" in n and "JOINTS_0" in at:
+                sk = g.json["skins"][n["skin"]]
+                jm = np.stack([world[j] if world[j] is not None else np.eye(4) for j in sk["joints"]])
+                if "inverseBindMatrices" in sk:
+                    ibm = g.accessor(sk["inverseBindMatrices"]).reshape(-1, 4, 4).swapaxes(1, 2)
+                    jm = jm @ ibm
+                m = np.zeros((len(pos), 4, 4))
+                s_i = 0
+                while f"JOINTS_{s_i}" in at:
+                    jj = g.accessor(at[f"JOINTS_{s_i}"]).astype(int)
+                    ww = g.accessor(at[f"WEIGHTS_{s_i}"]).astype(float)
+                    m += np.einsum("vk,vkij->vij", ww, jm[jj])
+                    s_i += 1
+            else:
+                m = np.broadcast_to(world[ni], (len(pos), 4, 4))
+            pw = np.einsum("vij,vj->vi", m[:, :3, :3], pos) + m[:, :3, 3]
+            if nrm is not None:
+                nw = np.einsum("vij,vj->vi", np.linalg.inv(m[:, :3, :3]).swapaxes(1, 2), nrm)
+            else:
+                nw = None
+            idx = g.accessor(p["indices"])[:, 0].astype(int) if "indices" in p \
+                else np.arange(len(pos))
+            idx = idx[: len(idx) // 3 * 3].reshape(-1, 3)
+            col = np.ones((len(pos), 4))
+            if "COLOR_0" in at:
+                c = g.accessor(at["COLOR_0"]).astype(float)
+                col[:, : c.shape[1]] = c
+            mat = g.json["materials"][p["material"]] if "material" in p else {}
+            pbr = mat.get("pbrMetallicRoughness", {})
+            col = col * np.array(pbr.get("baseColorFactor", [1, 1, 1, 1]))
+            tex = uv = None
+            if "baseColorTexture" in pbr:
+                ti = pbr["baseColorTexture"]
+                tc = f"TEXCOORD_{ti.get('texCoord', 0)}"
+                if tc in at:
+                    uv = g.accessor(at[tc]).astype(float)[idx]
+                    tex = g.image(g.json["textures"][ti["index"]]["source"])
+            out.append({"pos": pw[idx], "nrm": None if nw is None else nw[idx], "uv": uv,
+                        "color": col[idx], "tex": tex, "double": mat.get("doubleSided", False),
+                        "blend": mat.get("alphaMode") == "BLEND"})
+    return out
+
+
+# ---- rasterising -----------------------------------------------------------------
+
+VIEWS = {
+    "front (+Z)": (np.array([0.0, 0.0, -1.0]), np.array([0.0, 1.0, 0.0])),
+    "right (+X)": (np.array([-1.0, 0.0, 0.0]), np.array([0.0, 1.0, 0.0])),
+    "top (+Y)": (np.array([0.0, -1.0, 0.0]), np.array([0.0, 0.0, -1.0])),
+    "3/4": (-np.array([1.0, 0.8, 1.4]) / np.linalg.norm([1.0, 0.8, 1.4]), np.array([0.0, 1.0, 0.0])),
+}
+
+
+def _basis(d: np.ndarray, up: np.ndarray) -> np.ndarray:
+    r = np.cross(d, up)
+    r /= np.linalg.norm(r)
+    u = np.cross(r, d)
+    return np.stack([r, u, d])
+
+
+def _raster(tris: list, basis: np.ndarray, size: int, bounds: tuple) -> np.ndarray:
+    lo, hi = bounds
+    span = max(hi[0] - lo[0], hi[1] - lo[1], 1e-9) * 1.1
+    cx, cy = (lo[0] + hi[0]) / 2, (lo[1] + hi[1]) / 2
+    scale = size / span
+    img = np.empty((size, size, 3))
+    img[:] = (0.22, 0.24, 0.27)
+    zbuf = np.full(size * size, np.inf)
+    light = -basis[2] * 0.6 + basis[1] * 0.6 + basis[0] * 0.3
+    light /= np.linalg.norm(light)
+    for tr in tris:
+        p = tr["pos"] @ basis.T                      # (T, 3, 3): x, y screen, z depth
+        sx = (p[..., 0] - cx) * scale + size / 2
+        sy = size / 2 - (p[..., 1] - cy) * scale     # image rows go down
+        z = p[..., 2]
+        # signed area in y-up screen space: > 0 counter-clockwise = front
+        x0, x1, x2 = sx[:, 0], sx[:, 1], sx[:, 2]
+        y0, y1, y2 = sy[:, 0], sy[:, 1], sy[:, 2]
+        area = (x1 - x0) * (y2 - y0) - (x2 - x0) * (y1 - y0)   # image space: flipped sign
+        front = area < 0
+        ok = np.abs(area) > 1e-12
+        face_n = np.cross(tr["pos"][:, 1] - tr["pos"][:, 0], tr["pos"][:, 2] - tr["pos"][:, 0])
+        ti = np.nonzero(ok)[0]
+        if not len(ti):
+            continue
+        xmin = np.clip(np.floor(np.min(sx[ti], 1)), 0, size - 1).astype(int)
+        xmax = np.clip(np.ceil(np.max(sx[ti], 1)), 0, size - 1).astype(int)
+        ymin = np.clip(np.floor(np.min(sy[ti], 1)), 0, size - 1).astype(int)
+        ymax = np.clip(np.ceil(np.max(sy[ti], 1)), 0, size - 1).astype(int)
+        w = xmax - xmin + 1
+        h = ymax - ymin + 1
+        npx = w * h
+        # chunk triangles so the fragment arrays stay small
+        order = np.arange(len(ti))
+        start = 0
+        while start < len(order):
+            csum = np.cumsum(npx[start:])
+            end = start + max(1, int(np.searchsorted(csum, 2_000_000)))
+            sel = order[start:end]
+            start = end
+            cnt = npx[sel]
+            tri = np.repeat(ti[sel], cnt)
+            k = np.arange(cnt.sum()) - np.repeat(np.cumsum(cnt) - cnt, cnt)
+            ww = np.repeat(w[sel], cnt)
+            px = np.repeat(xmin[sel], cnt) + k % ww
+            py = np.repeat(ymin[sel], cnt) + k // ww
+            fx, fy = px + 0.5, py + 0.5
+            a = area[tri]
+            b0 = ((sx[tri, 1] - fx) * (sy[tri, 2] - fy) - (sx[tri, 2] - fx) * (sy[tri, 1] - fy)) / a
+            b1 = ((sx[tri, 2] - fx) * (sy[tri, 0] - fy) - (sx[tri, 0] - fx) * (sy[tri, 2] - fy)) / a
+            b2 = 1 - b0 - b1
+            inside = (b0 >= -1e-9) & (b1 >= -1e-9) & (b2 >= -1e-9)
+            tri, px, py, b0, b1, b2 = (x[inside] for x in (tri, px, py, b0, b1, b2))
+            depth = b0 * z[tri, 0] + b1 * z[tri, 1] + b2 * z[tri, 2]
+            pix = py * size + px
+            o = np.lexsort((depth, pix))
+            pix, depth, tri, b0, b1, b2 = (x[o] for x in (pix, depth, tri, b0, b1, b2))
+            first = np.ones(len(pix), bool)
+            first[1:] = pix[1:] != pix[:-1]
+            pix, depth, tri, b0, b1, b2 = (x[first] for x in (pix, depth, tri, b0, b1, b2))
+            win = depth < zbuf[pix]
+            pix, depth, tri, b0, b1, b2 = (x[win] for x in (pix, depth, tri, b0, b1, b2))
+            if not len(pix):
+                continue
+            zbuf[pix] = depth
+            bc = np.stack([b0, b1, b2], 1)[:, :, None]
+            col = (tr["color"][tri] * bc).sum(1)
+            if tr["tex"] is not None:
+                uv = (tr["uv"][tri] * bc).sum(1)
+                th, tw = tr["tex"].shape[:2]
+                u = np.floor(np.mod(uv[:, 0], 1.0) * tw).astype(int).clip(0, tw - 1)
+                v = np.floor(np.mod(uv[:, 1], 1.0) * th).astype(int).clip(0, th - 1)
+                col = col * tr["tex"][v, u]
+            if tr["nrm"] is not None:
+                n = (tr["nrm"][tri] * bc).sum(1)
+            else:
+                n = face_n[tri]
+            n = n / np.maximum(np.linalg.norm(n, axis=1, keepdims=True), 1e-12)
+            fr = front[tri]
+            n = np.where(fr[:, None], n, -n)
+            shade = 0.35 + 0.65 * np.clip(n @ light, 0, 1)
+            rgb = col[:, :3] * shade[:, None]
+            back = ~fr
+            rgb[back] = rgb[back] * 0.5 + np.array([0.5, 0.0, 0.5])
+            img.reshape(-1, 3)[pix] = rgb
+    return img
+
+
+def render(path: str, *, animation: int | None = 0, time: float = 0.0, size: int = 256,
+           views: tuple = tuple(VIEWS)) -> Image.Image:
+    """Render ``path`` to a Pillow image (one tile per view, labelled)."""
+    g = Gltf(path)
+    if not g.json.get("animations"):
+        animation = None
+    tris = scene_triangles(g, animation, time)
+    allp = np.concatenate([t["pos"].reshape(-1, 3) for t in tris]) if tris else np.zeros((1, 3))
+    tiles = []
+    for name in views:
+        d, up = VIEWS[name]
+        basis = _basis(d, up)
+        q = allp @ basis.T
+        bounds = (q.min(0), q.max(0))
+        img = _raster(tris, basis, size, bounds)
+        tile = Image.fromarray((np.clip(img, 0, 1) * 255).astype(np.uint8))
+        dr = ImageDraw.Draw(tile)
+        dr.text((4, 2), name, fill=(255, 255, 255))
+        # axis tripod
+        o = np.array([22.0, size - 22.0])
+        for axis, colr in ((0, (255, 60, 60)), (1, (60, 255, 60)), (2, (80, 120, 255))):
+            v = basis[:2, axis] * 16
+            dr.line([tuple(o), (o[0] + v[0], o[1] - v[1])], fill=colr, width=2)
+        tiles.append(tile)
+    cols = 2 if len(tiles) > 1 else 1
+    rows = (len(tiles) + cols - 1) // cols
+    sheet = Image.new("RGB", (cols * size, rows * size + 14), (0, 0, 0))
+    for i, tile in enumerate(tiles):
+        sheet.paste(tile, ((i % cols) * size, (i // cols) * size + 14))
+    anim_name = ""
+    if animation is not None:
+        anim_name = g.json["animations"][animation].get("name", str(animation))
+    ImageDraw.Draw(sheet).text((4, 1), f"{os.path.basename(path)}  anim={anim_name or '-'} "
+                               f"t={time:.3f}s  tris={sum(len(t['pos']) for t in tris)}",
+                               fill=(255, 255, 0))
+    return sheet
+
+
+def main(argv: list | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("input")
+    ap.add_argument("output")
+    ap.add_argument("--time", type=float, default=0.0, help="animation time in seconds")
+    ap.add_argument("--animation", type=int, default=0, help="animation index (-1: none)")
+    ap.add_argument("--size", type=int, default=256, help="tile size in pixels")
+    a = ap.parse_args(argv)
+    img = render(a.input, animation=None if a.animation < 0 else a.animation, time=a.time,
+                 size=a.size)
+    img.save(a.output)
+    print(a.output)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
