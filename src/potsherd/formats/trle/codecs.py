@@ -1,0 +1,348 @@
+"""Codecs of the TR4 WAD family and WadMerger's ``.trwad``."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ...core.errors import FormatError, JsonFormatError, MagicError
+from ...core.layout import JsonCtx, text_or_hex, text_or_hex_back
+from ...core.limits import DEFAULT_LIMITS, Limits
+from ...document import Document
+from ...registry import Codec, LayoutCodec
+from . import model
+from .catalog import moveable_name
+from .layouts import SFX_LAYOUT, SWD_LAYOUT, TRWAD_LAYOUT, WAD_LAYOUT
+
+TRWAD_VERSION = 170
+
+
+def _u32(data: bytes) -> int | None:
+    return int.from_bytes(data[:4], "little") if len(data) >= 4 else None
+
+
+# --------------------------------------------------------------------------
+# WAD
+
+
+def mesh_summary(meshes: Any) -> dict:
+    if isinstance(meshes, (bytes, bytearray)):
+        return {"meshes": "raw", "mesh_bytes": len(meshes)}
+    return {"meshes": len(meshes),
+            "vertices": sum(int(m["vertex_count"]) for m in meshes),
+            "polygons": sum(int(m["polygon_count"]) for m in meshes)}
+
+
+class WadCodec(LayoutCodec):
+    """TR4 ``.wad`` (versions 129 and 130)."""
+
+    def __init__(self) -> None:
+        super().__init__("tr4wad", WAD_LAYOUT, "wad", family="trle", extensions=(".wad",),
+                         magic=b"\x81\x00\x00\x00",
+                         description="TRLE / TR4 object wad (v129, v130)")
+
+    def sniff(self, data: bytes) -> bool:
+        return _u32(data) in (129, 130)
+
+    def decode(self, data: bytes, *, limits: Limits = DEFAULT_LIMITS, **params: Any) -> Document:
+        version = _u32(data)
+        if version not in (129, 130):
+            raise MagicError("not a TR4 wad: version must be 129 or 130", offset=0,
+                             expected="129 or 130", found=version)
+        doc = super().decode(data, limits=limits, **params)
+        doc.warnings.extend(wad_warnings(doc.root))
+        return doc
+
+    def info(self, doc: Document) -> dict:
+        r = doc.root
+        ranges = animation_ranges(r)
+        return {
+            "format": self.name, "family": self.family, "version": r["version"],
+            "textures": r["texture_count"], "texture_pages": r["page_byte_count"] / model.PAGE_BYTES,
+            "mesh_pointers": r["mesh_pointer_count"], **mesh_summary(r["meshes"]),
+            "animations": r["animation_count"], "state_changes": r["state_change_count"],
+            "dispatches": r["dispatch_count"], "keyframe_words": r["keyframe_word_count"],
+            "statics": r["static_count"],
+            "moveables": [{"id": m["object_id"], "name": moveable_name(m["object_id"]),
+                           "meshes": m["mesh_count"], "animations": a1 - a0}
+                          for m, (a0, a1) in zip(r["moveables"], ranges)],
+        }
+
+    def textures(self, doc: Document) -> list:
+        pages = model.page_array(bytes(doc.root["pages"]))
+        return [(f"page{i:03d}", model.image(pages[i])) for i in range(len(pages))]
+
+
+def animation_ranges(root: dict) -> list[tuple[int, int]]:
+    """(first, end) animation index of every moveable: up to the next moveable
+    in list order that has animations, or to the end of the array."""
+    movs = root["moveables"]
+    total = len(root["animations"])
+    out = []
+    nxt = total
+    for m in reversed(movs):
+        a = m["anim_index"]
+        if a < 0:
+            out.append((0, 0))
+            continue
+        out.append((a, max(a, min(nxt, total))))
+        nxt = a
+    out.reverse()
+    return out
+
+
+def wad_warnings(root: dict) -> list[str]:
+    out = []
+    if root["page_byte_count"] % model.PAGE_BYTES:
+        out.append(f"texture page bytes ({root['page_byte_count']}) are not whole 256x256 RGB pages")
+    pages = root["page_byte_count"] // model.PAGE_BYTES
+    bad = [i for i, t in enumerate(root["textures"])
+           if t["page"] >= pages or t["x"] + t["w"] > 255 or t["y"] + t["h"] > 255]
+    if bad:
+        out.append(f"{len(bad)} texinfos leave their page (first: {bad[0]})")
+    if isinstance(root["meshes"], (bytes, bytearray)):
+        pass  # the layout already warned
+    return out
+
+
+# --------------------------------------------------------------------------
+# .trwad
+
+
+class TrwadCodec(LayoutCodec):
+    """WadMerger ``.trwad``: one moveable.  The mesh-pad variant is detected per
+    file (``mesh_pad`` parameter) and recorded in the document."""
+
+    def __init__(self) -> None:
+        super().__init__("trwad", TRWAD_LAYOUT, "trwad", family="trle", extensions=(".trwad",),
+                         magic=TRWAD_VERSION.to_bytes(4, "little"),
+                         variants=[{"mesh_pad": 0}, {"mesh_pad": 1}], parameters=("mesh_pad",),
+                         description="WadMerger moveable export (one moveable of a TR4 wad)")
+
+    def decode(self, data: bytes, *, limits: Limits = DEFAULT_LIMITS, **params: Any) -> Document:
+        results = []
+        first_error: FormatError | None = None
+        for variant in self.variants:
+            if any(k in params and params[k] != v for k, v in variant.items()):
+                continue
+            p = {**variant, **params}
+            warnings: list[str] = []
+            try:
+                root, end, p = self.layout.decode(self.root, data, p, limits, warnings)
+            except FormatError as e:
+                if first_error is None or (e.offset or 0) > (first_error.offset or 0):
+                    first_error = e
+                continue
+            results.append(Document(self.name, root, p, b"", warnings))
+        if not results:
+            assert first_error is not None
+            raise first_error
+        doc = results[0]
+        if len(results) > 1 and not _zero_block_ok(doc.root) and _zero_block_ok(results[1].root):
+            doc = results[1]
+        if len(results) > 1 and _pad_matters(doc.root):
+            doc.warnings.append(f"mesh pad variant ambiguous; chose mesh_pad={doc.params['mesh_pad']}")
+        doc.warnings.extend(trwad_warnings(doc.root))
+        return doc
+
+    def info(self, doc: Document) -> dict:
+        r = doc.root
+        out: dict[str, Any] = {"format": self.name, "family": self.family, "version": r["version"],
+                               "moveable_count": r["moveable_count"]}
+        if "moveable" not in r:
+            return out
+        m = r["moveable"]
+        out.update({
+            "moveable": {"id": m["object_id"], "name": moveable_name(m["object_id"]),
+                         "source_indices": {k: m[k] for k in ("first_mesh_pointer", "links_index",
+                                                              "keyframe_offset", "anim_index")}},
+            "num_meshes": m["mesh_count"], "link_words": r["link_word_count"],
+            **mesh_summary(r["meshes"]), "textures": r["texture_count"],
+            "animations": r["animation_count"], "commands": r["command_count"],
+            "keyframe_words": r["keyframe_word_count"], "state_changes": len(r["state_changes"]),
+            "dispatches": sum(len(s["dispatches"]) for s in r["state_changes"]),
+            "sounds": r["sound_count"], "sound_bytes": len(r["sound_data"]),
+            "mesh_pad": doc.params.get("mesh_pad"),
+        })
+        return out
+
+    def textures(self, doc: Document) -> list:
+        return [(f"texture{i:04d}", model.image(model.bgr_block(t)))
+                for i, t in enumerate(doc.root.get("textures", []))]
+
+    def opaque_bytes(self, doc: Document) -> int:
+        return super().opaque_bytes(doc)
+
+
+def _zero_block_ok(root: dict) -> bool:
+    z = root.get("zero_words")
+    return z is None or not np.any(z)
+
+
+def _pad_matters(root: dict) -> bool:
+    from .layouts import odd_quads
+    return any(odd_quads(m["polygons"]) for m in root.get("meshes", []))
+
+
+def trwad_warnings(root: dict) -> list[str]:
+    """What makes a ``.trwad`` unusual (validation warns, never aborts)."""
+    out = []
+    if root["version"] != TRWAD_VERSION:
+        out.append(f"version {root['version']} (WadMerger writes {TRWAD_VERSION})")
+    if root["moveable_count"] != 1:
+        out.append(f"moveable count {root['moveable_count']} is not 1: body kept opaque")
+        return out
+    n = root["moveable"]["mesh_count"]
+    if root["link_word_count"] != 4 * n - 1:
+        out.append(f"link word count {root['link_word_count']} does not match "
+                   f"4 * {n} meshes - 1 = {4 * n - 1}")
+    if 0 <= root["link_word_count"] < 4 * max(n - 1, 0):
+        out.append(f"only {root['link_word_count']} link words for {n} meshes; "
+                   f"the skeleton is incomplete")
+    if root["mesh_count"] != n:
+        out.append(f"{root['mesh_count']} meshes stored, the moveable says {n}")
+    z = root["zero_words"]
+    if np.any(z):
+        out.append(f"{int(np.count_nonzero(z))} of the {len(z)} words after the meshes are not zero")
+    for i, m in enumerate(root["meshes"]):
+        nv = int(m["vertex_count"])
+        for j, p in enumerate(m["polygons"]):
+            if int(np.max(p["vertices"])) >= nv:
+                out.append(f"mesh {i} polygon {j} uses a vertex index >= its {nv} vertices")
+                break
+        if out and out[-1].startswith(f"mesh {i} "):
+            break
+    t = root["texture_count"]
+    for i, m in enumerate(root["meshes"]):
+        bad = [j for j, p in enumerate(m["polygons"])
+               if model.texture_index(p["shape"], p["texture"])[0] >= t]
+        if bad:
+            out.append(f"mesh {i} polygon {bad[0]} refers to a texture beyond the {t} stored")
+            break
+    anims = root["animations"]
+    base = root["moveable"]["keyframe_offset"]
+    total = 2 * root["keyframe_word_count"]
+    for i, a in enumerate(anims):
+        if a["frame_size"] == 0:
+            continue
+        start = a["keyframe_offset"] - base
+        end = (anims[i + 1]["keyframe_offset"] - base) if i + 1 < len(anims) else total
+        if start < 0 or end > total or (end - start) % (2 * a["frame_size"]):
+            out.append(f"animation {i}: keyframe bytes {start}..{end} do not divide into "
+                       f"{a['frame_size']}-word frames")
+            break
+    ncmd = sum(a["command_count"] for a in anims)
+    if ncmd != root["command_count"]:
+        out.append(f"{root['command_count']} commands stored, the animations count {ncmd}")
+    return out
+
+
+# --------------------------------------------------------------------------
+# Companion files
+
+
+class SwdCodec(LayoutCodec):
+    def __init__(self) -> None:
+        super().__init__("tr4swd", SWD_LAYOUT, "swd", family="trle", extensions=(".swd",),
+                         magic=b"\x81\x00\x00\x00", description="TRLE sprites (.swd)")
+
+    def sniff(self, data: bytes) -> bool:
+        return False  # shares the wad's magic: by extension only
+
+    def info(self, doc: Document) -> dict:
+        r = doc.root
+        return {"format": self.name, "family": self.family, "version": r["version"],
+                "sprites": r["sprite_count"], "pages": r["page_byte_count"] / model.PAGE_BYTES,
+                "sequences": [{"id": s["object_id"], "name": moveable_name(s["object_id"]),
+                               "sprites": -s["negative_count"], "first": s["first"]}
+                              for s in r["sequences"]]}
+
+    def textures(self, doc: Document) -> list:
+        raw = bytes(doc.root["pages"])
+        pages = model.page_array(raw)
+        return [(f"sprites{i:03d}", model.image(pages[i][:, :, ::-1], transparent_magenta=True))
+                for i in range(len(pages))]
+
+
+class SfxCodec(LayoutCodec):
+    def __init__(self) -> None:
+        super().__init__("tr4sfx", SFX_LAYOUT, "sfx", family="trle", extensions=(".sfx",),
+                         variants=[{"map_size": 370}, {"map_size": 2048}],
+                         parameters=("map_size",),
+                         description="TRLE sound map and sample list (.sfx)")
+
+    def info(self, doc: Document) -> dict:
+        r = doc.root
+        return {"format": self.name, "family": self.family, "map_size": doc.params.get("map_size"),
+                "mapped_sounds": int(np.count_nonzero(np.asarray(r["sound_map"]) >= 0)),
+                "sound_infos": r["info_count"], "samples": r["sample_count"]}
+
+
+class TextListCodec(Codec):
+    """A text list, one entry per line (``.was`` names, ``.sam`` sample files).
+
+    The root is ``{"lines": [...]}``, the file split at every ``\\n`` (a final
+    newline gives a last empty entry), so any bytes come back unchanged."""
+
+    family = "trle"
+
+    def __init__(self, name: str, extension: str, description: str) -> None:
+        self.name = name
+        self.extensions = (extension,)
+        self.description = description
+
+    def decode(self, data: bytes, *, limits: Limits = DEFAULT_LIMITS, **params: Any) -> Document:
+        if b"\0" in data:
+            raise FormatError("a text list holds no NUL bytes", offset=data.index(b"\0"))
+        return Document(self.name, {"lines": data.split(b"\n")}, {}, b"", [])
+
+    def encode(self, doc: Document) -> bytes:
+        return b"\n".join(bytes(x) for x in doc.root["lines"])
+
+    def to_json(self, doc: Document, form: str = "wire") -> dict:
+        ctx = JsonCtx(form, self.text_encoding)
+        lines = [bytes(x).hex() if form == "wire" else text_or_hex(bytes(x), ctx)
+                 for x in doc.root["lines"]]
+        return self.json_envelope(doc, form, {"lines": lines})
+
+    def from_json(self, obj: dict) -> Document:
+        form = obj.get("form", "wire")
+        try:
+            ctx = JsonCtx(form, self.text_encoding)
+        except ValueError as e:
+            raise JsonFormatError(str(e), path="$.form") from None
+        root = obj.get("root")
+        if not isinstance(root, dict) or not isinstance(root.get("lines"), list) or set(root) != {"lines"}:
+            raise JsonFormatError("root must be {\"lines\": [...]}", path="$.root")
+        lines = []
+        for i, x in enumerate(root["lines"]):
+            jp = f"$.root.lines[{i}]"
+            if form == "wire":
+                if not isinstance(x, str):
+                    raise JsonFormatError("expected a hex string", path=jp)
+                try:
+                    lines.append(bytes.fromhex(x))
+                except ValueError:
+                    raise JsonFormatError("invalid hex string", path=jp) from None
+            else:
+                lines.append(text_or_hex_back(x, ctx, jp))
+            if b"\n" in lines[-1] or b"\0" in lines[-1]:
+                raise JsonFormatError("a line cannot hold a newline or NUL", path=jp)
+        return Document(self.name, {"lines": lines}, {}, b"", [])
+
+    def info(self, doc: Document) -> dict:
+        lines = [bytes(x).decode(self.text_encoding).rstrip("\r") for x in doc.root["lines"]]
+        entries = [x for x in lines if x]
+        out: dict[str, Any] = {"format": self.name, "family": self.family, "entries": len(entries)}
+        if self.name == "tr4was":
+            out["names"] = [x.split(":", 1)[0] for x in entries]
+        else:
+            out["files"] = entries
+        return out
+
+
+WAD = WadCodec()
+TRWAD = TrwadCodec()
+CODECS = [WAD, TRWAD, SwdCodec(), SfxCodec(),
+          TextListCodec("tr4was", ".was", "TRLE wad object names (.was)"),
+          TextListCodec("tr4sam", ".sam", "TRLE sample file list (.sam)")]
