@@ -3,8 +3,9 @@
 Works for every codec with a ``textures(doc)`` method (returning
 ``[(name, PIL.Image or PNG bytes), ...]``).  Folders are walked (files of
 unknown extension skipped); the output mirrors each input folder's structure.
-Files whose codec has no textures are skipped silently when found by walking,
-reported when named explicitly.  Exit status 1 when any file failed.
+Walking a folder only visits files whose extension belongs to a codec with
+``textures``; a file named explicitly is decoded and reported when its codec
+has none.  Exit status 1 when any file failed.
 """
 from __future__ import annotations
 
@@ -32,12 +33,22 @@ def _png_bytes(image) -> bytes:
     return buf.getvalue()
 
 
+def _has_texture_codec(path: str) -> bool:
+    """True when a codec for this extension can extract textures (folders only
+    walk those, so other formats are not decoded for nothing)."""
+    from .. import registry
+    ext = os.path.splitext(path)[1].lower()
+    return any(ext in c.extensions and hasattr(c, "textures") for c in registry.codecs())
+
+
 def _jobs(inputs: list[str]):
     """(path, output subfolder, named explicitly) for every input file."""
     from ..cli import iter_inputs
     for p in inputs:
         if os.path.isdir(p):
             for fp in iter_inputs([p], skip_unknown=True):
+                if not _has_texture_codec(fp):
+                    continue
                 rel = os.path.relpath(os.path.dirname(fp), p)
                 yield fp, ("" if rel == "." else rel), False
         else:
@@ -49,6 +60,7 @@ def run(args) -> int:
     out_dir = args.output
     os.makedirs(out_dir, exist_ok=True)
     files = written = failed = 0
+    used: set[str] = set()
     for path, sub, explicit in _jobs(args.inputs):
         try:
             _, doc = read_doc(path, args)
@@ -73,15 +85,21 @@ def run(args) -> int:
             print(f"FAIL  {path}: {e}", file=sys.stderr)
             failed += 1
             continue
-        for w in doc.warnings[before:]:
+        for w in doc.warnings:
             print(f"warn  {path}: {w}", file=sys.stderr)
-        if not images:
+        if not images or len(doc.warnings) > before:  # a texture could not be decoded
             failed += 1
+        if not images:
             continue
         target_dir = os.path.join(out_dir, sub)
         os.makedirs(target_dir, exist_ok=True)
         for name, image in images:
-            dest = os.path.join(target_dir, _safe(name) + ".png")
+            base = os.path.join(target_dir, _safe(name))
+            dest, k = base + ".png", 1
+            while os.path.normcase(dest) in used:  # e.g. a.dxt and a.DXT in one folder
+                k += 1
+                dest = f"{base}~{k}.png"
+            used.add(os.path.normcase(dest))
             atomic_write(dest, _png_bytes(image))
             written += 1
             if not getattr(args, "quiet", False):
