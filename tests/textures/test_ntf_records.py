@@ -325,3 +325,42 @@ def test_ntf7_dxt_restarts_per_level():
     doc = roundtrip_all_ways(data, "dxt")
     assert doc.root["levels"] == cipher
     assert ntf.plain_levels(doc.root) == levels
+
+
+def test_info_of_a_rule_following_record():
+    data = ntf_bytes(NAME, 3, 8, 8, DXT1, 1, pattern(72, 1))
+    info = potsherd.read(data, format="dxt").info()
+    assert info == {"format": "dxt", "family": "ko", "name": NAME.decode("ascii"), "version": 3,
+                    "encrypted": False, "width": 8, "height": 8, "pixel_format": "DXT1",
+                    "mipmap": 1, "mip_count": 2, "main_bytes": 40, "fallback_bytes": 32,
+                    "thumbnail_bytes": 0, "tail_bytes": 32, "tail_follows_rule": True}
+
+
+def test_mutated_inputs_only_raise_format_errors():
+    """Random byte changes in the name length and header: decoding, writing
+    and image extraction either work or raise a FormatError (never an
+    internal error)."""
+    from potsherd.core.errors import InternalDecodeError
+    seeds = [ntf_bytes(b"nm", 3, 8, 8, DXT1, 1, pattern(72, 1)),
+             ntf_bytes(b"nm", 3, 8, 4, A8R8G8B8, 0, pattern(128, 2)),
+             ntf_bytes(b"nm", 7, 4, 4, A4R4G4B4, 1, pattern(32, 3))]
+    rng = np.random.default_rng(7)
+    outcomes = {"ok": 0, "error": 0}
+    for i in range(600):
+        base = seeds[i % len(seeds)]
+        data = bytearray(base)
+        for _ in range(int(rng.integers(1, 4))):
+            data[int(rng.integers(0, 26))] = int(rng.integers(0, 256))
+        data = bytes(data[:int(rng.integers(len(data) - 8, len(data) + 1))])
+        for fmt in ("dxt", "gtt"):
+            try:
+                doc = potsherd.read(data, format=fmt)
+            except InternalDecodeError:
+                raise
+            except FormatError:
+                outcomes["error"] += 1
+                continue
+            outcomes["ok"] += 1
+            assert potsherd.write(doc) == data
+            doc.codec.textures(doc)  # reports problems as warnings, never raises
+    assert outcomes["ok"] > 50 and outcomes["error"] > 50, outcomes

@@ -86,11 +86,14 @@ def record_info(rec: dict) -> dict:
         "mip_count": len(levels),
         "main_bytes": sum(len(x) for x in levels),
     }
-    if "tail" in rec:
+    if "tail" in rec:  # bytes after the main levels, not following the payload rule
         out["tail_bytes"] = len(rec["tail"])
+        out["tail_follows_rule"] = False
     else:
         out["fallback_bytes"] = len(rec.get("fallback", b""))
         out["thumbnail_bytes"] = len(rec.get("thumbnail", b""))
+        out["tail_bytes"] = out["fallback_bytes"] + out["thumbnail_bytes"]
+        out["tail_follows_rule"] = True
     return out
 
 
