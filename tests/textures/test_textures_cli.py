@@ -49,3 +49,19 @@ def test_textures_reports_undecodable_files(tmp_path, capsys):
     assert "FAIL" in err.err and "broken.dxt" in err.err
     assert "0 PNG written from 1 files, 2 failed" in err.out
     assert not list(out.rglob("*.png"))
+
+
+def test_convert_to_png_and_refuse_other_targets():
+    import io
+
+    import pytest
+
+    import potsherd
+    from potsherd.core.errors import FormatError
+
+    doc = potsherd.read(ntf_bytes(b"r", 3, 4, 4, DXT1, 0, RED_BLOCK + bytes(8)), format="dxt")
+    png = doc.codec.convert(doc, "png", {})
+    im = Image.open(io.BytesIO(png))
+    assert im.format == "PNG" and (np.asarray(im) == [255, 0, 0, 255]).all()
+    with pytest.raises(FormatError):
+        doc.codec.convert(doc, "glb", {})
