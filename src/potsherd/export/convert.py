@@ -210,16 +210,17 @@ def convert_folder(src_dir: str, dst_dir: str, target: str, options: dict, *,
 
 def run(args) -> int:
     from ..cli import UsageError
-    target = _target_of(args)
-    if not target:
-        raise UsageError("say the target with --to (glb, gltf, binary, ascii) or an output "
-                         "file extension")
     options = _plain_options(args)
     if os.path.isdir(args.input):
         if os.path.exists(args.output) and not os.path.isdir(args.output):
             raise UsageError(f"{args.output} exists and is not a folder")
         if not args.to:
             raise UsageError("folder conversion needs --to (e.g. --to glb)")
+    target = _target_of(args)
+    if not target:
+        raise UsageError("say the target with --to (glb, gltf, binary, ascii) or an output "
+                         "file extension")
+    if os.path.isdir(args.input):
         return convert_folder(args.input, args.output, target, options, jobs=args.jobs or 0)
     output = args.output
     if os.path.isdir(output):

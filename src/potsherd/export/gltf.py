@@ -298,7 +298,11 @@ class _Writer:
     def meshes(self) -> tuple:
         """Returns (glTF meshes, map scene mesh index -> glTF index or None)."""
         out, remap = [], []
-        skinned_meshes = {n.mesh for n in self.scene.nodes if n.skin is not None}
+        skinned_meshes: dict = {}     # mesh -> fewest joints among the skins using it
+        for n in self.scene.nodes:
+            if n.skin is not None and n.mesh is not None and 0 <= n.skin < len(self.scene.skins):
+                nj = len(self.scene.skins[n.skin].joints)
+                skinned_meshes[n.mesh] = min(nj, skinned_meshes.get(n.mesh, nj))
         for mi, mesh in enumerate(self.scene.meshes):
             prims = []
             ntargets = max((len(p.targets) for p in mesh.primitives), default=0)
@@ -329,7 +333,7 @@ class _Writer:
                 if p.colors is not None:
                     attrs["COLOR_0"] = self.colors(p.colors, where + ".COLOR_0")
                 if p.joints is not None and p.weights is not None:
-                    attrs.update(self.skin_sets(p.joints, p.weights, None, where))
+                    attrs.update(self.skin_sets(p.joints, p.weights, skinned_meshes.get(mi), where))
                 elif mi in skinned_meshes:
                     self.warn(f"{where}: primitive of a skinned mesh without weights bound "
                               "to joint 0")
@@ -693,6 +697,13 @@ def document_scene(doc: Any, options: dict | None = None) -> Scene:
         scene = to_scene(doc, **opts)
     except FormatError:
         raise
+    except ModuleNotFoundError as e:
+        if (e.name or "").startswith("potsherd.formats."):   # family converter not written yet
+            raise NoSceneError(f"{codec.name} files cannot be exported to glTF yet "
+                               f"({e.name} is missing)") from None
+        raise SceneExportError(f"{codec.name} to_scene: {e}") from e
+    except NotImplementedError as e:
+        raise NoSceneError(f"{codec.name} files cannot be exported to glTF: {e}") from None
     except (RecursionError, MemoryError) as e:
         raise FormatError(f"{codec.name}: scene too large or deep to export ({type(e).__name__})")
     except Exception as e:  # noqa: BLE001 - a converter bug must not kill a batch

@@ -1,0 +1,205 @@
+"""``potsherd convert``: single files, folder batches, failures, atomic outputs;
+and the renderer on known scenes."""
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+import pytest
+
+from export_scenes import cube, skinned_cube_scene, textured_quad_scene
+from potsherd import registry
+from potsherd.cli import main
+from potsherd.core.errors import FormatError, MagicError
+from potsherd.document import Document
+from potsherd.export.convert import Progress, convert_folder, plan_folder
+from potsherd.export.gltf import NoSceneError, document_scene, write_glb
+from potsherd.export.render import Gltf, render
+from potsherd.export.validate import validate_many, validator_available
+from potsherd.registry import Codec
+from potsherd.scene import Mesh, Primitive, Scene
+
+
+class CubeCodec(Codec):
+    """A toy format: b"CUBE" + float32 edge length (+ b"!" makes to_scene crash)."""
+
+    name = "test_cube"
+    family = "test"
+    extensions = (".testcube",)
+    magic = b"CUBE"
+
+    def decode(self, data, *, limits=None, **params):
+        if not data.startswith(self.magic) or len(data) < 8:
+            raise MagicError("not a test cube", offset=0)
+        return Document(self.name, {"size": struct.unpack_from("<f", data, 4)[0],
+                                    "crash": data[8:9] == b"!"})
+
+    def encode(self, doc):
+        return b"CUBE" + struct.pack("<f", doc.root["size"])
+
+    def to_scene(self, doc, **options):
+        if doc.root["crash"]:
+            raise ZeroDivisionError("boom")
+        pos, nrm, uv, idx = cube(doc.root["size"])
+        s = Scene(name=str(options.get("source_path")))
+        m = s.add_mesh(Mesh(primitives=[Primitive(positions=pos, normals=nrm, indices=idx)]))
+        s.add_node(name="cube", mesh=m)
+        return s
+
+
+class NoSceneCodec(CubeCodec):
+    name = "test_noscene"
+    extensions = (".testflat",)
+    magic = b"FLAT"
+    to_scene = None
+
+
+@pytest.fixture
+def toy_codecs():
+    registry.codecs()
+    added = [CubeCodec(), NoSceneCodec()]
+    for c in added:
+        registry.register(c)
+    yield added
+    for c in added:
+        registry._CODECS.pop(c.name, None)
+
+
+def _tree(root):
+    (root / "a" / "b").mkdir(parents=True)
+    (root / "one.testcube").write_bytes(b"CUBE" + struct.pack("<f", 1.0))
+    (root / "a" / "two.testcube").write_bytes(b"CUBE" + struct.pack("<f", 2.0))
+    (root / "a" / "b" / "three.testcube").write_bytes(b"CUBE" + struct.pack("<f", 3.0))
+    (root / "a" / "bad.testcube").write_bytes(b"CUB")
+    (root / "a" / "crash.testcube").write_bytes(b"CUBE" + struct.pack("<f", 1.0) + b"!")
+    (root / "a" / "flat.testflat").write_bytes(b"FLAT0000")
+    (root / "notes.txt").write_text("not a model")
+
+
+def test_convert_single_file(tmp_path, toy_codecs, capsys):
+    src = tmp_path / "one.testcube"
+    src.write_bytes(b"CUBE" + struct.pack("<f", 2.0))
+    assert main(["convert", str(src), str(tmp_path / "one.glb")]) == 0
+    g = Gltf(str(tmp_path / "one.glb"))
+    acc = g.json["accessors"][g.json["meshes"][0]["primitives"][0]["attributes"]["POSITION"]]
+    assert (acc["min"], acc["max"]) == ([-1.0, -1.0, -1.0], [1.0, 1.0, 1.0])
+    assert g.json["scenes"][0]["name"] == str(src)          # source_path reaches to_scene
+    assert main(["convert", str(src), str(tmp_path / "one.gltf")]) == 0
+    assert (tmp_path / "one.bin").is_file()
+    # output folder: name derived from the input
+    (tmp_path / "out").mkdir()
+    assert main(["convert", str(src), str(tmp_path / "out"), "--to", "glb"]) == 0
+    assert (tmp_path / "out" / "one.glb").is_file()
+    flat = tmp_path / "f.testflat"
+    flat.write_bytes(b"FLAT0000")
+    assert main(["convert", str(flat), str(tmp_path / "f.glb")]) == 1
+    assert "test_noscene files cannot be exported to glTF" in capsys.readouterr().err
+    assert not (tmp_path / "f.glb").exists()
+
+
+def test_document_scene_errors(toy_codecs):
+    doc = CubeCodec().decode(b"CUBE" + struct.pack("<f", 1.0) + b"!")
+    with pytest.raises(FormatError, match="internal error in test_cube to_scene: "
+                                          "ZeroDivisionError: boom"):
+        document_scene(doc)
+    with pytest.raises(NoSceneError):
+        document_scene(NoSceneCodec().decode(b"FLAT0000"))
+
+
+def test_plan_mirrors_tree(tmp_path, toy_codecs):
+    _tree(tmp_path / "src")
+    plan, skipped = plan_folder(str(tmp_path / "src"), str(tmp_path / "dst"), "glb")
+    rel = sorted(str(d.relative_to(tmp_path / "dst")) if hasattr(d, "relative_to") else
+                 d[len(str(tmp_path / "dst")) + 1:] for _, d in plan)
+    assert rel == ["a/b/three.glb", "a/bad.glb", "a/crash.glb", "a/two.glb", "one.glb"]
+    assert [s for s, _ in skipped] == [str(tmp_path / "src" / "a" / "flat.testflat")]
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_convert_folder(tmp_path, toy_codecs, capsys, jobs):
+    _tree(tmp_path / "src")
+    rc = main(["convert", str(tmp_path / "src"), str(tmp_path / "dst"), "--to", "glb",
+               "--jobs", str(jobs)])
+    err = capsys.readouterr().err
+    assert rc == 1
+    out = sorted(p.relative_to(tmp_path / "dst").as_posix()
+                 for p in (tmp_path / "dst").rglob("*") if p.is_file())
+    assert out == ["a/b/three.glb", "a/two.glb", "one.glb"]          # no partial files
+    assert "3 of 5 files converted to glb" in err
+    assert "1 files skipped" in err
+    assert "convert: 2 files failed:" in err
+    assert f"{tmp_path / 'src' / 'a' / 'bad.testcube'}: MagicError: not a test cube" in err
+    assert "crash.testcube: SceneExportError: internal error in test_cube to_scene" in err
+    assert "convert: 5/5 files (100%), 2 failed" in err                # plain progress line
+    g = Gltf(str(tmp_path / "dst" / "a" / "b" / "three.glb"))
+    assert g.json["accessors"][0]["max"] == [1.5, 1.5, 1.5]
+
+
+def test_convert_folder_all_good_exit_zero(tmp_path, toy_codecs, capsys):
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "x.testcube").write_bytes(b"CUBE" + struct.pack("<f", 1.0))
+    assert convert_folder(str(tmp_path / "src"), str(tmp_path / "dst"), "gltf", {}, jobs=1) == 0
+    assert sorted(p.name for p in (tmp_path / "dst").iterdir()) == ["x.bin", "x.gltf"]
+    if validator_available():
+        r = validate_many([tmp_path / "dst" / "x.gltf"])[0]
+        assert (r["errors"], r["warnings"]) == (0, 0), r["messages"]
+
+
+def test_folder_requires_target(tmp_path, capsys):
+    (tmp_path / "src").mkdir()
+    assert main(["convert", str(tmp_path / "src"), str(tmp_path / "dst")]) == 2
+    assert "needs --to" in capsys.readouterr().err
+
+
+def test_progress_tty_bar():
+    class Tty:
+        def __init__(self):
+            self.text = ""
+
+        def isatty(self):
+            return True
+
+        def write(self, s):
+            self.text += s
+
+        def flush(self):
+            pass
+
+    t = Tty()
+    p = Progress(2, t)
+    p.update(True, 1000)
+    p.update(False, 1000)
+    assert "[" + "#" * 30 + "] 2/2 files (100%), 1 failed" in t.text
+    assert t.text.endswith("\n") and "\r" in t.text
+
+
+# ---- renderer: checks conventions on scenes with known answers ----------------------
+
+def _tile(img, index, size=128):
+    a = np.asarray(img)[14:]
+    r, c = divmod(index, 2)
+    return a[r * size:(r + 1) * size, c * size:(c + 1) * size]
+
+
+def test_render_texture_origin_and_animation(tmp_path):
+    write_glb(textured_quad_scene(), tmp_path / "quad.glb")
+    img = render(str(tmp_path / "quad.glb"), size=128)
+    front = _tile(img, 0)
+    # the quad fills the middle of the front view; its top-left cell is blue
+    tl = front[int(128 * 0.5 - 128 / 2.2) + 12, int(128 * 0.5 - 128 / 2.2) + 12]
+    assert tl[2] > 150 and tl[0] < 60, tl
+    br = front[int(128 * 0.5 + 128 / 2.2) - 3, int(128 * 0.5 + 128 / 2.2) - 3]
+    assert br[2] < 150, br
+    write_glb(skinned_cube_scene(), tmp_path / "skin.glb")
+    start = _tile(render(str(tmp_path / "skin.glb"), time=0.0, size=128), 0)
+    end = _tile(render(str(tmp_path / "skin.glb"), time=2.0, size=128), 0)
+    bg = start[2, 2].copy()
+
+    def covered(a):
+        return np.any(a != bg, axis=-1)
+    # at t=0 the box is upright and centred: the upper-left corner of the view is empty;
+    # at t=2 the chest has bent 90 degrees to the left (+Z rotation) and fills it
+    assert not covered(start[20:40, 5:20]).any()
+    assert covered(end[20:40, 5:20]).mean() > 0.9
+    # front faces only (no magenta back-face tint) on a closed, correctly wound box
+    assert not np.any((start[..., 0] > 120) & (start[..., 2] > 120) & (start[..., 1] < 80))
