@@ -190,9 +190,9 @@ def convert_folder(src_dir: str, dst_dir: str, target: str, options: dict, *,
                 record(src, ok, res)
         except KeyboardInterrupt:
             pool.shutdown(wait=True, cancel_futures=True)
-            print("\nconvert: interrupted; finished files are complete, no partial files "
-                  "were left", file=err)
-            raise
+            print(f"\nconvert: interrupted after {progress.done} of {len(plan)} files; "
+                  "written files are complete, no partial files were left", file=err)
+            return 130
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
     ok_count = len(plan) - len(failures)
