@@ -174,9 +174,14 @@ def convert_folder(src_dir: str, dst_dir: str, target: str, options: dict, *,
         progress.update(ok, sizes[src])
 
     if workers <= 1:
-        for src, dst in plan:
-            ok, res = _worker(src, dst, target, options)
-            record(src, ok, res)
+        try:
+            for src, dst in plan:
+                ok, res = _worker(src, dst, target, options)
+                record(src, ok, res)
+        except KeyboardInterrupt:
+            print(f"\nconvert: interrupted after {progress.done} of {len(plan)} files; "
+                  "written files are complete, no partial files were left", file=err)
+            return 130
     else:
         pool = cf.ProcessPoolExecutor(max_workers=workers)
         try:
