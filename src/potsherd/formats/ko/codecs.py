@@ -6,16 +6,24 @@ given by ``variants`` and stored in ``Document.params`` (the writer repeats
 them); ``--param name=value`` / keyword arguments override them.
 
 Opaque fallback rule (note section 9: unknown layouts round-trip as opaque
-files with a warning).  A file is kept whole as raw bytes, with a warning,
-only when (1) no variant of its record parses, and (2) the codec's
-``foreign`` test recognises it as one of the known foreign layouts: a file
-whose first structural fields are plausible for the format (so it is this kind
-of file) yet which is long enough that a parse failure cannot be explained by
-truncation (the parse fails before the last 16 bytes of the file with an
-implausible count or value, not by running out of input).  Everything else
-that fails to parse raises :class:`FormatError`: a truncated real file fails
-by running out of input (its counts are genuine), and garbage fails the
-plausibility test of the first fields.
+files with a warning).  A file is kept whole as raw bytes, in a document with
+``params = {"opaque": 1}`` and a warning, only when all of these hold:
+
+1. no variant of its record parses, and no parameter was given explicitly;
+2. the codec has a ``foreign`` test (n3shape, opd, gtd, uif: the formats the
+   note lists with foreign files) and it recognises the bytes:
+   * n3shape / opd / uif: the first fields are plausible for the format (a
+     printable name, a sane width/length or child count), and the parse failed
+     on an *absurd* count or length -- one of at least 2**20 items that is
+     larger than the whole input -- or on an impossible value.  A truncated
+     real file instead fails by running out of input on a genuine count, so it
+     still raises :class:`FormatError`;
+   * gtd (the obfuscated current-client file): the first word is neither a
+     1264 header (version 1-2 + short name) nor a 2^n+1 map size, and the file
+     has at least 4 KiB.  Truncated gtds keep their valid first word and raise.
+
+``decode(data, opaque=1)`` keeps any file opaque on request.  fxb bundles of
+version >= 3 are not a fallback: the layout itself keeps their body raw.
 """
 from __future__ import annotations
 
@@ -25,7 +33,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ...core.errors import (CountError, FormatError, JsonFormatError, TruncatedError)
+from ...core.errors import (CountError, FormatError, JsonFormatError, TruncatedError,
+                            ValueFormatError)
 from ...core.layout import (GROUPS, PRIMS, JsonCtx, Layout, Storage, String, Tail, _jerr,
                             hex_to_bytes, parse_layout_text)
 from ...core.limits import DEFAULT_LIMITS, Limits
@@ -201,7 +210,8 @@ class KoCodec(LayoutCodec):
         try:
             doc = super().decode(data, limits=limits, **params)
         except FormatError as e:
-            reason = self._foreign(data, e) if self._foreign else None
+            # never for explicit parameters: a wrong --param is the user's error
+            reason = self._foreign(data, e) if self._foreign and not params else None
             if reason is None:
                 raise
             return self._opaque(data, f"{reason}; whole file kept raw "
@@ -276,14 +286,15 @@ class KoCodec(LayoutCodec):
 
 
 def _failed_inside(data: bytes, e: FormatError) -> bool:
-    """The parse failed well before the end of the input with an implausible
-    count or value; a truncated file fails by running out of input instead."""
-    if e.offset is None or e.offset >= len(data) - 16:
-        return False
-    if isinstance(e, TruncatedError) and e.found is not None and isinstance(e.expected, int):
-        # a read that needs a few more bytes than remain: truncation
-        return e.expected > 4 * max(len(data), 1)
-    return True
+    """The parse failed on an absurd count or length (one that needs more
+    items than the whole input has bytes, and at least 2**20), or on an
+    impossible value (a non-finite cell grid).  A truncated real file fails by
+    running out of input on a genuine count instead, which is never that large."""
+    if isinstance(e, ValueFormatError):
+        return True
+    found = e.found
+    return (isinstance(e, (CountError, TruncatedError)) and isinstance(found, int)
+            and found >= 1 << 20 and found > len(data))
 
 
 def _i32(data: bytes, off: int) -> int | None:
@@ -611,7 +622,8 @@ CODECS = [
     KoCodec("n3chr", "n3chr", extensions=[".n3chr"], info=info_n3chr,
             description="Knight Online character"),
     KoCodec("n3joint", "n3joint", extensions=[".n3joint"], info=info_n3joint,
-            variants=_JOINT, description="Knight Online skeleton"),
+            variants=_JOINT, allow_trailing=False,  # exactly one key count reaches EOF
+            description="Knight Online skeleton"),
     KoCodec("n3fxplug", "n3fxplug", extensions=[".n3fxplug"], info=info_n3fxplug,
             description="Knight Online FX plug"),
     KoCodec("n3anim", "n3anim", extensions=[".n3anim"], info=info_n3anim,
