@@ -141,7 +141,10 @@ def decode_ascii(data: bytes, limits: Limits = DEFAULT_LIMITS) -> tuple[FbxNode,
             root.fmt = [gap]
             break
         m = token(text, g_end)
-        kind = m.lastgroup  # type: ignore[union-attr]
+        if m is None:  # a lone ':' or an unterminated '"'
+            raise FormatError(f"unexpected {text[g_end]!r}", offset=g_end, path=_apath(stack),
+                              expected="a node name or '}'")
+        kind = m.lastgroup
         if kind == "rb":
             if len(stack) == 1:
                 raise FormatError("'}' without an open block", offset=g_end)
@@ -163,7 +166,10 @@ def decode_ascii(data: bytes, limits: Limits = DEFAULT_LIMITS) -> tuple[FbxNode,
             if v_start >= n:
                 break
             vm = token(text, v_start)
-            vk = vm.lastgroup  # type: ignore[union-attr]
+            if vm is None:  # a lone ':' or an unterminated '"'
+                raise FormatError(f"unexpected {text[v_start]!r}", offset=v_start,
+                                  path=_apath(stack), expected="a value, '{' or a node name")
+            vk = vm.lastgroup
             if vk == "str":
                 node.props.append(("s", vm.group()[1:-1]))  # type: ignore[union-attr]
             elif vk == "word":
