@@ -203,3 +203,16 @@ def test_render_texture_origin_and_animation(tmp_path):
     assert covered(end[20:40, 5:20]).mean() > 0.9
     # front faces only (no magenta back-face tint) on a closed, correctly wound box
     assert not np.any((start[..., 0] > 120) & (start[..., 2] > 120) & (start[..., 1] < 80))
+
+
+@pytest.mark.skipif(not validator_available(), reason="gltf-validator not installed")
+def test_convert_validate_flag(tmp_path, toy_codecs, capsys):
+    _tree(tmp_path / "src")
+    rc = main(["convert", str(tmp_path / "src"), str(tmp_path / "dst"), "--to", "glb",
+               "--jobs", "1", "--validate"])
+    err = capsys.readouterr().err
+    assert rc == 1                                   # the two bad inputs
+    assert "validate: 3 files, 0 errors, 0 warnings (Khronos glTF validator 2." in err
+    src = tmp_path / "src" / "one.testcube"
+    assert main(["convert", str(src), str(tmp_path / "one.glb"), "--validate"]) == 0
+    assert "validate: 1 files, 0 errors" in capsys.readouterr().err

@@ -149,8 +149,28 @@ class Progress:
         self.stream.flush()
 
 
+def validate_outputs(paths: list, stream=None) -> int:
+    """Run the Khronos validator on written glTF files; 0 when none has errors."""
+    from .validate import ValidatorUnavailable, format_report, validate_many
+    err = stream or sys.stderr
+    try:
+        reports = []
+        for i in range(0, len(paths), 100):
+            reports += validate_many(paths[i:i + 100])
+    except ValidatorUnavailable as e:
+        print(f"validate: cannot validate: {e}", file=err)
+        return 2
+    bad = [r for r in reports if r["errors"]]
+    print(f"validate: {len(reports)} files, {sum(r['errors'] for r in reports)} errors, "
+          f"{sum(r['warnings'] for r in reports)} warnings (Khronos glTF validator "
+          f"{reports[0].get('validator_version') if reports else '-'})", file=err)
+    for r in bad:
+        print(format_report(r, limit=5), file=err)
+    return 1 if bad else 0
+
+
 def convert_folder(src_dir: str, dst_dir: str, target: str, options: dict, *,
-                   jobs: int = 0, stream=None) -> int:
+                   jobs: int = 0, stream=None, validate: bool = False) -> int:
     """Batch conversion; returns the exit code (0 all converted, 1 some failed)."""
     err = stream or sys.stderr
     plan, skipped = plan_folder(src_dir, dst_dir, target)
@@ -161,6 +181,7 @@ def convert_folder(src_dir: str, dst_dir: str, target: str, options: dict, *,
     sizes = {src: os.path.getsize(src) for src, _ in plan}
     progress = Progress(len(plan), err)
     failures: list = []
+    written: list = []
     warned = 0
     workers = jobs if jobs and jobs > 0 else (os.cpu_count() or 1)
     workers = min(workers, len(plan))
@@ -169,6 +190,7 @@ def convert_folder(src_dir: str, dst_dir: str, target: str, options: dict, *,
         nonlocal warned
         if ok:
             warned += 1 if res.get("warnings") else 0
+            written.append(res["path"])
         else:
             failures.append((src, res))
         progress.update(ok, sizes[src])
@@ -205,12 +227,15 @@ def convert_folder(src_dir: str, dst_dir: str, target: str, options: dict, *,
           + (f" ({warned} with warnings)" if warned else "")
           + (f"; {len(skipped)} files skipped (format has no {target} conversion)"
              if skipped else ""), file=err)
+    rc = 0
     if failures:
         print(f"convert: {len(failures)} files failed:", file=err)
         for src, msg in sorted(failures):
             print(f"  {src}: {msg}", file=err)
-        return 1
-    return 0
+        rc = 1
+    if validate and target in GLTF_TARGETS and written:
+        rc = max(rc, validate_outputs(sorted(written), err))
+    return rc
 
 
 def run(args) -> int:
@@ -226,7 +251,8 @@ def run(args) -> int:
         raise UsageError("say the target with --to (glb, gltf, binary, ascii) or an output "
                          "file extension")
     if os.path.isdir(args.input):
-        return convert_folder(args.input, args.output, target, options, jobs=args.jobs or 0)
+        return convert_folder(args.input, args.output, target, options, jobs=args.jobs or 0,
+                              validate=bool(getattr(args, "validate", False)))
     output = args.output
     if os.path.isdir(output):
         stem = os.path.splitext(os.path.basename(args.input))[0]
@@ -236,4 +262,6 @@ def run(args) -> int:
     for w in summary.get("warnings", []):
         print(f"potsherd: warning: {w}", file=sys.stderr)
     print(f"{output}: {summary['bytes']} bytes")
+    if getattr(args, "validate", False) and target in GLTF_TARGETS:
+        return validate_outputs([output])
     return 0
