@@ -13,7 +13,7 @@ from typing import Any
 from ...core.errors import (CountError, FormatError, LimitError, MagicError, TruncatedError,
                             ValueFormatError)
 from ...core.limits import DEFAULT_LIMITS, Limits
-from ...core.values import f32_from_bits, f32_to_bits, f64_from_bits, f64_to_bits
+from ...core.values import F32NaN, F64NaN, f32_from_bits, f32_to_bits, f64_from_bits, f64_to_bits
 from .model import (ARRAY_DTYPES, BLENDER_TIME, FOOTER_MAGIC, FbxArray, FbxNode, file_id,
                     footer_id)
 
@@ -78,8 +78,7 @@ def decode_binary(data: bytes, limits: Limits = DEFAULT_LIMITS) -> tuple[FbxNode
                                   path=_path(stack), expected=child_end)
         else:
             if pos == end_of_data:
-                terminated = False  # no top-level null record at all
-                break
+                raise TruncatedError("input ends before the top-level null record", offset=pos)
         if end_of_data - pos < null_len:
             raise TruncatedError("input ends inside a node record", offset=pos,
                                  path=_path(stack), expected=null_len, found=end_of_data - pos)
@@ -324,9 +323,9 @@ def _write_props(out: bytearray, props: list, order: _Order, level: int | None) 
         if st is not None:
             out += code.encode()
             if code == "F":
-                v = f32_to_bits(float(v))
+                v = f32_to_bits(v if isinstance(v, F32NaN) else float(v))
             elif code == "D":
-                v = f64_to_bits(float(v))
+                v = f64_to_bits(v if isinstance(v, F64NaN) else float(v))
             out += st.pack(v)
         elif code == "S" or code == "R":
             out += code.encode()
