@@ -77,10 +77,25 @@ class _Writer:
         self.accessors: list = []
         self.warnings: list = scene.warnings
         self.extensions: set = set()
+        self._repairs: dict = {}
 
-    def warn(self, msg: str) -> None:
-        if msg not in self.warnings:
-            self.warnings.append(msg)
+    def warn(self, where: str, what: str, count: int | None = None) -> None:
+        """Record a repair; repeats of one kind are summarised by :meth:`flush_warnings`."""
+        self._repairs.setdefault(what, []).append((where, count))
+
+    def flush_warnings(self) -> None:
+        for what, places in self._repairs.items():
+            counts = [c for _, c in places if c is not None]
+            total = f"{sum(counts)} " if counts else ""
+            if len(places) == 1:
+                msg = f"{places[0][0]}: {total}{what}"
+            else:
+                shown = ", ".join(w for w, _ in places[:3])
+                msg = (f"{total}{what} in {len(places)} places ({shown}"
+                       f"{', ...' if len(places) > 3 else ''})")
+            if msg not in self.warnings:
+                self.warnings.append(msg)
+        self._repairs = {}
 
     # ---- buffer -------------------------------------------------------------
     def view(self, data: bytes, target: int | None = None) -> int:
@@ -103,7 +118,7 @@ class _Writer:
         if a.dtype.kind == "f":
             bad = ~np.isfinite(a)
             if bad.any():
-                self.warn(f"{where}: {int(bad.sum())} non-finite values replaced by 0")
+                self.warn(where, "non-finite values replaced by 0", int(bad.sum()))
                 a = np.where(bad, 0, a).astype(a.dtype)
         count = a.size // ncomp
         if count == 0:
@@ -136,7 +151,7 @@ class _Writer:
         length = np.linalg.norm(n, axis=1, keepdims=True)
         zero = length[:, 0] < 1e-12
         if zero.any():
-            self.warn(f"{where}: {int(zero.sum())} zero-length normals replaced by +Y")
+            self.warn(where, "zero-length normals replaced by +Y", int(zero.sum()))
         n = np.where(zero[:, None], np.array([0.0, 1.0, 0.0]), n / np.where(zero, 1.0, length[:, 0])[:, None])
         return self.accessor(n.astype(np.float32), 3, target=ARRAY_BUFFER, where=where)
 
@@ -172,7 +187,7 @@ class _Writer:
         s = w.sum(axis=1)
         none = s <= 0
         if none.any():
-            self.warn(f"{where}: {int(none.sum())} vertices without weights bound to joint 0")
+            self.warn(where, "vertices without weights bound to joint 0", int(none.sum()))
             w[none, 0] = 1.0
             j[none, 0] = 0
             s = w.sum(axis=1)
@@ -314,7 +329,7 @@ class _Writer:
                     raise EncodeError(f"positions must be (N, 3), found {pos.shape}", path=where)
                 nv = len(pos)
                 if nv == 0 or (p.indices is not None and np.asarray(p.indices).size == 0):
-                    self.warn(f"{where}: empty primitive dropped")
+                    self.warn(where, "empty primitive dropped")
                     continue
                 attrs = {"POSITION": self.vec_f32(pos, 3, where + ".POSITION", minmax=True)}
                 if p.normals is not None:
@@ -326,8 +341,7 @@ class _Writer:
                 if mat is not None and mat.base_color_texture is not None:
                     need = mat.base_color_texture.texcoord + 1
                     if len(uvs) < need:
-                        self.warn(f"{where}: textured material without TEXCOORD_{need - 1}; "
-                                  "zero UVs added")
+                        self.warn(where, "textured material without its TEXCOORD set; zero UVs added")
                         uvs += [np.zeros((nv, 2), np.float32)] * (need - len(uvs))
                 for ui, uv in enumerate(uvs):
                     attrs[f"TEXCOORD_{ui}"] = self.vec_f32(uv, 2, f"{where}.TEXCOORD_{ui}")
@@ -336,8 +350,7 @@ class _Writer:
                 if p.joints is not None and p.weights is not None:
                     attrs.update(self.skin_sets(p.joints, p.weights, skinned_meshes.get(mi), where))
                 elif mi in skinned_meshes:
-                    self.warn(f"{where}: primitive of a skinned mesh without weights bound "
-                              "to joint 0")
+                    self.warn(where, "primitive of a skinned mesh without weights bound to joint 0")
                     attrs.update(self.skin_sets(np.zeros((nv, 4)), np.tile([1.0, 0, 0, 0], (nv, 1)),
                                                 None, where))
                 for name, a in attrs.items():
@@ -359,7 +372,7 @@ class _Writer:
                         tpos = t.positions if t is not None and t.positions is not None \
                             else np.zeros((nv, 3), np.float32)
                         if t is None:
-                            self.warn(f"{tw}: missing morph target filled with zeros")
+                            self.warn(tw, "missing morph target filled with zeros")
                         td = {"POSITION": self.vec_f32(tpos, 3, tw + ".POSITION", minmax=True)}
                         if t is not None and t.normals is not None:
                             td["NORMAL"] = self.vec_f32(t.normals, 3, tw + ".NORMAL")
@@ -371,7 +384,8 @@ class _Writer:
                     prim["extras"] = _jsonable(p.extras)
                 prims.append(prim)
             if not prims:
-                self.warn(f"meshes[{mi}] ({mesh.name!r}): no drawable primitive, dropped")
+                self.warn(f"meshes[{mi}] ({mesh.name!r})",
+                          "mesh without drawable primitive dropped")
                 remap.append(None)
                 continue
             d: dict = {"primitives": prims}
@@ -427,7 +441,7 @@ class _Writer:
                 m = np.asarray(n.matrix, dtype=np.float64)
                 if i in animated:
                     t, r, s = decompose_matrix(m)
-                    self.warn(f"nodes[{i}]: animated node matrix decomposed to TRS")
+                    self.warn(f"nodes[{i}]", "animated node matrix decomposed to TRS")
                 elif not np.allclose(m, np.eye(4), atol=0, rtol=0):
                     mm = m.copy()
                     mm[3] = (0.0, 0.0, 0.0, 1.0)
@@ -497,8 +511,7 @@ class _Writer:
                 if ch.path == "weights":
                     ncomp = mesh_targets.get(ch.node, 0)
                     if not ncomp:
-                        self.warn(f"{where}: weights channel on a node without morph targets "
-                                  "dropped")
+                        self.warn(where, "weights channel on a node without morph targets dropped")
                         continue
                 else:
                     ncomp = sizes[ch.path]
@@ -520,8 +533,8 @@ class _Writer:
                     keep &= good[order]
                     sel = order[keep]
                     if len(sel) != len(times):
-                        self.warn(f"{where}: {len(times) - len(sel)} repeated or unordered "
-                                  "key times dropped")
+                        self.warn(where, "repeated or unordered key times dropped",
+                                  len(times) - len(sel))
                     t32, vals = t32[sel], vals[sel]
                 elif np.any(np.diff(t32) <= 0) or not good.all():
                     raise EncodeError("CUBICSPLINE times must be strictly increasing", path=where)
@@ -531,8 +544,7 @@ class _Writer:
                     vals = quat_normalize(np.nan_to_num(vals)) if per_key == 1 else np.nan_to_num(vals)
                 key = (int(ch.node), ch.path)
                 if key in targets:
-                    self.warn(f"{where}: second channel for node {ch.node} {ch.path} replaces "
-                              "the first")
+                    self.warn(where, "second channel for the same node and path replaces the first")
                     channels = [c for c in channels if (c["target"]["node"], c["target"]["path"]) != key]
                 inp = self.accessor(t32, 1, minmax=True, where=where + ".input")
                 outp = self.accessor(vals.astype(np.float32).reshape(-1, 1 if ch.path == "weights"
@@ -544,7 +556,8 @@ class _Writer:
                                  "target": {"node": key[0], "path": ch.path}})
             if not channels:
                 if anim.channels:
-                    self.warn(f"animations[{ai}] ({anim.name!r}): no usable channel, dropped")
+                    self.warn(f"animations[{ai}] ({anim.name!r})",
+                              "animation without usable channel dropped")
                 continue
             used = sorted({c["sampler"] for c in channels})
             if len(used) != len(samplers):   # drop samplers of replaced channels
@@ -600,6 +613,7 @@ class _Writer:
             gl["buffers"] = [{"byteLength": len(self.bin)}]
         if self.extensions:
             gl["extensionsUsed"] = sorted(self.extensions)
+        self.flush_warnings()
         if self.warnings:
             gl["asset"]["extras"] = {"warnings": list(self.warnings)}
         return gl
