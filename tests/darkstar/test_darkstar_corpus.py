@@ -137,7 +137,7 @@ def test_rpgtree_details():
 def test_every_mesh_decodes_to_geometry():
     """Helpers work on every real mesh: positions are finite and inside the
     quantisation box, face indices are in range."""
-    n_meshes = 0
+    n_meshes = implied = 0
     for p in PERS_FILES:
         root = potsherd.read(p).root
         if root["className"] != b"TS::Shape":
@@ -145,12 +145,15 @@ def test_every_mesh_decodes_to_geometry():
         for m in root["payload"]["meshes"]:
             pos = geometry.frame_positions(m)
             pay = m["payload"]
-            assert pos.shape == (len(pay["frames"]), pay["mVertsPerFrame"], 3)
+            n_frames = len(pay["frames"]) or (1 if m["version"] < 3 else 0)
+            implied += len(pay["frames"]) == 0 and m["version"] < 3
+            assert pos.shape == (n_frames, pay["mVertsPerFrame"], 3)
             assert np.isfinite(pos).all()
             fi = geometry.face_indices(m)
-            assert fi["vertex"].shape == (len(pay["frames"]), len(pay["faces"]), 3)
+            assert fi["vertex"].shape == (n_frames, len(pay["faces"]), 3)
             nrm = geometry.frame_normals(m)
             assert np.allclose(np.linalg.norm(nrm, axis=-1), 1.0, atol=2e-3)
             n_meshes += 1
+    assert implied == 21                       # v1/v2 meshes with no frame records
     assert n_meshes == sum(c for s in SOURCES.values() for k, c in s["classes"].items()
                            if k.startswith("TS::CelAnimMesh"))

@@ -97,12 +97,17 @@ class DarkstarCodec(Codec):
         from .info import block_info
         return {"format": self.name, "family": self.family, **block_info(doc.root)}
 
+
+
+class ShapeCodec(DarkstarCodec):
+    """``.dts``: shapes also export to glTF (:mod:`.scene`)."""
+
     def to_scene(self, doc: Document, **options: Any):
         from .scene import to_scene
         return to_scene(doc, **options)
 
 
-DTS = DarkstarCodec("dts", (".dts",), "Darkstar 3Space shape (PERS TS::Shape, v2-v8)")
+DTS = ShapeCodec("dts", (".dts",), "Darkstar 3Space shape (PERS TS::Shape, v2-v8)")
 DML = DarkstarCodec("dml", (".dml",), "Darkstar material list (PERS TS::MaterialList, v2-v4)")
 
 CODECS = [DTS, DML]

@@ -38,11 +38,21 @@ def _payload(mesh: dict) -> tuple[dict, int]:
     return mesh["payload"], mesh["version"]
 
 
+def first_verts(mesh: dict) -> np.ndarray:
+    """First vertex of every frame.  A v1-v2 mesh with no frames has one
+    implied frame starting at vertex 0 (the engine's reader adds it; seen in
+    real files, e.g. every mesh of the Starsiege ``flame.DTS``)."""
+    p, version = _payload(mesh)
+    if version < 3 and len(p["frames"]) == 0:
+        return np.zeros(1, np.int64)
+    return p["frames"]["firstVert"].astype(np.int64)
+
+
 def frame_vertex_index(mesh: dict) -> np.ndarray:
     """(nFrames, nVertsPerFrame) indices into ``verts`` (frames may share blocks)."""
     p, _ = _payload(mesh)
     vpf = int(p["mVertsPerFrame"])
-    first = p["frames"]["firstVert"].astype(np.int64)
+    first = first_verts(mesh)
     n_verts = len(p["verts"])
     if vpf < 0:
         raise ValueFormatError(f"negative vertices per frame {vpf}", path="mVertsPerFrame")
@@ -56,7 +66,7 @@ def frame_vertex_index(mesh: dict) -> np.ndarray:
 def scale_origin(mesh: dict) -> tuple[np.ndarray, np.ndarray]:
     """(nFrames, 3) scale and origin of each frame, float32."""
     p, version = _payload(mesh)
-    n = len(p["frames"])
+    n = len(first_verts(mesh))
     if version >= 3:
         fr = p["frames"]
         scale = np.stack([fr["scaleX"], fr["scaleY"], fr["scaleZ"]], axis=1)
@@ -126,7 +136,7 @@ def face_indices(mesh: dict, mat_frame: int = 0) -> dict[str, np.ndarray]:
         bad = int(np.nonzero(((tex < 0) | (tex >= n_tex)).any(axis=1))[0][0])
         raise ValueFormatError(f"face {bad} uses a texture vertex outside 0..{n_tex - 1}",
                                path=f"faces[{bad}]")
-    first = p["frames"]["firstVert"].astype(np.int64)
+    first = first_verts(mesh)
     return {"vertex": first[:, None, None] + local[None, :, :], "local": local,
             "texture": tex, "material": f["material"].astype(np.int64)}
 

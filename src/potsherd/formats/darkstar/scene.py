@@ -1,0 +1,350 @@
+"""A decoded ``TS::Shape`` as a neutral scene (format note section 8).
+
+* Nodes keep the shape's tree; a node's rest pose is its default transform.
+  The engine applies quaternions to row vectors, so the glTF rotation is the
+  conjugate of the normalised stored quaternion (note 8.2, still to be checked
+  visually).  The data is Z-up: everything hangs under one root node rotated
+  -90 degrees about X.
+* Each object becomes a child node of its node, carrying the object's offset
+  (v8: a translation; v7 and older: the TMat3F, decomposed to TRS) and its mesh.
+* Meshes split vertices on unique (vertex, texture vertex) pairs, one primitive
+  per material; every triangle is reversed once (note 8.3).  Extra mesh frames
+  are morph targets (position deltas from frame 0).
+* ``detail`` picks one level of detail (an index into ``details``, 0 = the
+  first, usually the finest); nodes under the other details' root nodes are
+  left out.  ``detail=-1`` keeps every level.  The ``bounds`` object is a
+  utility box and is only exported with ``bounds=True``.
+* Sequences become animations: node sub-sequences give rotation/translation
+  (/scale before v8) keys at ``position * duration`` seconds; object
+  sub-sequences select mesh frames (one-hot morph weights, STEP).  Cyclic
+  flags, frame triggers, transitions and keyframe flag bits go to extras.
+* Materials take their RGB colour for RGB materials and keep the map file name
+  in extras (textures need the game's palette, which a shape does not carry).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ...core.errors import FormatError, ValueFormatError
+from ...scene import (Z_UP_TO_Y_UP, Animation, Channel, Material, Mesh, MorphTarget, Primitive,
+                      Scene, decompose_matrix, flip_winding, mat4_from_gltf, quat_conjugate,
+                      quat_continuous, quat_normalize, weld)
+from . import geometry
+from .geometry import name_text
+
+#: v2 keyframes keep flags in the top bits of keyValue
+V2_KEY_INDEX_MASK = 0x3FFFFFFF
+
+
+def _names(p: dict) -> list[str]:
+    return [name_text(bytes(n)) for n in p["names"]["name"]]
+
+
+class _ShapeView:
+    """Index-checked access to a shape payload while building the scene."""
+
+    def __init__(self, block: dict) -> None:
+        if bytes(block.get("className", b"")) != b"TS::Shape" or not isinstance(block.get("payload"), dict):
+            raise FormatError("only a decoded TS::Shape exports to a scene "
+                              f"(found {bytes(block.get('className', b''))!r} "
+                              f"v{block.get('version')})")
+        self.p = block["payload"]
+        self.version = int(block["version"])
+        self.names = _names(self.p)
+
+    def name(self, i: int, fallback: str) -> str:
+        return self.names[i] if 0 <= i < len(self.names) else fallback
+
+
+def _parents(nodes: np.ndarray, warnings: list) -> np.ndarray:
+    """Parent per node, -1 for roots; out-of-range parents and cycles become roots."""
+    n = len(nodes)
+    parent = nodes["fParent"].astype(np.int64)
+    bad = (parent < -1) | (parent >= n) | (parent == np.arange(n))
+    if bad.any():
+        warnings.append(f"{int(bad.sum())} nodes with an invalid parent made roots")
+    parent = np.where(bad, -1, parent)
+    # break cycles: walk up from each node (memoised: linear overall)
+    reach = np.zeros(n, bool)
+    for i in range(n):                       # n nodes (tens to hundreds), not bulk data
+        seen = set()
+        j = i
+        while j >= 0 and j not in seen and not reach[j]:
+            seen.add(j)
+            j = parent[j]
+        if j >= 0 and not reach[j]:          # a cycle: cut it at node j
+            parent[j] = -1
+            warnings.append(f"node {j} is in a parent cycle; made a root")
+        for k in seen:
+            reach[k] = True
+    return parent
+
+
+def _node_order(parent: np.ndarray) -> list[int]:
+    """Nodes with every parent before its children (stable by index)."""
+    children: dict[int, list[int]] = {}
+    for i, par in enumerate(parent.tolist()):
+        children.setdefault(par, []).append(i)
+    order: list[int] = []
+    stack = list(reversed(children.get(-1, [])))
+    while stack:
+        i = stack.pop()
+        order.append(i)
+        stack.extend(reversed(children.get(i, [])))
+    return order
+
+
+def _included(view: _ShapeView, parent: np.ndarray, order: list[int], detail: int | None) -> np.ndarray:
+    n = len(parent)
+    inc = np.ones(n, bool)
+    det = view.p["details"]["fRootNodeIndex"].astype(np.int64)
+    if detail is None or detail < 0 or len(det) == 0:
+        return inc
+    if detail >= len(det):
+        raise ValueFormatError(f"detail {detail} does not exist: the shape has {len(det)} details")
+    cut = {int(r) for r in det if 0 <= r < n} - {int(det[detail])}
+    for i in order:                          # parents first
+        inc[i] = i not in cut and (parent[i] < 0 or inc[parent[i]])
+    return inc
+
+
+def _rest_pose(view: _ShapeView) -> dict[str, np.ndarray]:
+    t = geometry.transforms(view.p, view.version)
+    t["rotation"] = quat_conjugate(quat_normalize(t["rotation"])).astype(np.float32)
+    return t
+
+
+def _materials(view: _ShapeView, scene: Scene) -> list[int]:
+    block = view.p.get("materials")
+    if not isinstance(block, dict) or not isinstance(block.get("payload"), dict):
+        return []
+    mp = block["payload"]
+    table = mp["materials"][: max(int(mp["fnMaterials"]), 0)]
+    out = []
+    for i in range(len(table)):
+        r = table[i]
+        flags = int(r["fFlags"])
+        mtype = flags & 0xF
+        rgb = (int(r["fRed"]) / 255.0, int(r["fGreen"]) / 255.0, int(r["fBlue"]) / 255.0)
+        color = (*rgb, 1.0) if mtype == 2 else (1.0, 1.0, 1.0, 1.0)
+        alpha_mode = "BLEND" if flags & 0x2000 else "MASK" if flags & 0x1000 else "OPAQUE"
+        mapname = name_text(bytes(r["fName"]))
+        out.append(scene.add_material(Material(
+            name=mapname or f"material {i}", base_color=color, alpha_mode=alpha_mode,
+            extras={"dts_material": i, "map": mapname, "flags": flags, "type": mtype,
+                    "rgb": [int(r["fRed"]), int(r["fGreen"]), int(r["fBlue"])]})))
+    return out
+
+
+def _mesh(view: _ShapeView, scene: Scene, mi: int, name: str, materials: list[int]) -> tuple[int | None, int]:
+    """Scene mesh index (None when nothing to draw) and its frame count."""
+    meshes = view.p["meshes"]
+    if not 0 <= mi < len(meshes):
+        scene.warnings.append(f"object {name!r} refers to mesh {mi} of {len(meshes)}")
+        return None, 0
+    block = meshes[mi]
+    if bytes(block["className"]) != b"TS::CelAnimMesh" or not isinstance(block["payload"], dict):
+        scene.warnings.append(f"mesh {mi} ({bytes(block['className'])!r} v{block['version']}) "
+                              "has no geometry decoder; skipped")
+        return None, 0
+    try:
+        pos = geometry.frame_positions(block)
+        faces = geometry.face_indices(block)
+        normals = geometry.frame_normals(block)
+    except FormatError as e:
+        scene.warnings.append(f"mesh {mi} skipped: {e}")
+        return None, 0
+    n_frames = pos.shape[0]
+    if n_frames == 0 or len(faces["local"]) == 0:
+        return None, n_frames
+    uv = geometry.texture_coords(block)
+    local, tex, mat = faces["local"], faces["texture"], faces["material"]
+    prims = []
+    for m in np.unique(mat).tolist():
+        sel = mat == m
+        cv = local[sel].reshape(-1)
+        ct = tex[sel].reshape(-1)
+        first, remap = weld(cv, ct)
+        vv, tt = cv[first], ct[first]
+        base = pos[0][vv]
+        prim = Primitive(positions=base, normals=normals[0][vv], uvs=[uv[tt]],
+                         indices=flip_winding(remap).astype(np.uint32),
+                         material=materials[m] if 0 <= m < len(materials) else None,
+                         extras={"dts_material": int(m)})
+        prim.targets = [MorphTarget(name=f"frame {f}", positions=pos[f][vv] - base)
+                        for f in range(1, n_frames)]
+        prims.append(prim)
+    mesh = Mesh(name=name, primitives=prims, extras={"dts_mesh": mi, "frames": n_frames})
+    if n_frames > 1:
+        mesh.weights = [0.0] * (n_frames - 1)
+        mesh.target_names = [f"frame {f}" for f in range(1, n_frames)]
+    return scene.add_mesh(mesh), n_frames
+
+
+def _object_trs(view: _ShapeView, i: int) -> dict:
+    ob = view.p["objects"]
+    if view.version >= 8:
+        return {"translation": [float(ob["fObjectOffsetX"][i]), float(ob["fObjectOffsetY"][i]),
+                                float(ob["fObjectOffsetZ"][i])]}
+    m = [float(ob[k][i]) for k in ("fDep0X", "fDep0Y", "fDep0Z", "fDep1X", "fDep1Y", "fDep1Z",
+                                   "fDep2X", "fDep2Y", "fDep2Z")]
+    p = [float(ob[k][i]) for k in ("fObjectOffsetX", "fObjectOffsetY", "fObjectOffsetZ")]
+    # note 8.2: the 9 floats fill glTF elements 0-2, 4-6, 8-10 and p 12-14
+    mat = mat4_from_gltf(m[0:3] + [0.0] + m[3:6] + [0.0] + m[6:9] + [0.0] + p + [1.0])
+    if not np.isfinite(mat).all():
+        return {}
+    t, r, s = decompose_matrix(mat)
+    return {"translation": t.tolist(), "rotation": r.tolist(), "scale": s.tolist()}
+
+
+def _key_range(view: _ShapeView, ss: int) -> np.ndarray | None:
+    subs, kf = view.p["subSequences"], view.p["keyframes"]
+    first, n = int(subs["fFirstKeyframe"][ss]), int(subs["fnKeyframes"][ss])
+    if n <= 0 or first < 0 or first + n > len(kf):
+        return None
+    return np.arange(first, first + n)
+
+
+def _sub_range(view: _ShapeView, first: int, n: int) -> range:
+    subs = view.p["subSequences"]
+    if n <= 0 or first < 0:
+        return range(0)
+    return range(first, min(first + n, len(subs)))
+
+
+def _timeline(positions: np.ndarray, duration: float, values: np.ndarray) -> tuple:
+    """Key times in seconds, sorted; of keys sharing a time the last is kept
+    (shapes often repeat the key at position 0)."""
+    times = positions.astype(np.float64) * duration
+    order = np.argsort(times, kind="stable")
+    times, values = times[order], values[order]
+    keep = np.append(times[1:] != times[:-1], True)
+    return times[keep], values[keep]
+
+
+def _animations(view: _ShapeView, scene: Scene, node_map: dict[int, int], rest: dict,
+                object_nodes: list[tuple[int, int, int, int, int]]) -> None:
+    p = view.p
+    seqs, subs, kf = p["sequences"], p["subSequences"], p["keyframes"]
+    nodes = p["nodes"]
+    n_tf = len(p["transforms"])
+    key_index = kf["fKeyValue"].astype(np.int64)
+    if view.version == 2:
+        key_index = key_index & V2_KEY_INDEX_MASK
+    for s in range(len(seqs)):
+        duration = float(seqs["fDuration"][s])
+        if not np.isfinite(duration):
+            duration = 0.0
+        anim = Animation(name=view.name(int(seqs["fName"][s]), f"sequence {s}"),
+                         extras={"cyclic": bool(seqs["fCyclic"][s]), "duration": duration,
+                                 "priority": int(seqs["fPriority"][s])})
+        if "fNumFrameTriggers" in seqs.dtype.names and "frameTriggers" in p:
+            ft = p["frameTriggers"]
+            a, n = int(seqs["fFirstFrameTrigger"][s]), int(seqs["fNumFrameTriggers"][s])
+            if n > 0 and 0 <= a and a + n <= len(ft):
+                anim.extras["frame_triggers"] = [
+                    {"position": float(ft["fPosition"][k]), "value": int(ft["fValue"][k])}
+                    for k in range(a, a + n)]
+        for i, scene_node in node_map.items():
+            for ss in _sub_range(view, int(nodes["fFirstSubSequence"][i]), int(nodes["fnSubSequences"][i])):
+                if int(subs["fSequenceIndex"][ss]) != s:
+                    continue
+                keys = _key_range(view, ss)
+                if keys is None:
+                    continue
+                idx = key_index[keys]
+                ok = (idx >= 0) & (idx < n_tf)
+                if not ok.all():
+                    scene.warnings.append(f"sequence {s}: keys of node {i} point past the "
+                                          f"{n_tf} transforms; dropped")
+                    keys, idx = keys[ok], idx[ok]
+                if not len(keys):
+                    continue
+                times, idx = _timeline(kf["fPosition"][keys], duration, idx)
+                anim.channels.append(Channel(scene_node, "rotation", times,
+                                             quat_continuous(rest["rotation"][idx]).astype(np.float32)))
+                anim.channels.append(Channel(scene_node, "translation", times, rest["translation"][idx]))
+                if view.version < 8:
+                    anim.channels.append(Channel(scene_node, "scale", times, rest["scale"][idx]))
+        for scene_node, first, n, n_frames, _oi in object_nodes:
+            if n_frames < 2:
+                continue
+            for ss in _sub_range(view, first, n):
+                if int(subs["fSequenceIndex"][ss]) != s:
+                    continue
+                keys = _key_range(view, ss)
+                if keys is None:
+                    continue
+                frame = key_index[keys]
+                frame = np.where((frame >= 0) & (frame < n_frames), frame, 0)
+                times, frame = _timeline(kf["fPosition"][keys], duration, frame)
+                weights = np.zeros((len(frame), n_frames - 1), np.float32)
+                hit = frame > 0
+                weights[np.nonzero(hit)[0], frame[hit] - 1] = 1.0
+                anim.channels.append(Channel(scene_node, "weights", times, weights, "STEP"))
+        if anim.channels:
+            scene.add_animation(anim)
+
+
+def to_scene(doc: Any, *, detail: int | None = 0, bounds: bool = False, **options: Any) -> Scene:
+    """The shape in ``doc`` as a :class:`potsherd.scene.Scene` (see the module docstring)."""
+    view = _ShapeView(doc.root)
+    p = view.p
+    scene = Scene(name=(doc.source or "shape").replace("\\", "/").rsplit("/", 1)[-1])
+    nodes = p["nodes"]
+    parent = _parents(nodes, scene.warnings)
+    order = _node_order(parent)
+    include = _included(view, parent, order, detail)
+    rest = _rest_pose(view)
+    n_tf = len(p["transforms"])
+    materials = _materials(view, scene)
+
+    node_map: dict[int, int] = {}
+    for i in order:
+        if not include[i]:
+            continue
+        t = int(nodes["fDefaultTransform"][i])
+        trs: dict[str, Any] = {}
+        if 0 <= t < n_tf:
+            trs = {"translation": rest["translation"][t].tolist(), "rotation": rest["rotation"][t].tolist()}
+            if view.version < 8:
+                trs["scale"] = rest["scale"][t].tolist()
+        else:
+            scene.warnings.append(f"node {i} has default transform {t} of {n_tf}; identity used")
+        node_map[i] = scene.add_node(name=view.name(int(nodes["fName"][i]), f"node {i}"),
+                                     parent=node_map.get(int(parent[i])), extras={"dts_node": i}, **trs)
+
+    ob = p["objects"]
+    mesh_cache: dict[int, tuple[int | None, int]] = {}
+    object_nodes = []
+    for i in range(len(ob)):
+        ni = int(ob["fNodeIndex"][i])
+        if ni not in node_map:
+            continue
+        name = view.name(int(ob["fName"][i]), f"object {i}")
+        if name == "bounds" and not bounds:
+            continue
+        mi = int(ob["fMeshIndex"][i])
+        if mi not in mesh_cache:
+            mesh_cache[mi] = _mesh(view, scene, mi, name, materials)
+        mesh, n_frames = mesh_cache[mi]
+        extras = {"dts_object": i, "default_invisible": bool(int(ob["fFlags"][i]) & 1)}
+        idx = scene.add_node(name=name, parent=node_map[ni], mesh=mesh, extras=extras,
+                             **_object_trs(view, i))
+        object_nodes.append((idx, int(ob["fFirstSubSequence"][i]), int(ob["fnSubSequences"][i]),
+                             n_frames, i))
+
+    _animations(view, scene, node_map, rest, object_nodes)
+    det = p["details"]
+    scene.extras = {
+        "dts_version": view.version,
+        "detail": detail,
+        "details": [{"root": view.name(int(nodes["fName"][r]), str(r)) if 0 <= r < len(nodes) else int(r),
+                     "size": float(sz)}
+                    for r, sz in zip(det["fRootNodeIndex"].tolist(), det["fSize"].tolist())],
+        "transitions": len(p["transitions"]) if "transitions" in p else 0,
+    }
+    scene.wrap(name="z-up", rotation=Z_UP_TO_Y_UP)
+    return scene
