@@ -198,7 +198,7 @@ def decode_ascii(data: bytes, limits: Limits = DEFAULT_LIMITS) -> tuple[FbxNode,
     nl, ind = _detect_style(text, root)
     params["newline"] = nl
     params["indent"] = ind
-    _compress_fmt(root, nl, ind)
+    _compress_fmt(root, nl, ind, params["version"])
     return root, params
 
 
@@ -260,11 +260,18 @@ def canonical_fmt(node: FbxNode, depth: int, nl: str, ind: str) -> list[str]:
     return g
 
 
-def _compress_fmt(root: FbxNode, nl: str, ind: str) -> None:
+def _compress_fmt(root: FbxNode, nl: str, ind: str, version: int | None) -> None:
+    """Drop the layout of nodes the canonical writer reproduces exactly."""
+    if root.fmt == [nl]:
+        root.fmt = None
+    first = root.children[0] if root.children else None
     stack = [(c, 0) for c in root.children or ()]
     while stack:
         node, depth = stack.pop()
-        if node.fmt == canonical_fmt(node, depth, nl, ind):
+        canon = canonical_fmt(node, depth, nl, ind)
+        if node is first:
+            canon[0] = (header_comment(version, nl) if version else "") + canon[0]
+        if node.fmt == canon:
             arr = node.props[-1][1] if node.props and node.props[-1][0] == "*" else None
             if arr is None or arr.text == _canonical_array_text(arr, depth, nl, ind):
                 node.fmt = None
@@ -332,7 +339,7 @@ def encode_ascii(root: FbxNode, params: dict, canonical: bool = False) -> bytes:
             out.append(f[len(props) + 1])
             out.append("{")
             stack.append((child, d, iter(child.children), f))
-    tail = root.fmt[0] if (root.fmt and not canonical) else nl
+    tail = root.fmt[0] if (root.fmt is not None and not canonical) else nl
     out.append(tail)
     return "".join(out).encode("latin-1")
 
