@@ -8,6 +8,8 @@ import numpy as np
 
 #: quaternion (x, y, z, w) turning Z-up data Y-up: -90 degrees about X
 Z_UP_TO_Y_UP = (-0.7071067811865476, 0.0, 0.0, 0.7071067811865476)
+#: Z-up, +Y-forward data to glTF Y-up, +Z-forward: (x, y, z) -> (-x, z, y)
+Z_UP_Y_FORWARD_TO_GLTF = (0.0, 0.7071067811865476, 0.7071067811865476, 0.0)
 #: 180 degrees about X: Y-down (and Z-forward) data to Y-up, no mirroring
 Y_DOWN_TO_Y_UP = (1.0, 0.0, 0.0, 0.0)
 IDENTITY_QUAT = (0.0, 0.0, 0.0, 1.0)
