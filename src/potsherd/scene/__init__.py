@@ -58,8 +58,8 @@ Helpers: quaternions/matrices/axes in :mod:`.xform` (``quat_multiply``,
 from .model import (CLAMP_TO_EDGE, LINEAR_FILTER, LINEAR_MIPMAP_LINEAR, MIRRORED_REPEAT,
                     NEAREST, REPEAT, Animation, Channel, Image, Material, Mesh, MorphTarget,
                     Node, Primitive, Scene, Skin, TextureRef)
-from .xform import (IDENTITY_QUAT, Y_DOWN_TO_Y_UP, Z_UP_TO_Y_UP, Z_UP_Y_FORWARD_TO_GLTF, decompose_matrix,
-                    mat4_from_gltf, mat4_to_gltf, matrix_to_quat, mirror_z, mirror_z_matrix,
+from .xform import (IDENTITY_QUAT, Y_DOWN_TO_Y_UP, Z_UP_TO_Y_UP, Z_UP_Y_FORWARD_TO_GLTF,
+                    decompose_matrix, mat4_from_gltf, mat4_to_gltf, matrix_to_quat, mirror_z, mirror_z_matrix,
                     mirror_z_quat, quat_conjugate, quat_continuous, quat_from_axis_angle,
                     quat_from_euler, quat_multiply, quat_normalize, quat_slerp, quat_to_matrix,
                     transform_points, trs_to_matrix, z_up_to_y_up)
