@@ -252,3 +252,23 @@ def test_unknown_codes_and_bad_lengths():
         potsherd.read(_single(b"i" + struct.pack("<III", 1, 7, 4) + bytes(4), 1))
     with pytest.raises(CountError):
         potsherd.read(_single(b"I" + bytes(4), 9))
+
+
+def test_editing_creation_time_rederives_file_id_and_footer():
+    data = make_doc(small_tree()).encode()
+    doc = potsherd.read(data)
+    assert doc.params["file_id"] == "derived"
+    new_time = b"2024-12-31 23:59:58:999"
+    doc.root.find("CreationTime").props = [("S", new_time)]
+    out = doc.encode()
+    again = potsherd.read(out)
+    assert again.root.find("FileId").props == [("R", file_id(new_time))]
+    assert again.params["footer"] == "sdk" and footer_id(new_time) in out[-200:]
+    assert len(out) == len(data)
+
+
+def test_deepest_allowed_tree_survives_json():
+    data = _nested(255)
+    doc = potsherd.read(data)
+    text = json.dumps(doc.to_json("readable"))
+    assert potsherd.write(potsherd.from_json(text)) == data

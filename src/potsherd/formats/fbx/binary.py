@@ -131,6 +131,10 @@ def decode_binary(data: bytes, limits: Limits = DEFAULT_LIMITS) -> tuple[FbxNode
     if not terminated and len(stack) != 1:  # pragma: no cover - guarded above
         raise TruncatedError("input ends inside a node", offset=pos)
     params["terminated"] = terminated
+    ct = creation_time(root)
+    fid = root.find(b"FileId")
+    if ct is not None and len(ct) >= 22 and fid is not None and fid.props == [("R", file_id(ct))]:
+        params["file_id"] = "derived"  # the writer re-derives it if CreationTime is edited
     tail = data[pos:]
     params["footer"] = "raw"
     if terminated:
@@ -267,6 +271,8 @@ def encode_binary(root: FbxNode, params: dict, tail: bytes = b"",
                   compression_level: int | None = None) -> bytes:
     """Write the tree; offsets, lengths and null records follow the tree."""
     version = int(params.get("version", 7400))
+    if params.get("file_id") == "derived":
+        regenerate_ids(root)
     endian_byte = int(params.get("endian_byte", 0))
     big = endian_byte != 0
     order = _Order(big, version >= 7500)

@@ -18,7 +18,7 @@ from . import binary as fbx_binary
 from .jsonform import tree_from_json, tree_to_json
 from .model import FbxNode
 
-_BINARY_PARAMS = ("version", "endian_byte", "byte21", "terminated", "footer")
+_BINARY_PARAMS = ("version", "endian_byte", "byte21", "terminated", "footer", "file_id")
 
 
 class _FbxCodec(Codec):
@@ -92,8 +92,9 @@ class FbxBinaryCodec(_FbxCodec):
         params.setdefault("version", 7400)
         if not isinstance(params["version"], int):
             raise JsonFormatError("version must be an integer", path="$.params.version")
-        if "trailing" not in obj:
+        if "trailing" not in obj:  # a tree written from scratch
             params.setdefault("footer", "sdk")
+            params.setdefault("file_id", "derived")
         root = tree_from_json(obj.get("root"), bool(params.get("endian_byte", 0)),
                               form=form)
         return Document(self.name, root, params, trailing, [], meta)

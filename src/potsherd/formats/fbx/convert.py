@@ -86,7 +86,7 @@ def to_binary(doc: Document, version: int | None = None, compression: str = "sdk
         _set_fbx_version(root, version, binary=True)
     _ensure_binary_header_nodes(root)
     params = {"version": version, "endian_byte": 0, "byte21": 0x1A, "terminated": True,
-              "footer": "sdk"}
+              "footer": "sdk", "file_id": "derived"}
     return Document("fbx", root, params, b"", [])
 
 
