@@ -226,3 +226,17 @@ def test_structures_record_corrections():
                 fmt = m["format"]
                 n_values = len(struct.unpack(fmt, bytes(struct.calcsize(fmt))))
                 assert n_values == len(m["keys"].split()), (cls, ver, name)
+
+
+def test_frames_times_vertices_is_bounded():
+    """Frames may reuse one vertex block, so frames x vertices-per-frame is not
+    bounded by the file size: decoding positions refuses absurd products."""
+    vpf = 1 << 12
+    n_frames = (geometry.MAX_FRAME_VERTICES // vpf) + 1
+    payload = (struct.pack("<6if", vpf, vpf, 0, 0, n_frames, 0, 1.0) + bytes(4 * vpf)
+               + struct.pack("<i6f", 0, 1, 1, 1, 0, 0, 0) * n_frames)
+    from dts_fixtures import pers
+    m = potsherd.read(pers("TS::CelAnimMesh", 3, payload), format="dts").root
+    with pytest.raises(potsherd.LimitError) as ei:
+        geometry.frame_positions(m)
+    assert ei.value.path == "frames"

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from ...core.errors import FormatError, ValueFormatError
+from ...core.errors import FormatError, LimitError, ValueFormatError
 from .structs import normal_table
 
 NORMALS: np.ndarray = normal_table()
@@ -27,6 +27,10 @@ NORMALS.setflags(write=False)
 UNSET_TVPF = -0x32323233  # 0xCDCDCDCD as an i32
 
 QUAT16_SCALE = 32767.0
+
+#: most frame vertices decoded at once (real shapes stay far below: tens of frames
+#: of a few hundred vertices)
+MAX_FRAME_VERTICES = 1 << 22
 
 
 def _payload(mesh: dict) -> tuple[dict, int]:
@@ -56,6 +60,10 @@ def frame_vertex_index(mesh: dict) -> np.ndarray:
     n_verts = len(p["verts"])
     if vpf < 0:
         raise ValueFormatError(f"negative vertices per frame {vpf}", path="mVertsPerFrame")
+    if len(first) * vpf > MAX_FRAME_VERTICES:
+        # frames may all reuse one vertex block, so this product is not bounded by the file size
+        raise LimitError(f"{len(first)} frames x {vpf} vertices exceed {MAX_FRAME_VERTICES} "
+                         "decoded vertices", path="frames")
     if first.size and (first.min() < 0 or first.max() + vpf > n_verts):
         bad = int(np.nonzero((first < 0) | (first + vpf > n_verts))[0][0])
         raise ValueFormatError(f"frame {bad} reads vertices {first[bad]}..{first[bad] + vpf - 1} "
@@ -84,7 +92,8 @@ def frame_positions(mesh: dict) -> np.ndarray:
     v = p["verts"]
     xyz = np.stack([v["x"], v["y"], v["z"]], axis=1).astype(np.float32)
     scale, origin = scale_origin(mesh)
-    return xyz[idx] * scale[:, None, :] + origin[:, None, :]
+    with np.errstate(over="ignore", invalid="ignore"):   # garbage floats give inf/nan, as in the engine
+        return xyz[idx] * scale[:, None, :] + origin[:, None, :]
 
 
 def normal_vectors(indices: Any) -> np.ndarray:

@@ -23,6 +23,7 @@
 """
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -110,9 +111,21 @@ def _included(view: _ShapeView, parent: np.ndarray, order: list[int], detail: in
     return inc
 
 
-def _rest_pose(view: _ShapeView) -> dict[str, np.ndarray]:
-    t = geometry.transforms(view.p, view.version)
-    t["rotation"] = quat_conjugate(quat_normalize(t["rotation"])).astype(np.float32)
+def _rest_pose(view: _ShapeView, warnings: list) -> dict[str, np.ndarray]:
+    """Transforms as glTF TRS; non-finite values (garbage floats) become
+    identity parts, with a warning."""
+    with np.errstate(all="ignore"):
+        t = geometry.transforms(view.p, view.version)
+        bad = 0
+        for key, ident in (("rotation", (0.0, 0.0, 0.0, 1.0)), ("translation", (0.0, 0.0, 0.0)),
+                           ("scale", (1.0, 1.0, 1.0))):
+            rows = ~np.isfinite(t[key]).all(axis=1)
+            if rows.any():
+                bad += int(rows.sum())
+                t[key][rows] = ident
+        t["rotation"] = quat_conjugate(quat_normalize(t["rotation"])).astype(np.float32)
+    if bad:
+        warnings.append(f"{bad} non-finite transform parts replaced by identity")
     return t
 
 
@@ -157,9 +170,15 @@ def _mesh(view: _ShapeView, scene: Scene, mi: int, name: str, materials: list[in
         scene.warnings.append(f"mesh {mi} skipped: {e}")
         return None, 0
     n_frames = pos.shape[0]
+    if not (np.isfinite(pos).all() and np.isfinite(normals).all()):
+        scene.warnings.append(f"mesh {mi} has non-finite positions (garbage scale/origin); skipped")
+        return None, 0
     if n_frames == 0 or len(faces["local"]) == 0:
         return None, n_frames
     uv = geometry.texture_coords(block)
+    if not np.isfinite(uv).all():
+        scene.warnings.append(f"mesh {mi} has non-finite texture coordinates; set to 0")
+        uv = np.where(np.isfinite(uv), uv, np.float32(0))
     local, tex, mat = faces["local"], faces["texture"], faces["material"]
     prims = []
     for m in np.unique(mat).tolist():
@@ -186,8 +205,8 @@ def _mesh(view: _ShapeView, scene: Scene, mi: int, name: str, materials: list[in
 def _object_trs(view: _ShapeView, i: int) -> dict:
     ob = view.p["objects"]
     if view.version >= 8:
-        return {"translation": [float(ob["fObjectOffsetX"][i]), float(ob["fObjectOffsetY"][i]),
-                                float(ob["fObjectOffsetZ"][i])]}
+        t = [float(ob["fObjectOffsetX"][i]), float(ob["fObjectOffsetY"][i]), float(ob["fObjectOffsetZ"][i])]
+        return {"translation": t} if all(map(math.isfinite, t)) else {}
     m = [float(ob[k][i]) for k in ("fDep0X", "fDep0Y", "fDep0Z", "fDep1X", "fDep1Y", "fDep1Z",
                                    "fDep2X", "fDep2Y", "fDep2Z")]
     p = [float(ob[k][i]) for k in ("fObjectOffsetX", "fObjectOffsetY", "fObjectOffsetZ")]
@@ -195,7 +214,10 @@ def _object_trs(view: _ShapeView, i: int) -> dict:
     mat = mat4_from_gltf(m[0:3] + [0.0] + m[3:6] + [0.0] + m[6:9] + [0.0] + p + [1.0])
     if not np.isfinite(mat).all():
         return {}
-    t, r, s = decompose_matrix(mat)
+    with np.errstate(all="ignore"):
+        t, r, s = decompose_matrix(mat)
+    if not (np.isfinite(t).all() and np.isfinite(r).all() and np.isfinite(s).all()):
+        return {}
     return {"translation": t.tolist(), "rotation": r.tolist(), "scale": s.tolist()}
 
 
@@ -218,6 +240,8 @@ def _timeline(positions: np.ndarray, duration: float, values: np.ndarray) -> tup
     """Key times in seconds, sorted; of keys sharing a time the last is kept
     (shapes often repeat the key at position 0)."""
     times = positions.astype(np.float64) * duration
+    finite = np.isfinite(times)
+    times, values = times[finite], values[finite]
     order = np.argsort(times, kind="stable")
     times, values = times[order], values[order]
     keep = np.append(times[1:] != times[:-1], True)
@@ -297,7 +321,7 @@ def to_scene(doc: Any, *, detail: int | None = 0, bounds: bool = False, **option
     parent = _parents(nodes, scene.warnings)
     order = _node_order(parent)
     include = _included(view, parent, order, detail)
-    rest = _rest_pose(view)
+    rest = _rest_pose(view, scene.warnings)
     n_tf = len(p["transforms"])
     materials = _materials(view, scene)
 
