@@ -475,6 +475,7 @@ class Choice(Storage):
     """One of two storages, picked by a condition."""
 
     def __init__(self, cond: Any, yes: Storage, no: Storage) -> None:
+        self.cond_src = cond
         self.cond = compile_expr(cond)
         self.yes, self.no = yes, no
         self.min_size = min(yes.min_size, no.min_size)
@@ -1062,8 +1063,19 @@ class Layout:
     # --- whole-input helpers --------------------------------------------
     def decode(self, root: str, data: bytes, params: dict | None = None,
                limits: Limits = DEFAULT_LIMITS, warnings: list | None = None,
-               start: int = 0) -> tuple[Any, int, dict]:
-        """Decode ``root`` from ``data``; returns (value, end offset, params)."""
+               start: int = 0, *, reference: bool = False) -> tuple[Any, int, dict]:
+        """Decode ``root`` from ``data``; returns (value, end offset, params).
+
+        The compiled fast path (:mod:`potsherd.core.fastpath`) runs first; when
+        it declines, or ``reference`` is true, the interpreter below decides."""
+        if not reference:
+            fast = _fast_layout(self)
+            done = fast.decode(root, data, params, limits, start) if fast is not None else None
+            if done is not None:
+                v, end, p, warns = done
+                if warnings is not None:
+                    warnings.extend(warns)
+                return v, end, p
         p = dict(params or {})
         r = Reader(data, start, limits=limits)
         s = Scope(p, r, limits, warnings)
@@ -1076,7 +1088,12 @@ class Layout:
         return v, r.pos, p
 
     def encode(self, root: str, value: Any, params: dict | None = None,
-               limits: Limits = DEFAULT_LIMITS) -> bytes:
+               limits: Limits = DEFAULT_LIMITS, *, reference: bool = False) -> bytes:
+        if not reference:
+            fast = _fast_layout(self)
+            done = fast.encode(root, value, params, limits) if fast is not None else None
+            if done is not None:
+                return done
         w = Writer()
         s = Scope(dict(params or {}), None, limits)
         try:
@@ -1099,3 +1116,8 @@ class Layout:
 
 def iter_records(layout: Layout) -> Iterable[Record]:
     return layout.records.values()
+
+
+def _fast_layout(layout: Layout):
+    from .fastpath import fast_layout
+    return fast_layout(layout)

@@ -1,0 +1,1030 @@
+"""Layouts compiled to specialised Python: the fast path of the layout engine.
+
+The interpreter in :mod:`potsherd.core.layout` (``Record.decode`` and friends)
+is the *reference*: it defines the document every layout produces, and every
+error with its offset and path.  This module turns each record of a layout
+into generated Python source, compiled once per layout and cached, that does
+the same work with less overhead:
+
+* runs of fixed-size fields (primitives, ``vec3``/``quat``/``rect``, fixed
+  ``bytes``) are read or written with one :class:`struct.Struct` call;
+* numeric arrays are one ``numpy.frombuffer`` (decode) or ``tobytes`` (encode);
+* arrays of fixed all-primitive records are read with one
+  ``Struct.iter_unpack`` into the same list of dicts the interpreter builds
+  (NaN bit patterns are found with one numpy pass per float field);
+* expressions are compiled to inline Python (field values held in locals),
+  with the exact semantics of :mod:`potsherd.core.expr`;
+* anything else (custom storages, rare kinds) is delegated to the reference
+  storage object, so the fast path never needs to know every storage.
+
+The fast path is *optimistic*: it only ever produces a result the reference
+would produce.  Whenever anything is unusual - an error, a truncated input, a
+limit, a value of an unexpected type while encoding, a NaN that needs its bit
+pattern kept - it raises internally and :class:`~potsherd.core.layout.Layout`
+re-runs the reference interpreter from the start, which then produces the
+document or the exact error (same message, offset and path).  Errors are thus
+identical by construction; ``tests/core/test_engine_differential.py`` checks
+that successful results are identical on every corpus file and on mutated
+files.
+"""
+from __future__ import annotations
+
+import contextlib
+import gc
+import struct
+from typing import Any, Callable, Iterator
+
+import numpy as np
+
+from . import layout as L
+from .expr import _int_div, _num
+from .values import F32NaN, F64NaN, RawString
+
+__all__ = ["FastLayout", "fast_layout", "reference_only", "set_enabled"]
+
+#: the fast path is used unless switched off (tests, benchmarks, debugging)
+_ENABLED = True
+
+#: inputs at least this large decode with the cyclic garbage collector paused:
+#: building hundreds of thousands of containers otherwise triggers repeated
+#: collections that scan them all (no cycles are created while decoding)
+GC_PAUSE_BYTES = 1 << 16
+
+
+def set_enabled(flag: bool) -> bool:
+    """Switch the fast path on or off globally; returns the previous setting."""
+    global _ENABLED
+    old, _ENABLED = _ENABLED, bool(flag)
+    return old
+
+
+@contextlib.contextmanager
+def reference_only() -> Iterator[None]:
+    """Run the block on the reference interpreter only."""
+    old = set_enabled(False)
+    try:
+        yield
+    finally:
+        set_enabled(old)
+
+
+@contextlib.contextmanager
+def _gc_paused(size: int) -> Iterator[None]:
+    if size >= GC_PAUSE_BYTES and gc.isenabled():
+        gc.disable()
+        try:
+            yield
+        finally:
+            gc.enable()
+    else:
+        yield
+
+
+class _Fallback(Exception):
+    """Raised by generated code: let the reference interpreter decide."""
+
+
+_CACHE_ATTR = "_fastpath_cache"
+
+
+def fast_layout(layout: "L.Layout") -> "FastLayout | None":
+    """The compiled form of ``layout`` (built once, cached on the layout).
+
+    Returns None when the layout cannot be compiled (it then always runs on
+    the reference interpreter), or while the fast path is switched off."""
+    if not _ENABLED:
+        return None
+    cached = layout.__dict__.get(_CACHE_ATTR, _MISSING_CACHE)
+    if cached is _MISSING_CACHE:
+        try:
+            cached = FastLayout(layout)
+        except Exception:  # noqa: BLE001 - an uncompilable layout still works, slowly
+            cached = None
+        layout.__dict__[_CACHE_ATTR] = cached
+    return cached
+
+
+_MISSING_CACHE = object()
+
+
+class _MissingName:
+    """Stand-in for a name an expression cannot resolve: any use falls back."""
+
+    __slots__ = ()
+
+    def _fail(self, *a: Any) -> Any:
+        raise _Fallback
+
+    __bool__ = __eq__ = __ne__ = __lt__ = __gt__ = __le__ = __ge__ = _fail
+    __hash__ = None  # type: ignore[assignment]
+
+
+def _patch(b: bytes, nans: list) -> bytes:
+    """Write kept NaN bit patterns over the 0.0 placeholders of a packed run."""
+    if not nans:
+        return b
+    out = bytearray(b)
+    for pack_into, off, bits in nans:
+        pack_into(out, off, bits)
+    return bytes(out)
+
+
+def _select(i: Any, cases: tuple) -> Any:
+    if isinstance(i, int) and 0 <= i < len(cases):
+        return cases[i]
+    return None
+
+
+def _nan_positions(buf: bytes, pos: int, n: int, itemsize: int, off: int, dt: np.dtype) -> np.ndarray:
+    """Indices of the records whose float at ``off`` is a NaN (one numpy pass)."""
+    view = np.ndarray((n,), dtype=dt, buffer=buf, offset=pos + off, strides=(itemsize,))
+    return np.flatnonzero(np.isnan(view))
+
+
+def _float_nan_reader(order: str, size: int) -> Callable[[bytes, int], float]:
+    """As StructRecord.decode keeps NaNs: bits read in the record's byte order."""
+    from_bits = L.f32_from_bits if size == 4 else L.f64_from_bits
+    unpack = struct.Struct(order + ("I" if size == 4 else "Q")).unpack_from
+    return lambda b, p: from_bits(unpack(b, p)[0])
+
+
+def _bits_reader(prim: "L.Prim") -> Callable[[bytes, int], float]:
+    """Decode a NaN float at an offset keeping its bit pattern (as Prim.decode)."""
+    from_bits = prim.float_bits[0]
+    unpack = prim.bits_st.unpack_from
+    return lambda b, p: from_bits(unpack(b, p)[0])
+
+
+# ----------------------------------------------------------------------------
+# expression compilation
+
+
+class _ExprEnv:
+    """What generated code knows while compiling one record's expressions."""
+
+    def __init__(self, mode: str) -> None:
+        self.mode = mode            # "decode" or "encode"
+        self.locals: dict[str, str] = {}  # field name -> Python local holding a plain number
+
+
+class _Gen:
+    """Source generator for one layout."""
+
+    def __init__(self, layout: "L.Layout") -> None:
+        self.layout = layout
+        self.ns: dict[str, Any] = {
+            "_FB": _Fallback, "_num": _num, "_int_div": _int_div, "_select": _select,
+            "RawString": RawString, "np": np, "_fbuf": np.frombuffer, "_nanpos": _nan_positions,
+            "_F32NaN": F32NaN, "_patch": _patch, "_F64NaN": F64NaN, "_MISSING": _MissingName(),
+            "_mv": memoryview,
+        }
+        self.consts: dict[int, str] = {}
+        self.lines: list[str] = []
+        self.dec_names: dict[int, str] = {}
+        self.enc_names: dict[int, str] = {}
+        self.pending: list[tuple[str, Any]] = []
+        self.tmp = 0
+
+    # --- helpers --------------------------------------------------------
+    def const(self, obj: Any, prefix: str = "K") -> str:
+        key = id(obj)
+        name = self.consts.get(key)
+        if name is None:
+            name = f"{prefix}{len(self.consts)}"
+            self.consts[key] = name
+            self.ns[name] = obj
+        return name
+
+    def fresh(self, prefix: str = "t") -> str:
+        self.tmp += 1
+        return f"{prefix}{self.tmp}"
+
+    # --- expressions ------------------------------------------------------
+    def expr(self, e: Any, env: _ExprEnv) -> tuple[str, bool]:
+        """Python source for expression ``e`` and whether its value is a plain
+        number (so ``_num`` is the identity on it)."""
+        if isinstance(e, bool):
+            return str(int(e)), True
+        if isinstance(e, int):
+            return repr(e), True
+        if isinstance(e, float):
+            if e != e or e in (float("inf"), float("-inf")):
+                return self.const(e), True
+            return repr(e), True
+        if isinstance(e, str):
+            loc = env.locals.get(e)
+            if loc is not None:
+                return loc, True
+            return f"_L({e!r})", False
+        if isinstance(e, list):
+            return self.expr({"and": e}, env)
+        if not isinstance(e, dict) or len(e) != 1:
+            raise ValueError(f"bad expression {e!r}")
+        (op, arg), = e.items()
+        args = arg if isinstance(arg, list) else [arg]
+        if op in ("length", "float", "present") and not isinstance(arg, str):
+            if not (isinstance(arg, list) and len(arg) == 1 and isinstance(arg[0], str)):
+                raise ValueError(f"{op} takes a field name, got {arg!r}")
+            arg = arg[0]
+        if op == "length":
+            return f"len({self.expr(arg, env)[0]})", True
+        if op == "present":
+            return f"(1 if _S.has({arg!r}) else 0)", True
+        if op == "float":
+            return f"float({self.expr(arg, env)[0]})", True
+        if op == "remaining":
+            if env.mode == "decode":
+                return "(end - pos)", True
+            return "(1 if _S.present else 0)", True
+
+        def num(a: Any) -> str:
+            src, plain = self.expr(a, env)
+            return src if plain else f"_num({src})"
+
+        if op in ("gt", "lt", "ge", "eq", "ne"):
+            if len(args) != 2:
+                raise ValueError(f"{op} takes two operands")
+            sym = {"gt": ">", "lt": "<", "ge": ">=", "eq": "==", "ne": "!="}[op]
+            return f"(1 if {num(args[0])} {sym} {num(args[1])} else 0)", True
+        if op == "and":
+            if not args:
+                return "1", True
+            return "(1 if " + " and ".join(num(a) for a in args) + " else 0)", True
+        if op == "or":
+            if not args:
+                return "0", True
+            return "(1 if " + " or ".join(num(a) for a in args) + " else 0)", True
+        if op == "not":
+            return f"(0 if {num(args[0])} else 1)", True
+        if op == "minus":
+            a, b = args
+            return f"({num(a)} - {num(b)})", True
+        if op == "plus":
+            return "(0 + " + " + ".join(num(a) for a in args) + ")", True
+        if op == "product":
+            return "(1 * " + " * ".join(num(a) for a in args) + ")", True
+        if op in ("min", "max"):
+            return f"{op}((" + ", ".join(num(a) for a in args) + ",))", True
+        if op == "mask":
+            a, b = args
+            return f"(int({num(a)}) & int({num(b)}))", True
+        if op == "divide":
+            a, b = args
+            return f"_int_div({num(a)}, {num(b)}, _S)", True
+        if op == "select":
+            idx, *cases = args
+            srcs = [self.expr(c, env) for c in cases]
+            if all(isinstance(c, (int, float)) for c in cases):
+                return f"_select({num(idx)}, (" + "".join(s + ", " for s, _ in srcs) + "))", False
+            # cases evaluated lazily, as the interpreter does
+            fn = self.const(L.compile_expr(e), "E")
+            return f"{fn}(_S)", False
+        if op == "choose":
+            c, a, b = args
+            sa, pa = self.expr(a, env)
+            sb, pb = self.expr(b, env)
+            return f"({sa} if {num(c)} else {sb})", pa and pb
+        raise ValueError(f"unknown operator {op!r}")
+
+    # --- entry points -----------------------------------------------------
+    def dec_record_fn(self, rec: "L.Record") -> str:
+        name = self.dec_names.get(id(rec))
+        if name is None:
+            name = self.dec_names[id(rec)] = f"D{len(self.dec_names)}_{_ident(rec.name)}"
+            self.pending.append(("dec", rec))
+        return name
+
+    def enc_record_fn(self, rec: "L.Record") -> str:
+        name = self.enc_names.get(id(rec))
+        if name is None:
+            name = self.enc_names[id(rec)] = f"W{len(self.enc_names)}_{_ident(rec.name)}"
+            self.pending.append(("enc", rec))
+        return name
+
+    def build(self) -> None:
+        while self.pending:
+            kind, rec = self.pending.pop()
+            if kind == "dec":
+                self.gen_dec_record(rec)
+            else:
+                self.gen_enc_record(rec)
+        src = "\n".join(self.lines) + "\n"
+        self.source = src
+        exec(compile(src, f"<potsherd fastpath {id(self.layout):x}>", "exec"), self.ns)
+
+    # ======================================================================
+    # decode
+
+    def gen_dec_record(self, rec: "L.Record") -> None:
+        fname = self.dec_names[id(rec)]
+        out = [f"def {fname}(buf, pos, end, _S, _R):",
+               "    frames = _S.frames",
+               "    if len(frames) > _S.limits.max_depth: raise _FB",
+               "    rec = {}",
+               "    frames.append(rec)",
+               "    _L = _S.lookup"]
+        env = _ExprEnv("decode")
+        counts: dict[str, int] = {}
+        for f in rec.fields:
+            counts[f.name] = counts.get(f.name, 0) + 1
+        fields = rec.fields
+        i = 0
+        while i < len(fields):
+            f = fields[i]
+            if f.is_param:
+                out.append(f"    _p = frames[0]")
+                out.append(f"    if {f.name!r} not in _p: _p[{f.name!r}] = {self.const(f.storage.default)}")
+                i += 1
+                continue
+            # a run of fixed, unconditional scalar fields: one struct call
+            j = i
+            order = None
+            while j < len(fields) and fields[j].cond is None and not fields[j].is_param:
+                o = _run_order(fields[j].storage)
+                if o is None or (order is not None and o != order):
+                    break
+                order = o
+                j += 1
+            if j - i >= 2:
+                self.dec_run(fields[i:j], order, out, env, counts, "    ")
+                i = j
+                continue
+            ind = "    "
+            if f.cond is not None:
+                cs, _ = self.expr(f.cond_src if f.cond_src != "optional tail"
+                                  else {"gt": [{"remaining": []}, 0]}, env)
+                out.append(f"    if {cs}:")
+                ind = "        "
+            var = self.fresh("v")
+            self.dec_storage(f.storage, var, out, ind, env)
+            out.append(f"{ind}rec[{f.name!r}] = {var}")
+            if f.cond is None and counts[f.name] == 1 and isinstance(f.storage, L.Prim):
+                env.locals[f.name] = var
+            i += 1
+        out.append("    frames.pop()")
+        out.append("    return rec, pos")
+        self.lines.extend(out)
+        self.lines.append("")
+
+    def dec_run(self, run: list, order: str, out: list, env: _ExprEnv, counts: dict, ind: str) -> None:
+        fmt = order
+        slots: list[tuple[Any, list[str]]] = []
+        nanchecks: list[tuple[str, str]] = []
+        off = 0
+        for f in run:
+            st = f.storage
+            if isinstance(st, L.Prim):
+                v = self.fresh("r")
+                fmt += st.st.format[-1]
+                slots.append((f, [v]))
+                if st.kind == "f":
+                    nanchecks.append((v, f"{self.const(_bits_reader(st), 'NB')}(buf, pos + {off})"))
+            elif isinstance(st, L.Group):
+                vs = [self.fresh("r") for _ in range(st.n)]
+                fmt += st.prim.st.format[-1] * st.n
+                slots.append((f, vs))
+                if st.prim.kind == "f":
+                    for k, v in enumerate(vs):
+                        nanchecks.append((v, f"{self.const(_bits_reader(st.prim), 'NB')}"
+                                             f"(buf, pos + {off + k * st.prim.size})"))
+            else:  # fixed bytes
+                v = self.fresh("r")
+                fmt += f"{st.size}s"
+                slots.append((f, [v]))
+            off += st.size
+        ST = struct.Struct(fmt)
+        assert ST.size == off
+        allv = [v for _, vs in slots for v in vs]
+        out.append(f"{ind}if pos + {off} > end: raise _FB")
+        out.append(f"{ind}{', '.join(allv)}, = {self.const(ST.unpack_from, 'U')}(buf, pos)")
+        for v, fix in nanchecks:
+            out.append(f"{ind}if {v} != {v}: {v} = {fix}")
+        for f, vs in slots:
+            if isinstance(f.storage, L.Group):
+                out.append(f"{ind}rec[{f.name!r}] = [{', '.join(vs)}]")
+            else:
+                out.append(f"{ind}rec[{f.name!r}] = {vs[0]}")
+                if counts[f.name] == 1 and isinstance(f.storage, L.Prim):
+                    env.locals[f.name] = vs[0]
+        out.append(f"{ind}pos += {off}")
+
+    def dec_count(self, src_expr: Any, var: str, out: list, ind: str, env: _ExprEnv) -> None:
+        """``var = count`` with the interpreter's Array._n semantics."""
+        src, _ = self.expr(src_expr, env)
+        msg = f"array count {src_expr!r} selects no case; read as empty"
+        out.append(f"{ind}{var} = {src}")
+        out.append(f"{ind}if {var}.__class__ is not int:")
+        out.append(f"{ind}    if {var} is None:")
+        out.append(f"{ind}        _S.warnings.append({msg!r}); {var} = 0")
+        out.append(f"{ind}    else: raise _FB")
+        out.append(f"{ind}elif {var} < 0: {var} = 0")
+
+    def dec_delegate(self, st: "L.Storage", var: str, out: list, ind: str) -> None:
+        out.append(f"{ind}_R.pos = pos")
+        out.append(f"{ind}{var} = {self.const(st, 'ST')}.decode(_R, _S)")
+        out.append(f"{ind}pos = _R.pos")
+
+    def dec_storage(self, st: "L.Storage", var: str, out: list, ind: str, env: _ExprEnv) -> None:
+        t = _kind(st)
+        if t is L.Prim:
+            out.append(f"{ind}if pos + {st.size} > end: raise _FB")
+            out.append(f"{ind}{var}, = {self.const(st.st.unpack_from, 'U')}(buf, pos)")
+            if st.kind == "f":
+                out.append(f"{ind}if {var} != {var}: {var} = {self.const(_bits_reader(st), 'NB')}(buf, pos)")
+            out.append(f"{ind}pos += {st.size}")
+        elif t is L.Group:
+            out.append(f"{ind}if pos + {st.size} > end: raise _FB")
+            out.append(f"{ind}{var} = list({self.const(st.st.unpack_from, 'U')}(buf, pos))")
+            if st.prim.kind == "f":
+                nb = self.const(_bits_reader(st.prim), "NB")
+                for k in range(st.n):
+                    out.append(f"{ind}if {var}[{k}] != {var}[{k}]: {var}[{k}] = {nb}(buf, pos + {k * st.prim.size})")
+            out.append(f"{ind}pos += {st.size}")
+        elif t is L.String:
+            pu = self.const(st.prefix.st.unpack_from, "U")
+            ps = st.prefix.size
+            out.append(f"{ind}if pos + {ps} > end: raise _FB")
+            out.append(f"{ind}{var}, = {pu}(buf, pos)")
+            out.append(f"{ind}pos += {ps}")
+            out.append(f"{ind}if {var} <= 0: {var} = RawString(b'', {var} if {var} < 0 else None)")
+            out.append(f"{ind}elif {var} > end - pos: raise _FB")
+            out.append(f"{ind}else:")
+            out.append(f"{ind}    {var} = RawString(buf[pos:pos + {var}]); pos += len({var})")
+        elif t is L.Bytes and st.size is not None:
+            n = st.size
+            out.append(f"{ind}if pos + {n} > end: raise _FB")
+            out.append(f"{ind}{var} = buf[pos:pos + {n}]")
+            out.append(f"{ind}pos += {n}")
+        elif t is L.Tail:
+            out.append(f"{ind}{var} = buf[pos:end]")
+            out.append(f"{ind}pos = end")
+        elif t is L.Record:
+            out.append(f"{ind}{var}, pos = {self.dec_record_fn(st)}(buf, pos, end, _S, _R)")
+        elif t is L.Choice:
+            cs = self.fresh("c")
+            src = self.expr_from_compiled(st, env)
+            out.append(f"{ind}{cs} = {src}")
+            out.append(f"{ind}if {cs}:")
+            self.dec_storage(st.yes, var, out, ind + "    ", env)
+            out.append(f"{ind}else:")
+            self.dec_storage(st.no, var, out, ind + "    ", env)
+        elif t is L.StructRecord:
+            self.dec_struct_record(st, var, out, ind)
+        elif t is L.Array:
+            self.dec_array(st, var, out, ind, env)
+        else:
+            self.dec_delegate(st, var, out, ind)
+
+    def expr_from_compiled(self, st: Any, env: _ExprEnv) -> str:
+        src_expr = getattr(st, "cond_src", None)
+        if src_expr is None:
+            return f"{self.const(st.cond, 'E')}(_S)"
+        return self.expr(src_expr, env)[0]
+
+    def dec_struct_record(self, st: "L.StructRecord", var: str, out: list, ind: str) -> None:
+        vs = [self.fresh("r") for _ in st.names]
+        out.append(f"{ind}if pos + {st.size} > end: raise _FB")
+        out.append(f"{ind}{', '.join(vs)}, = {self.const(st.st.unpack_from, 'U')}(buf, pos)")
+        for v, fo in zip(vs, st.float_offs):
+            if fo is not None:
+                off, kind = fo
+                nb = self.const(_float_nan_reader(">" if st.big else "<", 4 if kind == "f32" else 8), "NB")
+                out.append(f"{ind}if {v} != {v}: {v} = {nb}(buf, pos + {off})")
+        out.append(f"{ind}{var} = {{" + ", ".join(f"{n!r}: {v}" for n, v in zip(st.names, vs)) + "}")
+        out.append(f"{ind}pos += {st.size}")
+
+    def dec_array(self, st: "L.Array", var: str, out: list, ind: str, env: _ExprEnv) -> None:
+        n = self.fresh("n")
+        item = st.item
+        if st.elem_dtype is not None:
+            base = st.elem_dtype.base
+            shape = st.elem_dtype.shape
+            k = int(np.prod(shape)) if shape else 1
+            isz = st.elem_dtype.itemsize
+            self.dec_count(st.count_src, n, out, ind, env)
+            out.append(f"{ind}if {n} * {isz} > end - pos or {n} * {k} > _S.limits.max_elements: raise _FB")
+            arr = f"_fbuf(buf, {self.const(base, 'DT')}, {n} * {k}, pos).copy()" if k != 1 else \
+                f"_fbuf(buf, {self.const(base, 'DT')}, {n}, pos).copy()"
+            if shape:
+                arr += f".reshape(({n},) + {shape!r})"
+            out.append(f"{ind}{var} = {arr}")
+            out.append(f"{ind}pos += {n} * {isz}")
+            return
+        if st.inner_count is not None:
+            inner = item.count_src
+            dt = st.inner_dtype
+            self.dec_count(st.count_src, n, out, ind, env)
+            out.append(f"{ind}if {n} == 0: {var} = np.zeros((0, 0), dtype={self.const(dt, 'DT')})")
+            out.append(f"{ind}else:")
+            k = self.fresh("k")
+            self.dec_count(inner, k, out, ind + "    ", env)
+            out.append(f"{ind}    if {k} == 0:")
+            out.append(f"{ind}        if {n} > end - pos + 65536 or {n} > _S.limits.max_elements: raise _FB")
+            out.append(f"{ind}    elif {n} * {k} > _S.limits.max_elements or "
+                       f"{n} * {k} * {dt.itemsize} > end - pos: raise _FB")
+            out.append(f"{ind}    {var} = _fbuf(buf, {self.const(dt, 'DT')}, {n} * {k}, pos).copy()"
+                       f".reshape({n}, {k})")
+            out.append(f"{ind}    pos += {n} * {k} * {dt.itemsize}")
+            return
+        if item.min_size <= 0:
+            self.dec_delegate(st, var, out, ind)
+            return
+        fixed = _fixed_record_fields(item)
+        if fixed is not None:
+            self.dec_count(st.count_src, n, out, ind, env)
+            self.dec_fixed_records(item, fixed, n, var, out, ind)
+            return
+        self.dec_count(st.count_src, n, out, ind, env)
+        out.append(f"{ind}if {n} * {item.min_size} > end - pos or {n} > _S.limits.max_elements: raise _FB")
+        out.append(f"{ind}{var} = []")
+        ap = self.fresh("ap")
+        out.append(f"{ind}{ap} = {var}.append")
+        x = self.fresh("x")
+        out.append(f"{ind}for _ in range({n}):")
+        self.dec_storage(item, x, out, ind + "    ", _ExprEnv("decode"))
+        out.append(f"{ind}    {ap}({x})")
+
+    def dec_fixed_records(self, item: Any, fixed: list, n: str, var: str, out: list, ind: str) -> None:
+        """An array of fixed all-scalar records: one iter_unpack, dicts built by
+        a comprehension, NaNs located with numpy."""
+        order = fixed[0][3]
+        fmt = order
+        parts = []   # (name, [tuple var names], kind)
+        floats = []  # (field index, slot index in group or None, offset, prim)
+        off = 0
+        for fi, (name, st, kind, _o) in enumerate(fixed):
+            if kind == "prim":
+                v = self.fresh("q")
+                fmt += st.st.format[-1]
+                parts.append((name, [v], kind))
+                if st.kind == "f":
+                    floats.append((name, None, off, st))
+                off += st.size
+            elif kind == "group":
+                vs = [self.fresh("q") for _ in range(st.n)]
+                fmt += st.prim.st.format[-1] * st.n
+                parts.append((name, vs, kind))
+                if st.prim.kind == "f":
+                    for k in range(st.n):
+                        floats.append((name, k, off + k * st.prim.size, st.prim))
+                off += st.size
+            else:  # bytes
+                v = self.fresh("q")
+                fmt += f"{st}s"
+                parts.append((name, [v], kind))
+                off += st
+        is_struct_record = _kind(item) is L.StructRecord
+        if is_struct_record:
+            # the record's own struct (its codes, e.g. "?", decode as it does)
+            fmt = item.st.format
+            floats = []
+            for (name, _st, _k, _o), fo in zip(fixed, item.float_offs):
+                if fo is not None:
+                    floats.append((name, None, fo[0], (order, 4 if fo[1] == "f32" else 8)))
+        ST = struct.Struct(fmt)
+        size = ST.size
+        out.append(f"{ind}if {n} * {size} > end - pos or {n} > _S.limits.max_elements: raise _FB")
+        if not is_struct_record:
+            out.append(f"{ind}if {n} and len(frames) > _S.limits.max_depth: raise _FB")
+        allv = [v for _, vs, _ in parts for v in vs]
+        fields = []
+        for name, vs, kind in parts:
+            fields.append(f"{name!r}: " + (f"[{', '.join(vs)}]" if kind == "group" else vs[0]))
+        it = self.const(ST.iter_unpack, "IT")
+        out.append(f"{ind}{var} = [{{{', '.join(fields)}}} for {', '.join(allv)}, in "
+                   f"{it}(_mv(buf)[pos:pos + {n} * {size}])]")
+        if floats:
+            out.append(f"{ind}if {n}:")
+            for name, k, foff, prim in floats:
+                if isinstance(prim, tuple):
+                    o, sz = prim
+                    dt = self.const(np.dtype(o + ("f4" if sz == 4 else "f8")), "DT")
+                    nb = self.const(_float_nan_reader(o, sz), "NB")
+                else:
+                    dt = self.const(prim.dtype, "DT")
+                    nb = self.const(_bits_reader(prim), "NB")
+                idx = self.fresh("i")
+                out.append(f"{ind}    for {idx} in _nanpos(buf, pos, {n}, {size}, {foff}, {dt}).tolist():")
+                target = f"{var}[{idx}][{name!r}]" + (f"[{k}]" if k is not None else "")
+                out.append(f"{ind}        {target} = {nb}(buf, pos + {idx} * {size} + {foff})")
+        out.append(f"{ind}pos += {n} * {size}")
+
+    # ======================================================================
+    # encode
+
+    def gen_enc_record(self, rec: "L.Record") -> None:
+        fname = self.enc_names[id(rec)]
+        env = _ExprEnv("encode")
+        known = set()
+        for f in rec.fields:
+            known.add(f.name)
+        out = [f"def {fname}(wr, v, _S, _W):",
+               "    if v.__class__ is not dict: raise _FB"]
+        if rec.derivations:
+            out.extend(self.enc_count_check(rec, "    "))
+        out += ["    frames = _S.frames",
+                "    if len(frames) > _S.limits.max_depth: raise _FB",
+                "    cur = {}",
+                "    frames.append(cur)",
+                "    _L = _S.lookup"]
+        counts: dict[str, int] = {}
+        for f in rec.fields:
+            counts[f.name] = counts.get(f.name, 0) + 1
+        fields = rec.fields
+        i = 0
+        while i < len(fields):
+            f = fields[i]
+            if f.is_param:
+                out.append(f"    _p = frames[0]")
+                out.append(f"    if {f.name!r} not in _p: _p[{f.name!r}] = {self.const(f.storage.default)}")
+                i += 1
+                continue
+            j = i
+            order = None
+            while j < len(fields) and fields[j].cond is None and not fields[j].is_param:
+                o = _run_order(fields[j].storage)
+                if o is None or (order is not None and o != order):
+                    break
+                order = o
+                j += 1
+            if j - i >= 2:
+                self.enc_run(fields[i:j], order, out, env, counts, "    ")
+                i = j
+                continue
+            ind = "    "
+            x = self.fresh("x")
+            if f.cond is not None:
+                out.append(f"    _S.present = {f.name!r} in v")
+                cs, _ = self.expr(f.cond_src if f.cond_src != "optional tail"
+                                  else {"gt": [{"remaining": []}, 0]}, env)
+                out.append(f"    if {cs}:")
+                ind = "        "
+            out.append(f"{ind}{x} = v[{f.name!r}]")
+            self.enc_storage(f.storage, x, out, ind, env)
+            out.append(f"{ind}cur[{f.name!r}] = {x}")
+            if f.cond is None and counts[f.name] == 1 and isinstance(f.storage, L.Prim):
+                env.locals[f.name] = x
+            i += 1
+        kn = self.const(frozenset(known), "KN")
+        out.append(f"    if not {kn}.issuperset(v): raise _FB")
+        out.append("    frames.pop()")
+        self.lines.extend(out)
+        self.lines.append("")
+
+    def enc_count_check(self, rec: "L.Record", ind: str) -> list[str]:
+        """Counts that already describe their arrays are kept: check that
+        inline; anything else goes through Record.regenerate_counts."""
+        by_count: dict[str, list[tuple[str, int]]] = {}
+        for cname, aname, k in rec.derivations:
+            by_count.setdefault(cname, []).append((aname, k))
+        conds = []
+        for cname, arrays in by_count.items():
+            c = self.fresh("cc")
+            conds.append((c, cname, arrays))
+        out = []
+        tests = []
+        for c, cname, arrays in conds:
+            out.append(f"{ind}{c} = v.get({cname!r})")
+            t = [f"{c}.__class__ is int"]
+            for aname, k in arrays:
+                t.append(f"({aname!r} not in v or ({c} if {c} > 0 else 0) * {k} == len(v[{aname!r}]))")
+            tests.append("(" + " and ".join(t) + ")")
+        out.append(f"{ind}if not ({' and '.join(tests)}):")
+        out.append(f"{ind}    v = {self.const(rec, 'REC')}.regenerate_counts(v)")
+        return out
+
+    def enc_value_check(self, prim: "L.Prim", y: str, off: int, nl: str, out: list, ind: str) -> None:
+        """Type check of one scalar; a kept NaN (F32NaN/F64NaN) is written as
+        0.0 and its bit pattern patched in afterwards (list ``nl``)."""
+        if prim.kind == "i":
+            out.append(f"{ind}if {y}.__class__ is not int: raise _FB")
+            return
+        nan_cls = "_F32NaN" if prim.size == 4 else "_F64NaN"
+        out.append(f"{ind}if {y}.__class__ is not float and {y}.__class__ is not int:")
+        out.append(f"{ind}    if {y}.__class__ is not {nan_cls}: raise _FB")
+        out.append(f"{ind}    {nl}.append(({self.const(prim.bits_st.pack_into, 'BP')}, {off}, {y}.bits)); {y} = 0.0")
+
+    def enc_run(self, run: list, order: str, out: list, env: _ExprEnv, counts: dict, ind: str) -> None:
+        fmt = order
+        vals: list[str] = []
+        nl = self.fresh("nl")
+        out.append(f"{ind}{nl} = []")
+        off = 0
+        for f in run:
+            st = f.storage
+            x = self.fresh("x")
+            out.append(f"{ind}{x} = v[{f.name!r}]")
+            out.append(f"{ind}cur[{f.name!r}] = {x}")
+            if isinstance(st, L.Prim):
+                fmt += st.st.format[-1]
+                y = self.fresh("y")
+                out.append(f"{ind}{y} = {x}")
+                self.enc_value_check(st, y, off, nl, out, ind)
+                vals.append(y)
+                if counts[f.name] == 1:
+                    env.locals[f.name] = x
+            elif isinstance(st, L.Group):
+                fmt += st.prim.st.format[-1] * st.n
+                ys = [self.fresh("y") for _ in range(st.n)]
+                out.append(f"{ind}if {x}.__class__ is not list: raise _FB")
+                out.append(f"{ind}{', '.join(ys)}, = {x}")
+                for k, y in enumerate(ys):
+                    self.enc_value_check(st.prim, y, off + k * st.prim.size, nl, out, ind)
+                vals.extend(ys)
+            else:
+                fmt += f"{st.size}s"
+                out.append(f"{ind}if ({x}.__class__ is not bytes and {x}.__class__ is not RawString) "
+                           f"or len({x}) != {st.size}: raise _FB")
+                vals.append(x)
+            off += st.size
+        ST = struct.Struct(fmt)
+        pk = self.const(ST.pack, 'P')
+        out.append(f"{ind}wr({pk}({', '.join(vals)}) if not {nl} else _patch({pk}({', '.join(vals)}), {nl}))")
+
+    def enc_delegate(self, st: "L.Storage", x: str, out: list, ind: str) -> None:
+        out.append(f"{ind}{self.const(st, 'ST')}.encode(_W, {x}, _S)")
+
+    def enc_count(self, src_expr: Any, var: str, out: list, ind: str, env: _ExprEnv) -> None:
+        src, _ = self.expr(src_expr, env)
+        out.append(f"{ind}{var} = {src}")
+        out.append(f"{ind}if {var}.__class__ is not int:")
+        out.append(f"{ind}    if {var} is None: {var} = 0")
+        out.append(f"{ind}    else: raise _FB")
+        out.append(f"{ind}elif {var} < 0: {var} = 0")
+
+    def enc_storage(self, st: "L.Storage", x: str, out: list, ind: str, env: _ExprEnv) -> None:
+        t = _kind(st)
+        if t is L.Prim:
+            if st.kind == "i":
+                out.append(f"{ind}if {x}.__class__ is not int: raise _FB")
+                out.append(f"{ind}wr({self.const(st.st.pack, 'P')}({x}))")
+            else:
+                nl, y = self.fresh("nl"), self.fresh("y")
+                out.append(f"{ind}{nl} = []; {y} = {x}")
+                self.enc_value_check(st, y, 0, nl, out, ind)
+                out.append(f"{ind}wr(_patch({self.const(st.st.pack, 'P')}({y}), {nl}))")
+        elif t is L.Group:
+            ys = [self.fresh("y") for _ in range(st.n)]
+            nl = self.fresh("nl")
+            out.append(f"{ind}if {x}.__class__ is not list: raise _FB")
+            out.append(f"{ind}{', '.join(ys)}, = {x}; {nl} = []")
+            for k, y in enumerate(ys):
+                self.enc_value_check(st.prim, y, k * st.prim.size, nl, out, ind)
+            out.append(f"{ind}wr(_patch({self.const(st.st.pack, 'P')}({', '.join(ys)}), {nl}))")
+        elif t is L.String:
+            pp = self.const(st.prefix.st.pack, "P")
+            out.append(f"{ind}if {x}.__class__ is RawString:")
+            out.append(f"{ind}    if {x}.raw_len is not None and not {x}: wr({pp}({x}.raw_len))")
+            out.append(f"{ind}    else: wr({pp}(len({x}))); wr(bytes({x}))")
+            out.append(f"{ind}elif {x}.__class__ is bytes: wr({pp}(len({x}))); wr({x})")
+            out.append(f"{ind}else: raise _FB")
+        elif (t is L.Bytes and st.size is not None) or t is L.Tail:
+            out.append(f"{ind}if {x}.__class__ is not bytes and {x}.__class__ is not RawString: raise _FB")
+            if t is L.Bytes:
+                out.append(f"{ind}if len({x}) != {st.size}: raise _FB")
+            out.append(f"{ind}wr(bytes({x}))")
+        elif t is L.Record:
+            out.append(f"{ind}{self.enc_record_fn(st)}(wr, {x}, _S, _W)")
+        elif t is L.Choice:
+            src = self.expr_from_compiled(st, env)
+            out.append(f"{ind}if {src}:")
+            self.enc_storage(st.yes, x, out, ind + "    ", env)
+            out.append(f"{ind}else:")
+            self.enc_storage(st.no, x, out, ind + "    ", env)
+        elif t is L.StructRecord:
+            self.enc_struct_record(st, x, out, ind)
+        elif t is L.Array:
+            self.enc_array(st, x, out, ind, env)
+        else:
+            self.enc_delegate(st, x, out, ind)
+
+    def enc_struct_record(self, st: "L.StructRecord", x: str, out: list, ind: str) -> None:
+        fixed = _fixed_record_fields(st)
+        if fixed is None:
+            self.enc_delegate(st, x, out, ind)
+            return
+        fmt = fixed[0][3] if fixed else "<"
+        for name, fst, kind, _o in fixed:
+            fmt += f"{fst}s" if kind == "bytes" else fst.st.format[-1]
+        out.append(f"{ind}if {x}.__class__ is not dict or len({x}) != {len(set(st.names))}: raise _FB")
+        ys = []
+        for (name, kind, n) in st.fields:
+            y = self.fresh("y")
+            ys.append(y)
+            out.append(f"{ind}{y} = {x}[{name!r}]")
+            if kind == "bytes":
+                out.append(f"{ind}if ({y}.__class__ is not bytes and {y}.__class__ is not RawString) "
+                           f"or len({y}) != {n}: raise _FB")
+            else:
+                out.append(f"{ind}if {_type_test(st._prim(kind), y)}: raise _FB")
+        out.append(f"{ind}wr({self.const(struct.Struct(fmt).pack, 'P')}({', '.join(ys)}))")
+
+    def enc_array(self, st: "L.Array", x: str, out: list, ind: str, env: _ExprEnv) -> None:
+        n = self.fresh("n")
+        item = st.item
+        if st.elem_dtype is not None or st.inner_count is not None:
+            self.enc_count(st.count_src, n, out, ind, env)
+            a = self.fresh("a")
+            if st.elem_dtype is not None:
+                dt = self.const(st.elem_dtype.base, "DT")
+                shape = f"({n},) + {tuple(st.elem_dtype.shape)!r}"
+            else:
+                dt = self.const(st.inner_dtype, "DT")
+                k = self.fresh("k")
+                out.append(f"{ind}if {n}:")
+                self.enc_count(item.count_src, k, out, ind + "    ", env)
+                out.append(f"{ind}else: {k} = 0")
+                shape = f"({n}, {k})"
+            out.append(f"{ind}if {x}.__class__ is not np.ndarray or {x}.dtype != {dt}: raise _FB")
+            out.append(f"{ind}if {x}.shape != {shape} and not ({n} == 0 and {x}.size == 0): raise _FB")
+            out.append(f"{ind}wr({x}.tobytes())")
+            return
+        out.append(f"{ind}if {x}.__class__ is not list: raise _FB")
+        self.enc_count(st.count_src, n, out, ind, env)
+        out.append(f"{ind}if len({x}) != {n}: raise _FB")
+        fixed = _fixed_record_fields(item)
+        if fixed is not None:
+            self.enc_fixed_records(item, fixed, x, out, ind)
+            return
+        y = self.fresh("e")
+        out.append(f"{ind}for {y} in {x}:")
+        self.enc_storage(item, y, out, ind + "    ", _ExprEnv("encode"))
+
+    def enc_fixed_records(self, item: Any, fixed: list, x: str, out: list, ind: str) -> None:
+        order = fixed[0][3]
+        fmt = order
+        body = []
+        vals = []
+        d = self.fresh("d")
+        for name, st, kind, _o in fixed:
+            y = self.fresh("y")
+            body.append(f"{y} = {d}[{name!r}]")
+            if kind == "prim":
+                fmt += st.st.format[-1]
+                body.append(f"if {_type_test(st, y)}: raise _FB")
+                vals.append(y)
+            elif kind == "group":
+                fmt += st.prim.st.format[-1] * st.n
+                zs = [self.fresh("z") for _ in range(st.n)]
+                body.append(f"if {y}.__class__ is not list: raise _FB")
+                body.append(f"{', '.join(zs)}, = {y}")
+                for z in zs:
+                    body.append(f"if {_type_test(st.prim, z)}: raise _FB")
+                vals.extend(zs)
+            else:
+                fmt += f"{st}s"
+                body.append(f"if ({y}.__class__ is not bytes and {y}.__class__ is not RawString) "
+                            f"or len({y}) != {st}: raise _FB")
+                vals.append(y)
+        ST = struct.Struct(fmt)
+        nkeys = len({f[0] for f in fixed})
+        if _kind(item) is not L.StructRecord:
+            out.append(f"{ind}if {x} and len(_S.frames) > _S.limits.max_depth: raise _FB")
+        pk = self.const(ST.pack, "P")
+        parts = self.fresh("pp")
+        out.append(f"{ind}{parts} = []")
+        out.append(f"{ind}for {d} in {x}:")
+        out.append(f"{ind}    if {d}.__class__ is not dict or len({d}) != {nkeys}: raise _FB")
+        for b in body:
+            out.append(f"{ind}    {b}")
+        out.append(f"{ind}    {parts}.append({pk}({', '.join(vals)}))")
+        out.append(f"{ind}wr(b''.join({parts}))")
+
+
+def _type_test(prim: "L.Prim", x: str) -> str:
+    """Source of a test that is true when ``x`` is not a value the fast path
+    packs exactly as Prim.encode would (the reference then decides)."""
+    if prim.kind == "i":
+        return f"{x}.__class__ is not int"
+    return f"({x}.__class__ is not float and {x}.__class__ is not int)"
+
+
+_KINDS = None
+
+
+def _kind(st: Any) -> type | None:
+    """The engine class whose decode/encode ``st`` uses unchanged (a subclass
+    that only changes the JSON view, like a family's string, still counts),
+    or None for custom storages (delegated to their own methods)."""
+    global _KINDS
+    if _KINDS is None:
+        _KINDS = (L.Prim, L.Group, L.String, L.Bytes, L.Tail, L.Record, L.Choice,
+                  L.StructRecord, L.Array)
+    for k in _KINDS:
+        if isinstance(st, k):
+            t = type(st)
+            if t.decode is k.decode and t.encode is k.encode:
+                return k
+            return None
+    return None
+
+
+def _ident(name: str) -> str:
+    return "".join(c if c.isalnum() else "_" for c in name)
+
+
+def _run_order(st: "L.Storage") -> str | None:
+    """The struct byte order of a fixed scalar storage that can join a run."""
+    t = _kind(st)
+    if t is L.Prim:
+        return st.st.format[0]
+    if t is L.Group:
+        return st.prim.st.format[0]
+    if t is L.Bytes and st.size is not None and st.size > 0:
+        return "<"
+    return None
+
+
+def _fixed_record_fields(item: Any) -> list | None:
+    """For a record of unconditional fixed scalars (or a StructRecord):
+    [(name, storage-or-size, kind, order)], else None."""
+    if _kind(item) is L.StructRecord:
+        order = ">" if item.big else "<"
+        out = []
+        for name, kind, n in item.fields:
+            if kind == "bytes":
+                out.append((name, n, "bytes", order))
+            else:
+                prim = item._prim(kind)
+                if prim.size > 1 and prim.st.format[0] != order:
+                    return None  # (a big-endian record writes this one little-endian)
+                out.append((name, prim, "prim", order))
+        if len({f[0] for f in out}) != len(out) or not item.size:
+            return None
+        return out
+    if _kind(item) is not L.Record or not item.fields:
+        return None
+    out = []
+    order = None
+    for f in item.fields:
+        if f.cond is not None or f.is_param:
+            return None
+        st = f.storage
+        t = _kind(st)
+        if t is L.Prim:
+            o, entry = st.st.format[0], (f.name, st, "prim")
+        elif t is L.Group:
+            o, entry = st.prim.st.format[0], (f.name, st, "group")
+        elif t is L.Bytes and st.size is not None and st.size > 0:
+            o, entry = None, (f.name, st.size, "bytes")
+        else:
+            return None
+        if o is not None:
+            if order is not None and o != order:
+                return None
+            order = o
+        out.append(entry)
+    if len({e[0] for e in out}) != len(out):
+        return None
+    order = order or "<"
+    return [(n, s, k, order) for n, s, k in out]
+
+
+class FastLayout:
+    """The compiled decoder/encoder of one :class:`Layout`."""
+
+    def __init__(self, layout: "L.Layout") -> None:
+        self.layout = layout
+        self.gen = _Gen(layout)
+        self.dec: dict[str, Callable] = {}
+        self.enc: dict[str, Callable] = {}
+        for name, rec in layout.records.items():
+            self.gen.dec_record_fn(rec)
+            self.gen.enc_record_fn(rec)
+        self.gen.build()
+        for name, rec in layout.records.items():
+            self.dec[name] = self.gen.ns[self.gen.dec_names[id(rec)]]
+            self.enc[name] = self.gen.ns[self.gen.enc_names[id(rec)]]
+
+    @property
+    def source(self) -> str:
+        return self.gen.source
+
+    def decode(self, root: str, data: bytes, params: dict | None, limits: Any,
+               start: int) -> tuple[Any, int, dict, list] | None:
+        """(value, end, params, warnings), or None: the reference must decide."""
+        fn = self.dec.get(root)
+        if fn is None:
+            return None
+        p = dict(params or {})
+        r = L.Reader(data, start, limits=limits)
+        warnings: list[str] = []
+        s = L.Scope(p, r, limits, warnings)
+        try:
+            with _gc_paused(r.end - start):
+                v, pos = fn(r.buf, start, r.end, s, r)
+        except Exception:  # noqa: BLE001 - any surprise: the reference decides
+            return None
+        return v, pos, p, warnings
+
+    def encode(self, root: str, value: Any, params: dict | None, limits: Any) -> bytes | None:
+        fn = self.enc.get(root)
+        if fn is None:
+            return None
+        w = L.Writer()
+        s = L.Scope(dict(params or {}), None, limits)
+        try:
+            fn(w.write, value, s, w)
+        except Exception:  # noqa: BLE001 - the reference decides (and words the error)
+            return None
+        return w.getvalue()
