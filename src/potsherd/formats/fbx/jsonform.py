@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ...core.errors import JsonFormatError
+from ...core.errors import FormatError, JsonFormatError
 from ...core.limits import DEFAULT_LIMITS, Limits
 from ...core.values import f32_from_bits, f32_to_bits, f64_from_bits, f64_to_bits
 from .ascii import AsciiArray
@@ -92,8 +92,11 @@ def prop_to_json(code: str, v: Any, readable: bool) -> list:
         return [code, v]
     if code == "*":
         d = {"count": v.count, "text": v.text}
-        if readable:
-            d["values"] = v.values.tolist()
+        if readable or v.text is None:
+            try:
+                d["values"] = v.values.tolist()
+            except FormatError:  # a lexeme that is no number: the text says it all
+                pass
         return [code, d]
     raise JsonFormatError(f"cannot express property type {code!r}")
 

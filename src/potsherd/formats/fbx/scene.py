@@ -1,0 +1,597 @@
+"""FBX 7.x node tree -> neutral scene (note section 7).
+
+Objects are wired by ``Connections``; models become nodes (full FBX local
+transform with pivots, offsets and pre/post rotation, decomposed to TRS),
+meshes are split by material, fan-triangulated and welded with per-corner
+normals / UVs / colours de-indexed by mapping and reference mode, skins come
+from clusters (inverse bind = TransformLink^-1 · Transform), blend shapes
+become morph targets and animation stacks become animations (curves sampled
+at their key times, Euler rotations turned into quaternions per sample).
+ASCII documents are typed through the signature table first.
+"""
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from typing import Any
+
+import numpy as np
+
+from ...core.errors import FormatError
+from ...scene import (Animation, Channel, Image, Material, Mesh, MorphTarget, Node, Primitive,
+                      Scene, Skin, TextureRef, decompose_matrix, fan_triangulate,
+                      mat4_from_gltf, matrix_to_quat, quat_continuous, quat_from_euler,
+                      trs_to_matrix, weld)
+from .model import FbxNode
+
+KTIME_PER_SECOND = 46186158000
+ROTATION_ORDERS = ("XYZ", "XZY", "YZX", "YXZ", "ZXY", "ZYX", "XYZ")
+
+
+def to_scene(doc: Any, **options: Any) -> Scene:
+    root: FbxNode = doc.root
+    if doc.format == "fbx-ascii":
+        from .convert import ascii_tree_to_binary
+        root = ascii_tree_to_binary(root, "none")
+    version = int(doc.params.get("version") or 0)
+    if root.find(b"Objects") is None or root.find(b"Connections") is None or \
+            (version and version < 7000):
+        raise NotImplementedError("only FBX 7.x scenes (Objects + Connections) are exported")
+    return _Builder(root, options).build()
+
+
+def _text(v: Any) -> str:
+    if isinstance(v, bytes):
+        return v.decode("utf-8", "replace")
+    return str(v)
+
+
+class _Object:
+    __slots__ = ("id", "kind", "name", "sub", "node", "props")
+
+    def __init__(self, node: FbxNode) -> None:
+        p = node.props
+        self.node = node
+        self.kind = node.name.decode("latin-1")
+        self.id = int(p[0][1]) if p and p[0][0] in "LI" else None
+        full = p[1][1] if len(p) > 1 and p[1][0] == "S" else b""
+        self.name = _text(full.split(b"\x00\x01")[0]) if isinstance(full, bytes) else ""
+        self.sub = _text(p[2][1]) if len(p) > 2 and p[2][0] == "S" else ""
+        self.props = _p70(node)
+
+    def child(self, name: str) -> FbxNode | None:
+        return self.node.find(name)
+
+    def array(self, name: str) -> np.ndarray | None:
+        c = self.node.find(name)
+        if c is None or not c.props:
+            return None
+        code, v = c.props[0]
+        if hasattr(v, "values"):
+            return np.asarray(v.values)
+        return np.array([x for _, x in c.props])  # 6.x style scalar lists
+
+    def prop(self, name: str, default: Any = None) -> Any:
+        v = self.props.get(name)
+        if v is None or not v:
+            return default
+        return v[0] if len(v) == 1 else np.array(v, dtype=np.float64)
+
+
+def _p70(node: FbxNode) -> dict:
+    out: dict = {}
+    p70 = node.find(b"Properties70")
+    for p in (p70.children or []) if p70 is not None else []:
+        if p.name == b"P" and p.props and p.props[0][0] == "S":
+            out[_text(p.props[0][1])] = [v for _, v in p.props[4:]]
+    return out
+
+
+def _vec(obj: _Object, name: str, default: tuple) -> np.ndarray:
+    v = obj.props.get(name)
+    if v is None or len(v) < 3:
+        return np.array(default, dtype=np.float64)
+    return np.array(v[:3], dtype=np.float64)
+
+
+def local_matrices(obj: _Object, t=None, r=None, s=None) -> np.ndarray:
+    """``T·Roff·Rp·Rpre·R·Rpost^-1·Rp^-1·Soff·Sp·S·Sp^-1`` (vectorised over
+    the leading axis of animated t/r/s)."""
+    t = _vec(obj, "Lcl Translation", (0, 0, 0)) if t is None else t
+    r = _vec(obj, "Lcl Rotation", (0, 0, 0)) if r is None else r
+    s = _vec(obj, "Lcl Scaling", (1, 1, 1)) if s is None else s
+    order = ROTATION_ORDERS[int(obj.prop("RotationOrder", 0)) % 7]
+
+    def tr(v):
+        return trs_to_matrix(translation=np.asarray(v, dtype=np.float64))
+
+    def rot(v, o="XYZ"):
+        return trs_to_matrix(rotation=quat_from_euler(np.asarray(v, np.float64), o, degrees=True))
+
+    def inv(m):
+        return np.linalg.inv(m)
+    roff = tr(_vec(obj, "RotationOffset", (0, 0, 0)))
+    rp = tr(_vec(obj, "RotationPivot", (0, 0, 0)))
+    rpre = rot(_vec(obj, "PreRotation", (0, 0, 0)))
+    rpost = rot(_vec(obj, "PostRotation", (0, 0, 0)))
+    soff = tr(_vec(obj, "ScalingOffset", (0, 0, 0)))
+    sp = tr(_vec(obj, "ScalingPivot", (0, 0, 0)))
+    S = trs_to_matrix(scale=np.asarray(s, dtype=np.float64))
+    return (tr(t) @ roff @ rp @ rpre @ rot(r, order) @ inv(rpost) @ inv(rp) @ soff @ sp @ S
+            @ inv(sp))
+
+
+def _axis_matrix(gs: dict) -> np.ndarray:
+    def axis(name, default_axis, default_sign):
+        a = int((gs.get(name) or [default_axis])[0])
+        sign = int((gs.get(name + "Sign") or [default_sign])[0])
+        e = np.zeros(3)
+        e[a % 3] = 1.0 if sign >= 0 else -1.0
+        return e
+    return np.stack([axis("CoordAxis", 0, 1), axis("UpAxis", 1, 1), axis("FrontAxis", 2, 1)])
+
+
+class _Builder:
+    def __init__(self, root: FbxNode, options: dict) -> None:
+        self.root = root
+        self.options = options
+        self.scene = Scene(name=str(options.get("name") or "fbx"))
+        self.objects: dict[int, _Object] = {}
+        for n in root.find(b"Objects").children or ():
+            o = _Object(n)
+            if o.id is not None:
+                self.objects[o.id] = o
+        self.children: dict[int, list] = defaultdict(list)   # parent -> [(child, prop)]
+        self.parents: dict[int, list] = defaultdict(list)    # child -> [(parent, prop)]
+        for c in root.find(b"Connections").children or ():
+            p = c.props
+            if len(p) >= 3 and p[0][0] == "S" and p[1][0] in "LI" and p[2][0] in "LI":
+                prop = _text(p[3][1]) if len(p) > 3 and p[3][0] == "S" else None
+                self.children[p[2][1]].append((p[1][1], prop))
+                self.parents[p[1][1]].append((p[2][1], prop))
+        self.node_of: dict[int, int] = {}
+        self.material_of: dict[int, int] = {}
+        self.image_of: dict[int, int] = {}
+        #: mesh index -> BlendShapeChannel ids, in morph-target order
+        self.mesh_targets: dict[int, list] = {}
+        self.external: dict[int, str] = {}
+        self._last_channels: list = []
+
+    def linked(self, oid: int, kind: str | None = None, sub: str | None = None,
+               up: bool = False, prop: Any = False) -> list[_Object]:
+        pairs = self.parents[oid] if up else self.children[oid]
+        out = []
+        for other, p in pairs:
+            o = self.objects.get(other)
+            if o is None or (kind and o.kind != kind) or (sub and o.sub != sub):
+                continue
+            if prop is not False and p != prop:
+                continue
+            out.append(o)
+        return out
+
+    # ------------------------------------------------------------------
+    def build(self) -> Scene:
+        sc = self.scene
+        models = [o for o in self.objects.values() if o.kind == "Model"]
+        # hierarchy: create nodes parents-first
+        order, seen = [], set()
+        for m in models:
+            chain = []
+            cur: _Object | None = m
+            while cur is not None and cur.id not in seen and cur.id not in {c.id for c in chain}:
+                chain.append(cur)
+                ups = self.linked(cur.id, "Model", up=True, prop=None)
+                cur = ups[0] if ups else None
+            for c in reversed(chain):
+                seen.add(c.id)
+                order.append(c)
+        for m in order:
+            ups = self.linked(m.id, "Model", up=True, prop=None)
+            parent = self.node_of.get(ups[0].id) if ups else None
+            t, q, s = decompose_matrix(local_matrices(m))
+            self.node_of[m.id] = sc.add_node(name=m.name, parent=parent,
+                                             translation=t.tolist(), rotation=q.tolist(),
+                                             scale=s.tolist(), extras={"fbx_class": m.sub})
+        skinned = []
+        for m in order:
+            for g in self.linked(m.id, "Geometry", "Mesh"):
+                mesh, skin = self.mesh(g, m)
+                if mesh is None:
+                    continue
+                if skin is not None:
+                    skinned.append((m, mesh, skin))
+                    continue
+                self.attach(m, mesh)
+        gs = _p70(self.root.find(b"GlobalSettings") or FbxNode(b""))
+        axes = _axis_matrix(gs)
+        unit = float((gs.get("UnitScaleFactor") or [1.0])[0]) / 100.0
+        if self.options.get("keep_units"):
+            unit = 1.0
+        rot = None
+        if not np.allclose(axes, np.eye(3)):
+            if np.linalg.det(axes) > 0:
+                rot = matrix_to_quat(axes).tolist()
+            else:
+                sc.warnings.append("left-handed FBX axis system: mirrored by a negative scale")
+        if sc.roots and (rot is not None or abs(unit - 1.0) > 1e-12):
+            scale = [unit] * 3
+            if rot is None and np.linalg.det(axes) < 0:
+                t, q, s = decompose_matrix(np.block([[axes * unit, np.zeros((3, 1))],
+                                                     [np.zeros((1, 3)), np.ones((1, 1))]]))
+                rot, scale = q.tolist(), s.tolist()
+            sc.wrap(name="fbx_axes_units", rotation=rot, scale=scale)
+        for m, mesh, skin in skinned:  # skinned mesh nodes stay roots (glTF rule)
+            sc.add_node(name=m.name + "_skinned", mesh=mesh, skin=skin)
+        if not sc.nodes:
+            sc.add_node(name="fbx_root")  # a scene without models is still a valid scene
+        self.animations()
+        return sc
+
+    def attach(self, m: _Object, mesh: int) -> None:
+        gt = _vec(m, "GeometricTranslation", (0, 0, 0))
+        gr = _vec(m, "GeometricRotation", (0, 0, 0))
+        gsc = _vec(m, "GeometricScaling", (1, 1, 1))
+        node = self.node_of[m.id]
+        if np.any(gt != 0) or np.any(gr != 0) or np.any(gsc != 1):
+            q = quat_from_euler(gr, "XYZ", degrees=True)
+            self.scene.add_node(name=m.name + "_geometry", parent=node, mesh=mesh,
+                                translation=gt.tolist(), rotation=q.tolist(),
+                                scale=gsc.tolist())
+        else:
+            self.scene.nodes[node].mesh = mesh
+
+    # ------------------------------------------------------------------
+    def material(self, mo: _Object) -> int:
+        if mo.id in self.material_of:
+            return self.material_of[mo.id]
+        color = _vec(mo, "DiffuseColor", (0.8, 0.8, 0.8))
+        if "DiffuseColor" not in mo.props and "Diffuse" in mo.props:
+            color = _vec(mo, "Diffuse", (0.8, 0.8, 0.8))
+        factor = float(mo.prop("DiffuseFactor", 1.0))
+        opacity = float(mo.prop("Opacity", 1.0 - float(mo.prop("TransparencyFactor", 0.0))))
+        emissive = _vec(mo, "EmissiveColor", (0, 0, 0)) * float(mo.prop("EmissiveFactor", 1.0))
+        mat = Material(name=mo.name, base_color=tuple(np.clip(color * factor, 0, 1).tolist())
+                       + (float(np.clip(opacity, 0, 1)),),
+                       emissive=tuple(np.clip(emissive, 0, 1).tolist()),
+                       alpha_mode="BLEND" if opacity < 0.999 else "OPAQUE")
+        for tex in self.linked(mo.id, "Texture", prop="DiffuseColor"):
+            img = self.image(tex)
+            if img is not None:
+                mat.base_color_texture = TextureRef(image=img)
+                break
+            if tex.id in self.external:
+                mat.extras["fbx_diffuse_texture"] = self.external[tex.id]
+        idx = self.scene.add_material(mat)
+        self.material_of[mo.id] = idx
+        return idx
+
+    def image(self, tex: _Object) -> int | None:
+        for video in self.linked(tex.id, "Video"):
+            if video.id in self.image_of:
+                return self.image_of[video.id]
+            content = video.child("Content")
+            data = b"".join(v for c, v in (content.props if content else []) if c == "R")
+            fname = _text(video.child("RelativeFilename").props[0][1]) \
+                if video.child("RelativeFilename") and video.child("RelativeFilename").props \
+                else ""
+            if data[:8] == b"\x89PNG\r\n\x1a\n":
+                im = Image(name=video.name, data=data, mime_type="image/png")
+            elif data[:3] == b"\xff\xd8\xff":
+                im = Image(name=video.name, data=data, mime_type="image/jpeg")
+            elif data:
+                try:
+                    import io
+                    from PIL import Image as PILImage
+                    im = Image.from_pil(PILImage.open(io.BytesIO(data)), name=video.name)
+                except Exception:  # noqa: BLE001 - an undecodable texture is skipped
+                    self.scene.warnings.append(f"texture {video.name!r}: unreadable content")
+                    continue
+            else:  # an external file we do not have: keep its name, embed nothing
+                if fname:
+                    self.scene.warnings.append(f"texture {fname!r} is external, not embedded")
+                    self.external[tex.id] = fname
+                continue
+            self.image_of[video.id] = self.scene.add_image(im)
+            return self.image_of[video.id]
+        return None
+
+    # ------------------------------------------------------------------
+    def mesh(self, g: _Object, model: _Object) -> tuple[int | None, int | None]:
+        verts = g.array("Vertices")
+        pvi = g.array("PolygonVertexIndex")
+        if verts is None or pvi is None or len(pvi) == 0:
+            return None, None
+        verts = verts.astype(np.float64).reshape(-1, 3)
+        pvi = pvi.astype(np.int64)
+        ends = pvi < 0
+        if not ends[-1]:
+            ends = ends.copy()
+            ends[-1] = True
+        corners = np.where(pvi < 0, ~pvi, pvi)
+        if corners.size and (corners.max() >= len(verts)):
+            raise FormatError(f"geometry {g.name!r}: polygon index out of range")
+        end_pos = np.flatnonzero(ends)
+        sizes = np.diff(np.concatenate([[-1], end_pos]))
+        poly = np.repeat(np.arange(len(sizes)), sizes)
+        C = len(corners)
+        normals = self.layer(g, "LayerElementNormal", "Normals", 3, corners, poly)
+        uvs = []
+        for el in g.node.find_all(b"LayerElementUV"):
+            uv = self.layer_node(el, "UV", 2, corners, poly)
+            if uv is not None:
+                uv = uv.copy()
+                uv[:, 1] = 1.0 - uv[:, 1]
+                uvs.append(uv)
+        colors = self.layer(g, "LayerElementColor", "Colors", 4, corners, poly)
+        mats_el = g.node.find(b"LayerElementMaterial")
+        mat_objs = self.linked(model.id, "Material")
+        if mats_el is not None and mats_el.find(b"Materials") is not None:
+            mi = np.asarray(_values(mats_el.find(b"Materials")), dtype=np.int64)
+            mapping = _text_child(mats_el, b"MappingInformationType")
+            if mapping == "AllSame" or len(mi) < len(sizes):
+                mat_poly = np.full(len(sizes), mi[0] if len(mi) else 0)
+            else:
+                mat_poly = mi[:len(sizes)]
+        else:
+            mat_poly = np.zeros(len(sizes), dtype=np.int64)
+        skin_data = self.skin(g)
+        targets = self.blend_shapes(g, len(verts))
+        prims = []
+        local = np.empty(C, dtype=np.int64)
+        for m in np.unique(mat_poly):
+            sel = mat_poly == m
+            cidx = np.flatnonzero(sel[poly])
+            tri = fan_triangulate(sizes[sel], cidx)
+            if not len(tri):
+                continue
+            keys = [corners[cidx]]
+            if normals is not None:
+                keys.append(normals[cidx])
+            keys += [u[cidx] for u in uvs]
+            if colors is not None:
+                keys.append(colors[cidx])
+            first, remap = weld(*keys)
+            local[cidx] = np.arange(len(cidx))
+            vsrc = cidx[first]
+            cp = corners[vsrc]
+            prim = Primitive(positions=verts[cp].astype(np.float32),
+                             indices=remap[local[tri]].astype(np.uint32),
+                             normals=None if normals is None else normals[vsrc].astype(np.float32),
+                             uvs=[u[vsrc].astype(np.float32) for u in uvs],
+                             colors=None if colors is None else
+                             np.clip(colors[vsrc], 0, 1).astype(np.float32))
+            if 0 <= m < len(mat_objs):
+                prim.material = self.material(mat_objs[int(m)])
+            if skin_data is not None:
+                prim.joints = skin_data[1][cp]
+                prim.weights = skin_data[2][cp]
+            if targets:
+                prim.targets = [MorphTarget(name=name, positions=d[cp].astype(np.float32))
+                                for name, d, _ in targets]
+            prims.append(prim)
+        if not prims:
+            return None, None
+        mesh = Mesh(name=g.name or model.name, primitives=prims)
+        if targets:
+            mesh.weights = [w for _, _, w in targets]
+            mesh.target_names = [n for n, _, _ in targets]
+        mesh_index = self.scene.add_mesh(mesh)
+        self.mesh_targets[mesh_index] = [ch for ch in self._last_channels]
+        skin_index = None
+        if skin_data is not None:
+            skin_index = self.scene.add_skin(skin_data[0])
+        return mesh_index, skin_index
+
+    def layer(self, g: _Object, element: str, name: str, width: int, corners, poly):
+        el = g.node.find(element)
+        return None if el is None else self.layer_node(el, name, width, corners, poly)
+
+    def layer_node(self, el: FbxNode, name: str, width: int, corners, poly) -> np.ndarray | None:
+        data_node = el.find(name)
+        if data_node is None:
+            return None
+        data = np.asarray(_values(data_node), dtype=np.float64)
+        if data.size % width:
+            return None
+        data = data.reshape(-1, width)
+        idx_node = el.find(name + "Index") or el.find(name[:-1] + "Index")
+        mapping = _text_child(el, b"MappingInformationType")
+        if idx_node is not None:  # the index array is the reliable signal (ufbx #135)
+            index = np.asarray(_values(idx_node), dtype=np.int64)
+        else:
+            index = None
+        if mapping in ("ByPolygonVertex", ""):
+            sel = np.arange(len(corners))
+        elif mapping in ("ByVertice", "ByVertex", "ByControlPoint"):
+            sel = corners
+        elif mapping == "ByPolygon":
+            sel = poly
+        elif mapping == "AllSame":
+            sel = np.zeros(len(corners), dtype=np.int64)
+        else:
+            return None
+        if index is not None:
+            if sel.size and sel.max() >= len(index):
+                return None
+            sel = index[sel]
+        if sel.size and (sel.max() >= len(data) or sel.min() < 0):
+            return None
+        return data[sel]
+
+    # ------------------------------------------------------------------
+    def skin(self, g: _Object):
+        skins = self.linked(g.id, "Deformer", "Skin")
+        if not skins:
+            return None
+        n = len(g.array("Vertices")) // 3
+        joints, ibms = [], []
+        cps, js, ws = [], [], []
+        for cl in self.linked(skins[0].id, "Deformer", "Cluster"):
+            bones = self.linked(cl.id, "Model")
+            if not bones or bones[0].id not in self.node_of:
+                continue
+            idx = cl.array("Indexes")
+            wts = cl.array("Weights")
+            t = cl.array("Transform")
+            tl = cl.array("TransformLink")
+            j = len(joints)
+            joints.append(self.node_of[bones[0].id])
+            if t is not None and tl is not None and len(t) == 16 and len(tl) == 16:
+                ibms.append(np.linalg.inv(mat4_from_gltf(tl)) @ mat4_from_gltf(t))
+            else:
+                ibms.append(np.eye(4))
+            if idx is not None and wts is not None and len(idx) == len(wts):
+                ok = (idx >= 0) & (idx < n)
+                cps.append(idx[ok].astype(np.int64))
+                js.append(np.full(int(ok.sum()), j))
+                ws.append(wts[ok].astype(np.float64))
+        if not joints:
+            return None
+        cp = np.concatenate(cps) if cps else np.zeros(0, np.int64)
+        jj = np.concatenate(js) if js else np.zeros(0, np.int64)
+        ww = np.concatenate(ws) if ws else np.zeros(0)
+        order = np.lexsort((-ww, cp))
+        cp, jj, ww = cp[order], jj[order], ww[order]
+        counts = np.bincount(cp, minlength=n)
+        k = max(int(counts.max()) if counts.size else 1, 1)
+        starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+        slot = np.arange(len(cp)) - starts[cp]
+        J = np.zeros((n, k), np.uint16)
+        W = np.zeros((n, k), np.float32)
+        J[cp, slot] = jj
+        W[cp, slot] = ww
+        none = W.sum(axis=1) == 0
+        W[none, 0] = 1.0
+        if none.any():
+            self.scene.warnings.append(f"{int(none.sum())} skinned vertices without weights "
+                                       "bound to the first joint")
+        return Skin(joints=joints, inverse_bind_matrices=np.stack(ibms), name=g.name), J, W
+
+    def blend_shapes(self, g: _Object, n: int) -> list:
+        out = []
+        self._last_channels = []
+        for bs in self.linked(g.id, "Deformer", "BlendShape"):
+            for ch in self.linked(bs.id, "Deformer", "BlendShapeChannel"):
+                shapes = self.linked(ch.id, "Geometry", "Shape")
+                if not shapes:
+                    continue
+                sh = shapes[0]
+                idx = sh.array("Indexes")
+                off = sh.array("Vertices")
+                if idx is None or off is None or len(off) != 3 * len(idx):
+                    continue
+                d = np.zeros((n, 3))
+                ok = (idx >= 0) & (idx < n)
+                d[idx[ok]] = off.reshape(-1, 3)[ok]
+                out.append((ch.name or sh.name, d, float(ch.prop("DeformPercent", 0.0)) / 100.0))
+                self._last_channels.append(ch.id)
+        return out
+
+    # ------------------------------------------------------------------
+    def animations(self) -> None:
+        for stack in [o for o in self.objects.values() if o.kind == "AnimationStack"]:
+            anim = Animation(name=stack.name)
+            per_model: dict[int, dict] = defaultdict(dict)
+            weights: dict[int, dict] = defaultdict(dict)
+            for layer in self.linked(stack.id, "AnimationLayer"):
+                for cn in self.linked(layer.id, "AnimationCurveNode"):
+                    for target, prop in self.parents[cn.id]:
+                        o = self.objects.get(target)
+                        if o is None or prop is None:
+                            continue
+                        curves = {}
+                        for cid, cprop in self.children[cn.id]:
+                            c = self.objects.get(cid)
+                            if c is not None and c.kind == "AnimationCurve" and cprop:
+                                t = c.array("KeyTime")
+                                v = c.array("KeyValueFloat")
+                                if t is not None and v is not None and len(t) == len(v) and len(t):
+                                    curves[cprop] = (t.astype(np.int64), v.astype(np.float64))
+                        if not curves:
+                            continue
+                        if o.kind == "Model" and prop in ("Lcl Translation", "Lcl Rotation",
+                                                           "Lcl Scaling"):
+                            per_model[o.id][prop] = (cn, curves)
+                        elif o.kind == "Deformer" and prop == "DeformPercent":
+                            weights[o.id] = curves
+            for mid, props in per_model.items():
+                if mid in self.node_of:
+                    self.model_channels(anim, self.objects[mid], props)
+            self.weight_channels(anim, weights)
+            if anim.channels:
+                self.scene.add_animation(anim)
+
+    def model_channels(self, anim: Animation, m: _Object, props: dict) -> None:
+        times = np.unique(np.concatenate([t for _, curves in props.values()
+                                          for t, _ in curves.values()]))
+        secs = times / KTIME_PER_SECOND
+        if len(times) > 1:  # add a 30 fps grid so Euler -> quaternion stays faithful
+            grid = np.arange(secs[0], secs[-1], 1 / 30.0)
+            near = np.searchsorted(secs, grid)
+            lo = np.abs(grid - secs[np.clip(near - 1, 0, len(secs) - 1)])
+            hi = np.abs(grid - secs[np.clip(near, 0, len(secs) - 1)])
+            grid = grid[np.minimum(lo, hi) > 1e-3]
+            secs = np.unique(np.concatenate([secs, grid]))
+            secs = secs[np.concatenate([[True], np.diff(secs.astype(np.float32)) > 0])]
+        ticks = secs * KTIME_PER_SECOND
+        sampled = {}
+        defaults = {"Lcl Translation": _vec(m, "Lcl Translation", (0, 0, 0)),
+                    "Lcl Rotation": _vec(m, "Lcl Rotation", (0, 0, 0)),
+                    "Lcl Scaling": _vec(m, "Lcl Scaling", (1, 1, 1))}
+        for prop, default in defaults.items():
+            vals = np.tile(default, (len(ticks), 1))
+            if prop in props:
+                cn, curves = props[prop]
+                for axis, key in enumerate(("d|X", "d|Y", "d|Z")):
+                    if key in curves:
+                        t, v = curves[key]
+                        vals[:, axis] = np.interp(ticks, t.astype(np.float64), v)
+                    elif key in cn.props:
+                        vals[:, axis] = float(cn.props[key][0])
+            sampled[prop] = vals
+        mats = local_matrices(m, sampled["Lcl Translation"], sampled["Lcl Rotation"],
+                              sampled["Lcl Scaling"])
+        t, q, s = decompose_matrix(mats)
+        node = self.node_of[m.id]
+        times_f = secs.astype(np.float32)
+        # all three: with pivots, animating one property moves the others
+        anim.channels.append(Channel(node, "translation", times_f, t.astype(np.float32)))
+        anim.channels.append(Channel(node, "rotation", times_f,
+                                     quat_continuous(q).astype(np.float32)))
+        anim.channels.append(Channel(node, "scale", times_f, s.astype(np.float32)))
+
+    def weight_channels(self, anim: Animation, weights: dict) -> None:
+        if not weights:
+            return
+        for mesh_index, channel_ids in self.mesh_targets.items():
+            if not any(c in weights for c in channel_ids):
+                continue
+            nodes = [i for i, n in enumerate(self.scene.nodes) if n.mesh == mesh_index]
+            times = np.unique(np.concatenate([t for c in channel_ids if c in weights
+                                              for t, _ in weights[c].values()]))
+            vals = np.zeros((len(times), len(channel_ids)))
+            mesh = self.scene.meshes[mesh_index]
+            for k, cid in enumerate(channel_ids):
+                if cid in weights and weights[cid]:
+                    t, v = next(iter(weights[cid].values()))
+                    vals[:, k] = np.interp(times, t.astype(np.float64), v) / 100.0
+                else:
+                    vals[:, k] = (mesh.weights or [0] * len(channel_ids))[k]
+            for node in nodes:
+                anim.channels.append(Channel(node, "weights",
+                                             (times / KTIME_PER_SECOND).astype(np.float32),
+                                             vals.astype(np.float32)))
+
+
+def _values(node: FbxNode) -> np.ndarray:
+    if node.props and hasattr(node.props[0][1], "values"):
+        return np.asarray(node.props[0][1].values)
+    return np.array([v for _, v in node.props])
+
+
+def _text_child(node: FbxNode, name: bytes) -> str:
+    c = node.find(name)
+    if c is None or not c.props:
+        return ""
+    return _text(c.props[0][1])
