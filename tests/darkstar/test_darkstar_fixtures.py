@@ -14,7 +14,7 @@ import potsherd
 from potsherd.formats.darkstar import geometry
 from potsherd.formats.darkstar.structs import structures
 
-from dts_fixtures import (CDCD, MESH_FOR, NAME_TAIL, block_doc, envelope, matlist_bytes,
+from dts_fixtures import (CDCD, MESH_FOR, NAME_TAIL, envelope, matlist_bytes,
                           matlist_doc, mesh_bytes, mesh_doc, pers, shape_bytes, shape_doc)
 
 SHAPE_VERSIONS = [2, 3, 4, 5, 6, 7, 8]

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from ...core.errors import EncodeError, FormatError
+from ...core.errors import EncodeError, JsonFormatError
 from ...core.expr import Scope, compile_expr
 from ...core.layout import Array, JsonCtx, Storage, _np_from_json, _np_to_json, hex_to_bytes
 from ...core.stream import Reader, Writer
@@ -106,7 +106,6 @@ def slot_to_json(raw: bytes, ctx: JsonCtx) -> Any:
 
 
 def slot_from_json(o: Any, n: int, ctx: JsonCtx, jpath: str) -> bytes:
-    from ...core.errors import JsonFormatError
     if isinstance(o, str) and ctx.form == "wire":
         raw = hex_to_bytes(o, jpath)
     elif isinstance(o, str):
@@ -205,7 +204,6 @@ class StructTable(Array):
         return out
 
     def from_json(self, o: Any, ctx: JsonCtx, jpath: str) -> Any:
-        from ...core.errors import JsonFormatError
         if not isinstance(o, dict):
             raise JsonFormatError(f"{self.label} table: expected an object of columns", path=jpath)
         names = self.table_dtype.names
