@@ -187,8 +187,24 @@ LAYOUT = _load_layout()
 # codec
 
 
+#: formats with a glTF conversion (``scene.py``, note section 10)
+SCENE_FORMATS = ("n3pmesh", "n3shape", "n3joint", "n3cskins", "n3skin", "n3cpart", "n3cplug",
+                 "n3cplug_cloak", "n3chr")
+
+
+def _scene_exporter(name: str):
+    def to_scene(doc: Document, **options: Any):
+        from .scene import SCENES  # scene.py imports this module
+        return SCENES[name](doc, **options)
+    to_scene.__doc__ = f"The {name} document as a neutral scene (glTF export)."
+    return to_scene
+
+
 class KoCodec(LayoutCodec):
     """A layout codec with the note's opaque fallback and text encodings."""
+
+    #: set per instance for the formats of SCENE_FORMATS
+    to_scene = None
 
     def __init__(self, name: str, root: str, *, extensions, variants=None,
                  description: str = "", parameters=(), allow_trailing: bool = True,
@@ -202,6 +218,8 @@ class KoCodec(LayoutCodec):
         self._foreign = foreign
         self._info = info
         self._check = check
+        if name in SCENE_FORMATS:
+            self.to_scene = _scene_exporter(name)
 
     # --- decode / encode ------------------------------------------------
     def decode(self, data: bytes, *, limits: Limits = DEFAULT_LIMITS, **params: Any) -> Document:

@@ -1,0 +1,633 @@
+"""Knight Online documents as neutral scenes (glTF export), per note section 10.
+
+Conventions applied here (the scene model wants glTF's): N3 is left-handed,
+Y up, row vectors; mirroring Z gives glTF's right-handed frame, so positions
+and normals become (x, y, -z), quaternions (-x, -y, z, w), matrices S·M·S, and
+every triangle's winding is reversed.  No V flip (both are top-left).
+
+* ``.n3pmesh``: the full-detail mesh, reached by replaying every collapse
+  (section 10.5); the LOD table goes to ``extras``.
+* ``.n3shape``: the transform node, one child per part (translated by the
+  pivot) with the part's progressive mesh and texture.
+* ``.n3joint``: the skeleton (pre-order) at frame 0 plus one "timeline"
+  animation over every key.
+* ``.n3cskins`` / ``.n3cpart``: LOD 0 in its bind pose (``binding.origin``).
+* ``.n3cplug``: the referenced plug mesh under its transform; the inline mesh of
+  ``useVMesh`` plugs is an effect card (``fx_...``), exported with ``fx_meshes=1``.
+* ``.n3chr``: skeleton, one skinned mesh per part (LOD 0, unwelded corners,
+  top-4 weights), plugs under their joints, one animation per ``.n3anim`` clip.
+
+Referenced files (``chr\\x.n3joint``, backslashes, any case) are looked up in
+the ``data_root`` option, else in each folder above the source file.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ...core.errors import FormatError
+from ...scene import (Animation, Channel, Image, Material, Mesh, Node, Primitive, Scene, Skin,
+                      TextureRef, flip_winding, limit_influences, mirror_z, mirror_z_matrix,
+                      mirror_z_quat, quat_multiply, quat_normalize, quat_slerp, weld)
+from .codecs import replay_pmesh, text
+
+FRAME_RATE = 30.0  # one n3joint timeline "frame" per 1/30 s
+RF_ALPHA, RF_DOUBLE_SIDED, RF_NO_LIGHTING = 0x1, 0x4, 0x40
+MAX_INFLUENCES = 4
+
+
+def _finite(values: Any) -> list:
+    """JSON-safe floats for extras (non-finite values become None)."""
+    return [float(v) if np.isfinite(v) else None for v in np.asarray(values, np.float64).ravel()]
+
+
+# ----------------------------------------------------------------------------
+# reference resolution
+
+
+class Resolver:
+    """Finds referenced client files (case-insensitive, backslash paths)."""
+
+    def __init__(self, source: str | None, data_root: str | None) -> None:
+        self.roots: list[Path] = []
+        if data_root:
+            self.roots.append(Path(data_root))
+        if source:
+            here = Path(source).resolve().parent
+            self.roots.extend([here, *list(here.parents)[:6]])
+        self._listing: dict[Path, dict[str, str]] = {}
+        self._docs: dict[Path, Any] = {}
+
+    def _child(self, folder: Path, name: str) -> Path | None:
+        listing = self._listing.get(folder)
+        if listing is None:
+            try:
+                listing = {n.lower(): n for n in os.listdir(folder)}
+            except OSError:
+                listing = {}
+            self._listing[folder] = listing
+        real = listing.get(name.lower())
+        return folder / real if real is not None else None
+
+    def find(self, ref: Any) -> Path | None:
+        rel = text(ref).replace("\\", "/").strip().strip("/")
+        if not rel or ".." in rel.split("/"):
+            return None
+        parts = [p for p in rel.split("/") if p]
+        for root in self.roots:
+            cur: Path | None = root
+            for part in parts:
+                cur = self._child(cur, part)
+                if cur is None:
+                    break
+            if cur is not None and cur.is_file():
+                return cur
+        if self.roots:  # last resort: the bare file name next to the source
+            hit = self._child(self.roots[-1 if len(self.roots) == 1 else 0], parts[-1])
+            if hit is not None and hit.is_file():
+                return hit
+        return None
+
+    def load(self, ref: Any, scene: Scene, what: str):
+        """The decoded document a reference names, or None (with a warning)."""
+        if not text(ref):
+            return None
+        path = self.find(ref)
+        if path is None:
+            scene.warnings.append(f"{what} {text(ref)!r} not found")
+            return None
+        if path in self._docs:
+            return self._docs[path]
+        from ... import registry
+        try:
+            doc = registry.decode(path.read_bytes(), path=str(path))
+        except (FormatError, OSError) as e:
+            scene.warnings.append(f"{what} {path.name}: {e}")
+            doc = None
+        self._docs[path] = doc
+        return doc
+
+
+# ----------------------------------------------------------------------------
+# materials and textures
+
+
+class Materials:
+    """Scene materials from N3 ``material`` records plus texture files."""
+
+    def __init__(self, scene: Scene, resolver: Resolver) -> None:
+        self.scene = scene
+        self.resolver = resolver
+        self.images: dict[str, int | None] = {}
+        self.cache: dict[tuple, int] = {}
+
+    def image(self, ref: Any) -> int | None:
+        key = text(ref).lower()
+        if key in self.images:
+            return self.images[key]
+        self.images[key] = None
+        doc = self.resolver.load(ref, self.scene, "texture")
+        if doc is None or getattr(doc.codec, "textures", None) is None:
+            return None
+        try:
+            pics = doc.codec.textures(doc)
+        except FormatError as e:
+            self.scene.warnings.append(f"texture {text(ref)}: {e}")
+            return None
+        if not pics:
+            self.scene.warnings.extend(doc.warnings[-1:])
+            return None
+        name, pic = pics[0]
+        img = pic if isinstance(pic, bytes) else None
+        image = Image(name=name, data=img) if img is not None else Image.from_pil(pic, name=name)
+        self.images[key] = self.scene.add_image(image)
+        return self.images[key]
+
+    def get(self, mat: dict | None, texture: Any, name: str) -> int:
+        key = (id(mat), text(texture).lower())
+        if key in self.cache:
+            return self.cache[key]
+        out = Material(name=name)
+        if mat is not None:
+            flags = int(mat["renderFlags"])
+            src, dst = int(mat["sourceBlend"]), int(mat["destinationBlend"])
+            out.double_sided = bool(flags & RF_DOUBLE_SIDED)
+            out.unlit = bool(flags & RF_NO_LIGHTING)
+            if flags & RF_ALPHA:
+                out.alpha_mode = "BLEND"
+            out.extras["n3Material"] = {
+                "diffuse": _finite(mat["diffuse"]), "ambient": _finite(mat["ambient"]),
+                "specular": _finite(mat["specular"]), "emissive": _finite(mat["emissive"]),
+                "power": _finite([mat["power"]])[0], "colorOp": int(mat["colorOp"]),
+                "colorArg1": int(mat["colorArg1"]), "colorArg2": int(mat["colorArg2"]),
+                "renderFlags": flags, "sourceBlend": src, "destinationBlend": dst}
+            if flags & RF_ALPHA and (src, dst) == (2, 2):
+                out.extras["additive"] = True  # D3DBLEND_ONE, ONE: glTF has no additive mode
+        if text(texture):
+            out.extras["texture"] = text(texture)
+            img = self.image(texture)
+            if img is not None:
+                out.base_color_texture = TextureRef(image=img)
+        self.cache[key] = self.scene.add_material(out)
+        return self.cache[key]
+
+
+# ----------------------------------------------------------------------------
+# meshes
+
+
+def pmesh_primitive(m: dict, scene: Scene, material: int | None = None) -> Primitive | None:
+    """The full-detail triangle list of a progressive mesh (mirrored)."""
+    verts = np.asarray(m["vertices"], np.float32).reshape(-1, 8)
+    nv, ni, idx = replay_pmesh(m)
+    idx = idx[: max(min(ni, len(idx)), 0) // 3 * 3]
+    if len(verts) == 0 or len(idx) == 0:
+        return None
+    tri = idx.reshape(-1, 3)
+    good = np.all((tri >= 0) & (tri < len(verts)), axis=1)
+    if not good.all():
+        scene.warnings.append(f"{text(m['name'])}: {int((~good).sum())} triangles with "
+                              "out-of-range indices dropped")
+        tri = tri[good]
+    return Primitive(positions=mirror_z(verts[:, :3]).astype(np.float32),
+                     normals=mirror_z(verts[:, 3:6]).astype(np.float32),
+                     uvs=[verts[:, 6:8].copy()],
+                     indices=flip_winding(tri.reshape(-1)).astype(np.uint32),
+                     material=material)
+
+
+def pmesh_extras(m: dict) -> dict:
+    return {"lods": [{"distance": _finite([l["distance"]])[0], "vertexCount": int(l["vertexCount"])}
+                     for l in m["lods"]],
+            "minVertexCount": int(m["minVertexCount"]), "minIndexCount": int(m["minIndexCount"])}
+
+
+def skin_arrays(sk: dict, scene: Scene) -> dict | None:
+    """LOD geometry unwelded per (position index, UV index) corner (note 10.3)."""
+    f, v = int(sk["faceCount"]), int(sk["vertexCount"])
+    if f <= 0 or v <= 0 or "positionNormals" not in sk:
+        return None
+    pn = np.asarray(sk["positionNormals"], np.float32).reshape(-1, 6)
+    vi = np.asarray(sk["vertexIndices"], np.int64)
+    if vi.size == 0 or vi.max() >= len(pn):
+        scene.warnings.append(f"{text(sk['name'])}: vertex index out of range; LOD skipped")
+        return None
+    has_uv = "uvs" in sk and int(sk["uvCount"]) > 0
+    if has_uv:
+        uv = np.asarray(sk["uvs"], np.float32).reshape(-1, 2)
+        ui = np.asarray(sk["uvIndices"], np.int64)
+        if ui.max() >= len(uv):
+            scene.warnings.append(f"{text(sk['name'])}: UV index out of range; UVs dropped")
+            has_uv = False
+    first, remap = weld(vi, ui) if has_uv else weld(vi)
+    pos_idx = vi[first]
+    origin = pn[:, :3]
+    bindings = sk.get("bindings") or []
+    joints = weights = None
+    if bindings:
+        origin = np.array([b["origin"] for b in bindings], np.float32)
+        counts = np.array([max(int(b["count"]), 0) for b in bindings])
+        k = max(int(counts.max()), 1)
+        joints = np.zeros((len(bindings), k), np.int64)
+        weights = np.zeros((len(bindings), k), np.float64)
+        for n, b in enumerate(bindings):
+            c = counts[n]
+            if c == 0:
+                weights[n, 0] = 1.0  # no influence: bound to joint 0 (note 10.3)
+            elif c == 1:
+                joints[n, 0] = int(b["joints"][0])
+                weights[n, 0] = 1.0
+            else:
+                joints[n, :c] = b["joints"]
+                weights[n, :c] = b["weights"]
+    out = {"positions": mirror_z(origin[pos_idx]).astype(np.float32),
+           "normals": mirror_z(pn[pos_idx, 3:6]).astype(np.float32),
+           "indices": flip_winding(remap).astype(np.uint32),
+           "uvs": [uv[ui[first]]] if has_uv else []}
+    if joints is not None:
+        out["joints"], out["weights"] = joints[pos_idx], weights[pos_idx]
+    return out
+
+
+# ----------------------------------------------------------------------------
+# keys, joints and animation (note 10.2, 10.4)
+
+
+class KeyTrack:
+    """One N3 key channel sampled on the 30 fps timeline."""
+
+    def __init__(self, key: dict, width: int) -> None:
+        vals = np.asarray(key.get("values", ()), np.float64)
+        self.ok = (int(key["count"]) > 0 and vals.ndim == 2 and vals.shape[1] == width
+                   and len(vals) > 0 and np.isfinite(key.get("samplingRate", 0))
+                   and float(key.get("samplingRate", 0)) > 0)
+        self.values = vals if self.ok else None
+        self.rate = float(key["samplingRate"]) if self.ok else 30.0
+        self.quat = width == 4
+
+    def frames(self) -> np.ndarray:
+        return np.arange(len(self.values)) * FRAME_RATE / self.rate
+
+    def sample(self, frames: np.ndarray) -> np.ndarray:
+        t = np.asarray(frames, np.float64) * self.rate / FRAME_RATE
+        n = len(self.values)
+        i0 = np.clip(np.floor(t).astype(np.int64), 0, n - 1)
+        i1 = np.minimum(i0 + 1, n - 1)
+        a = np.clip(t - np.floor(t), 0.0, 1.0)
+        a = np.where(t < 0, 0.0, a)
+        v0, v1 = self.values[i0], self.values[i1]
+        if self.quat:
+            return quat_slerp(v0, v1, a)
+        return v0 + (v1 - v0) * a[:, None]
+
+
+class Joint:
+    def __init__(self, rec: dict, parent: int | None) -> None:
+        keys = rec["keys"]
+        self.name = text(rec["name"])
+        self.parent = parent
+        self.static_pos = np.asarray(rec["position"], np.float64)
+        self.static_rot = np.asarray(rec["rotation"], np.float64)
+        self.static_scale = np.asarray(rec["scale"], np.float64)
+        self.pos = KeyTrack(keys[0], 3)
+        self.rot = KeyTrack(keys[1], 4)
+        self.scale = KeyTrack(keys[2], 3)
+        self.orient = KeyTrack(keys[3], 4) if len(keys) > 3 else None
+        if self.orient is not None and not self.orient.ok:
+            self.orient = None
+
+    def translation(self, frames: np.ndarray) -> np.ndarray:
+        v = self.pos.sample(frames) if self.pos.ok else np.tile(self.static_pos, (len(frames), 1))
+        return mirror_z(v)
+
+    def rotation(self, frames: np.ndarray) -> np.ndarray:
+        q = self.rot.sample(frames) if self.rot.ok else np.tile(self.static_rot, (len(frames), 1))
+        if self.orient is not None:  # D3DX "q_rot then q_orient" = q_orient (x) q_rot
+            q = quat_multiply(self.orient.sample(frames), q)
+        return mirror_z_quat(quat_normalize(q))
+
+    def scaling(self, frames: np.ndarray) -> np.ndarray:
+        if self.scale.ok:
+            return self.scale.sample(frames)
+        return np.tile(self.static_scale, (len(frames), 1))
+
+    def rotation_frames(self) -> list[np.ndarray]:
+        out = [self.rot.frames()] if self.rot.ok else []
+        if self.orient is not None:
+            out.append(self.orient.frames())
+        return out
+
+
+def flatten_joints(root: dict) -> list[Joint]:
+    """Joints in depth-first pre-order (the order every index refers to)."""
+    out: list[Joint] = []
+    stack: list[tuple[dict, int | None]] = [(root, None)]
+    while stack:
+        rec, parent = stack.pop()
+        out.append(Joint(rec, parent))
+        me = len(out) - 1
+        for child in reversed(rec["children"]):
+            stack.append((child, me))
+    return out
+
+
+def add_skeleton(scene: Scene, joints: list[Joint], parent: int | None = None) -> list[int]:
+    """Joint nodes at frame 0; returns their node indices (pre-order)."""
+    zero = np.zeros(1)
+    nodes: list[int] = []
+    warned = False
+    for j in joints:
+        s = j.scaling(zero)[0]
+        r = j.rotation(zero)[0]
+        if not warned and not np.allclose(s, s[0]) and not np.allclose(np.abs(r[3]), 1.0):
+            scene.warnings.append("non-uniform joint scale after rotation is approximated by TRS")
+            warned = True
+        nodes.append(scene.add_node(
+            name=j.name or f"joint{len(nodes)}", translation=j.translation(zero)[0].tolist(),
+            rotation=r.tolist(), scale=s.tolist(),
+            parent=nodes[j.parent] if j.parent is not None else parent))
+    return nodes
+
+
+def world_matrices(scene: Scene, nodes: list[int], joints: list[Joint]) -> np.ndarray:
+    from ...scene import trs_to_matrix
+    out = np.zeros((len(nodes), 4, 4))
+    for i, (n, j) in enumerate(zip(nodes, joints)):
+        node = scene.nodes[n]
+        local = trs_to_matrix(np.asarray(node.translation), np.asarray(node.rotation),
+                              np.asarray(node.scale))
+        out[i] = local if j.parent is None else out[j.parent] @ local
+    return out
+
+
+def _clip_frames(tracks: list[np.ndarray], start: float, end: float) -> np.ndarray:
+    inner = [f[(f > start) & (f < end)] for f in tracks]
+    frames = np.unique(np.concatenate([[start, end], *inner])) if end > start else np.array([start])
+    return frames
+
+
+def joint_animation(name: str, joints: list[Joint], nodes: list[int], start: float, end: float,
+                    fps: float, extras: dict | None = None) -> Animation | None:
+    """One glTF animation for the frame range [start, end] played at ``fps``."""
+    if not (np.isfinite(start) and np.isfinite(end) and np.isfinite(fps)) or fps <= 0:
+        fps = FRAME_RATE if not (np.isfinite(fps) and fps > 0) else fps
+        if not (np.isfinite(start) and np.isfinite(end)):
+            return None
+    anim = Animation(name=name, extras=dict(extras or {}))
+    for j, node in zip(joints, nodes):
+        channels = [("translation", [j.pos.frames()] if j.pos.ok else [], j.translation),
+                    ("rotation", j.rotation_frames(), j.rotation),
+                    ("scale", [j.scale.frames()] if j.scale.ok else [], j.scaling)]
+        for path, tracks, fn in channels:
+            if not tracks:
+                continue
+            frames = _clip_frames(tracks, start, end)
+            values = fn(frames)
+            anim.channels.append(Channel(node=node, path=path,
+                                         times=((frames - start) / fps).astype(np.float32),
+                                         values=values.astype(np.float32)))
+    return anim if anim.channels else None
+
+
+def timeline_end(joints: list[Joint]) -> float:
+    ends = [float(t.frames()[-1]) for j in joints
+            for t in (j.pos, j.rot, j.scale, j.orient) if t is not None and t.ok]
+    return max(ends, default=0.0)
+
+
+def add_clips(scene: Scene, anim_doc: Any, joints: list[Joint], nodes: list[int]) -> None:
+    for n, c in enumerate(anim_doc.root["clips"]):
+        start, end, fps = float(c["start"]), float(c["end"]), float(c["fps"])
+        meta = _finite(c["metadata"])
+        extras = {"frames": [start, end] if np.isfinite(start) and np.isfinite(end) else None,
+                  "fps": fps if np.isfinite(fps) else None,
+                  "traceFrames": meta[0:2], "soundFrames": meta[2:4], "blendTime": meta[4],
+                  "blendFlags": int(c["flags"]), "strikeFrames": _finite(c["strikeValues"])}
+        a = joint_animation(text(c["name"]) or f"clip{n}", joints, nodes, start, end, fps, extras)
+        if a is not None:
+            scene.add_animation(a)
+
+
+# ----------------------------------------------------------------------------
+# per-format scenes
+
+
+def _scene(doc: Any, options: dict) -> tuple[Scene, Resolver, Materials]:
+    src = options.get("source_path") or doc.source
+    scene = Scene(name=os.path.basename(src) if src else doc.format)
+    resolver = Resolver(src, options.get("data_root"))
+    return scene, resolver, Materials(scene, resolver)
+
+
+def _check_not_opaque(doc: Any) -> None:
+    if doc.params.get("opaque"):
+        raise NotImplementedError("the file's layout is unknown (kept opaque)")
+
+
+def scene_pmesh(doc: Any, **options: Any) -> Scene:
+    _check_not_opaque(doc)
+    scene, _, mats = _scene(doc, options)
+    m = doc.root
+    prim = pmesh_primitive(m, scene, mats.get(None, b"", text(m["name"]) or "mesh"))
+    node = scene.add_node(name=text(m["name"]) or "mesh", extras=pmesh_extras(m))
+    if prim is not None:
+        scene.nodes[node].mesh = scene.add_mesh(Mesh(name=text(m["name"]), primitives=[prim]))
+    return scene
+
+
+def _transform_trs(t: dict) -> dict:
+    q = np.asarray(t["rotation"], np.float64)
+    rot = [0.0, 0.0, 0.0, 1.0] if q[3] == 0 or not np.isfinite(q).all() else \
+        mirror_z_quat(quat_normalize(q)).tolist()  # the engine skips w == 0 rotations
+    return {"translation": mirror_z(np.asarray(t["position"], np.float64)).tolist(),
+            "rotation": rot, "scale": [float(x) for x in t["scale"]]}
+
+
+def add_shape(scene: Scene, resolver: Resolver, mats: Materials, r: dict,
+              parent: int | None = None) -> int:
+    t = r["transform"]
+    root = scene.add_node(name=text(t["name"]) or "shape", parent=parent, **_transform_trs(t),
+                          extras={"keys": [int(k["count"]) for k in t["keys"]]})
+    for n, part in enumerate(r["parts"]):
+        textures = [text(x) for x in part["textures"]]
+        mat = mats.get(part["material"], part["textures"][0] if part["textures"] else b"",
+                       f"part{n}")
+        node = scene.add_node(name=text(part["mesh"]) or f"part{n}", parent=root,
+                              translation=mirror_z(np.asarray(part["pivot"], np.float64)).tolist(),
+                              extras={"textures": textures,
+                                      "textureFps": _finite([part["textureFps"]])[0]})
+        mdoc = resolver.load(part["mesh"], scene, "mesh")
+        if mdoc is None or mdoc.format != "n3pmesh" or mdoc.params.get("opaque"):
+            continue
+        prim = pmesh_primitive(mdoc.root, scene, mat)
+        if prim is not None:
+            scene.nodes[node].mesh = scene.add_mesh(Mesh(name=text(part["mesh"]), primitives=[prim]))
+    return root
+
+
+def scene_shape(doc: Any, **options: Any) -> Scene:
+    _check_not_opaque(doc)
+    scene, resolver, mats = _scene(doc, options)
+    add_shape(scene, resolver, mats, doc.root)
+    return scene
+
+
+def scene_joint(doc: Any, **options: Any) -> Scene:
+    scene, _, _ = _scene(doc, options)
+    joints = flatten_joints(doc.root)
+    nodes = add_skeleton(scene, joints)
+    end = timeline_end(joints)
+    a = joint_animation("timeline", joints, nodes, 0.0, end, FRAME_RATE,
+                        {"frames": [0.0, end]})
+    if a is not None:
+        scene.add_animation(a)
+    return scene
+
+
+def _skin_mesh(scene: Scene, sk: dict, material: int, name: str, skinned: bool,
+               joint_count: int) -> tuple[int | None, int]:
+    arrays = skin_arrays(sk, scene)
+    if arrays is None:
+        return None, 0
+    prim = Primitive(positions=arrays["positions"], normals=arrays["normals"], uvs=arrays["uvs"],
+                     indices=arrays["indices"], material=material)
+    truncated = 0
+    if skinned and "joints" in arrays:
+        j, w = arrays["joints"], arrays["weights"]
+        bad = (j < 0) | (j >= joint_count)
+        if bad.any():
+            scene.warnings.append(f"{name}: {int(bad.sum())} influences name missing joints; "
+                                  "bound to joint 0")
+            j = np.where(bad, 0, j)
+        prim.joints, prim.weights, truncated = limit_influences(j, w, MAX_INFLUENCES)
+        if truncated:
+            prim.extras["truncatedInfluences"] = truncated
+            scene.warnings.append(f"{name}: {truncated} vertices had more than {MAX_INFLUENCES} "
+                                  "influences; kept the largest, renormalised")
+    return scene.add_mesh(Mesh(name=name, primitives=[prim])), truncated
+
+
+def _lod_extras(skins: dict) -> list:
+    return [{"faces": int(s["faceCount"]), "vertices": int(s["vertexCount"])} for s in skins["lods"]]
+
+
+def scene_skins(doc: Any, **options: Any) -> Scene:
+    scene, _, mats = _scene(doc, options)
+    r = doc.root
+    lod0 = r["lods"][0] if "lods" in r else r
+    mesh, _ = _skin_mesh(scene, lod0, mats.get(None, b"", "skin"), text(r["name"]) or "skin",
+                         False, 0)
+    scene.add_node(name=text(r["name"]) or "skin", mesh=mesh,
+                   extras={"lods": _lod_extras(r)} if "lods" in r else {})
+    return scene
+
+
+def scene_part(doc: Any, **options: Any) -> Scene:
+    scene, resolver, mats = _scene(doc, options)
+    r = doc.root
+    mat = mats.get(r["material"], r["texture"], text(r["name"]) or "part")
+    skins = resolver.load(r["geometry"], scene, "skins")
+    mesh = None
+    if skins is not None and skins.format == "n3cskins":
+        mesh, _ = _skin_mesh(scene, skins.root["lods"][0], mat, text(r["name"]) or "part", False, 0)
+    scene.add_node(name=text(r["name"]) or "part", mesh=mesh)
+    return scene
+
+
+def _plug_matrix(r: dict) -> np.ndarray:
+    """Row-vector Scale(scale) · rotation, translation position ⊙ scale (note 10.2)."""
+    rot = np.asarray(r["rotation"], np.float64).reshape(4, 4)
+    scale = np.asarray(r["scale"], np.float64)
+    m = np.diag([*scale, 1.0]) @ rot
+    m[3, :3] = np.asarray(r["position"], np.float64) * scale
+    m[3, 3] = 1.0
+    return mirror_z_matrix(m.T)
+
+
+def add_plug(scene: Scene, resolver: Resolver, mats: Materials, r: dict,
+             parent: int | None, fx_meshes: bool = False) -> int:
+    mat = mats.get(r["material"], r["texture"], text(r["name"]) or "plug")
+    m = _plug_matrix(r)
+    node = scene.add_node(name=text(r["name"]) or "plug", parent=parent,
+                          matrix=m if np.isfinite(m).all() else None,
+                          extras={"joint": int(r["joint"]), "type": int(r["type"])})
+    mdoc = resolver.load(r["geometry"], scene, "mesh")
+    if mdoc is not None and mdoc.format == "n3pmesh" and not mdoc.params.get("opaque"):
+        prim = pmesh_primitive(mdoc.root, scene, mat)
+        if prim is not None:
+            scene.nodes[node].mesh = scene.add_mesh(Mesh(name=text(mdoc.root["name"]),
+                                                         primitives=[prim]))
+    if r.get("useVMesh") and "vmesh" in r:
+        # The inline mesh is the plug's effect mesh (real ones are named fx_..., a
+        # flat glow card around the weapon), not the weapon itself, which is the
+        # referenced .n3pmesh.  Exported only on request (option fx_meshes).
+        vm = r["vmesh"]
+        scene.nodes[node].extras["fxMesh"] = text(vm["name"])
+        if fx_meshes:
+            prim = pmesh_primitive(vm, scene, mat)
+            if prim is not None:
+                scene.add_node(name=text(vm["name"]) or "fx", parent=node,
+                               mesh=scene.add_mesh(Mesh(name=text(vm["name"]), primitives=[prim])))
+    return node
+
+
+def scene_plug(doc: Any, **options: Any) -> Scene:
+    scene, resolver, mats = _scene(doc, options)
+    add_plug(scene, resolver, mats, doc.root, None, bool(options.get("fx_meshes")))
+    return scene
+
+
+def scene_chr(doc: Any, **options: Any) -> Scene:
+    scene, resolver, mats = _scene(doc, options)
+    r = doc.root
+    # the character itself: a node carrying its references (always present, so a
+    # character whose files are missing still makes a valid, if empty, scene)
+    scene.add_node(name=text(r["transform"]["name"]) or "character", **_transform_trs(r["transform"]),
+                   extras={"joint": text(r["joint"]), "parts": [text(x) for x in r["parts"]],
+                           "plugs": [text(x) for x in r["plugs"]],
+                           "animation": text(r["animationControl"]),
+                           "jointPartStarts": [int(x) for x in r["jointPartStarts"]],
+                           "jointPartEnds": [int(x) for x in r["jointPartEnds"]]})
+    jdoc = resolver.load(r["joint"], scene, "skeleton")
+    joints: list[Joint] = []
+    nodes: list[int] = []
+    skin = None
+    if jdoc is not None and jdoc.format == "n3joint":
+        joints = flatten_joints(jdoc.root)
+        nodes = add_skeleton(scene, joints)
+        world = world_matrices(scene, nodes, joints)
+        skin = scene.add_skin(Skin(joints=list(nodes), inverse_bind_matrices=np.linalg.inv(world),
+                                   skeleton=nodes[0], name=text(jdoc.root["name"])))
+    for ref in r["parts"]:
+        pdoc = resolver.load(ref, scene, "part")
+        if pdoc is None or pdoc.format != "n3cpart":
+            continue
+        p = pdoc.root
+        mat = mats.get(p["material"], p["texture"], text(p["name"]) or "part")
+        sdoc = resolver.load(p["geometry"], scene, "skins")
+        if sdoc is None or sdoc.format != "n3cskins":
+            continue
+        mesh, _ = _skin_mesh(scene, sdoc.root["lods"][0], mat, text(p["name"]) or text(ref),
+                             skin is not None, len(nodes))
+        if mesh is not None:
+            scene.add_node(name=text(p["name"]) or text(ref), mesh=mesh, skin=skin,
+                           extras={"lods": _lod_extras(sdoc.root)})
+    for ref in r["plugs"]:
+        pdoc = resolver.load(ref, scene, "plug")
+        if pdoc is None or not pdoc.format.startswith("n3cplug"):
+            continue
+        j = int(pdoc.root["joint"])
+        parent = nodes[j] if 0 <= j < len(nodes) else None
+        add_plug(scene, resolver, mats, pdoc.root, parent, bool(options.get("fx_meshes")))
+    adoc = resolver.load(r["animationControl"], scene, "animation")
+    if adoc is not None and adoc.format == "n3anim" and joints:
+        add_clips(scene, adoc, joints, nodes)
+    return scene
+
+
+SCENES = {"n3pmesh": scene_pmesh, "n3shape": scene_shape, "n3joint": scene_joint,
+          "n3cskins": scene_skins, "n3skin": scene_skins, "n3cpart": scene_part,
+          "n3cplug": scene_plug, "n3cplug_cloak": scene_plug, "n3chr": scene_chr}
