@@ -240,3 +240,18 @@ def test_frames_times_vertices_is_bounded():
     with pytest.raises(potsherd.LimitError) as ei:
         geometry.frame_positions(m)
     assert ei.value.path == "frames"
+
+
+@pytest.mark.parametrize("v", [1, 2])
+def test_old_mesh_without_frames_has_the_engine_implied_frame(v: int):
+    d = mesh_doc(v)
+    d["payload"]["frames"]["firstVert"] = []
+    m = potsherd.read(_encode(d), format="dts").root
+    assert m["payload"]["numFrames"] == 0
+    assert geometry.first_verts(m).tolist() == [0]
+    assert geometry.frame_positions(m).tolist() == [[[-1.0, 0.25, 7.0], [126.5, 0.5, 8.0]]]
+    assert geometry.face_indices(m)["vertex"].tolist() == [[[0, 1, 1]]]
+    d3 = mesh_doc(3)
+    d3["payload"]["frames"] = {k: [] for k in d3["payload"]["frames"]}
+    m3 = potsherd.read(_encode(d3), format="dts").root
+    assert geometry.frame_positions(m3).shape == (0, 2, 3)    # v3 has no implied frame
