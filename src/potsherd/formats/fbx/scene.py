@@ -155,6 +155,8 @@ class _Builder:
         #: mesh index -> BlendShapeChannel ids, in morph-target order
         self.mesh_targets: dict[int, list] = {}
         self.external: dict[int, str] = {}
+        #: model id -> FBX world matrix (before the axis/unit wrapper)
+        self.world: dict[int, np.ndarray] = {}
         self._last_channels: list = []
 
     def linked(self, oid: int, kind: str | None = None, sub: str | None = None,
@@ -189,7 +191,10 @@ class _Builder:
         for m in order:
             ups = self.linked(m.id, "Model", up=True, prop=None)
             parent = self.node_of.get(ups[0].id) if ups else None
-            t, q, s = decompose_matrix(local_matrices(m))
+            local = local_matrices(m)
+            self.world[m.id] = (self.world[ups[0].id] @ local
+                                if ups and ups[0].id in self.world else local)
+            t, q, s = decompose_matrix(local)
             self.node_of[m.id] = sc.add_node(name=m.name, parent=parent,
                                              translation=t.tolist(), rotation=q.tolist(),
                                              scale=s.tolist(), extras={"fbx_class": m.sub})
@@ -335,7 +340,7 @@ class _Builder:
                 mat_poly = mi[:len(sizes)]
         else:
             mat_poly = np.zeros(len(sizes), dtype=np.int64)
-        skin_data = self.skin(g)
+        skin_data = self.skin(g, model)
         targets = self.blend_shapes(g, len(verts))
         prims = []
         local = np.empty(C, dtype=np.int64)
@@ -420,11 +425,15 @@ class _Builder:
         return data[sel]
 
     # ------------------------------------------------------------------
-    def skin(self, g: _Object):
+    def skin(self, g: _Object, model: _Object):
         skins = self.linked(g.id, "Deformer", "Skin")
         if not skins:
             return None
         n = len(g.array("Vertices")) // 3
+        geometry_world = self.world.get(model.id, np.eye(4)) @ trs_to_matrix(
+            _vec(model, "GeometricTranslation", (0, 0, 0)),
+            quat_from_euler(_vec(model, "GeometricRotation", (0, 0, 0)), "XYZ", degrees=True),
+            _vec(model, "GeometricScaling", (1, 1, 1)))
         joints, ibms = [], []
         cps, js, ws = [], [], []
         for cl in self.linked(skins[0].id, "Deformer", "Cluster"):
@@ -433,12 +442,13 @@ class _Builder:
                 continue
             idx = cl.array("Indexes")
             wts = cl.array("Weights")
-            t = cl.array("Transform")
             tl = cl.array("TransformLink")
             j = len(joints)
             joints.append(self.node_of[bones[0].id])
-            if t is not None and tl is not None and len(t) == 16 and len(tl) == 16:
-                ibms.append(np.linalg.inv(mat4_from_gltf(tl)) @ mat4_from_gltf(t))
+            # vertices are geometry space: the mesh node's world (as ufbx evaluates
+            # it, not the cluster's Transform) times the geometric transform
+            if tl is not None and len(tl) == 16:
+                ibms.append(np.linalg.inv(mat4_from_gltf(tl)) @ geometry_world)
             else:
                 ibms.append(np.eye(4))
             if idx is not None and wts is not None and len(idx) == len(wts):
