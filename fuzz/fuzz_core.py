@@ -106,6 +106,9 @@ CODEC = registry.LayoutCodec("fuzzcore", LAYOUT, "file", family=FAMILY, extensio
 def registered() -> Iterator[registry.LayoutCodec]:
     """Register the synthetic codec for the duration of a block."""
     registry.codecs()  # load the real families first
+    if registry._CODECS.get(CODEC.name) is not None:  # nested: the outer block owns it
+        yield registry._CODECS[CODEC.name]
+        return
     registry.register(CODEC)
     try:
         yield CODEC
