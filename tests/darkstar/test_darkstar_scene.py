@@ -161,3 +161,19 @@ def test_every_corpus_shape_exports_valid_gltf(tmp_path):
         pytest.skip("Khronos glTF validator not installed")
     reports = validate_many(outs)
     assert [(r["errors"], r["warnings"]) for r in reports] == [(0, 0)] * len(outs)
+
+
+@pytest.mark.parametrize("v,shown,hidden", [(8, 0xC000, 0x4000), (7, 0xC0000000, 0x40000000)])
+def test_visibility_keys_become_step_scale(v: int, shown: int, hidden: int):
+    root = shape_doc(v)
+    p = root["payload"]
+    p["subSequences"] = {"fSequenceIndex": [0, 0], "fnKeyframes": [2, 2], "fFirstKeyframe": [0, 0]}
+    p["objects"]["fnSubSequences"] = [1]
+    p["objects"]["fFirstSubSequence"] = [1]
+    p["keyframes"]["fMatIndex"] = [shown, hidden]
+    (anim,) = to_scene(_doc(root)).animations
+    vis = [c for c in anim.channels if c.path == "scale" and c.interpolation == "STEP"]
+    assert len(vis) == 1 and vis[0].node == 2
+    assert vis[0].times.tolist() == [0.0, 1.5]
+    assert vis[0].values.tolist() == [[1.0, 1.0, 1.0], [0.0, 0.0, 0.0]]
+    assert [c.path for c in anim.channels][-1] == "weights"

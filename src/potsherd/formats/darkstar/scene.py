@@ -16,8 +16,9 @@
   utility box and is only exported with ``bounds=True``.
 * Sequences become animations: node sub-sequences give rotation/translation
   (/scale before v8) keys at ``position * duration`` seconds; object
-  sub-sequences select mesh frames (one-hot morph weights, STEP).  Cyclic
-  flags, frame triggers, transitions and keyframe flag bits go to extras.
+  sub-sequences select mesh frames (one-hot morph weights, STEP) and, where
+  their keys are flagged "affects visibility", show or hide the object (STEP
+  scale to zero).  Cyclic flags, frame triggers and transitions go to extras.
 * Materials take their RGB colour for RGB materials and keep the map file name
   in extras (textures need the game's palette, which a shape does not carry).
 """
@@ -248,6 +249,27 @@ def _timeline(positions: np.ndarray, duration: float, values: np.ndarray) -> tup
     return times[keep], values[keep]
 
 
+def _visibility_channel(view: _ShapeView, scene: Scene, scene_node: int, keys: np.ndarray,
+                        duration: float) -> Channel | None:
+    """Object keys flagged "affects visibility" (note 3.4) as a STEP scale track:
+    the node's own scale while visible, zero while hidden.  Shape v2 keys have
+    no such flag."""
+    kf = view.p["keyframes"]
+    if "fMatIndex" not in kf.dtype.names:
+        return None
+    bits = 16 if view.version >= 8 else 32
+    flags = kf["fMatIndex"][keys].astype(np.int64)
+    if not (flags & (1 << (bits - 2))).any():
+        return None
+    visible = (flags & (1 << (bits - 1))) != 0
+    times, visible = _timeline(kf["fPosition"][keys], duration, visible)
+    if not len(times):
+        return None
+    base = np.asarray(scene.nodes[scene_node].scale or (1.0, 1.0, 1.0), np.float32)
+    values = np.where(visible[:, None], base[None, :], np.float32(0)).astype(np.float32)
+    return Channel(scene_node, "scale", times, values, "STEP")
+
+
 def _animations(view: _ShapeView, scene: Scene, node_map: dict[int, int], rest: dict,
                 object_nodes: list[tuple[int, int, int, int, int]]) -> None:
     p = view.p
@@ -293,13 +315,16 @@ def _animations(view: _ShapeView, scene: Scene, node_map: dict[int, int], rest: 
                 if view.version < 8:
                     anim.channels.append(Channel(scene_node, "scale", times, rest["scale"][idx]))
         for scene_node, first, n, n_frames, _oi in object_nodes:
-            if n_frames < 2:
-                continue
             for ss in _sub_range(view, first, n):
                 if int(subs["fSequenceIndex"][ss]) != s:
                     continue
                 keys = _key_range(view, ss)
                 if keys is None:
+                    continue
+                vis = _visibility_channel(view, scene, scene_node, keys, duration)
+                if vis is not None:
+                    anim.channels.append(vis)
+                if n_frames < 2:
                     continue
                 frame = key_index[keys]
                 frame = np.where((frame >= 0) & (frame < n_frames), frame, 0)
