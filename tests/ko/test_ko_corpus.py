@@ -30,9 +30,12 @@ KNOWN_RAW = {
     "data/ChrSelect/upc_el_rf_bone.n3chr": "trailing",
 }
 
-#: JSON forms of these are slow (tens of thousands of cell records); every
-#: other file, including a 1.1 MB opd of each header variant, goes through JSON
-JSON_SKIP_ABOVE = 1_500_000
+#: JSON forms of the largest opd files are slow (tens of thousands of cell
+#: records, ~16 s for the 3.5 MB one); every other file goes through both JSON
+#: forms, including a 1.7 MB opd with header and a 1.1 MB one without
+JSON_SKIP = {"variants/4bfc074d5c/data/Zones/karus_start_new.opd",
+             # byte-identical to data/Zones/moradon.opd (same sha256 in SOURCES.txt)
+             "variants/a38e88d3fe/data/Zones/moradon_1298.opd"}
 
 
 def corpus_files() -> list[Path]:
@@ -88,8 +91,8 @@ def test_decodes_and_round_trips_exactly(path: Path):
 
 
 @pytest.mark.parametrize("form", ["wire", "readable"])
-@pytest.mark.parametrize("path", [p for p in FILES if p.stat().st_size <= JSON_SKIP_ABOVE],
-                         ids=[i for p, i in zip(FILES, IDS) if p.stat().st_size <= JSON_SKIP_ABOVE])
+@pytest.mark.parametrize("path", [p for p, i in zip(FILES, IDS) if i not in JSON_SKIP],
+                         ids=[i for i in IDS if i not in JSON_SKIP])
 def test_json_forms_rebuild_the_file(path: Path, form: str):
     data = path.read_bytes()
     doc = read(path)
