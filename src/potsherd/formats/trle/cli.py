@@ -1,6 +1,142 @@
-"""``potsherd trle``: extract / insert moveables, export textures."""
+"""``potsherd trle``: cut and paste moveables, export textures.
+
+    potsherd trle extract WAD --moveable ID -o out.trwad
+    potsherd trle insert WAD in.trwad -o new.wad
+    potsherd trle textures FILE -o dir/
+    potsherd trle skeleton FILE [--moveable ID]
+"""
 from __future__ import annotations
+
+import json
+import os
+import sys
+
+from ...core.errors import FormatError
+from ...core.fileio import atomic_write
+
+
+def _moveable_id(text: str) -> int:
+    from .catalog import TR4_MOVEABLES
+    try:
+        return int(text, 0)
+    except ValueError:
+        pass
+    by_name = {v: k for k, v in TR4_MOVEABLES.items()}
+    key = text.strip().upper()
+    if key not in by_name:
+        raise FormatError(f"{text!r} is neither a moveable id nor a TR4 slot name")
+    return by_name[key]
+
+
+def _read(path: str, args, fmt: str | None = None):
+    from ...cli import read_doc
+    if fmt and not getattr(args, "format", None):
+        args.format = fmt
+    return read_doc(path, args)[1]
+
+
+def cmd_extract(args) -> int:
+    from ...document import Document
+    from .moveables import extract
+    wad = _read(args.wad, args, "tr4wad")
+    oid = _moveable_id(args.moveable)
+    doc = Document("trwad", extract(wad.root, oid), {"mesh_pad": 0})
+    data = doc.encode()
+    atomic_write(args.output, data)
+    t = doc.root
+    print(f"{args.output}: moveable {oid}, {t['mesh_count']} meshes, {t['texture_count']} textures, "
+          f"{t['animation_count']} animations, {len(data)} bytes")
+    return 0
+
+
+def cmd_insert(args) -> int:
+    from ...cli import read_doc
+    from ...document import Document
+    from .moveables import empty_wad, insert
+    if args.wad == "-":
+        root = empty_wad()
+    else:
+        root = _read(args.wad, args, "tr4wad").root
+    _, trwad = read_doc(args.trwad, argparse_namespace(format="trwad"))
+    new = insert(root, trwad.root)
+    data = Document("tr4wad", new, {"mesh_pad": 1}).encode()
+    atomic_write(args.output, data)
+    m = trwad.root["moveable"]
+    print(f"{args.output}: moveable {m['object_id']} inserted, {new['moveable_count']} moveables, "
+          f"{len(data)} bytes")
+    return 0
+
+
+def argparse_namespace(**kw):
+    import argparse
+    return argparse.Namespace(**kw)
+
+
+def cmd_textures(args) -> int:
+    doc = _read(args.file, args)
+    fn = getattr(doc.codec, "textures", None)
+    if fn is None:
+        raise FormatError(f"{doc.format} files hold no textures")
+    os.makedirs(args.output, exist_ok=True)
+    items = fn(doc)
+    for name, img in items:
+        path = os.path.join(args.output, name + ".png")
+        img.save(path)
+    print(f"{args.output}: {len(items)} PNG files")
+    return 0
+
+
+def cmd_skeleton(args) -> int:
+    from . import model
+    doc = _read(args.file, args)
+    if doc.format == "trwad":
+        r = doc.root
+        if "moveable" not in r:
+            raise FormatError("this .trwad holds no single moveable")
+        bones = model.skeleton(r["link_words"], r["moveable"]["mesh_count"])
+    elif doc.format == "tr4wad":
+        from .moveables import find_moveable
+        r = doc.root
+        if args.moveable is None:
+            raise FormatError("a wad needs --moveable ID")
+        m = r["moveables"][find_moveable(r, _moveable_id(args.moveable))]
+        li = int(m["links_index"])
+        bones = model.skeleton(r["link_words"][li:li + 4 * max(m["mesh_count"] - 1, 0)],
+                               m["mesh_count"])
+    else:
+        raise FormatError(f"{doc.format} files hold no skeleton")
+    json.dump(bones, sys.stdout)
+    sys.stdout.write("\n")
+    return 0
 
 
 def add_cli(subparsers, common) -> None:
-    return None
+    p = subparsers.add_parser("trle", help="TRLE wad / trwad tools (extract, insert, textures)")
+    sub = p.add_subparsers(dest="trle_command", metavar="TRLE_COMMAND")
+    p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
+
+    sp = sub.add_parser("extract", help="write one moveable of a wad as a .trwad (WadMerger layout)")
+    sp.add_argument("wad")
+    sp.add_argument("--moveable", required=True, help="object id or TR4 slot name (e.g. 0, LARA)")
+    sp.add_argument("-o", "--output", required=True)
+    common(sp)
+    sp.set_defaults(func=cmd_extract)
+
+    sp = sub.add_parser("insert", help="add or replace a .trwad moveable in a wad")
+    sp.add_argument("wad", help="the wad to insert into ('-' for an empty wad)")
+    sp.add_argument("trwad")
+    sp.add_argument("-o", "--output", required=True)
+    common(sp)
+    sp.set_defaults(func=cmd_insert)
+
+    sp = sub.add_parser("textures", help="texture pages / blocks as PNG files")
+    sp.add_argument("file")
+    sp.add_argument("-o", "--output", required=True, help="output folder")
+    common(sp)
+    sp.set_defaults(func=cmd_textures)
+
+    sp = sub.add_parser("skeleton", help="print a moveable's mesh tree as JSON")
+    sp.add_argument("file")
+    sp.add_argument("--moveable", help="object id or slot name (for a wad)")
+    common(sp)
+    sp.set_defaults(func=cmd_skeleton)
