@@ -28,3 +28,27 @@ def test_fbx_ascii_unmatched_token_is_a_format_error(data, offset):
     e = refuse(data, "fbx-ascii")
     assert type(e) is FormatError and e.offset == offset
     assert "unexpected" in e.message and e.expected
+
+
+def test_fbx_json_node_without_children_key_builds():
+    # was: KeyError 'children' in fbx/jsonform.py tree_from_json, surfacing as a
+    # JsonFormatError without a path; a node without "children" is a null record
+    if "fbx" not in {c.name for c in registry.codecs()}:
+        pytest.skip("codec fbx is not available")
+    doc = {"potsherd": 1, "format": "fbx", "form": "wire", "params": {"version": 7400},
+           "root": {"nodes": [{"name": "A", "props": []}]}}
+    data = potsherd.from_json(doc).encode()
+    back = potsherd.read(data)
+    assert [(c.name, c.children) for c in back.root.children] == [(b"A", None)]
+
+
+def test_json_float_array_value_beyond_f32_is_refused():
+    # was: silently stored as +inf (numpy overflow warning) in layout._np_from_json
+    import numpy as np
+    from potsherd.core.errors import JsonFormatError
+    from potsherd.core.layout import JsonCtx, _np_from_json
+    with pytest.raises(JsonFormatError) as ei:
+        _np_from_json([1.0, 1e308], np.dtype("<f4"), (), JsonCtx("readable"), "$.root.v")
+    assert ei.value.path == "$.root.v" and "out of range" in ei.value.message
+    assert _np_from_json([1.5, float("inf")], np.dtype("<f4"), (), JsonCtx("readable"), "$")[1] \
+        == float("inf")

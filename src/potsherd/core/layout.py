@@ -275,7 +275,13 @@ def _np_from_json(o: Any, dtype: np.dtype, shape_tail: tuple, ctx: JsonCtx, jpat
                 info = np.iinfo(dtype)
                 if arr.size and (arr.min() < info.min or arr.max() > info.max):
                     raise ValueError(f"value out of range for {dtype}")
-            arr = arr.astype(dtype)
+                arr = arr.astype(dtype)
+            else:
+                with np.errstate(over="ignore"):
+                    src, arr = arr, arr.astype(dtype)
+                if arr.size and src.dtype.kind == "f" and \
+                        bool((np.isinf(arr) & np.isfinite(src)).any()):
+                    raise ValueError(f"value out of range for {dtype}")
     except (ValueError, TypeError, OverflowError) as e:
         raise _jerr(f"bad numeric array: {e}", jpath) from None
     if arr.shape[1:] != shape_tail and not (arr.size == 0):

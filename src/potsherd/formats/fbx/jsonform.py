@@ -139,7 +139,7 @@ def tree_from_json(obj: Any, big_endian: bool, limits: Limits = DEFAULT_LIMITS,
             p = f"{jpath}[{i}]"
             node = _node_from_json(item, big_endian, limits, p, form == "readable")
             parent.children.append(node)  # type: ignore[union-attr]
-            kids = item["children"]
+            kids = item.get("children")  # validated by _node_from_json
             if kids is not None:
                 node.children = []
                 stack.append((node, kids, p + ".children", depth + 1))
