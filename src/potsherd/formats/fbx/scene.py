@@ -155,6 +155,7 @@ class _Builder:
         #: mesh index -> BlendShapeChannel ids, in morph-target order
         self.mesh_targets: dict[int, list] = {}
         self.external: dict[int, str] = {}
+        self.mesh_of: dict[int, tuple] = {}
         #: model id -> FBX world matrix (before the axis/unit wrapper)
         self.world: dict[int, np.ndarray] = {}
         self._last_channels: list = []
@@ -201,7 +202,9 @@ class _Builder:
         skinned = []
         for m in order:
             for g in self.linked(m.id, "Geometry", "Mesh"):
-                mesh, skin = self.mesh(g, m)
+                if g.id not in self.mesh_of:  # instances share one glTF mesh
+                    self.mesh_of[g.id] = self.mesh(g, m)
+                mesh, skin = self.mesh_of[g.id]
                 if mesh is None:
                     continue
                 if skin is not None:
