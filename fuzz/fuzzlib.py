@@ -292,9 +292,9 @@ def family_seeds(family: str, *, corpus: bool = True, max_size: int = 64 << 10,
             if shrink:
                 small = None
                 if shrinker is not None:
-                    try:
-                        small = shrinker(doc)
-                    except FormatError:
+                    try:  # on its own copy: a shrinker may edit the document in place
+                        small = shrinker(registry.decode(data, path=str(p)))
+                    except Exception:  # noqa: BLE001 - a seed-preparation failure only
                         small = None
                 if small is None:
                     small = shrink_document(doc)
