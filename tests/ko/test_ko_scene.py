@@ -158,3 +158,20 @@ def test_real_character_scene():
     assert max(int(p.joints.max()) for m in sc.meshes for p in m.primitives
                if p.joints is not None) < len(skin.joints)
     assert len(sc.images) >= 2 and not [w for w in sc.warnings if "not found" in w]
+
+
+def test_shape_transform_keys_become_one_animation():
+    part = (f32(0, 0, 1) + s(b"missing.n3pmesh") + f32(*([1.0] * 17)) + struct.pack("<6I", 0, 0, 0, 0, 5, 6)
+            + i32(0) + f32(0))
+    data = (s(b"spin") + f32(1, 2, 3) + f32(0, 0, 0, 1) + f32(1, 1, 1)
+            + key(0, 30.0, [(0, 0, 0), (0, 3, 0)]) + i32(0) + i32(0) + s(b"") + s(b"")
+            + i32(1) + part + i32(0))
+    doc = potsherd.read(data, format="n3shape")
+    sc = doc.codec.to_scene(doc)
+    root = sc.nodes[0]
+    assert root.translation == [1.0, 2.0, -3.0] and sc.nodes[1].translation == [0.0, 0.0, -1.0]
+    (anim,) = sc.animations
+    (ch,) = anim.channels
+    assert ch.node == 0 and ch.path == "translation"
+    assert ch.times.tolist() == pytest.approx([0.0, 1 / 30]) and ch.values.tolist() == [[0, 0, 0], [0, 3, 0]]
+    assert any("missing.n3pmesh" in w for w in sc.warnings)

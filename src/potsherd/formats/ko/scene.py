@@ -451,6 +451,14 @@ def add_shape(scene: Scene, resolver: Resolver, mats: Materials, r: dict,
     t = r["transform"]
     root = scene.add_node(name=text(t["name"]) or "shape", parent=parent, **_transform_trs(t),
                           extras={"keys": [int(k["count"]) for k in t["keys"]]})
+    tracks = [Joint(t, None)]
+    if any(k.ok for k in (tracks[0].pos, tracks[0].rot, tracks[0].scale)):
+        # note 10.4: a shape's transform keys play as one animation over their range
+        end = timeline_end(tracks)
+        a = joint_animation(f"{text(t['name']) or 'shape'} keys", tracks, [root], 0.0, end,
+                            FRAME_RATE, {"frames": [0.0, end]})
+        if a is not None:
+            scene.add_animation(a)
     for n, part in enumerate(r["parts"]):
         textures = [text(x) for x in part["textures"]]
         mat = mats.get(part["material"], part["textures"][0] if part["textures"] else b"",
