@@ -381,7 +381,10 @@ def main(argv: list | None = None) -> int:
     a = ap.parse_args(argv)
     img = render(a.input, animation=None if a.animation < 0 else a.animation, time=a.time,
                  size=a.size)
-    img.save(a.output)
+    buf = io.BytesIO()  # written atomically, like every potsherd output
+    img.save(buf, format=Image.registered_extensions().get(os.path.splitext(a.output)[1].lower(), "PNG"))
+    from ..core.fileio import atomic_write
+    atomic_write(a.output, buf.getvalue())
     print(a.output)
     return 0
 

@@ -96,9 +96,8 @@ def main(argv: list[str]) -> int:
         if data.startswith(MAGIC):
             trees.append(potsherd.read(data, format="fbx").root)
     table = build_table(trees, facts, p_facts)
-    with open(out, "w", encoding="utf-8") as f:
-        json.dump(table, f, indent=0, sort_keys=False)
-        f.write("\n")
+    from ...core.fileio import atomic_write  # a half-written table would break every import
+    atomic_write(out, (json.dumps(table, indent=0, sort_keys=False) + "\n").encode("utf-8"))
     print(f"{out}: {len(table['nodes'])} node paths from {len(trees)} files")
     return 0
 

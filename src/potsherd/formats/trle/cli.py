@@ -81,7 +81,10 @@ def cmd_textures(args) -> int:
     items = fn(doc)
     for name, img in items:
         path = os.path.join(args.output, name + ".png")
-        img.save(path)
+        import io
+        buf = io.BytesIO()  # outputs are written atomically (core.fileio)
+        img.save(buf, format="PNG")
+        atomic_write(path, buf.getvalue())
     print(f"{args.output}: {len(items)} PNG files")
     return 0
 

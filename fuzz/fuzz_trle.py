@@ -1,0 +1,28 @@
+"""Fuzz harness for the TRLE family (TR4 wad/swd/sfx/sam/was and .trwad).
+
+Seeds (see ``fuzzlib.family_seeds``): files written by the project's own
+encoders (``potsherd.examples``, zero-filled minimal files every codec
+re-encodes exactly), real files from ``../shared/corpus/tr4wad`` when present,
+and shrunk copies of the real files (lists and arrays cut, re-encoded).
+
+    python fuzz/run.py --family trle --seconds 60
+    python fuzz/fuzz_trle.py --seconds 60                 # the same
+    python fuzz/fuzz_trle.py --engine atheris --seconds 300
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+FAMILY = "trle"
+
+
+def seed_documents() -> dict:
+    """Extra encoder-made seeds: JSON documents (or bytes) by name."""
+    return {}
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import run
+    sys.exit(run.main(["--family", FAMILY, *sys.argv[1:]]))
