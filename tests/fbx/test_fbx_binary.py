@@ -272,3 +272,17 @@ def test_deepest_allowed_tree_survives_json():
     doc = potsherd.read(data)
     text = json.dumps(doc.to_json("readable"))
     assert potsherd.write(potsherd.from_json(text)) == data
+
+
+def test_bad_documents_are_refused_cleanly():
+    from potsherd.core.errors import EncodeError, JsonFormatError
+    js = make_doc(small_tree()).to_json("wire")
+    js["params"]["endian_byte"] = "x"
+    with pytest.raises(JsonFormatError) as e:
+        potsherd.from_json(js)
+    assert e.value.path == "$.params.endian_byte"
+    doc = make_doc([FbxNode(b"A", [("I", "not a number")])])
+    with pytest.raises(EncodeError):
+        doc.encode()
+    with pytest.raises(FormatError):
+        make_doc([FbxNode(b"x" * 256)]).encode()

@@ -6,10 +6,11 @@ unrecognised tail (pre-7000 sections, odd footers) in ``Document.trailing``.
 """
 from __future__ import annotations
 
+import struct
 from collections import Counter
 from typing import Any
 
-from ...core.errors import JsonFormatError
+from ...core.errors import EncodeError, JsonFormatError
 from ...core.limits import DEFAULT_LIMITS, Limits
 from ...document import Document
 from ...registry import Codec
@@ -18,7 +19,6 @@ from . import binary as fbx_binary
 from .jsonform import tree_from_json, tree_to_json
 from .model import FbxNode
 
-_BINARY_PARAMS = ("version", "endian_byte", "byte21", "terminated", "footer", "file_id")
 
 
 class _FbxCodec(Codec):
@@ -82,16 +82,23 @@ class FbxBinaryCodec(_FbxCodec):
         return Document(self.name, root, p, tail, warnings)
 
     def encode(self, doc: Document) -> bytes:
-        return fbx_binary.encode_binary(doc.root, doc.params, bytes(doc.trailing))
+        try:
+            return fbx_binary.encode_binary(doc.root, doc.params, bytes(doc.trailing))
+        except (struct.error, TypeError, ValueError, OverflowError, AttributeError) as e:
+            raise EncodeError(f"cannot write this FBX tree: {type(e).__name__}: {e}") from None
 
     def from_json(self, obj: dict) -> Document:
         form, params, trailing, meta = self._envelope(obj)
-        for k in _BINARY_PARAMS:
-            if k in params and not isinstance(params[k], (int, str, bool)):
-                raise JsonFormatError(f"param {k} has a bad type", path=f"$.params.{k}")
         params.setdefault("version", 7400)
-        if not isinstance(params["version"], int):
-            raise JsonFormatError("version must be an integer", path="$.params.version")
+        for k, lo, hi in (("version", 0, 1 << 32), ("endian_byte", 0, 256), ("byte21", 0, 256)):
+            v = params.get(k, lo)
+            if not isinstance(v, int) or isinstance(v, bool) or not lo <= v < hi:
+                raise JsonFormatError(f"{k} must be an integer in [{lo}, {hi})",
+                                      path=f"$.params.{k}")
+        if params.get("footer", "raw") not in ("sdk", "blender", "raw"):
+            raise JsonFormatError("footer must be sdk, blender or raw", path="$.params.footer")
+        if not isinstance(params.get("terminated", True), bool):
+            raise JsonFormatError("terminated must be a boolean", path="$.params.terminated")
         if "trailing" not in obj:  # a tree written from scratch
             params.setdefault("footer", "sdk")
             params.setdefault("file_id", "derived")
@@ -113,7 +120,11 @@ class FbxAsciiCodec(_FbxCodec):
         return Document(self.name, root, p, b"", [])
 
     def encode(self, doc: Document) -> bytes:
-        return fbx_ascii.encode_ascii(doc.root, doc.params) + bytes(doc.trailing)
+        try:
+            return fbx_ascii.encode_ascii(doc.root, doc.params) + bytes(doc.trailing)
+        except (TypeError, ValueError, AttributeError, IndexError, UnicodeError) as e:
+            raise EncodeError(f"cannot write this ASCII FBX tree: {type(e).__name__}: {e}") \
+                from None
 
     def from_json(self, obj: dict) -> Document:
         form, params, trailing, meta = self._envelope(obj)
