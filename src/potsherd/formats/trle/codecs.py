@@ -72,6 +72,10 @@ class WadCodec(LayoutCodec):
         pages = model.page_array(bytes(doc.root["pages"]))
         return [(f"page{i:03d}", model.image(pages[i])) for i in range(len(pages))]
 
+    def to_scene(self, doc: Document, **options: Any):
+        from .scene import to_scene
+        return to_scene(doc, **options)
+
 
 def animation_ranges(root: dict) -> list[tuple[int, int]]:
     """(first, end) animation index of every moveable: up to the next moveable
@@ -170,8 +174,9 @@ class TrwadCodec(LayoutCodec):
         return [(f"texture{i:04d}", model.image(model.bgr_block(t)))
                 for i, t in enumerate(doc.root.get("textures", []))]
 
-    def opaque_bytes(self, doc: Document) -> int:
-        return super().opaque_bytes(doc)
+    def to_scene(self, doc: Document, **options: Any):
+        from .scene import to_scene
+        return to_scene(doc, **options)
 
 
 def _zero_block_ok(root: dict) -> bool:

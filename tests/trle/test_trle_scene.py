@@ -1,0 +1,115 @@
+"""TR4 moveables to the neutral scene: hierarchy, UV corners, winding, shades,
+animations at 30 fps; corpus exports pass the Khronos validator when present."""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import potsherd
+from potsherd.core.errors import FormatError
+from potsherd.export.gltf import write_glb
+
+from trle_fixtures import tiny_trwad_bytes
+
+CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus" / "tr4wad"
+H = math.sqrt(0.5)
+
+
+def _scene(**options):
+    doc = potsherd.read(tiny_trwad_bytes())
+    return doc.codec.to_scene(doc, **options)
+
+
+def test_hierarchy_axes_and_units():
+    s = _scene()
+    assert [n.name for n in s.nodes] == ["tr4", "MUMMY", "MUMMY_0", "MUMMY_1"]
+    assert s.roots == [0]
+    top = s.nodes[0]
+    assert top.rotation == (1.0, 0.0, 0.0, 0.0)  # 180 degrees about X: Y down -> Y up
+    assert top.scale == (1 / 512, 1 / 512, 1 / 512)
+    assert s.nodes[2].children == [3]
+    assert s.nodes[3].translation == (10.0, -20.0, 30.0)  # the link offset
+    assert _scene(unit_scale=1 / 1024).nodes[0].scale == (1 / 1024,) * 3
+
+
+def test_uv_corners_winding_and_materials():
+    s = _scene()
+    tri, quad = s.meshes[0].primitives
+    # texture 1 (1x3) packed at (0, 0), texture 0 (2x2) at (1, 0) of a 256x256 atlas
+    assert tri.material == 0 and quad.material == 1  # quad has the additive attribute
+    assert s.materials[1].alpha_mode == "BLEND" and s.materials[1].extras == {"additive": True}
+    assert s.materials[0].alpha_mode == "MASK"
+    # mirrored triangle with corner bits 2: v0, v1, v2 = nw, sw, ne; written v0, v2, v1
+    assert tri.positions.tolist() == [[0, 0, 0], [256, -256, 0], [256, 0, 0]]
+    assert (tri.uvs[0] * 256).tolist() == [[0, 0], [1, 0], [0, 3]]
+    # quad corners nw, ne, se, sw; triangles (0, 2, 1), (0, 3, 2)
+    assert quad.positions.tolist() == [[0, 0, 0], [256, -256, 0], [256, 0, 0], [0, -256, 0]]
+    assert (quad.uvs[0] * 256).tolist() == [[1, 0], [3, 2], [3, 0], [1, 2]]
+    assert quad.indices.tolist() == [0, 1, 2, 0, 3, 1]
+    np.testing.assert_allclose(quad.normals, [[0, 0, 1]] * 4)
+
+
+def test_shades_become_vertex_colours():
+    prim = _scene().meshes[1].primitives[0]
+    np.testing.assert_allclose(prim.colors[:, 0], [0.0, 1.0, (8191 - 4096) / 8191], rtol=1e-6)
+
+
+def test_animations_at_30_fps():
+    s = _scene()
+    a0, a1 = s.animations
+    tr, rot0, rot1 = a0.channels
+    assert (tr.node, tr.path) == (2, "translation")
+    np.testing.assert_allclose(tr.times, [0, 2 / 30])
+    assert tr.values.tolist() == [[0, -100, 0], [0, -110, 5]]
+    np.testing.assert_allclose(rot0.values[0], [H, 0, 0, H], atol=1e-6)  # 90 degrees about X
+    np.testing.assert_allclose(rot1.values[:, 1], [H, 1.0], atol=1e-6)  # Y only: 90, 180
+    assert a0.extras["next_anim"] == 1 and a1.extras["next_anim"] == 0
+    assert a0.extras["commands"][0] == {"type": "play_sound", "frame": 1, "id": 12, "condition": 1}
+    assert a0.extras["state_changes"][0]["dispatches"][0] == {"low": 0, "high": 1, "next_anim": 1,
+                                                              "next_frame": 0}
+    assert a1.extras["next_frame"] == 0 and len(a1.channels[0].times) == 1
+
+
+def test_tiny_glb_is_valid(tmp_path):
+    out = tmp_path / "tiny.glb"
+    assert write_glb(_scene(), out) > 0
+    from potsherd.export.validate import validate_gltf, validator_available
+    if validator_available():
+        assert validate_gltf(out)["errors"] == 0
+
+
+def test_opaque_trwad_has_no_scene():
+    doc = potsherd.read(b"\xaa\0\0\0\x02\0\0\0", format="trwad")
+    with pytest.raises(FormatError):
+        doc.codec.to_scene(doc)
+
+
+@pytest.mark.skipif(not CORPUS.is_dir(), reason="shared tr4wad corpus not present")
+def test_corpus_winding_agrees_with_stored_normals(tmp_path):
+    doc = potsherd.read(str(CORPUS / "tut1" / "tut1.WAD"))
+    s = doc.codec.to_scene(doc, moveable="BADDY_1")
+    assert [n.name for n in s.nodes[:3]] == ["tr4", "BADDY_1", "BADDY_1_0"]
+    agree = disagree = 0
+    for m in s.meshes:
+        for p in m.primitives:
+            t = p.indices.reshape(-1, 3)
+            q = p.positions.astype(np.float64)
+            face = np.cross(q[t[:, 1]] - q[t[:, 0]], q[t[:, 2]] - q[t[:, 0]])
+            d = (face * p.normals[t].sum(1)).sum(1)
+            agree += int((d > 0).sum())
+            disagree += int((d < 0).sum())
+    assert agree > 20 * disagree
+    assert len(s.animations) == 71
+    poyu = potsherd.read(str(CORPUS / "poyu" / "TR4 color.wad"))
+    s2 = poyu.codec.to_scene(poyu)
+    assert [s2.nodes[i].name for i in s2.nodes[0].children] == ["LARA_SKIN", "LARA_SKIN_JOINTS",
+                                                                "LARA_SCREAM", "HAIR"]
+    assert s2.nodes[s2.nodes[0].children[1]].translation == (2048.0, 0.0, 0.0)
+    out = tmp_path / "poyu.glb"
+    write_glb(s2, out)
+    from potsherd.export.validate import validate_gltf, validator_available
+    if validator_available():
+        assert validate_gltf(out)["errors"] == 0
