@@ -784,3 +784,21 @@ def test_layout_text_has_every_spec_record():
                     "terrainLightmap", "river", "pond", "gtd", "subcell", "maincell", "placedShape",
                     "opd", "uifChild", "uifNode", "uif"}
     assert spec_records <= set(LAYOUT.records)
+
+
+def test_gtd_lightmap_uses_the_ntf_storage():
+    # a lightmap: i16 x, i16 z + an NTF record (4x4 DXT1, no mips: 8 bytes of
+    # level 0, then the writer's 16-bit fallback (4/2)*(4/2)*2 = 8 bytes)
+    ntf = (s(b"lm") + b"NTF\x03" + i32(4, 4) + u32(0x31545844) + i32(0)
+           + bytes(range(8)) + bytes(range(8, 16)))
+    full = gtd_bytes(True)
+    tiles = i32(2, 1) + b"tile.gtt\x00".ljust(260, b"\x00") + i16(0, 3, 0, 7)
+    pos = full.index(tiles) + len(tiles)
+    assert full[pos:pos + 4] == i32(0)
+    data = full[:pos] + i32(1) + i16(5, 6) + ntf + full[pos + 4:]
+    doc = check("gtd", data)
+    lm = doc.root["lightmaps"][0]
+    assert (lm["x"], lm["z"]) == (5, 6)
+    tex = lm["texture"]
+    assert (tex["name"], tex["width"], tex["height"], tex["mipmap"]) == (b"lm", 4, 4, 0)
+    assert tex["levels"] == [bytes(range(8))] and tex["fallback"] == bytes(range(8, 16))
