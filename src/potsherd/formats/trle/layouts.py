@@ -17,7 +17,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...core.errors import CountError, EncodeError, FormatError, ValueFormatError
+from ...core.errors import (CountError, EncodeError, FormatError, JsonFormatError,
+                            ValueFormatError)
 from ...core.expr import Scope
 from ...core.layout import JsonCtx, Layout, Storage, hex_to_bytes, PRIMS
 from ...core.stream import Reader, Writer
@@ -199,7 +200,7 @@ class PolyShape(Storage):
 
     def from_json(self, o: Any, ctx: JsonCtx, jpath: str) -> Any:
         if o not in (8, 9) or isinstance(o, bool):
-            raise FormatError("polygon shape must be 8 or 9", path=jpath)
+            raise JsonFormatError("polygon shape must be 8 or 9", path=jpath)
         return o
 
 
@@ -283,7 +284,7 @@ class MeshBlob(Storage):
         if isinstance(o, dict) and set(o) == {"raw"}:
             return hex_to_bytes(o["raw"], jpath + ".raw")
         if not isinstance(o, list):
-            raise FormatError("meshes must be a list or {\"raw\": hex}", path=jpath)
+            raise JsonFormatError("meshes must be a list or {\"raw\": hex}", path=jpath)
         mesh = self.layout.record("mesh")
         return [mesh.from_json(m, ctx, f"{jpath}[{i}]") for i, m in enumerate(o)]
 
@@ -334,7 +335,7 @@ class StateChangeList(Storage):
 
     def from_json(self, o: Any, ctx: JsonCtx, jpath: str) -> Any:
         if not isinstance(o, list):
-            raise FormatError("state_changes must be a list", path=jpath)
+            raise JsonFormatError("state_changes must be a list", path=jpath)
         item = self.layout.record("state_change")
         return [item.from_json(x, ctx, f"{jpath}[{i}]") for i, x in enumerate(o)]
 
