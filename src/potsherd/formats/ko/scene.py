@@ -11,7 +11,7 @@ every triangle's winding is reversed.  No V flip (both are top-left).
   pivot) with the part's progressive mesh and texture.
 * ``.n3joint``: the skeleton (pre-order) at frame 0 plus one "timeline"
   animation over every key.
-* ``.n3cskins`` / ``.n3cpart``: LOD 0 in its bind pose (``binding.origin``).
+* ``.n3cskins`` / ``.n3cpart``: LOD 0 (option ``lod``) in its bind pose (``binding.origin``).
 * ``.n3cplug``: the referenced plug mesh under its transform; the inline mesh of
   ``useVMesh`` plugs is an effect card (``fx_...``), exported with ``fx_meshes=1``.
 * ``.n3chr``: skeleton, one skinned mesh per part (LOD 0, unwelded corners,
@@ -518,6 +518,14 @@ def _skin_mesh(scene: Scene, sk: dict, material: int, name: str, skinned: bool,
     return scene.add_mesh(Mesh(name=name, primitives=[prim])), truncated
 
 
+def _lod(options: dict) -> int:
+    """The skin LOD to export: option ``lod`` (0 = most detailed, the default)."""
+    try:
+        return min(max(int(options.get("lod") or 0), 0), 3)
+    except (TypeError, ValueError):
+        return 0
+
+
 def _lod_extras(skins: dict) -> list:
     return [{"faces": int(s["faceCount"]), "vertices": int(s["vertexCount"])} for s in skins["lods"]]
 
@@ -525,7 +533,7 @@ def _lod_extras(skins: dict) -> list:
 def scene_skins(doc: Any, **options: Any) -> Scene:
     scene, _, mats = _scene(doc, options)
     r = doc.root
-    lod0 = r["lods"][0] if "lods" in r else r
+    lod0 = r["lods"][_lod(options)] if "lods" in r else r
     mesh, _ = _skin_mesh(scene, lod0, mats.get(None, b"", "skin"), text(r["name"]) or "skin",
                          False, 0)
     scene.add_node(name=text(r["name"]) or "skin", mesh=mesh,
@@ -540,7 +548,8 @@ def scene_part(doc: Any, **options: Any) -> Scene:
     skins = resolver.load(r["geometry"], scene, "skins")
     mesh = None
     if skins is not None and skins.format == "n3cskins":
-        mesh, _ = _skin_mesh(scene, skins.root["lods"][0], mat, text(r["name"]) or "part", False, 0)
+        mesh, _ = _skin_mesh(scene, skins.root["lods"][_lod(options)], mat,
+                             text(r["name"]) or "part", False, 0)
     scene.add_node(name=text(r["name"]) or "part", mesh=mesh)
     return scene
 
@@ -618,7 +627,7 @@ def scene_chr(doc: Any, **options: Any) -> Scene:
         sdoc = resolver.load(p["geometry"], scene, "skins")
         if sdoc is None or sdoc.format != "n3cskins":
             continue
-        mesh, _ = _skin_mesh(scene, sdoc.root["lods"][0], mat, text(p["name"]) or text(ref),
+        mesh, _ = _skin_mesh(scene, sdoc.root["lods"][_lod(options)], mat, text(p["name"]) or text(ref),
                              skin is not None, len(nodes))
         if mesh is not None:
             scene.add_node(name=text(p["name"]) or text(ref), mesh=mesh, skin=skin,
