@@ -40,6 +40,8 @@ class CubeCodec(Codec):
     def to_scene(self, doc, **options):
         if doc.root["crash"]:
             raise ZeroDivisionError("boom")
+        if doc.root["size"] == 0:
+            raise NoSceneError("an empty cube has nothing to export")
         pos, nrm, uv, idx = cube(doc.root["size"])
         s = Scene(name=str(options.get("source_path")))
         m = s.add_mesh(Mesh(primitives=[Primitive(positions=pos, normals=nrm, indices=idx)]))
@@ -73,6 +75,7 @@ def _tree(root):
     (root / "a" / "bad.testcube").write_bytes(b"CUB")
     (root / "a" / "crash.testcube").write_bytes(b"CUBE" + struct.pack("<f", 1.0) + b"!")
     (root / "a" / "flat.testflat").write_bytes(b"FLAT0000")
+    (root / "a" / "empty.testcube").write_bytes(b"CUBE" + struct.pack("<f", 0.0))
     (root / "notes.txt").write_text("not a model")
 
 
@@ -111,7 +114,8 @@ def test_plan_mirrors_tree(tmp_path, toy_codecs):
     plan, skipped = plan_folder(str(tmp_path / "src"), str(tmp_path / "dst"), "glb")
     rel = sorted(str(d.relative_to(tmp_path / "dst")) if hasattr(d, "relative_to") else
                  d[len(str(tmp_path / "dst")) + 1:] for _, d in plan)
-    assert rel == ["a/b/three.glb", "a/bad.glb", "a/crash.glb", "a/two.glb", "one.glb"]
+    assert rel == ["a/b/three.glb", "a/bad.glb", "a/crash.glb", "a/empty.glb", "a/two.glb",
+                   "one.glb"]
     assert [s for s, _ in skipped] == [str(tmp_path / "src" / "a" / "flat.testflat")]
 
 
@@ -125,12 +129,14 @@ def test_convert_folder(tmp_path, toy_codecs, capsys, jobs):
     out = sorted(p.relative_to(tmp_path / "dst").as_posix()
                  for p in (tmp_path / "dst").rglob("*") if p.is_file())
     assert out == ["a/b/three.glb", "a/two.glb", "one.glb"]          # no partial files
-    assert "3 of 5 files converted to glb" in err
+    assert "3 of 6 files converted to glb" in err
     assert "1 files skipped" in err
+    assert "convert: 1 files hold nothing to export:\n" in err
+    assert "empty.testcube: an empty cube has nothing to export" in err
     assert "convert: 2 files failed:" in err
     assert f"{tmp_path / 'src' / 'a' / 'bad.testcube'}: MagicError: not a test cube" in err
     assert "crash.testcube: SceneExportError: internal error in test_cube to_scene" in err
-    assert "convert: 5/5 files (100%), 2 failed" in err                # plain progress line
+    assert "convert: 6/6 files (100%), 2 failed" in err                # plain progress line
     g = Gltf(str(tmp_path / "dst" / "a" / "b" / "three.glb"))
     assert g.json["accessors"][0]["max"] == [1.5, 1.5, 1.5]
 
@@ -138,6 +144,7 @@ def test_convert_folder(tmp_path, toy_codecs, capsys, jobs):
 def test_convert_folder_all_good_exit_zero(tmp_path, toy_codecs, capsys):
     (tmp_path / "src").mkdir()
     (tmp_path / "src" / "x.testcube").write_bytes(b"CUBE" + struct.pack("<f", 1.0))
+    (tmp_path / "src" / "y.testcube").write_bytes(b"CUBE" + struct.pack("<f", 0.0))
     assert convert_folder(str(tmp_path / "src"), str(tmp_path / "dst"), "gltf", {}, jobs=1) == 0
     assert sorted(p.name for p in (tmp_path / "dst").iterdir()) == ["x.bin", "x.gltf"]
     if validator_available():

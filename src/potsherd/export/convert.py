@@ -55,15 +55,19 @@ def convert_file(src: str, dst: str, target: str, options: dict) -> dict:
 
 
 def _worker(src: str, dst: str, target: str, options: dict) -> tuple:
-    """Process-pool entry: never raises; returns (ok, summary-or-error-text)."""
+    """Process-pool entry: never raises; returns (status, summary-or-error-text) with
+    status "ok", "failed" or "skipped" (a valid file with nothing to export)."""
+    from .gltf import NoSceneError
     try:
-        return True, convert_file(src, dst, target, options)
+        return "ok", convert_file(src, dst, target, options)
+    except NoSceneError as e:
+        return "skipped", str(e)
     except FormatError as e:
-        return False, f"{type(e).__name__}: {e}"
+        return "failed", f"{type(e).__name__}: {e}"
     except KeyboardInterrupt:
         raise
     except Exception as e:  # noqa: BLE001 - keep the batch going, report the file
-        return False, f"{type(e).__name__}: {e}"
+        return "failed", f"{type(e).__name__}: {e}"
 
 
 def _can_reach(path: str, target: str) -> bool:
@@ -181,25 +185,28 @@ def convert_folder(src_dir: str, dst_dir: str, target: str, options: dict, *,
     sizes = {src: os.path.getsize(src) for src, _ in plan}
     progress = Progress(len(plan), err)
     failures: list = []
+    not_exported: list = []
     written: list = []
     warned = 0
     workers = jobs if jobs and jobs > 0 else (os.cpu_count() or 1)
     workers = min(workers, len(plan))
 
-    def record(src: str, ok: bool, res: Any) -> None:
+    def record(src: str, status: str, res: Any) -> None:
         nonlocal warned
-        if ok:
+        if status == "ok":
             warned += 1 if res.get("warnings") else 0
             written.append(res["path"])
+        elif status == "skipped":
+            not_exported.append((src, res))
         else:
             failures.append((src, res))
-        progress.update(ok, sizes[src])
+        progress.update(status != "failed", sizes[src])
 
     if workers <= 1:
         try:
             for src, dst in plan:
-                ok, res = _worker(src, dst, target, options)
-                record(src, ok, res)
+                status, res = _worker(src, dst, target, options)
+                record(src, status, res)
         except KeyboardInterrupt:
             print(f"\nconvert: interrupted after {progress.done} of {len(plan)} files; "
                   "written files are complete, no partial files were left", file=err)
@@ -211,10 +218,10 @@ def convert_folder(src_dir: str, dst_dir: str, target: str, options: dict, *,
             for fut in cf.as_completed(futs):
                 src = futs[fut]
                 try:
-                    ok, res = fut.result()
+                    status, res = fut.result()
                 except cf.process.BrokenProcessPool as e:
-                    ok, res = False, f"worker process died: {e}"
-                record(src, ok, res)
+                    status, res = "failed", f"worker process died: {e}"
+                record(src, status, res)
         except KeyboardInterrupt:
             pool.shutdown(wait=True, cancel_futures=True)
             print(f"\nconvert: interrupted after {progress.done} of {len(plan)} files; "
@@ -222,11 +229,14 @@ def convert_folder(src_dir: str, dst_dir: str, target: str, options: dict, *,
             return 130
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
-    ok_count = len(plan) - len(failures)
-    print(f"convert: {ok_count} of {len(plan)} files converted to {target} in {dst_dir}"
+    print(f"convert: {len(written)} of {len(plan)} files converted to {target} in {dst_dir}"
           + (f" ({warned} with warnings)" if warned else "")
           + (f"; {len(skipped)} files skipped (format has no {target} conversion)"
              if skipped else ""), file=err)
+    if not_exported:
+        print(f"convert: {len(not_exported)} files hold nothing to export:", file=err)
+        for src, msg in sorted(not_exported):
+            print(f"  {src}: {msg}", file=err)
     rc = 0
     if failures:
         print(f"convert: {len(failures)} files failed:", file=err)
