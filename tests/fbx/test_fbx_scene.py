@@ -179,6 +179,8 @@ def _world(sc, i: int, parents: list) -> np.ndarray:
     "ufbx__maya_kenney_character_7700_binary.fbx",
     "ufbx__max_transformed_skin_7500_binary.fbx",
     "ufbx__blender_293_barbarian_7400_binary.fbx",
+    "ufbx__blender_279_default_6100_ascii.fbx",
+    "ufbx__max2009_cube_anim_6100_binary.fbx",
 ])
 def test_transforms_and_skins_match_ufbx(name: str):
     path = _corpus(name)
@@ -194,7 +196,7 @@ def test_transforms_and_skins_match_ufbx(name: str):
         w = _world(sc, i, parents)
         assert np.allclose(w, ref, atol=1e-4 * max(1.0, np.abs(ref).max())), n.name
         checked += 1
-    assert checked >= 5
+    assert checked >= 1
     assert len(sc.skins) == len(facts["ibms"])
     for skin, ref in zip(sc.skins, facts["ibms"]):
         assert np.allclose(skin.inverse_bind_matrices, ref, atol=1e-5)
@@ -229,8 +231,8 @@ def test_embedded_texture_becomes_image():
     assert any(m.base_color_texture is not None for m in sc.materials)
 
 
-def test_pre7000_files_have_no_scene_yet():
-    doc = potsherd.read(_corpus("ufbx__maya_cube_6100_binary.fbx"))
+def test_fbx5_files_have_no_scene_yet():
+    doc = potsherd.read(_corpus("ufbx__max7_cube_5000_binary.fbx"))
     with pytest.raises(NotImplementedError):
         doc.codec.to_scene(doc)
 
@@ -247,7 +249,7 @@ def test_corpus_exports_validate(tmp_path):
         if p.suffix.lower() != ".fbx":
             continue
         doc = potsherd.read(p)
-        if int(doc.params.get("version") or 0) < 7000:
+        if doc.root.find("Connections") is None:  # FBX 5.x
             continue
         out = tmp_path / (p.stem + ".glb")
         export_document(doc, out)

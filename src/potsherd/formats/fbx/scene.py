@@ -33,10 +33,8 @@ def to_scene(doc: Any, **options: Any) -> Scene:
     if doc.format == "fbx-ascii":
         from .convert import ascii_tree_to_binary
         root = ascii_tree_to_binary(root, "none")
-    version = int(doc.params.get("version") or 0)
-    if root.find(b"Objects") is None or root.find(b"Connections") is None or \
-            (version and version < 7000):
-        raise NotImplementedError("only FBX 7.x scenes (Objects + Connections) are exported")
+    if root.find(b"Objects") is None or root.find(b"Connections") is None:
+        raise NotImplementedError("FBX 5.x scenes (no Objects/Connections) are not exported")
     return _Builder(root, options).build()
 
 
@@ -53,10 +51,13 @@ class _Object:
         p = node.props
         self.node = node
         self.kind = node.name.decode("latin-1")
-        self.id = int(p[0][1]) if p and p[0][0] in "LI" else None
-        full = p[1][1] if len(p) > 1 and p[1][0] == "S" else b""
+        # 7.x: id, "Name\0\1Class", "Sub";  6.x: "Name\0\1Class", "Sub" (the name is the id)
+        first = 0 if p and p[0][0] == "S" else 1
+        self.id = p[0][1] if p and p[0][0] in "LIS" else None
+        full = p[first][1] if len(p) > first and p[first][0] == "S" else b""
         self.name = _text(full.split(b"\x00\x01")[0]) if isinstance(full, bytes) else ""
-        self.sub = _text(p[2][1]) if len(p) > 2 and p[2][0] == "S" else ""
+        self.sub = _text(p[first + 1][1]) if len(p) > first + 1 and p[first + 1][0] == "S" \
+            else ""
         self.props = _p70(node)
 
     def child(self, name: str) -> FbxNode | None:
@@ -79,11 +80,13 @@ class _Object:
 
 
 def _p70(node: FbxNode) -> dict:
+    """Property name -> values, from Properties70/P (7.x) or Properties60/Property (6.x)."""
     out: dict = {}
-    p70 = node.find(b"Properties70")
-    for p in (p70.children or []) if p70 is not None else []:
-        if p.name == b"P" and p.props and p.props[0][0] == "S":
-            out[_text(p.props[0][1])] = [v for _, v in p.props[4:]]
+    for block, row, skip in ((b"Properties70", b"P", 4), (b"Properties60", b"Property", 3)):
+        p70 = node.find(block)
+        for p in (p70.children or []) if p70 is not None else []:
+            if p.name == row and p.props and p.props[0][0] == "S":
+                out[_text(p.props[0][1])] = [v for _, v in p.props[skip:]]
     return out
 
 
@@ -144,8 +147,8 @@ class _Builder:
         self.children: dict[int, list] = defaultdict(list)   # parent -> [(child, prop)]
         self.parents: dict[int, list] = defaultdict(list)    # child -> [(parent, prop)]
         for c in root.find(b"Connections").children or ():
-            p = c.props
-            if len(p) >= 3 and p[0][0] == "S" and p[1][0] in "LI" and p[2][0] in "LI":
+            p = c.props  # C (7.x, numeric ids) or Connect (6.x, names as ids)
+            if len(p) >= 3 and p[0][0] == "S" and p[1][0] in "LIS" and p[2][0] in "LIS":
                 prop = _text(p[3][1]) if len(p) > 3 and p[3][0] == "S" else None
                 self.children[p[2][1]].append((p[1][1], prop))
                 self.parents[p[1][1]].append((p[2][1], prop))
@@ -201,7 +204,10 @@ class _Builder:
                                              scale=s.tolist(), extras={"fbx_class": m.sub})
         skinned = []
         for m in order:
-            for g in self.linked(m.id, "Geometry", "Mesh"):
+            geometries = self.linked(m.id, "Geometry", "Mesh")
+            if not geometries and m.sub == "Mesh" and m.child("Vertices") is not None:
+                geometries = [m]  # 6.x keeps the geometry inside its model
+            for g in geometries:
                 if g.id not in self.mesh_of:  # instances share one glTF mesh
                     self.mesh_of[g.id] = self.mesh(g, m)
                 mesh, skin = self.mesh_of[g.id]
@@ -211,7 +217,9 @@ class _Builder:
                     skinned.append((m, mesh, skin))
                     continue
                 self.attach(m, mesh)
-        gs = _p70(self.root.find(b"GlobalSettings") or FbxNode(b""))
+        gs_node = self.root.find(b"GlobalSettings") or \
+            self.root.find(b"Objects").find(b"GlobalSettings")  # 6.x: inside Objects
+        gs = _p70(gs_node or FbxNode(b""))
         axes = _axis_matrix(gs)
         unit = float((gs.get("UnitScaleFactor") or [1.0])[0]) / 100.0
         if self.options.get("keep_units"):
