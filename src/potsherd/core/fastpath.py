@@ -31,13 +31,14 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import json
 import struct
 from typing import Any, Callable, Iterator
 
 import numpy as np
 
 from . import layout as L
-from .expr import _int_div, _num
+from .expr import _int_div, _num, references
 from .values import F32NaN, F64NaN, RawString
 
 __all__ = ["FastLayout", "fast_layout", "reference_only", "set_enabled"]
@@ -129,7 +130,12 @@ def _patch(b: bytes, nans: list) -> bytes:
     return bytes(out)
 
 
-def _select(i: Any, cases: tuple) -> Any:
+_MISSING_NAME = _MissingName()
+
+
+def _select(i: Any, cases: tuple) -> Any:  # noqa: D103 - the "select" operator
+    if i.__class__ is _MissingName:
+        raise _Fallback
     if isinstance(i, int) and 0 <= i < len(cases):
         return cases[i]
     return None
@@ -160,11 +166,96 @@ def _bits_reader(prim: "L.Prim") -> Callable[[bytes, int], float]:
 
 
 class _ExprEnv:
-    """What generated code knows while compiling one record's expressions."""
+    """What generated code knows about names while compiling one record.
 
-    def __init__(self, mode: str) -> None:
+    A field reference resolves like ``Scope.lookup``: in this record's dict
+    when the field has been read (or written) by then, else in the enclosing
+    records and parameters.  Fields of this record live in Python locals; a
+    field read under a condition starts as ``_UNSET`` (then the outer lookup
+    applies).  Outer names are looked up once per record (``_LS``): the
+    enclosing records are suspended while this one runs, so their values
+    cannot change; a name no frame has yet is a sentinel that makes any use
+    fall back to the reference."""
+
+    def __init__(self, mode: str, rec: "L.Record | None" = None) -> None:
         self.mode = mode            # "decode" or "encode"
-        self.locals: dict[str, str] = {}  # field name -> Python local holding a plain number
+        self.var: dict[str, str] = {}      # field name -> local holding its current value
+        self.state: dict[str, str] = {}    # field name -> "set" | "maybe" (absent: not read yet)
+        self.hoisted: dict[str, str] = {}  # outer name -> local
+        self.params_here: set[str] = set()
+        self.plain: dict[str, bool] = {}   # field name -> every definition is a plain number
+        self.shared: set[str] = set()      # names needing one shared local (_UNSET first)
+        self.referenced: set[str] | None = None  # names any expression of the record uses
+        self.cse: dict[tuple, str] = {}    # (form, expression) -> local computed in the prologue
+        self.cse_lines: list[tuple[str, str]] = []
+        self.cse_plain: dict[tuple, bool] = {}
+        if rec is not None:
+            self.referenced = set()
+            for f in rec.fields:
+                if f.cond_src not in (None, "always", "optional tail"):
+                    self.referenced |= references(f.cond_src)
+                self.referenced |= _storage_references(f.storage)
+            defs: dict[str, list] = {}
+            for f in rec.fields:
+                if f.is_param:
+                    self.params_here.add(f.name)
+                else:
+                    defs.setdefault(f.name, []).append(f)
+            for name, fs in defs.items():
+                self.plain[name] = all(_is_plain_number(f.storage) for f in fs)
+                if len(fs) > 1 or fs[0].cond is not None:
+                    self.shared.add(name)
+                    self.var[name] = "F_" + _ident(name)
+
+    def define(self, name: str, value_var: str, conditional: bool, out: list, ind: str) -> None:
+        """Record that ``name`` now holds ``value_var`` (emitting an assignment
+        to its shared local when it has one)."""
+        if name in self.params_here:
+            return
+        if self.referenced is not None and name not in self.referenced:
+            return
+        if name in self.shared:
+            out.append(f"{ind}{self.var[name]} = {value_var}")
+            if not conditional:
+                self.state[name] = "set"
+            else:
+                self.state.setdefault(name, "maybe")
+        else:
+            self.var[name] = value_var
+            self.state[name] = "set"
+
+    def prologue(self) -> list[str]:
+        lines = [f"    {v} = _UNSET" for n, v in self.var.items()
+                 if n in self.shared and (self.referenced is None or n in self.referenced)]
+        for n, v in self.hoisted.items():
+            lines.append(f"    {v} = _LS(frames, {n!r})")
+            lines.append(f"    N{v[1:]} = _num({v})")
+        for v, src in self.cse_lines:
+            lines.append(f"    try: {v} = {src}")
+            lines.append(f"    except Exception: {v} = _MISSING")
+        return lines
+
+    def outer(self, name: str) -> str:
+        v = self.hoisted.get(name)
+        if v is None:
+            v = self.hoisted[name] = "H_" + _ident(name)
+        return v
+
+    def pure_outer(self, e: Any) -> bool:
+        """True when ``e`` depends only on names this record has not defined
+        (yet): its value is the same from the start of the record on."""
+        if isinstance(e, str):
+            return e not in self.params_here and e not in self.state
+        if isinstance(e, (bool, int, float)):
+            return True
+        if isinstance(e, list):
+            return all(self.pure_outer(a) for a in e)
+        if isinstance(e, dict) and len(e) == 1:
+            (op, arg), = e.items()
+            if op in ("remaining", "present"):
+                return False
+            return self.pure_outer(arg)
+        return False
 
 
 class _Gen:
@@ -175,7 +266,7 @@ class _Gen:
         self.ns: dict[str, Any] = {
             "_FB": _Fallback, "_num": _num, "_int_div": _int_div, "_select": _select,
             "RawString": RawString, "np": np, "_fbuf": np.frombuffer, "_nanpos": _nan_positions,
-            "_F32NaN": F32NaN, "_patch": _patch, "_F64NaN": F64NaN, "_MISSING": _MissingName(),
+            "_F32NaN": F32NaN, "_patch": _patch, "_UNSET": _UNSET, "_LS": _lookup_or_missing, "_F64NaN": F64NaN, "_MISSING": _MISSING_NAME,
             "_mv": memoryview,
         }
         self.consts: dict[int, str] = {}
@@ -200,9 +291,76 @@ class _Gen:
         return f"{prefix}{self.tmp}"
 
     # --- expressions ------------------------------------------------------
+    def name_ref(self, name: str, env: _ExprEnv) -> tuple[str, bool]:
+        """Source for the current value of field reference ``name``."""
+        if name in env.params_here:
+            return f"_L({name!r})", False
+        state = env.state.get(name)
+        if state == "set":
+            return env.var[name], env.plain.get(name, False)
+        if state == "maybe":
+            v = env.var[name]
+            return f"({v} if {v} is not _UNSET else _L({name!r}))", False
+        return env.outer(name), False
+
+    def test(self, e: Any, env: _ExprEnv) -> str:
+        """Source whose truth value is that of expression ``e``'s value."""
+        c = self.cached("test", e, env, lambda: self._test(e, env))
+        return c if c is not None else self._test(e, env)
+
+    def _test(self, e: Any, env: _ExprEnv) -> str:
+        if isinstance(e, dict) and len(e) == 1:
+            (op, arg), = e.items()
+            args = arg if isinstance(arg, list) else [arg]
+            if op in ("gt", "lt", "ge", "eq", "ne") and len(args) == 2:
+                sym = {"gt": ">", "lt": "<", "ge": ">=", "eq": "==", "ne": "!="}[op]
+                return f"({self.num(args[0], env)} {sym} {self.num(args[1], env)})"
+            if op == "and":
+                return "(" + " and ".join(self.test(a, env) for a in args) + ")" if args else "True"
+            if op == "or":
+                return "(" + " or ".join(self.test(a, env) for a in args) + ")" if args else "False"
+            if op == "not" and len(args) == 1:
+                return f"(not {self.test(args[0], env)})"
+        if isinstance(e, list):
+            return self.test({"and": e}, env)
+        return self.expr(e, env)[0]
+
+    def num(self, e: Any, env: _ExprEnv) -> str:
+        if isinstance(e, str) and e not in env.params_here and e not in env.state:
+            env.outer(e)
+            return "N_" + _ident(e)
+        src, plain = self.expr(e, env)
+        return src if plain else f"_num({src})"
+
+    def cached(self, form: str, e: Any, env: _ExprEnv, build) -> str | None:
+        """A local computed once in the record's prologue for a non-trivial
+        expression that depends only on outer names (None when not eligible)."""
+        if not isinstance(e, dict) or not _has_names(e) or not env.pure_outer(e):
+            return None
+        key = (form, json.dumps(e, sort_keys=True))
+        v = env.cse.get(key)
+        if v is None:
+            v = env.cse[key] = f"X{len(env.cse)}"
+            env.cse_lines.append((v, build()))
+        return v
+
     def expr(self, e: Any, env: _ExprEnv) -> tuple[str, bool]:
         """Python source for expression ``e`` and whether its value is a plain
         number (so ``_num`` is the identity on it)."""
+        plain: list[bool] = []
+
+        def build() -> str:
+            src, p = self._expr(e, env)
+            plain.append(p)
+            return src
+        c = self.cached("value", e, env, build)
+        if c is not None:
+            key = ("value", json.dumps(e, sort_keys=True))
+            p = env.cse_plain.setdefault(key, plain[0] if plain else False)
+            return c, p
+        return self._expr(e, env)
+
+    def _expr(self, e: Any, env: _ExprEnv) -> tuple[str, bool]:
         if isinstance(e, bool):
             return str(int(e)), True
         if isinstance(e, int):
@@ -212,10 +370,7 @@ class _Gen:
                 return self.const(e), True
             return repr(e), True
         if isinstance(e, str):
-            loc = env.locals.get(e)
-            if loc is not None:
-                return loc, True
-            return f"_L({e!r})", False
+            return self.name_ref(e, env)
         if isinstance(e, list):
             return self.expr({"and": e}, env)
         if not isinstance(e, dict) or len(e) != 1:
@@ -236,54 +391,44 @@ class _Gen:
             if env.mode == "decode":
                 return "(end - pos)", True
             return "(1 if _S.present else 0)", True
-
-        def num(a: Any) -> str:
-            src, plain = self.expr(a, env)
-            return src if plain else f"_num({src})"
-
-        if op in ("gt", "lt", "ge", "eq", "ne"):
-            if len(args) != 2:
+        ints = [a for a in args if isinstance(a, int) and not isinstance(a, bool)]
+        if op in ("gt", "lt", "ge", "eq", "ne", "and", "or", "not"):
+            if op in ("gt", "lt", "ge", "eq", "ne") and len(args) != 2:
                 raise ValueError(f"{op} takes two operands")
-            sym = {"gt": ">", "lt": "<", "ge": ">=", "eq": "==", "ne": "!="}[op]
-            return f"(1 if {num(args[0])} {sym} {num(args[1])} else 0)", True
-        if op == "and":
-            if not args:
-                return "1", True
-            return "(1 if " + " and ".join(num(a) for a in args) + " else 0)", True
-        if op == "or":
-            if not args:
-                return "0", True
-            return "(1 if " + " or ".join(num(a) for a in args) + " else 0)", True
-        if op == "not":
-            return f"(0 if {num(args[0])} else 1)", True
+            return f"(1 if {self.test(e, env)} else 0)", True
         if op == "minus":
             a, b = args
-            return f"({num(a)} - {num(b)})", True
+            if len(ints) == 2:
+                return repr(a - b), True
+            return f"({self.num(a, env)} - {self.num(b, env)})", True
         if op == "plus":
-            return "(0 + " + " + ".join(num(a) for a in args) + ")", True
+            if len(ints) == len(args):
+                return repr(sum(args)), True
+            return "(0 + " + " + ".join(self.num(a, env) for a in args) + ")", True
         if op == "product":
-            return "(1 * " + " * ".join(num(a) for a in args) + ")", True
+            return "(1 * " + " * ".join(self.num(a, env) for a in args) + ")", True
         if op in ("min", "max"):
-            return f"{op}((" + ", ".join(num(a) for a in args) + ",))", True
+            return f"{op}((" + ", ".join(self.num(a, env) for a in args) + ",))", True
         if op == "mask":
             a, b = args
-            return f"(int({num(a)}) & int({num(b)}))", True
+            sa = repr(a) if a in ints else f"int({self.num(a, env)})"
+            sb = repr(b) if b in ints else f"int({self.num(b, env)})"
+            return f"({sa} & {sb})", True
         if op == "divide":
             a, b = args
-            return f"_int_div({num(a)}, {num(b)}, _S)", True
+            return f"_int_div({self.num(a, env)}, {self.num(b, env)}, _S)", True
         if op == "select":
             idx, *cases = args
-            srcs = [self.expr(c, env) for c in cases]
             if all(isinstance(c, (int, float)) for c in cases):
-                return f"_select({num(idx)}, (" + "".join(s + ", " for s, _ in srcs) + "))", False
+                srcs = [self.expr(c, env)[0] for c in cases]
+                return f"_select({self.num(idx, env)}, (" + "".join(x + ", " for x in srcs) + "))", False
             # cases evaluated lazily, as the interpreter does
-            fn = self.const(L.compile_expr(e), "E")
-            return f"{fn}(_S)", False
+            return f"{self.const(L.compile_expr(e), 'E')}(_S)", False
         if op == "choose":
             c, a, b = args
             sa, pa = self.expr(a, env)
             sb, pb = self.expr(b, env)
-            return f"({sa} if {num(c)} else {sb})", pa and pb
+            return f"({sa} if {self.test(c, env)} else {sb})", pa and pb
         raise ValueError(f"unknown operator {op!r}")
 
     # --- entry points -----------------------------------------------------
@@ -317,13 +462,14 @@ class _Gen:
 
     def gen_dec_record(self, rec: "L.Record") -> None:
         fname = self.dec_names[id(rec)]
-        out = [f"def {fname}(buf, pos, end, _S, _R):",
-               "    frames = _S.frames",
-               "    if len(frames) > _S.limits.max_depth: raise _FB",
-               "    rec = {}",
-               "    frames.append(rec)",
-               "    _L = _S.lookup"]
-        env = _ExprEnv("decode")
+        head = [f"def {fname}(buf, pos, end, _S, _R):",
+                "    frames = _S.frames",
+                "    if len(frames) > _S.limits.max_depth: raise _FB",
+                "    rec = {}",
+                "    frames.append(rec)",
+                "    _L = _S.lookup"]
+        out: list[str] = []
+        env = _ExprEnv("decode", rec)
         counts: dict[str, int] = {}
         for f in rec.fields:
             counts[f.name] = counts.get(f.name, 0) + 1
@@ -351,19 +497,18 @@ class _Gen:
                 continue
             ind = "    "
             if f.cond is not None:
-                cs, _ = self.expr(f.cond_src if f.cond_src != "optional tail"
-                                  else {"gt": [{"remaining": []}, 0]}, env)
+                cs = self.test(f.cond_src if f.cond_src != "optional tail"
+                               else {"gt": [{"remaining": []}, 0]}, env)
                 out.append(f"    if {cs}:")
                 ind = "        "
             var = self.fresh("v")
             self.dec_storage(f.storage, var, out, ind, env)
             out.append(f"{ind}rec[{f.name!r}] = {var}")
-            if f.cond is None and counts[f.name] == 1 and isinstance(f.storage, L.Prim):
-                env.locals[f.name] = var
+            env.define(f.name, var, f.cond is not None, out, ind)
             i += 1
         out.append("    frames.pop()")
         out.append("    return rec, pos")
-        self.lines.extend(out)
+        self.lines.extend(head + env.prologue() + out)
         self.lines.append("")
 
     def dec_run(self, run: list, order: str, out: list, env: _ExprEnv, counts: dict, ind: str) -> None:
@@ -401,16 +546,20 @@ class _Gen:
             out.append(f"{ind}if {v} != {v}: {v} = {fix}")
         for f, vs in slots:
             if isinstance(f.storage, L.Group):
-                out.append(f"{ind}rec[{f.name!r}] = [{', '.join(vs)}]")
+                g = self.fresh("g")
+                out.append(f"{ind}rec[{f.name!r}] = {g} = [{', '.join(vs)}]")
+                env.define(f.name, g, False, out, ind)
             else:
                 out.append(f"{ind}rec[{f.name!r}] = {vs[0]}")
-                if counts[f.name] == 1 and isinstance(f.storage, L.Prim):
-                    env.locals[f.name] = vs[0]
+                env.define(f.name, vs[0], False, out, ind)
         out.append(f"{ind}pos += {off}")
 
     def dec_count(self, src_expr: Any, var: str, out: list, ind: str, env: _ExprEnv) -> None:
         """``var = count`` with the interpreter's Array._n semantics."""
-        src, _ = self.expr(src_expr, env)
+        src, plain = self.expr(src_expr, env)
+        if isinstance(src_expr, int) and not isinstance(src_expr, bool):
+            out.append(f"{ind}{var} = {max(src_expr, 0)}")
+            return
         msg = f"array count {src_expr!r} selects no case; read as empty"
         out.append(f"{ind}{var} = {src}")
         out.append(f"{ind}if {var}.__class__ is not int:")
@@ -479,7 +628,7 @@ class _Gen:
         src_expr = getattr(st, "cond_src", None)
         if src_expr is None:
             return f"{self.const(st.cond, 'E')}(_S)"
-        return self.expr(src_expr, env)[0]
+        return self.test(src_expr, env)
 
     def dec_struct_record(self, st: "L.StructRecord", var: str, out: list, ind: str) -> None:
         vs = [self.fresh("r") for _ in st.names]
@@ -541,7 +690,7 @@ class _Gen:
         out.append(f"{ind}{ap} = {var}.append")
         x = self.fresh("x")
         out.append(f"{ind}for _ in range({n}):")
-        self.dec_storage(item, x, out, ind + "    ", _ExprEnv("decode"))
+        self.dec_storage(item, x, out, ind + "    ", env)
         out.append(f"{ind}    {ap}({x})")
 
     def dec_fixed_records(self, item: Any, fixed: list, n: str, var: str, out: list, ind: str) -> None:
@@ -614,7 +763,7 @@ class _Gen:
 
     def gen_enc_record(self, rec: "L.Record") -> None:
         fname = self.enc_names[id(rec)]
-        env = _ExprEnv("encode")
+        env = _ExprEnv("encode", rec)
         known = set()
         for f in rec.fields:
             known.add(f.name)
@@ -627,6 +776,7 @@ class _Gen:
                 "    cur = {}",
                 "    frames.append(cur)",
                 "    _L = _S.lookup"]
+        head, out = out, []
         counts: dict[str, int] = {}
         for f in rec.fields:
             counts[f.name] = counts.get(f.name, 0) + 1
@@ -655,20 +805,21 @@ class _Gen:
             x = self.fresh("x")
             if f.cond is not None:
                 out.append(f"    _S.present = {f.name!r} in v")
-                cs, _ = self.expr(f.cond_src if f.cond_src != "optional tail"
-                                  else {"gt": [{"remaining": []}, 0]}, env)
+                cs = self.test(f.cond_src if f.cond_src != "optional tail"
+                               else {"gt": [{"remaining": []}, 0]}, env)
                 out.append(f"    if {cs}:")
                 ind = "        "
+            elif _kind(f.storage) not in (L.Prim, L.Group, L.String, L.Bytes, L.Tail):
+                out.append(f"    _S.present = True")
             out.append(f"{ind}{x} = v[{f.name!r}]")
             self.enc_storage(f.storage, x, out, ind, env)
             out.append(f"{ind}cur[{f.name!r}] = {x}")
-            if f.cond is None and counts[f.name] == 1 and isinstance(f.storage, L.Prim):
-                env.locals[f.name] = x
+            env.define(f.name, x, f.cond is not None, out, ind)
             i += 1
         kn = self.const(frozenset(known), "KN")
         out.append(f"    if not {kn}.issuperset(v): raise _FB")
         out.append("    frames.pop()")
-        self.lines.extend(out)
+        self.lines.extend(head + env.prologue() + out)
         self.lines.append("")
 
     def enc_count_check(self, rec: "L.Record", ind: str) -> list[str]:
@@ -715,14 +866,13 @@ class _Gen:
             x = self.fresh("x")
             out.append(f"{ind}{x} = v[{f.name!r}]")
             out.append(f"{ind}cur[{f.name!r}] = {x}")
+            env.define(f.name, x, False, out, ind)
             if isinstance(st, L.Prim):
                 fmt += st.st.format[-1]
                 y = self.fresh("y")
                 out.append(f"{ind}{y} = {x}")
                 self.enc_value_check(st, y, off, nl, out, ind)
                 vals.append(y)
-                if counts[f.name] == 1:
-                    env.locals[f.name] = x
             elif isinstance(st, L.Group):
                 fmt += st.prim.st.format[-1] * st.n
                 ys = [self.fresh("y") for _ in range(st.n)]
@@ -745,6 +895,9 @@ class _Gen:
         out.append(f"{ind}{self.const(st, 'ST')}.encode(_W, {x}, _S)")
 
     def enc_count(self, src_expr: Any, var: str, out: list, ind: str, env: _ExprEnv) -> None:
+        if isinstance(src_expr, int) and not isinstance(src_expr, bool):
+            out.append(f"{ind}{var} = {max(src_expr, 0)}")
+            return
         src, _ = self.expr(src_expr, env)
         out.append(f"{ind}{var} = {src}")
         out.append(f"{ind}if {var}.__class__ is not int:")
@@ -848,7 +1001,7 @@ class _Gen:
             return
         y = self.fresh("e")
         out.append(f"{ind}for {y} in {x}:")
-        self.enc_storage(item, y, out, ind + "    ", _ExprEnv("encode"))
+        self.enc_storage(item, y, out, ind + "    ", env)
 
     def enc_fixed_records(self, item: Any, fixed: list, x: str, out: list, ind: str) -> None:
         order = fixed[0][3]
@@ -889,6 +1042,50 @@ class _Gen:
             out.append(f"{ind}    {b}")
         out.append(f"{ind}    {parts}.append({pk}({', '.join(vals)}))")
         out.append(f"{ind}wr(b''.join({parts}))")
+
+
+class _Unset:
+    """A field of the current record not read (or written) yet."""
+
+    __slots__ = ()
+
+
+_UNSET = _Unset()
+
+
+def _lookup_or_missing(frames: list, name: str) -> Any:
+    for i in range(len(frames) - 1, -1, -1):
+        v = frames[i].get(name, _UNSET)
+        if v is not _UNSET:
+            return v
+    return _MISSING_NAME
+
+
+def _has_names(e: Any) -> bool:
+    return bool(references(e))
+
+
+def _storage_references(st: Any, seen: set | None = None) -> set[str]:
+    """Names used by the expressions of a storage (not of records it refers to)."""
+    out: set[str] = set()
+    k = _kind(st)
+    if k is L.Array:
+        out |= references(st.count_src) | _storage_references(st.item)
+    elif k is L.Bytes:
+        out |= references(st.count_src)
+    elif k is L.Choice:
+        out |= references(st.cond_src) | _storage_references(st.yes) | _storage_references(st.no)
+    return out
+
+
+def _is_plain_number(st: Any) -> bool:
+    """Values of this storage are int/float (``_num`` is the identity)."""
+    k = _kind(st)
+    if k is L.Prim:
+        return True
+    if k is L.Choice:
+        return _is_plain_number(st.yes) and _is_plain_number(st.no)
+    return False
 
 
 def _type_test(prim: "L.Prim", x: str) -> str:
