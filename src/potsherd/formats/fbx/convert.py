@@ -23,14 +23,12 @@ import numpy as np
 
 from ...core.errors import EncodeError, FormatError
 from ...document import Document
-from .ascii import AsciiArray, encode_ascii, escape, unescape
-from .binary import encode_binary
+from .ascii import AsciiArray, escape, unescape
 from .model import ARRAY_CODES, FbxArray, FbxNode, array_dtype, file_id
 from .tables import expand, load_table
 
 #: raw array size at or above which a style compresses (SDK: >= 1024, Blender: > 128)
 COMPRESS_MIN = {"sdk": 1024, "blender": 129, "none": None}
-_BINARY_ONLY = (b"FileId", b"CreationTime", b"Creator")
 _FLOAT_BITS_PATHS = (b"KeyAttrDataFloat",)
 _INT_LEX = re.compile(r"[-+]?\d+\Z")
 _BARE_NAME = re.compile(rb"[A-Za-z0-9_\-()|.+]+\Z")
@@ -370,11 +368,3 @@ def _strip_fmt(root: FbxNode) -> None:
     root.fmt = None
     for _, n in root.walk():
         n.fmt = None
-
-
-def ascii_bytes(doc: Document) -> bytes:
-    return encode_ascii(doc.root, doc.params, canonical=True)
-
-
-def binary_bytes(doc: Document) -> bytes:
-    return encode_binary(doc.root, doc.params, bytes(doc.trailing))

@@ -11,7 +11,7 @@ ASCII properties use the lexical kinds ``s`` (string, decoded bytes), ``n``
 from __future__ import annotations
 
 import zlib
-from typing import Any, Iterator
+from typing import Iterator
 
 import numpy as np
 
@@ -234,13 +234,3 @@ def footer_id(creation_time: bytes) -> bytes:
     m = [a ^ b for a, b in zip(m, v)]
     _prefix_xor(m)
     return bytes(a ^ b for a, b in zip(m, _FOOTER_KEY))
-
-
-def check_depth(depth: int, limits: Limits, offset: int | None = None) -> None:
-    if depth > limits.max_depth:
-        raise LimitError(f"nodes nested deeper than {limits.max_depth}", offset=offset,
-                         found=depth)
-
-
-def prop_summary(props: list) -> Any:
-    return [p[0] for p in props]

@@ -11,14 +11,13 @@ ASCII documents are typed through the signature table first.
 """
 from __future__ import annotations
 
-import math
 from collections import defaultdict
 from typing import Any
 
 import numpy as np
 
 from ...core.errors import FormatError
-from ...scene import (Animation, Channel, Image, Material, Mesh, MorphTarget, Node, Primitive,
+from ...scene import (Animation, Channel, Image, Material, Mesh, MorphTarget, Primitive,
                       Scene, Skin, TextureRef, decompose_matrix, fan_triangulate,
                       mat4_from_gltf, matrix_to_quat, quat_continuous, quat_from_euler,
                       trs_to_matrix, weld)
