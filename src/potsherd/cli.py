@@ -350,6 +350,9 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--lod", type=int, default=0, help="Knight Online LOD")
     sp.add_argument("--data-root", help="game data folder for resolving references")
     sp.add_argument("--jobs", type=int, default=0, help="parallel jobs (0: all cores)")
+    sp.add_argument("--option", action="append", metavar="NAME=VALUE",
+                    help="exporter option for the family's glTF converter (e.g. "
+                         "moveable=LARA, unit_scale=0.001, fx_meshes=1)")
     sp.add_argument("--validate", action="store_true",
                     help="check glTF outputs with the Khronos glTF validator (needs Node and "
                          "tools/gltf-validator installed)")

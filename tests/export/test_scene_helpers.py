@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from potsherd.scene import (Scene, Z_UP_TO_Y_UP, Z_UP_Y_FORWARD_TO_GLTF, compute_normals, decompose_matrix,
+from potsherd.scene import (Scene, Y_DOWN_Z_FORWARD_TO_GLTF, Z_UP_TO_Y_UP, Z_UP_Y_FORWARD_TO_GLTF, compute_normals, decompose_matrix,
                             fan_triangulate, flip_winding, limit_influences, mat4_from_gltf,
                             mat4_to_gltf, matrix_to_quat, mirror_z, mirror_z_matrix,
                             mirror_z_quat, quat_continuous, quat_from_euler, quat_multiply,
@@ -58,6 +58,7 @@ def test_axis_conversions():
     assert z_up_to_y_up(np.array([[1.0, 2.0, 3.0]])).tolist() == [[1, 3, -2]]
     assert quat_to_matrix(Z_UP_TO_Y_UP) @ [1, 2, 3] == pytest.approx([1, 3, -2])
     assert quat_to_matrix(Z_UP_Y_FORWARD_TO_GLTF) @ [1, 2, 3] == pytest.approx([-1, 3, 2])
+    assert quat_to_matrix(Y_DOWN_Z_FORWARD_TO_GLTF) @ [1, 2, 3] == pytest.approx([-1, -2, 3])
 
 
 def test_geometry_helpers():

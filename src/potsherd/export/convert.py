@@ -33,7 +33,12 @@ def _target_of(args) -> str:
 
 
 def _plain_options(args) -> dict:
-    return {k: v for k, v in vars(args).items() if isinstance(v, _PLAIN) and k != "func"}
+    """CLI values for workers and ``to_scene``; ``--option k=v`` become top-level keys."""
+    from ..cli import parse_params
+    out = {k: v for k, v in vars(args).items() if isinstance(v, _PLAIN) and k != "func"}
+    extra = parse_params(out.pop("option", None) or [])
+    out.update(extra)
+    return out
 
 
 def convert_file(src: str, dst: str, target: str, options: dict) -> dict:
@@ -271,7 +276,7 @@ def run(args) -> int:
     summary = convert_file(args.input, output, target, options)
     for w in summary.get("warnings", []):
         print(f"potsherd: warning: {w}", file=sys.stderr)
-    print(f"{output}: {summary['bytes']} bytes")
+    print(f"{output}: {summary['bytes']} bytes", flush=True)
     if getattr(args, "validate", False) and target in GLTF_TARGETS:
         return validate_outputs([output])
     return 0

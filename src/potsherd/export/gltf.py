@@ -41,7 +41,7 @@ CHUNK_BIN = 0x004E4942
 #: CLI arguments that are not exporter options
 _NOT_OPTIONS = {"func", "command", "input", "output", "to", "jobs", "format", "param",
                 "max_depth", "max_elements", "max_inflated", "binary", "external_images",
-                "validate"}
+                "validate", "option"}
 
 
 def _jsonable(v: Any) -> Any:

@@ -10,7 +10,8 @@ Conventions (ALREADY glTF's; convert in ``to_scene``, the writer does not):
 - right-handed, +Y up, metres, counter-clockwise front faces; the asset's
   front looks toward +Z (glTF spec), so a Y-forward Z-up model needs
   (x, y, z) -> (-x, z, y) (root rotation ``Z_UP_Y_FORWARD_TO_GLTF``), not
-  just ``Z_UP_TO_Y_UP`` (which makes it face -Z);
+  just ``Z_UP_TO_Y_UP`` (which makes it face -Z); Y-down +Z-forward data
+  (TR) needs ``Y_DOWN_Z_FORWARD_TO_GLTF`` rather than ``Y_DOWN_TO_Y_UP``;
 - UV origin top-left (same as Direct3D/bitmaps: no V flip for those; FBX and
   OpenGL-style data need ``v' = 1 - v``);
 - quaternions are (x, y, z, w); matrices are numpy (4, 4) in math layout
@@ -58,7 +59,8 @@ Helpers: quaternions/matrices/axes in :mod:`.xform` (``quat_multiply``,
 from .model import (CLAMP_TO_EDGE, LINEAR_FILTER, LINEAR_MIPMAP_LINEAR, MIRRORED_REPEAT,
                     NEAREST, REPEAT, Animation, Channel, Image, Material, Mesh, MorphTarget,
                     Node, Primitive, Scene, Skin, TextureRef)
-from .xform import (IDENTITY_QUAT, Y_DOWN_TO_Y_UP, Z_UP_TO_Y_UP, Z_UP_Y_FORWARD_TO_GLTF,
+from .xform import (IDENTITY_QUAT, Y_DOWN_TO_Y_UP, Y_DOWN_Z_FORWARD_TO_GLTF, Z_UP_TO_Y_UP,
+                    Z_UP_Y_FORWARD_TO_GLTF,
                     decompose_matrix, mat4_from_gltf, mat4_to_gltf, matrix_to_quat, mirror_z, mirror_z_matrix,
                     mirror_z_quat, quat_conjugate, quat_continuous, quat_from_axis_angle,
                     quat_from_euler, quat_multiply, quat_normalize, quat_slerp, quat_to_matrix,
@@ -71,7 +73,8 @@ __all__ = [
     "Skin", "Animation", "Channel",
     "NEAREST", "LINEAR_FILTER", "LINEAR_MIPMAP_LINEAR", "REPEAT", "CLAMP_TO_EDGE",
     "MIRRORED_REPEAT",
-    "IDENTITY_QUAT", "Y_DOWN_TO_Y_UP", "Z_UP_TO_Y_UP", "Z_UP_Y_FORWARD_TO_GLTF", "decompose_matrix", "mat4_from_gltf",
+    "IDENTITY_QUAT", "Y_DOWN_TO_Y_UP", "Y_DOWN_Z_FORWARD_TO_GLTF", "Z_UP_TO_Y_UP",
+    "Z_UP_Y_FORWARD_TO_GLTF", "decompose_matrix", "mat4_from_gltf",
     "mat4_to_gltf", "matrix_to_quat", "mirror_z", "mirror_z_matrix", "mirror_z_quat",
     "quat_conjugate", "quat_continuous", "quat_from_axis_angle", "quat_from_euler",
     "quat_multiply", "quat_normalize", "quat_slerp", "quat_to_matrix", "transform_points",

@@ -10,8 +10,11 @@ import numpy as np
 Z_UP_TO_Y_UP = (-0.7071067811865476, 0.0, 0.0, 0.7071067811865476)
 #: Z-up, +Y-forward data to glTF Y-up, +Z-forward: (x, y, z) -> (-x, z, y)
 Z_UP_Y_FORWARD_TO_GLTF = (0.0, 0.7071067811865476, 0.7071067811865476, 0.0)
-#: 180 degrees about X: Y-down (and Z-forward) data to Y-up, no mirroring
+#: 180 degrees about X: Y-down data to Y-up, no mirroring (+Z becomes -Z)
 Y_DOWN_TO_Y_UP = (1.0, 0.0, 0.0, 0.0)
+#: 180 degrees about Z: Y-down, +Z-forward data to glTF Y-up with the front
+#: still toward +Z: (x, y, z) -> (-x, -y, z)
+Y_DOWN_Z_FORWARD_TO_GLTF = (0.0, 0.0, 1.0, 0.0)
 IDENTITY_QUAT = (0.0, 0.0, 0.0, 1.0)
 
 
