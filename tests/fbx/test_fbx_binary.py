@@ -286,3 +286,12 @@ def test_bad_documents_are_refused_cleanly():
         doc.encode()
     with pytest.raises(FormatError):
         make_doc([FbxNode(b"x" * 256)]).encode()
+
+
+def test_eager_inflation_checks_streams_at_decode():
+    stream = zlib.compress(bytes(80), 1)
+    liar = _single(b"d" + struct.pack("<III", 9, 1, len(stream)) + stream, 1)
+    assert potsherd.read(liar).encode() == liar  # lazy: never inflated, kept as is
+    with pytest.raises(FormatError) as e:
+        potsherd.read(liar, inflate="eager")
+    assert e.value.offset == 27 + 14 + 1 and e.value.path == "/A.props[0]"

@@ -10,14 +10,14 @@ import struct
 from collections import Counter
 from typing import Any
 
-from ...core.errors import EncodeError, JsonFormatError
+from ...core.errors import EncodeError, FormatError, JsonFormatError
 from ...core.limits import DEFAULT_LIMITS, Limits
 from ...document import Document
 from ...registry import Codec
 from . import ascii as fbx_ascii
 from . import binary as fbx_binary
 from .jsonform import tree_from_json, tree_to_json
-from .model import FbxNode
+from .model import FbxArray, FbxNode
 
 
 
@@ -72,9 +72,21 @@ class FbxBinaryCodec(_FbxCodec):
     name = "fbx"
     description = "Autodesk FBX, binary (header versions 3000-7700, either byte order)"
     magic = fbx_binary.MAGIC
+    parameters = ("inflate",)
 
     def decode(self, data: bytes, *, limits: Limits = DEFAULT_LIMITS, **params: Any) -> Document:
+        """``inflate="eager"`` inflates (and so checks) every compressed array now
+        instead of on first access."""
         root, p, tail = fbx_binary.decode_binary(data, limits)
+        if params.get("inflate", "lazy") == "eager":
+            for path, node in root.walk():
+                for i, (code, v) in enumerate(node.props):
+                    if isinstance(v, FbxArray):
+                        try:
+                            v.values
+                        except FormatError as e:
+                            raise e.prepend(f"props[{i}]").prepend(
+                                "/" + "/".join(x.decode("latin-1") for x in path))
         warnings = []
         if tail:
             warnings.append(f"{len(tail)} bytes after the top-level null record kept raw "
