@@ -381,3 +381,50 @@ def test_sfx_variants():
     padded = struct.pack("<370h", *([-1] * 370)) + bytes(20)
     doc = potsherd.read(padded, format="tr4sfx")
     assert doc.trailing == bytes(12) and doc.encode() == padded
+
+
+def _tiny_wad_bytes(version: int = 129) -> bytes:
+    return Document("tr4wad", dict(tiny_wad_root(), version=version), {"mesh_pad": 1}).encode()
+
+
+@pytest.mark.parametrize("version", [129, 130])
+def test_wad_versions(version):
+    data = _tiny_wad_bytes(version)
+    doc = potsherd.read(data)
+    assert doc.format == "tr4wad" and doc.root["version"] == version
+    assert doc.encode() == data
+    info = doc.info()
+    assert info["moveables"] == [{"id": 47, "name": "MUMMY", "meshes": 2, "animations": 2}]
+    assert (info["textures"], info["animations"], info["meshes"]) == (2, 2, 2)
+
+
+def test_wad_hostile_input():
+    data = _tiny_wad_bytes()
+    with pytest.raises(potsherd.MagicError) as e:
+        potsherd.read(struct.pack("<I", 131) + data[4:], format="tr4wad")
+    assert e.value.offset == 0
+    bad = bytearray(data)
+    struct.pack_into("<I", bad, 4, 1 << 30)  # texture count
+    with pytest.raises(CountError) as e:
+        potsherd.read(bytes(bad), format="tr4wad")
+    assert (e.value.offset, e.value.path) == (8, "wad.textures")
+    for n in range(0, len(data), 97):
+        with pytest.raises(FormatError) as e:
+            potsherd.read(data[:n], format="tr4wad")
+        assert e.value.offset is not None
+
+
+def test_unparsable_mesh_blob_is_kept_raw_with_a_warning():
+    data = bytearray(_tiny_wad_bytes())
+    root = potsherd.read(bytes(data)).root
+    blob_at = 4 + 4 + 16 + 4 + model.PAGE_BYTES + 4 + 8 + 4
+    assert struct.unpack_from("<3h", data, blob_at) == (1, -2, 3)
+    first_shape = blob_at + 12 + 4 * 6 + 2 + 4 * 6 + 2
+    struct.pack_into("<H", data, first_shape, 5)
+    doc = potsherd.read(bytes(data))
+    assert isinstance(doc.root["meshes"], bytes)
+    assert len(doc.root["meshes"]) == 2 * root["mesh_word_count"]
+    assert any("mesh blob does not parse" in w for w in doc.warnings)
+    assert doc.encode() == bytes(data)
+    assert doc.codec.opaque_bytes(doc) == len(doc.root["meshes"])
+    assert potsherd.from_json(json.dumps(doc.to_json("readable"))).encode() == bytes(data)
