@@ -151,3 +151,17 @@ def test_signature_table_covers_the_fact_tables():
     p_facts = json.loads((CORPUS / "derived" / "fbx_P_datatype_signatures_sdk7.json").read_text())
     for dtype, counts in p_facts.items():
         assert set(counts) <= set(table["p_types"]["P"][dtype]), dtype
+
+
+def test_restyle_compression_of_a_binary_document():
+    blender = potsherd.read(to_binary(ascii_doc(64), compression="blender").encode())
+    arr = blender.root.find("Objects").find("Geometry").find("Vertices").props[0][1]
+    assert arr.encoding == 1  # 512 raw bytes > 128
+    kept = to_binary(blender)  # no style given: arrays stay as stored
+    assert kept.encode() == blender.encode()
+    sdk = potsherd.read(convert_document(blender, "binary", {"param": ["compression=sdk"]}))
+    arr2 = sdk.root.find("Objects").find("Geometry").find("Vertices").props[0][1]
+    assert arr2.encoding == 0 and arr2.values.tolist() == arr.values.tolist()
+    assert arr.encoding == 1  # the source document is untouched
+    with pytest.raises(EncodeError):
+        convert_document(blender, "binary", {"compression": "zip"})

@@ -41,8 +41,8 @@ def convert_document(doc: Document, target: str, options: dict) -> bytes:
     target = target.lower()
     version = options.get("target_version")
     params = _cli_params(options.get("param"))
-    compression = str(options.get("compression") or params.get("compression") or "sdk")
-    if compression not in COMPRESS_MIN:
+    compression = options.get("compression") or params.get("compression")
+    if compression is not None and compression not in COMPRESS_MIN:
         raise EncodeError(f"compression must be sdk, blender or none, not {compression!r}")
     if version is not None and not 7100 <= int(version) <= 7700 and target in ("binary", "fbx"):
         raise EncodeError("binary conversion targets versions 7100-7700 "
@@ -63,10 +63,17 @@ def _cli_params(items: Any) -> dict:
     return out
 
 
-def to_binary(doc: Document, version: int | None = None, compression: str = "sdk") -> Document:
-    """A binary document from an ASCII or binary one (version change only)."""
+def to_binary(doc: Document, version: int | None = None,
+              compression: str | None = None) -> Document:
+    """A binary document from an ASCII or binary one.
+
+    ``compression`` (sdk, blender, none) picks which arrays are deflated; for
+    a binary source None keeps every array as stored (payloads included).
+    """
     if doc.format == "fbx":
         root = _copy_tree(doc.root)
+        if compression is not None:
+            restyle_arrays(root, compression)
         params = dict(doc.params)
         trailing = bytes(doc.trailing)
         if version is not None and int(version) != params.get("version"):
@@ -79,7 +86,7 @@ def to_binary(doc: Document, version: int | None = None, compression: str = "sdk
     src_version = int(doc.params.get("version") or 7400)
     version = int(version) if version is not None else \
         (3000 if src_version < 6000 else src_version)
-    root = ascii_tree_to_binary(doc.root, compression)
+    root = ascii_tree_to_binary(doc.root, compression or "sdk")
     if version != src_version and version >= 7000:
         _set_fbx_version(root, version, binary=True)
     _ensure_binary_header_nodes(root)
@@ -297,6 +304,19 @@ def _value(code: str, kind: str, v: Any, name: bytes, swap: bool, min_size) -> t
     except (ValueError, OverflowError) as e:
         raise FormatError(f"value {str(v)[:40]!r} does not fit type {code}: {e}") from None
     raise FormatError(f"unknown type code {code!r}")
+
+
+def restyle_arrays(root: FbxNode, style: str) -> None:
+    """Deflate (level 1) exactly the arrays the SDK or Blender would, inflate the others."""
+    min_size = COMPRESS_MIN[style]
+    for _, node in root.walk():
+        for i, (code, v) in enumerate(node.props):
+            if not isinstance(v, FbxArray):
+                continue
+            want = 1 if (min_size is not None and v.count * v.dtype.itemsize >= min_size) else 0
+            if want != v.encoding:
+                arr = FbxArray(code, v.values, encoding=want, big_endian=v.big_endian, level=1)
+                node.props[i] = (code, arr)
 
 
 def _ensure_binary_header_nodes(root: FbxNode) -> None:
