@@ -20,6 +20,7 @@ def atomic_open(path: str | os.PathLike) -> Iterator:
     os.makedirs(folder, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".potsherd-", suffix=".part", dir=folder)
     try:
+        os.chmod(tmp, 0o666 & ~_umask())    # mkstemp makes 0600; outputs get normal modes
         with os.fdopen(fd, "wb") as f:
             yield f
             f.flush()
@@ -28,3 +29,9 @@ def atomic_open(path: str | os.PathLike) -> Iterator:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
