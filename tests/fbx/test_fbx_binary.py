@@ -295,3 +295,14 @@ def test_eager_inflation_checks_streams_at_decode():
     with pytest.raises(FormatError) as e:
         potsherd.read(liar, inflate="eager")
     assert e.value.offset == 27 + 14 + 1 and e.value.path == "/A.props[0]"
+
+
+def test_array_that_does_not_inflate_survives_json():
+    stream = zlib.compress(bytes(80), 1)
+    liar = _single(b"d" + struct.pack("<III", 9, 1, len(stream)) + stream, 1)
+    doc = potsherd.read(liar)
+    for form in ("wire", "readable"):
+        js = json.loads(json.dumps(doc.to_json(form)))
+        arr = js["root"]["nodes"][0]["props"][0][1]
+        assert "values" not in arr and arr["invalid"].startswith("compressed array")
+        assert potsherd.write(potsherd.from_json(js)) == liar

@@ -103,6 +103,13 @@ def prop_to_json(code: str, v: Any, readable: bool) -> list:
 
 def _array_to_json(a: FbxArray, readable: bool) -> dict:
     d: dict = {"count": a.count, "encoding": a.encoding}
+    try:
+        vals = a.values
+    except FormatError as e:
+        # a stream that does not inflate to its count: kept as stored bytes
+        d["payload"] = _b64(a.payload or b"")
+        d["invalid"] = e.message
+        return d
     if a.encoding == 1:
         if a.payload is not None and not a.unchanged():
             d["zlib_level"] = a.zlib_level or 1
@@ -112,7 +119,6 @@ def _array_to_json(a: FbxArray, readable: bool) -> dict:
             d["payload"] = _b64(a.payload)
         else:
             d["zlib_level"] = a.level or 1
-    vals = a.values
     if readable and (a.code not in "fd" or bool(np.isfinite(vals).all())):
         d["values"] = vals.tolist()
     else:
@@ -234,6 +240,13 @@ def _array_from_json(code: str, v: Any, big_endian: bool, limits: Limits,
     if enc not in (0, 1):
         raise JsonFormatError(f"unknown array encoding {enc!r}", path=jpath + ".encoding")
     dt = array_dtype(code, big_endian)
+    count = v.get("count")
+    if "payload" in v and "data" not in v and "values" not in v:
+        # stored bytes only (a stream that did not inflate): written back as is
+        if not isinstance(count, int) or isinstance(count, bool) or not 0 <= count < 1 << 32:
+            raise JsonFormatError("array count must be an integer", path=jpath + ".count")
+        return FbxArray(code, count=count, encoding=enc, payload=_unb64(v["payload"], jpath),
+                        big_endian=big_endian, limits=limits)
     if "data" in v:
         raw = _unb64(v["data"], jpath + ".data")
         if len(raw) % dt.itemsize:
@@ -244,6 +257,13 @@ def _array_from_json(code: str, v: Any, big_endian: bool, limits: Limits,
         if len(v["values"]) > limits.max_elements:
             raise JsonFormatError("array exceeds max_elements", path=jpath + ".values")
         vals = np.array(v["values"], dtype=dt)
+    elif enc == 1 and "payload" in v:
+        # only the stored payload (it does not inflate to its count): kept as is
+        count = v.get("count")
+        if isinstance(count, bool) or not isinstance(count, int) or not 0 <= count < 1 << 32:
+            raise JsonFormatError("count must be an integer 0..2^32-1", path=jpath + ".count")
+        return FbxArray(code, count=count, encoding=1, payload=_unb64(v["payload"], jpath + ".payload"),
+                        big_endian=big_endian, limits=limits)
     else:
         raise JsonFormatError("array needs values or data", path=jpath)
     payload = v.get("payload")
