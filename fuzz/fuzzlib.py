@@ -63,7 +63,7 @@ ALLOC_CONSTANT = 48 << 20
 
 
 class FuzzTimeout(BaseException):
-    """Raised by the alarm inside a slow input (a BaseException, so no codec's
+    """Raised by the CPU-time alarm inside a slow input (a BaseException, so no codec's
     ``except Exception`` can swallow it)."""
 
 
@@ -503,15 +503,15 @@ def _set_alarm(seconds: float | None) -> bool:
     if not seconds or not hasattr(signal, "setitimer"):
         return False
     try:
-        signal.signal(signal.SIGALRM, _alarm_handler)
+        signal.signal(signal.SIGPROF, _alarm_handler)
     except ValueError:  # not the main thread
         return False
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    signal.setitimer(signal.ITIMER_PROF, seconds)  # CPU time: a loaded machine is no hang
     return True
 
 
 def _clear_alarm() -> None:
-    signal.setitimer(signal.ITIMER_REAL, 0)
+    signal.setitimer(signal.ITIMER_PROF, 0)
 
 
 def _is_internal(e: BaseException) -> bool:
@@ -535,34 +535,38 @@ def check_input(codec: str | None, data: bytes, *, limits: Limits = FUZZ_LIMITS,
     """
     name = codec or _detected_name(data, path)
     stage = "decode"
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     armed = _set_alarm(time_limit * 2.5 if time_limit else None)
     if trace_alloc:
-        tracemalloc.reset_peak()
+        tracemalloc.start()
         base = tracemalloc.get_traced_memory()[0]
     alloc_peak = None
     try:
         try:
             doc = registry.decode(data, format=codec, path=path, limits=limits)
         except FormatError as e:
-            dt = time.perf_counter() - t0
+            dt = time.process_time() - t0
             if trace_alloc:
                 alloc_peak = tracemalloc.get_traced_memory()[1] - base
+                tracemalloc.stop()
+                trace_alloc = False
             if _is_internal(e):
                 return Outcome(False, type(e).__name__, dt,
                                Finding("internal-decode", name, data, _format_exc(e), dt))
             return Outcome(False, type(e).__name__, dt, None, e.offset is not None, alloc_peak)
         if trace_alloc:
             alloc_peak = tracemalloc.get_traced_memory()[1] - base
+            tracemalloc.stop()
+            trace_alloc = False
         name = doc.format
         stage = "encode"
         try:
             out = doc.encode()
         except FormatError as e:
-            dt = time.perf_counter() - t0
+            dt = time.process_time() - t0
             return Outcome(True, None, dt, Finding("encode", name, data, _format_exc(e), dt))
         if out != data:
-            dt = time.perf_counter() - t0
+            dt = time.process_time() - t0
             return Outcome(True, None, dt, Finding(
                 "roundtrip", name, data,
                 f"decoded but re-encoded differently: {len(data)} -> {len(out)} bytes, first "
@@ -574,28 +578,30 @@ def check_input(codec: str | None, data: bytes, *, limits: Limits = FUZZ_LIMITS,
                     text = json.dumps(doc.to_json(form), ensure_ascii=False)
                     back = potsherd.from_json(text).encode()
                 except FormatError as e:
-                    dt = time.perf_counter() - t0
+                    dt = time.process_time() - t0
                     return Outcome(True, None, dt, Finding("json", name, data,
                                                            f"{form}: " + _format_exc(e), dt))
                 if back != data:
-                    dt = time.perf_counter() - t0
+                    dt = time.process_time() - t0
                     return Outcome(True, None, dt, Finding(
                         "json", name, data, f"{form} JSON does not load back to the same bytes: "
                         f"first difference at {_first_diff(data, back)}", dt))
-        dt = time.perf_counter() - t0
+        dt = time.process_time() - t0
         return Outcome(True, None, dt, None, True, alloc_peak)
     except FuzzTimeout:
-        dt = time.perf_counter() - t0
+        dt = time.process_time() - t0
         return Outcome(False, None, dt, Finding("timeout", name, data,
                                                 f"still running after {dt:.1f} s in {stage}", dt))
     except Exception as e:  # noqa: BLE001 - anything else is exactly what we hunt
-        dt = time.perf_counter() - t0
+        dt = time.process_time() - t0
         return Outcome(False, None, dt, Finding(
             "exception" if stage == "decode" else f"exception in {stage}", name, data,
             _format_exc(e), dt))
     finally:
         if armed:
             _clear_alarm()
+        if trace_alloc:
+            tracemalloc.stop()
 
 
 def _detected_name(data: bytes, path: str | None) -> str:
@@ -689,7 +695,7 @@ def check_json_document(obj: Any, *, time_limit: float | None = 2.0) -> tuple[st
     armed = _set_alarm(time_limit * 2.5 if time_limit else None)
     name = obj.get("format", "?") if isinstance(obj, dict) else "?"
     raw = json.dumps(obj).encode()
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     try:
         try:
             doc = potsherd.from_json(obj)
@@ -708,7 +714,7 @@ def check_json_document(obj: Any, *, time_limit: float | None = 2.0) -> tuple[st
         return "built", None
     except FuzzTimeout:
         return "timeout", Finding("timeout", str(name), raw, f"JSON load/encode still running "
-                                                           f"after {time.perf_counter() - t0:.1f} s")
+                                                           f"after {time.process_time() - t0:.1f} s")
     except Exception as e:  # noqa: BLE001
         return "exception", Finding("json-exception", str(name), raw, _format_exc(e))
     finally:
@@ -839,8 +845,6 @@ class Campaign:
             progress: Callable[[Stats], None] | None = None, progress_every: float = 10.0) -> Stats:
         if not self.seeds:
             return self.stats
-        if self.trace_every and not tracemalloc.is_tracing():
-            tracemalloc.start()
         t0 = time.perf_counter()
         last = t0
         try:

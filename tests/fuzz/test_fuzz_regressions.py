@@ -52,3 +52,35 @@ def test_json_float_array_value_beyond_f32_is_refused():
     assert ei.value.path == "$.root.v" and "out of range" in ei.value.message
     assert _np_from_json([1.5, float("inf")], np.dtype("<f4"), (), JsonCtx("readable"), "$")[1] \
         == float("inf")
+
+
+def fbx_seed(name: str) -> bytes:
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "fuzz"))
+    import fuzz_fbx
+    if "fbx" not in {c.name for c in registry.codecs()}:
+        pytest.skip("codec fbx is not available")
+    return potsherd.from_json(fuzz_fbx.seed_documents()[name]()).encode()
+
+
+@pytest.mark.parametrize("damage", ["checksum", "count"])
+def test_fbx_array_whose_payload_does_not_inflate_still_dumps_to_json(damage):
+    # was: the file decodes (arrays inflate lazily) but to_json raised
+    # "bad zlib stream in array" / "does not inflate to its declared count"
+    import json
+    import struct
+    data = bytearray(fbx_seed("binary-7400"))
+    z = data.index(b"\x78\x01")               # the first zlib array payload
+    if damage == "checksum":
+        data[z + 2] ^= 0x01                    # damages the deflate data
+    else:
+        count_at = z - 12                      # u32 count, u32 encoding, u32 length
+        assert struct.unpack_from("<I", data, count_at + 4)[0] == 1
+        struct.pack_into("<I", data, count_at, 1000)
+    data = bytes(data)
+    doc = potsherd.read(data, format="fbx")
+    assert doc.encode() == data
+    for form in ("wire", "readable"):
+        text = json.dumps(doc.to_json(form))
+        assert potsherd.from_json(text).encode() == data
