@@ -66,6 +66,9 @@ def test_skinned_cube_structure(tmp_path):
     inputs = [j["accessors"][s["input"]] for s in anim["samplers"]]
     assert max(a["max"][0] for a in inputs) == 2.0 and min(a["min"][0] for a in inputs) == 0.0
     assert [s["interpolation"] for s in anim["samplers"]] == ["LINEAR", "LINEAR", "STEP"]
+    # translation and scale have the same key times: one shared input accessor
+    assert anim["samplers"][1]["input"] == anim["samplers"][2]["input"]
+    assert anim["samplers"][0]["input"] != anim["samplers"][1]["input"]
     rot = g.accessor(anim["samplers"][0]["output"])
     assert rot.shape == (5, 4)
     assert np.allclose(rot[-1], [0, 0, np.sqrt(0.5), np.sqrt(0.5)], atol=1e-7)

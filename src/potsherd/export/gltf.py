@@ -78,6 +78,7 @@ class _Writer:
         self.warnings: list = scene.warnings
         self.extensions: set = set()
         self._repairs: dict = {}
+        self._time_inputs: dict = {}
 
     def warn(self, where: str, what: str, count: int | None = None) -> None:
         """Record a repair; repeats of one kind are summarised by :meth:`flush_warnings`."""
@@ -541,12 +542,20 @@ class _Writer:
                 if t32[0] < 0:
                     raise EncodeError("negative key time", path=where)
                 if ch.path == "rotation":
-                    vals = quat_normalize(np.nan_to_num(vals)) if per_key == 1 else np.nan_to_num(vals)
+                    vals = np.where(np.isfinite(vals), vals, 0.0)
+                    if per_key == 1:
+                        vals = quat_normalize(vals)
                 key = (int(ch.node), ch.path)
                 if key in targets:
-                    self.warn(where, "second channel for the same node and path replaces the first")
-                    channels = [c for c in channels if (c["target"]["node"], c["target"]["path"]) != key]
-                inp = self.accessor(t32, 1, minmax=True, where=where + ".input")
+                    self.warn(where, "second channel for the same node and path replaces "
+                              "the first")
+                    channels = [c for c in channels
+                                if (c["target"]["node"], c["target"]["path"]) != key]
+                tkey = t32.tobytes()          # channels with the same key times share an input
+                inp = self._time_inputs.get(tkey)
+                if inp is None:
+                    inp = self.accessor(t32, 1, minmax=True, where=where + ".input")
+                    self._time_inputs[tkey] = inp
                 outp = self.accessor(vals.astype(np.float32).reshape(-1, 1 if ch.path == "weights"
                                                                      else ncomp),
                                      1 if ch.path == "weights" else ncomp, where=where + ".output")
