@@ -744,6 +744,7 @@ class Stats:
     slowest_input: str = ""
     peak_rss_mb: float = 0.0
     max_alloc_ratio: float = 0.0
+    max_alloc_mb: float = 0.0
     seeds: int = 0
     findings: list = dataclasses.field(default_factory=list)
 
@@ -768,6 +769,7 @@ class Stats:
         d["slowest"] = round(self.slowest, 4)
         d["peak_rss_mb"] = round(self.peak_rss_mb, 1)
         d["max_alloc_ratio"] = round(self.max_alloc_ratio, 1)
+        d["max_alloc_mb"] = round(self.max_alloc_mb, 1)
         return d
 
 
@@ -804,12 +806,12 @@ class Campaign:
         out = check_input(None if detect else seed.codec, data, limits=self.limits,
                           time_limit=self.time_limit, json_check=json_check,
                           path=("fuzz" + seed.ext) if detect else None, trace_alloc=trace)
-        if detect and out.finding is None and not out.decoded and out.error == "UnknownFormatError":
-            pass
         if out.alloc_peak is not None:
             ratio = max(0, out.alloc_peak - ALLOC_CONSTANT) / max(1, len(data))
+            # reported: allocation per input byte, with 64 KiB of slack for small inputs
             self.stats.max_alloc_ratio = max(self.stats.max_alloc_ratio,
-                                             out.alloc_peak / max(1, len(data)))
+                                             out.alloc_peak / (len(data) + 65536))
+            self.stats.max_alloc_mb = max(self.stats.max_alloc_mb, out.alloc_peak / 2 ** 20)
             if ratio > ALLOC_PER_BYTE:
                 out.finding = out.finding or Finding(
                     "memory", seed.codec, data,

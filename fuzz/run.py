@@ -52,6 +52,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--truncate", action="store_true",
                    help="also truncate every seed under 4 KiB at every offset first")
     p.add_argument("--crash-dir", default=str(HERE / "crashers"))
+    p.add_argument("--seed-cache", help="folder to keep prepared seeds in between runs "
+                   "(outside the repository: they may derive from corpus files)")
     p.add_argument("--report", help="write the statistics as JSON here")
     p.add_argument("--memory-cap-mb", type=int, default=2048,
                    help="address-space cap of the fuzzing process (a runaway allocation fails)")
@@ -83,8 +85,9 @@ def _print_stats(d: dict, out=sys.stdout) -> None:
     print(f"[{d['family']}] engine={d.get('engine', 'plain')} seeds={d['seeds']} inputs={d['inputs']} "
           f"decoded={d['decoded']} refused={d['refused']} duration={d['seconds']}s "
           f"rate={d['inputs'] / max(d['seconds'], 1e-9):.0f}/s peak_rss={d['peak_rss_mb']}MiB "
-          f"slowest={d['slowest']}s ({d['slowest_input']}) "
-          f"max_alloc/byte={d['max_alloc_ratio']} findings={len(d['findings'])}", file=out)
+          f"slowest={d['slowest']}s CPU ({d['slowest_input']}) "
+          f"decode_alloc_peak={d.get('max_alloc_mb', 0)}MiB "
+          f"(per byte+64KiB: {d['max_alloc_ratio']}) findings={len(d['findings'])}", file=out)
     if d.get("errors"):
         print(f"[{d['family']}] refusals: " + ", ".join(f"{k}={v}" for k, v in sorted(d["errors"].items()))
               + f"; without offset: {d['errors_without_offset']}", file=out)
@@ -92,6 +95,27 @@ def _print_stats(d: dict, out=sys.stdout) -> None:
         print(f"[{d['family']}]   {f['kind']} in {f['codec']}: {f['detail']} "
               f"({f['bytes']} bytes, crasher {f['key']})", file=out)
     out.flush()
+
+
+def load_seeds(family: str, args) -> list:
+    """The family's seeds, from ``--seed-cache`` when it holds them."""
+    import fuzzlib
+    cache = Path(args.seed_cache) / family if args.seed_cache else None
+    index = cache / "index.json" if cache else None
+    if index is not None and index.exists():
+        rows = json.loads(index.read_text())
+        return [fuzzlib.Seed(r["codec"], (cache / r["file"]).read_bytes(), r["origin"], r["ext"])
+                for r in rows]
+    seeds = fuzzlib.family_seeds(family, corpus=not args.no_corpus, max_size=args.max_seed_size)
+    if index is not None:
+        cache.mkdir(parents=True, exist_ok=True)
+        rows = []
+        for i, sd in enumerate(seeds):
+            name = f"seed{i:05d}.bin"
+            (cache / name).write_bytes(sd.data)
+            rows.append({"codec": sd.codec, "file": name, "origin": sd.origin, "ext": sd.ext})
+        index.write_text(json.dumps(rows, indent=0))
+    return seeds
 
 
 def run_plain(family: str, args) -> dict:
@@ -103,7 +127,7 @@ def run_plain(family: str, args) -> dict:
         ctx.__enter__()
     try:
         t0 = time.perf_counter()
-        seeds = fuzzlib.family_seeds(family, corpus=not args.no_corpus, max_size=args.max_seed_size)
+        seeds = load_seeds(family, args)
         seed_seconds = time.perf_counter() - t0
         if not seeds:
             return {"family": family, "skipped": "no codec or no seed", "seeds": 0, "inputs": 0,
@@ -214,7 +238,7 @@ def run_atheris(family: str, args) -> dict:
         ctx = fuzz_core.registered()
         ctx.__enter__()
     try:
-        seeds = fuzzlib.family_seeds(family, corpus=not args.no_corpus, max_size=args.max_seed_size)
+        seeds = load_seeds(family, args)
         codecs = sorted(c.name for c in fuzzlib.codecs_of(family))
     finally:
         if ctx is not None:
@@ -268,7 +292,7 @@ def main(argv=None) -> int:
                 rep = tf.name
             cmd = [sys.executable, str(Path(__file__).resolve()), "--family", fam, "--report", rep]
             for k in ("seconds", "inputs", "seed", "time_limit", "json_every", "trace_every",
-                      "max_seed_size", "crash_dir", "memory_cap_mb"):
+                      "max_seed_size", "crash_dir", "memory_cap_mb", "seed_cache"):
                 v = getattr(args, k)
                 if v is not None:
                     cmd += [f"--{k.replace('_', '-')}", str(v)]
