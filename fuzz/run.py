@@ -104,8 +104,9 @@ def load_seeds(family: str, args) -> list:
     index = cache / "index.json" if cache else None
     if index is not None and index.exists():
         rows = json.loads(index.read_text())
-        return [fuzzlib.Seed(r["codec"], (cache / r["file"]).read_bytes(), r["origin"], r["ext"])
-                for r in rows]
+        seeds = [fuzzlib.Seed(r["codec"], (cache / r["file"]).read_bytes(), r["origin"], r["ext"])
+                 for r in rows]
+        return [sd for sd in seeds if len(sd.data) <= args.max_seed_size]
     seeds = fuzzlib.family_seeds(family, corpus=not args.no_corpus, max_size=args.max_seed_size)
     if index is not None:
         cache.mkdir(parents=True, exist_ok=True)
