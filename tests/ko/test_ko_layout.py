@@ -802,3 +802,13 @@ def test_gtd_lightmap_uses_the_ntf_storage():
     tex = lm["texture"]
     assert (tex["name"], tex["width"], tex["height"], tex["mipmap"]) == (b"lm", 4, 4, 0)
     assert tex["levels"] == [bytes(range(8))] and tex["fallback"] == bytes(range(8, 16))
+
+
+def test_edited_document_with_impossible_cell_grid_is_an_encode_error():
+    from potsherd.core.errors import EncodeError
+    doc = potsherd.read(opd_bytes(False), format="opd")
+    j = doc.to_json("readable")
+    j["root"]["width"] = {"bits": 0x7F800000}  # +inf
+    with pytest.raises(EncodeError) as e:
+        potsherd.from_json(j).encode()
+    assert "non-finite" in e.value.message and e.value.path == "opd.cells"

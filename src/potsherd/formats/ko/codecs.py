@@ -33,8 +33,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ...core.errors import (CountError, FormatError, JsonFormatError, TruncatedError,
-                            ValueFormatError)
+from ...core.errors import (CountError, EncodeError, FormatError, JsonFormatError,
+                            TruncatedError, ValueFormatError)
 from ...core.layout import (GROUPS, PRIMS, JsonCtx, Layout, Storage, String, Tail, _jerr,
                             hex_to_bytes, parse_layout_text)
 from ...core.limits import DEFAULT_LIMITS, Limits
@@ -246,7 +246,14 @@ class KoCodec(LayoutCodec):
 
     def encode(self, doc: Document) -> bytes:
         params = {k: v for k, v in doc.params.items() if k != "opaque"}
-        return self.layout.encode(self._root_of(doc), doc.root, params) + bytes(doc.trailing)
+        try:
+            body = self.layout.encode(self._root_of(doc), doc.root, params)
+        except EncodeError:
+            raise
+        except FormatError as e:  # e.g. an edited width of inf in an opd cell-count expression
+            raise EncodeError(f"document cannot be written: {e.message}", path=e.path or None,
+                              expected=e.expected, found=e.found) from None
+        return body + bytes(doc.trailing)
 
     # --- JSON -----------------------------------------------------------
     def encoding_of(self, doc: Document) -> str:
