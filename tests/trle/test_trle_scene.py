@@ -113,3 +113,47 @@ def test_corpus_winding_agrees_with_stored_normals(tmp_path):
     from potsherd.export.validate import validate_gltf, validator_available
     if validator_available():
         assert validate_gltf(out)["errors"] == 0
+
+
+@pytest.mark.skipif(not CORPUS.is_dir(), reason="shared tr4wad corpus not present")
+@pytest.mark.parametrize("oid", [41, 47])
+def test_posed_scene_matches_the_stored_keyframe_boxes(oid):
+    """Rotation signs and the qY*qX*qZ order, checked against the engine's own
+    per-keyframe bounding boxes (a wrong sign or order misses by ~150 units)."""
+    from potsherd.formats.trle import model
+    from potsherd.formats.trle.moveables import extract
+    from potsherd.scene import quat_to_matrix
+    doc = potsherd.read(str(CORPUS / "tut1" / "tut1.WAD"))
+    s = doc.codec.to_scene(doc, moveable=oid)
+    t = extract(doc.root, oid)
+    mesh_nodes = list(range(2, len(s.nodes)))
+    parents = s.parents()
+    points = {i: np.concatenate([p.positions for p in s.meshes[s.nodes[i].mesh].primitives])
+              for i in mesh_nodes if s.nodes[i].mesh is not None}
+    errors = []
+    base, total = t["moveable"]["keyframe_offset"], 2 * len(t["keyframe_words"])
+    anims = t["animations"]
+    for k, (anim, a) in enumerate(zip(s.animations, anims)):
+        start = a["keyframe_offset"] - base
+        end = anims[k + 1]["keyframe_offset"] - base if k + 1 < len(anims) else total
+        count = model.keyframe_count(start, a["frame_size"], end)
+        if count == 0:
+            assert anim.channels == []
+            continue
+        boxes = model.decode_keyframes(t["keyframe_words"][start // 2:], a["frame_size"], count,
+                                       len(mesh_nodes))["bbox"]
+        rot = {c.node: c.values for c in anim.channels if c.path == "rotation"}
+        root_t = next(c.values for c in anim.channels if c.path == "translation")
+        for f in range(0, count, 3):
+            world: dict = {}
+            for i in mesh_nodes:
+                m = np.eye(4)
+                m[:3, :3] = quat_to_matrix(rot[i][f])[:3, :3]
+                m[:3, 3] = root_t[f] if i == 2 else s.nodes[i].translation
+                world[i] = m if parents[i] == 1 else world[parents[i]] @ m
+            pts = np.concatenate([p @ world[i][:3, :3].T + world[i][:3, 3]
+                                  for i, p in points.items()])
+            mine = np.stack([pts.min(0), pts.max(0)], 1).reshape(-1)
+            errors.append(np.abs(mine - boxes[f]).max())
+    assert len(errors) > 50
+    assert np.median(errors) < 8 and np.percentile(errors, 90) < 16

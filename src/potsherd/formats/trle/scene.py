@@ -4,10 +4,11 @@ A moveable becomes a rigid node hierarchy: one node per mesh, parented by the
 link walk, translated by the link offsets; each TR animation becomes a glTF
 animation sampled at its keyframes (``k * frame_duration / 30`` s, LINEAR),
 rotating every mesh node by ``qY * qX * qZ`` and translating mesh 0 by the
-keyframe's root offset.  Vertex data stay in TR space (Y down, 1024 units a
+keyframe's root offset (signs and order checked: posed meshes reproduce the
+engine's per-keyframe bounding boxes within a few units).  Vertex data stay in TR space (Y down, 1024 units a
 sector); one root node turns them Y-up with a 180 degree rotation about X (no
-mirroring, so the winding is only reversed because TR faces are clockwise) and
-scales them by ``unit_scale`` (default 1/512: 512 units = 1 m, WADBlender's
+mirroring, so the winding is only reversed because TR faces are clockwise:
+checked against the stored normals) and scales them by ``unit_scale`` (default 1/512: 512 units = 1 m, WADBlender's
 choice, which makes Lara about 1.6 m tall).
 
 Textures go into one RGBA atlas (magenta made transparent, ``alphaMode`` MASK):
