@@ -526,12 +526,32 @@ def _is_internal(e: BaseException) -> bool:
     return cause is not None and not isinstance(cause, FormatError)
 
 
+def _summary(data: bytes, doc: Document) -> dict:
+    from potsherd import cli
+    return cli.summary("fuzz", data, doc)
+
+
+def _derived(doc: Document, what: str) -> None:
+    """Views users derive from a decoded file: ``scene`` (glTF export) and
+    ``textures`` (PNG export); codecs without them are skipped."""
+    codec = doc.codec
+    if what == "scene" and hasattr(codec, "to_scene"):
+        codec.to_scene(doc)
+    elif what == "textures" and hasattr(codec, "textures"):
+        for name, img in codec.textures(doc):
+            if hasattr(img, "tobytes"):
+                img.tobytes()
+
+
 def check_input(codec: str | None, data: bytes, *, limits: Limits = FUZZ_LIMITS,
                 time_limit: float | None = 2.0, json_check: bool = True,
-                path: str | None = None, trace_alloc: bool = False) -> Outcome:
-    """Run one input through decode -> encode -> JSON -> encode.
+                path: str | None = None, trace_alloc: bool = False,
+                derived: tuple[str, ...] = ()) -> Outcome:
+    """Run one input through decode -> encode -> info -> JSON -> encode.
 
     ``codec`` None means detection (by magic bytes and ``path``'s extension).
+    ``derived``: also build these views (``scene``, ``textures``) and require
+    that they raise nothing but a FormatError.
     """
     name = codec or _detected_name(data, path)
     stage = "decode"
@@ -571,6 +591,20 @@ def check_input(codec: str | None, data: bytes, *, limits: Limits = FUZZ_LIMITS,
                 "roundtrip", name, data,
                 f"decoded but re-encoded differently: {len(data)} -> {len(out)} bytes, first "
                 f"difference at {_first_diff(data, out)}", dt))
+        # what `potsherd info` / `validate` show for any file that decodes
+        stage = "info"
+        try:
+            json.dumps(_summary(data, doc), ensure_ascii=False)
+        except FormatError as e:
+            if _is_internal(e):
+                raise
+        for what in derived:
+            stage = what
+            try:
+                _derived(doc, what)
+            except FormatError as e:
+                if _is_internal(e):
+                    raise
         if json_check:
             for form in ("wire", "readable"):
                 stage = f"json {form}"
@@ -779,8 +813,10 @@ class Campaign:
     def __init__(self, family: str, seeds: list[Seed], *, rng_seed: int = 0,
                  time_limit: float = 2.0, json_every: int = 1, crash_dir: Path | None = None,
                  trace_every: int = 0, limits: Limits = FUZZ_LIMITS,
-                 on_finding: Callable[[Finding], None] | None = None) -> None:
+                 on_finding: Callable[[Finding], None] | None = None,
+                 derived: tuple[str, ...] = ()) -> None:
         self.family = family
+        self.derived = derived
         self.seeds = seeds
         self.rng = random.Random(rng_seed)
         self.mutator = Mutator(self.rng)
@@ -805,7 +841,8 @@ class Campaign:
         json_check = self.json_every <= 1 or self.stats.inputs % self.json_every == 0
         out = check_input(None if detect else seed.codec, data, limits=self.limits,
                           time_limit=self.time_limit, json_check=json_check,
-                          path=("fuzz" + seed.ext) if detect else None, trace_alloc=trace)
+                          path=("fuzz" + seed.ext) if detect else None, trace_alloc=trace,
+                          derived=self.derived if json_check else ())
         if out.alloc_peak is not None:
             ratio = max(0, out.alloc_peak - ALLOC_CONSTANT) / max(1, len(data))
             # reported: allocation per input byte, with 64 KiB of slack for small inputs

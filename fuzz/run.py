@@ -57,6 +57,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--report", help="write the statistics as JSON here")
     p.add_argument("--memory-cap-mb", type=int, default=2048,
                    help="address-space cap of the fuzzing process (a runaway allocation fails)")
+    p.add_argument("--derived", default="", help="also build these views of every input that "
+                   "decodes (with the JSON check): scene,textures")
     p.add_argument("--quiet", action="store_true")
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--stats-file", help=argparse.SUPPRESS)
@@ -137,7 +139,8 @@ def run_plain(family: str, args) -> dict:
         _cap_memory(args.memory_cap_mb)
         camp = fuzzlib.Campaign(family, seeds, rng_seed=args.seed, time_limit=args.time_limit,
                                 json_every=args.json_every, crash_dir=Path(args.crash_dir),
-                                trace_every=args.trace_every)
+                                trace_every=args.trace_every,
+                                derived=tuple(x for x in args.derived.split(",") if x))
         if args.truncate:
             for s in seeds:
                 if len(s.data) < 4096:
@@ -293,7 +296,7 @@ def main(argv=None) -> int:
                 rep = tf.name
             cmd = [sys.executable, str(Path(__file__).resolve()), "--family", fam, "--report", rep]
             for k in ("seconds", "inputs", "seed", "time_limit", "json_every", "trace_every",
-                      "max_seed_size", "crash_dir", "memory_cap_mb", "seed_cache"):
+                      "max_seed_size", "crash_dir", "memory_cap_mb", "seed_cache", "derived"):
                 v = getattr(args, k)
                 if v is not None:
                     cmd += [f"--{k.replace('_', '-')}", str(v)]

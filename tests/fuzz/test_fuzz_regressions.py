@@ -84,3 +84,27 @@ def test_fbx_array_whose_payload_does_not_inflate_still_dumps_to_json(damage):
     for form in ("wire", "readable"):
         text = json.dumps(doc.to_json(form))
         assert potsherd.from_json(text).encode() == data
+
+
+def test_darkstar_info_of_a_shape_whose_material_slot_holds_another_class():
+    # was: KeyError 'materials' in darkstar/info.py material_info (potsherd info /
+    # validate on a damaged shape); built here from a real shape by the encoder
+    import copy
+    from pathlib import Path
+    from potsherd import cli
+    corpus = Path(__file__).resolve().parents[2].parent / "shared" / "corpus" / "dts"
+    files = sorted((p for p in corpus.rglob("*") if p.suffix.lower() == ".dts"),
+                   key=lambda p: p.stat().st_size) if corpus.is_dir() else []
+    for f in files:
+        doc = potsherd.read(f)
+        p = doc.root["payload"]
+        if isinstance(p, dict) and isinstance(p.get("materials"), dict) and p["meshes"]:
+            break
+    else:
+        pytest.skip("no Darkstar shape with a material list and a mesh")
+    p["materials"] = copy.deepcopy(p["meshes"][0])     # a CelAnimMesh where the list goes
+    data = doc.encode()
+    damaged = potsherd.read(data)
+    assert bytes(damaged.root["payload"]["materials"]["className"]) == b"TS::CelAnimMesh"
+    info = cli.summary(str(f), data, damaged)
+    assert info["material_list"].startswith("TS::CelAnimMesh") and "materials" not in info

@@ -66,7 +66,7 @@ def shape_info(block: dict) -> dict:
         if 0 <= mi < len(meshes):
             mb = meshes[mi]
             d["mesh_class"] = f"{_class(mb)} v{mb['version']}"
-            if isinstance(mb["payload"], dict):
+            if isinstance(mb["payload"], dict) and _class(mb) == "TS::CelAnimMesh":
                 mp = mb["payload"]
                 d.update(verts_per_frame=int(mp["mVertsPerFrame"]), faces=int(mp["numFaces"]),
                          frames=int(mp["numFrames"]))
@@ -92,7 +92,8 @@ def shape_info(block: dict) -> dict:
     mats = p.get("materials")
     if isinstance(mats, dict):
         out["material_list"] = f"{_class(mats)} v{mats['version']}"
-        if isinstance(mats["payload"], dict):
+        # a damaged file may nest another class here: summarise only a material list
+        if isinstance(mats["payload"], dict) and _class(mats) == "TS::MaterialList":
             out["materials"] = material_info(mats["payload"])
     else:
         out["materials"] = []
