@@ -13,8 +13,7 @@ from potsherd.cli import main
 from potsherd.core.errors import CountError, FormatError, TruncatedError, ValueFormatError
 from potsherd.document import Document
 from potsherd.formats.trle import model
-from potsherd.formats.trle.moveables import (empty_wad, extract, insert, view_from_trwad,
-                                             view_from_wad)
+from potsherd.formats.trle.moveables import extract, insert, view_from_trwad, view_from_wad
 
 from trle_fixtures import tiny_trwad_bytes, tiny_trwad_root, tiny_wad_root
 
@@ -357,6 +356,10 @@ def test_cli_extract_insert_textures(tmp_path, capsys):
         {"parent": -1, "offset": [0, 0, 0], "flags": 0},
         {"parent": 0, "offset": [10, -20, 30], "flags": 2}]
     assert main(["trle", "extract", str(wad_path), "--moveable", "3", "-o", str(out)]) == 1
+    assert main(["trle", "extract", str(wad_path), "--moveable", "all", "-o",
+                 str(tmp_path / "all")]) == 0
+    assert [p.name for p in (tmp_path / "all").iterdir()] == ["047_MUMMY.trwad"]
+    assert (tmp_path / "all" / "047_MUMMY.trwad").read_bytes() == out.read_bytes()
 
 
 def test_text_lists_round_trip():

@@ -1,6 +1,7 @@
 """``potsherd trle``: cut and paste moveables, export textures.
 
     potsherd trle extract WAD --moveable ID -o out.trwad
+    potsherd trle extract WAD --moveable all -o folder/
     potsherd trle insert WAD in.trwad -o new.wad
     potsherd trle textures FILE -o dir/
     potsherd trle skeleton FILE [--moveable ID]
@@ -39,6 +40,16 @@ def cmd_extract(args) -> int:
     from ...document import Document
     from .moveables import extract
     wad = _read(args.wad, args, "tr4wad")
+    if args.moveable.lower() == "all":
+        from .catalog import moveable_name
+        os.makedirs(args.output, exist_ok=True)
+        ids = [int(m["object_id"]) for m in wad.root["moveables"]]
+        for oid in ids:
+            name = f"{oid:03d}_{moveable_name(oid) or 'moveable'}.trwad"
+            data = Document("trwad", extract(wad.root, oid), {"mesh_pad": 0}).encode()
+            atomic_write(os.path.join(args.output, name), data)
+        print(f"{args.output}: {len(ids)} moveables extracted")
+        return 0
     oid = _moveable_id(args.moveable)
     doc = Document("trwad", extract(wad.root, oid), {"mesh_pad": 0})
     data = doc.encode()
@@ -120,7 +131,9 @@ def add_cli(subparsers, common) -> None:
 
     sp = sub.add_parser("extract", help="write one moveable of a wad as a .trwad (WadMerger layout)")
     sp.add_argument("wad")
-    sp.add_argument("--moveable", required=True, help="object id or TR4 slot name (e.g. 0, LARA)")
+    sp.add_argument("--moveable", required=True,
+                    help="object id or TR4 slot name (e.g. 0, LARA); 'all': every moveable "
+                         "into the folder given by -o")
     sp.add_argument("-o", "--output", required=True)
     common(sp)
     sp.set_defaults(func=cmd_extract)

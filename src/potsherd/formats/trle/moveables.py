@@ -205,16 +205,16 @@ def view_from_wad(root: dict, object_id: int, resolve_external: bool = False) ->
 
     With ``resolve_external``, animation references into other moveables
     become (owner object id, relative index) instead of absolute numbers."""
-    owner = None
-    if resolve_external:
-        spans = [(a0, a1, int(m["object_id"]))
-                 for m, (a0, a1) in zip(root["moveables"], animation_ranges(root)) if a1 > a0]
+    if not resolve_external:
+        return view_from_trwad(extract(root, object_id))
+    spans = [(a0, a1, int(m["object_id"]))
+             for m, (a0, a1) in zip(root["moveables"], animation_ranges(root)) if a1 > a0]
 
-        def owner(a: int) -> tuple:
-            for a0, a1, oid in spans:
-                if a0 <= a < a1:
-                    return ("moveable", oid, a - a0)
-            return ("absolute", a)
+    def owner(a: int) -> tuple:
+        for a0, a1, oid in spans:
+            if a0 <= a < a1:
+                return ("moveable", oid, a - a0)
+        return ("absolute", a)
     return view_from_trwad(extract(root, object_id), owner)
 
 

@@ -28,8 +28,8 @@ from typing import Any
 import numpy as np
 
 from ...core.errors import FormatError
-from ...scene import (NEAREST, Animation, Channel, Image, Material, Mesh, Node, Primitive,
-                      Scene, TextureRef, Y_DOWN_TO_Y_UP, compute_normals, quat_continuous, weld)
+from ...scene import (NEAREST, Animation, Channel, Image, Material, Mesh, Primitive, Scene,
+                      TextureRef, Y_DOWN_TO_Y_UP, compute_normals, quat_continuous, weld)
 from . import model
 from .catalog import moveable_name
 from .moveables import _pack_textures, extract
