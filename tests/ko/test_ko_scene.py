@@ -195,3 +195,21 @@ def test_converted_real_meshes_wind_counter_clockwise_around_their_normals():
         area = np.linalg.norm(face, axis=1) > 1e-9
         agree = ((face * nrm[tri].sum(axis=1)).sum(axis=1) > 0)[area]
         assert agree.mean() >= 0.99, (p.name, agree.mean())
+
+
+def test_skins_bound_to_a_skeleton_option_with_clips():
+    part = CORPUS / "data" / "Item" / "mob_kenta_lower.n3cpart"
+    if not part.is_file():
+        pytest.skip("KO corpus not present")
+    doc = potsherd.read(part)
+    plain = doc.codec.to_scene(doc, source_path=str(part))
+    assert len(plain.nodes) == 1 and not plain.skins and plain.meshes[0].primitives[0].joints is None
+    rigged = doc.codec.to_scene(doc, source_path=str(part), skeleton="chr\\mob_kenta.n3joint",
+                                animation=str(CORPUS / "data" / "Chr" / "mob_kenta.n3anim"))
+    assert len(rigged.skins) == 1 and rigged.nodes[-1].skin == 0
+    assert len(rigged.skins[0].joints) == len(rigged.nodes) - 1
+    assert len(rigged.animations) == len(potsherd.read(CORPUS / "data/Chr/mob_kenta.n3anim").root["clips"])
+    prim = rigged.meshes[0].primitives[0]
+    assert prim.joints.shape[1] == 4 and np.allclose(prim.weights.sum(axis=1), 1.0, atol=1e-6)
+    # the same vertices as the unskinned export (both are the bind pose)
+    assert np.array_equal(prim.positions, plain.meshes[0].primitives[0].positions)

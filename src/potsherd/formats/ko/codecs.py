@@ -114,6 +114,8 @@ def text(v: Any, enc: str = CP_DEFAULT) -> str:
     """A string field as display text (lossy view; ``info`` only)."""
     if v is None:
         return ""
+    if isinstance(v, str):  # already text (a path given as an option)
+        return v
     data = bytes(v)
     for e in (enc, CP_TAIWAN if enc != CP_TAIWAN else CP_DEFAULT):
         t = _roundtrips(data, e)

@@ -11,7 +11,8 @@ every triangle's winding is reversed.  No V flip (both are top-left).
   pivot) with the part's progressive mesh and texture.
 * ``.n3joint``: the skeleton (pre-order) at frame 0 plus one "timeline"
   animation over every key.
-* ``.n3cskins`` / ``.n3cpart``: LOD 0 (option ``lod``) in its bind pose (``binding.origin``).
+* ``.n3cskins`` / ``.n3cpart``: LOD 0 (option ``lod``) in its bind pose (``binding.origin``),
+  or skinned to the ``skeleton`` option (.n3joint) with the clips of ``animation`` (.n3anim).
 * ``.n3cplug``: the referenced plug mesh under its transform; the inline mesh of
   ``useVMesh`` plugs is an effect card (``fx_...``), exported with ``fx_meshes=1``.
 * ``.n3chr``: skeleton, one skinned mesh per part (LOD 0, unwelded corners,
@@ -73,6 +74,8 @@ class Resolver:
         return folder / real if real is not None else None
 
     def find(self, ref: Any) -> Path | None:
+        if isinstance(ref, (str, os.PathLike)) and os.path.isfile(ref):
+            return Path(ref)  # a path given as an option
         rel = text(ref).replace("\\", "/").strip().strip("/")
         if not rel or ".." in rel.split("/"):
             return None
@@ -530,14 +533,29 @@ def _lod_extras(skins: dict) -> list:
     return [{"faces": int(s["faceCount"]), "vertices": int(s["vertexCount"])} for s in skins["lods"]]
 
 
+def _skinned_node(scene: Scene, resolver: Resolver, skins: dict, mat: int, name: str,
+                  options: dict) -> None:
+    """A skin LOD as a mesh: in its bind pose, or bound to the skeleton of the
+    ``skeleton`` option (an .n3joint path or client reference) and animated by
+    the clips of the ``animation`` option (.n3anim)."""
+    joints, nodes, skin = ([], [], None)
+    if options.get("skeleton"):
+        joints, nodes, skin = add_rig(scene, resolver, options["skeleton"])
+    lod = skins["lods"][_lod(options)] if "lods" in skins else skins
+    mesh, _ = _skin_mesh(scene, lod, mat, name, skin is not None, len(nodes))
+    scene.add_node(name=name, mesh=mesh, skin=skin if mesh is not None else None,
+                   extras={"lods": _lod_extras(skins)} if "lods" in skins else {})
+    if joints and options.get("animation"):
+        adoc = resolver.load(options["animation"], scene, "animation")
+        if adoc is not None and adoc.format == "n3anim":
+            add_clips(scene, adoc, joints, nodes)
+
+
 def scene_skins(doc: Any, **options: Any) -> Scene:
-    scene, _, mats = _scene(doc, options)
+    scene, resolver, mats = _scene(doc, options)
     r = doc.root
-    lod0 = r["lods"][_lod(options)] if "lods" in r else r
-    mesh, _ = _skin_mesh(scene, lod0, mats.get(None, b"", "skin"), text(r["name"]) or "skin",
-                         False, 0)
-    scene.add_node(name=text(r["name"]) or "skin", mesh=mesh,
-                   extras={"lods": _lod_extras(r)} if "lods" in r else {})
+    _skinned_node(scene, resolver, r, mats.get(None, b"", "skin"), text(r["name"]) or "skin",
+                  options)
     return scene
 
 
@@ -546,11 +564,10 @@ def scene_part(doc: Any, **options: Any) -> Scene:
     r = doc.root
     mat = mats.get(r["material"], r["texture"], text(r["name"]) or "part")
     skins = resolver.load(r["geometry"], scene, "skins")
-    mesh = None
     if skins is not None and skins.format == "n3cskins":
-        mesh, _ = _skin_mesh(scene, skins.root["lods"][_lod(options)], mat,
-                             text(r["name"]) or "part", False, 0)
-    scene.add_node(name=text(r["name"]) or "part", mesh=mesh)
+        _skinned_node(scene, resolver, skins.root, mat, text(r["name"]) or "part", options)
+    else:
+        scene.add_node(name=text(r["name"]) or "part")
     return scene
 
 
@@ -597,6 +614,20 @@ def scene_plug(doc: Any, **options: Any) -> Scene:
     return scene
 
 
+def add_rig(scene: Scene, resolver: Resolver, ref: Any) -> tuple[list, list, int | None]:
+    """The skeleton a reference names, at frame 0, and its skin (bind pose =
+    the frame-0 world matrices, note 10.3): (joints, node indices, skin index)."""
+    jdoc = resolver.load(ref, scene, "skeleton")
+    if jdoc is None or jdoc.format != "n3joint":
+        return [], [], None
+    joints = flatten_joints(jdoc.root)
+    nodes = add_skeleton(scene, joints)
+    world = world_matrices(scene, nodes, joints)
+    skin = scene.add_skin(Skin(joints=list(nodes), inverse_bind_matrices=np.linalg.inv(world),
+                               skeleton=nodes[0], name=text(jdoc.root["name"])))
+    return joints, nodes, skin
+
+
 def scene_chr(doc: Any, **options: Any) -> Scene:
     scene, resolver, mats = _scene(doc, options)
     r = doc.root
@@ -608,16 +639,7 @@ def scene_chr(doc: Any, **options: Any) -> Scene:
                            "animation": text(r["animationControl"]),
                            "jointPartStarts": [int(x) for x in r["jointPartStarts"]],
                            "jointPartEnds": [int(x) for x in r["jointPartEnds"]]})
-    jdoc = resolver.load(r["joint"], scene, "skeleton")
-    joints: list[Joint] = []
-    nodes: list[int] = []
-    skin = None
-    if jdoc is not None and jdoc.format == "n3joint":
-        joints = flatten_joints(jdoc.root)
-        nodes = add_skeleton(scene, joints)
-        world = world_matrices(scene, nodes, joints)
-        skin = scene.add_skin(Skin(joints=list(nodes), inverse_bind_matrices=np.linalg.inv(world),
-                                   skeleton=nodes[0], name=text(jdoc.root["name"])))
+    joints, nodes, skin = add_rig(scene, resolver, r["joint"])
     for ref in r["parts"]:
         pdoc = resolver.load(ref, scene, "part")
         if pdoc is None or pdoc.format != "n3cpart":
