@@ -258,3 +258,45 @@ def test_corpus_exports_validate(tmp_path):
     reports = validate.validate_many(outs)
     bad = [(r["file"], r["messages"][:3]) for r in reports if r["errors"] or r["warnings"]]
     assert bad == []
+
+
+_ANIM_PROBE = r"""
+import json, os, sys
+import ufbx
+scene = ufbx.load_file(sys.argv[1])
+nodes = {n.name: n for n in list(scene.nodes)}
+anim = list(scene.anim_stacks)[0].anim
+out = []
+for name, t in json.loads(sys.argv[2]):
+    tr = nodes[name].evaluate_transform(anim, t)
+    out.append([tr.translation.x, tr.translation.y, tr.translation.z])
+print(json.dumps(out), flush=True)
+os._exit(0)  # freeing the scene can crash this binding
+"""
+
+
+@pytest.mark.parametrize("name", [
+    "ufbx__maya_anim_extrapolation_7200_binary.fbx",   # weighted cubic keys
+    "ufbx__maya_kenney_character_7700_binary.fbx",
+    "ufbx__max2009_cube_anim_6100_binary.fbx",          # FBX 6 Takes
+])
+def test_animation_samples_match_ufbx(name: str):
+    import json
+    import subprocess
+    import sys
+    pytest.importorskip("ufbx")
+    doc = potsherd.read(_corpus(name))
+    sc = doc.codec.to_scene(doc)
+    queries, mine = [], []
+    for ch in sc.animations[0].channels:
+        if ch.path != "translation":
+            continue
+        for k in range(0, len(ch.times), max(1, len(ch.times) // 7)):
+            queries.append([sc.nodes[ch.node].name, float(ch.times[k])])
+            mine.append(ch.values[k])
+    assert queries
+    run = subprocess.run([sys.executable, "-c", _ANIM_PROBE, str(_corpus(name)),
+                          json.dumps(queries)], capture_output=True, text=True, timeout=120)
+    assert run.stdout.strip(), run.stderr[-1000:]
+    ref = np.array(json.loads(run.stdout.strip().splitlines()[0]))
+    assert np.allclose(np.array(mine), ref, rtol=1e-5, atol=1e-4)

@@ -510,7 +510,10 @@ class _Builder:
 
     # ------------------------------------------------------------------
     def animations(self) -> None:
-        for stack in [o for o in self.objects.values() if o.kind == "AnimationStack"]:
+        stacks = [o for o in self.objects.values() if o.kind == "AnimationStack"]
+        if not stacks:
+            self.take_animations()
+        for stack in stacks:
             anim = Animation(name=stack.name)
             per_model: dict[int, dict] = defaultdict(dict)
             weights: dict[int, dict] = defaultdict(dict)
@@ -527,7 +530,9 @@ class _Builder:
                                 t = c.array("KeyTime")
                                 v = c.array("KeyValueFloat")
                                 if t is not None and v is not None and len(t) == len(v) and len(t):
-                                    curves[cprop] = (t.astype(np.int64), v.astype(np.float64))
+                                    curves[cprop] = _Curve(t, v, c.array("KeyAttrFlags"),
+                                                           c.array("KeyAttrDataFloat"),
+                                                           c.array("KeyAttrRefCount"))
                         if not curves:
                             continue
                         if o.kind == "Model" and prop in ("Lcl Translation", "Lcl Rotation",
@@ -542,9 +547,45 @@ class _Builder:
             if anim.channels:
                 self.scene.add_animation(anim)
 
+    def take_animations(self) -> None:
+        """FBX 6.x: Takes/Take/Model/Channel "Transform"/T|R|S/X|Y|Z with Key lists
+        (each key starts with its KTime, typed L; the value is the next number)."""
+        takes = self.root.find(b"Takes")
+        by_name = {o.node.props[0][1]: o for o in self.objects.values()
+                   if o.kind == "Model" and o.node.props and o.node.props[0][0] == "S"}
+        for take in takes.find_all(b"Take") if takes is not None else ():
+            anim = Animation(name=_text(take.props[0][1]) if take.props else "Take")
+            for mnode in take.find_all(b"Model"):
+                m = by_name.get(mnode.props[0][1]) if mnode.props else None
+                if m is None or m.id not in self.node_of:
+                    continue
+                transform = next((c for c in mnode.find_all(b"Channel")
+                                  if c.props and c.props[0][1] == b"Transform"), None)
+                props = {}
+                for ch in transform.find_all(b"Channel") if transform is not None else ():
+                    prop = {b"T": "Lcl Translation", b"R": "Lcl Rotation",
+                            b"S": "Lcl Scaling"}.get(ch.props[0][1] if ch.props else b"")
+                    if prop is None:
+                        continue
+                    curves, defaults = {}, {}
+                    for axis in ch.find_all(b"Channel"):
+                        key = "d|" + _text(axis.props[0][1]) if axis.props else ""
+                        default = axis.find(b"Default")
+                        if default is not None and default.props:
+                            defaults[key] = [float(default.props[0][1])]
+                        curve = _take_keys(axis.find(b"Key"))
+                        if curve is not None:
+                            curves[key] = curve
+                    if curves:
+                        props[prop] = (_Defaults(defaults), curves)
+                if props:
+                    self.model_channels(anim, m, props)
+            if anim.channels:
+                self.scene.add_animation(anim)
+
     def model_channels(self, anim: Animation, m: _Object, props: dict) -> None:
-        times = np.unique(np.concatenate([t for _, curves in props.values()
-                                          for t, _ in curves.values()]))
+        times = np.unique(np.concatenate([c.t for _, curves in props.values()
+                                          for c in curves.values()]))
         secs = times / KTIME_PER_SECOND
         if len(times) > 1:  # add a 30 fps grid so Euler -> quaternion stays faithful
             grid = np.arange(secs[0], secs[-1], 1 / 30.0)
@@ -565,8 +606,7 @@ class _Builder:
                 cn, curves = props[prop]
                 for axis, key in enumerate(("d|X", "d|Y", "d|Z")):
                     if key in curves:
-                        t, v = curves[key]
-                        vals[:, axis] = np.interp(ticks, t.astype(np.float64), v)
+                        vals[:, axis] = curves[key].sample(ticks)
                     elif key in cn.props:
                         vals[:, axis] = float(cn.props[key][0])
             sampled[prop] = vals
@@ -588,20 +628,146 @@ class _Builder:
             if not any(c in weights for c in channel_ids):
                 continue
             nodes = [i for i, n in enumerate(self.scene.nodes) if n.mesh == mesh_index]
-            times = np.unique(np.concatenate([t for c in channel_ids if c in weights
-                                              for t, _ in weights[c].values()]))
+            times = np.unique(np.concatenate([cv.t for c in channel_ids if c in weights
+                                              for cv in weights[c].values()]))
             vals = np.zeros((len(times), len(channel_ids)))
             mesh = self.scene.meshes[mesh_index]
             for k, cid in enumerate(channel_ids):
                 if cid in weights and weights[cid]:
-                    t, v = next(iter(weights[cid].values()))
-                    vals[:, k] = np.interp(times, t.astype(np.float64), v) / 100.0
+                    vals[:, k] = next(iter(weights[cid].values())).sample(times) / 100.0
                 else:
                     vals[:, k] = (mesh.weights or [0] * len(channel_ids))[k]
             for node in nodes:
                 anim.channels.append(Channel(node, "weights",
                                              (times / KTIME_PER_SECOND).astype(np.float32),
                                              vals.astype(np.float32)))
+
+
+class _Curve:
+    """An animation curve: KTime ticks, values and (7.x) per-key attributes.
+
+    ``KeyAttrFlags`` pick constant (0x02), linear (0x04) or cubic (0x08)
+    interpolation; cubic segments are Bezier curves in (time, value) built from
+    the right / next-left slopes of ``KeyAttrDataFloat`` (4 floats per
+    attribute, shared by ``KeyAttrRefCount`` consecutive keys) and, when the
+    weighted flags (0x01000000 right, 0x02000000 next left) are set, the
+    tangent weights packed in its third float (two 16-bit fixed points, 1/10000);
+    otherwise weights are 1/3 (a plain Hermite spline).
+    """
+
+    def __init__(self, t, v, flags=None, data=None, refcount=None) -> None:
+        self.t = np.asarray(t, dtype=np.int64)
+        self.v = np.asarray(v, dtype=np.float64)
+        n = len(self.t)
+        self.mode = np.full(n, 0x04, dtype=np.int64)
+        self.slopes = np.zeros((n, 2))
+        self.weights = np.full((n, 2), 1.0 / 3.0)
+        if flags is not None and refcount is not None and len(flags) == len(refcount):
+            per_key = np.repeat(np.arange(len(refcount)), np.maximum(refcount, 0).astype(np.int64))
+            if len(per_key) >= n:
+                per_key = per_key[:n]
+                self.mode = np.asarray(flags, dtype=np.int64)[per_key]
+                if data is not None and len(data) >= 4 * len(refcount):
+                    raw = np.asarray(data, dtype=np.float32)[:4 * len(refcount)]
+                    d = raw.astype(np.float64).reshape(-1, 4)
+                    self.slopes = d[per_key, :2]
+                    packed = raw.reshape(-1, 4)[:, 2].view(np.uint32)[per_key]
+                    right = (packed & 0xFFFF) / 10000.0
+                    left = (packed >> 16) / 10000.0
+                    self.weights[:, 0] = np.where(self.mode & 0x01000000, right, 1.0 / 3.0)
+                    self.weights[:, 1] = np.where(self.mode & 0x02000000, left, 1.0 / 3.0)
+
+    def sample(self, ticks: np.ndarray) -> np.ndarray:
+        t = self.t.astype(np.float64)
+        out = np.interp(ticks, t, self.v)
+        if len(t) < 2:
+            return out
+        seg = np.clip(np.searchsorted(t, ticks, side="right") - 1, 0, len(t) - 2)
+        inside = (ticks >= t[0]) & (ticks <= t[-1])
+        t0, t1 = t[seg], t[seg + 1]
+        dt = np.where(t1 > t0, t1 - t0, 1.0)
+        u = np.clip((ticks - t0) / dt, 0.0, 1.0)
+        v0, v1 = self.v[seg], self.v[seg + 1]
+        mode = self.mode[seg]
+        const = (mode & 0x02) != 0
+        cubic = ((mode & 0x08) != 0) & ~const
+        secs = dt / KTIME_PER_SECOND
+        w0 = np.clip(self.weights[seg, 0], 1e-4, 1.0)
+        w1 = np.clip(self.weights[seg, 1], 1e-4, 1.0)
+        # Bezier control points in normalised time u and in value
+        x1, x2 = w0, 1.0 - w1
+        y1 = v0 + self.slopes[seg, 0] * secs * w0
+        y2 = v1 - self.slopes[seg, 1] * secs * w1
+        lo, hi = np.zeros_like(u), np.ones_like(u)
+        for _ in range(40):  # x(s) is monotone for weights in (0, 1]: bisect s
+            mid = (lo + hi) / 2
+            x = 3 * (1 - mid) ** 2 * mid * x1 + 3 * (1 - mid) * mid ** 2 * x2 + mid ** 3
+            lo = np.where(x < u, mid, lo)
+            hi = np.where(x < u, hi, mid)
+        sb = (lo + hi) / 2
+        bez = ((1 - sb) ** 3 * v0 + 3 * (1 - sb) ** 2 * sb * y1 + 3 * (1 - sb) * sb ** 2 * y2
+               + sb ** 3 * v1)
+        out = np.where(inside & cubic, bez, out)
+        out = np.where(inside & const & (ticks < t1), v0, out)
+        return out
+
+
+class _Defaults:
+    """Stands in for an AnimationCurveNode: channel defaults by ``d|X`` name."""
+
+    def __init__(self, props: dict) -> None:
+        self.props = props
+
+
+def _take_keys(node: FbxNode | None) -> "_Curve | None":
+    """A 6.x Key list as a curve; None when it cannot be split.
+
+    Each key starts with its KTime (typed L), then the value and an
+    interpolation char: ``C`` constant, ``L`` linear, ``U`` cubic followed by a
+    tangent-mode char, the right and next-left slopes, and optionally a
+    weight-mode char (``a`` both weights, ``r`` right, ``n``/``l``...) with
+    its weights.
+    """
+    if node is None or not node.props:
+        return None
+    props = node.props
+    starts = [i for i, (c, _) in enumerate(props) if c == "L"]
+    if not starts or starts[0] != 0:
+        return None
+    ends = starts[1:] + [len(props)]
+    n = len(starts)
+    times = np.zeros(n, dtype=np.int64)
+    values = np.zeros(n)
+    mode = np.full(n, 0x04, dtype=np.int64)
+    slopes = np.zeros((n, 2))
+    weights = np.full((n, 2), 1.0 / 3.0)
+    for k, (a, b) in enumerate(zip(starts, ends)):
+        key = props[a:b]
+        if len(key) < 2 or key[1][0] not in "DFIL":
+            return None
+        times[k] = key[0][1]
+        values[k] = float(key[1][1])
+        chars = [(i, chr(v)) for i, (c, v) in enumerate(key) if c in "CB" and 0 <= v < 256]
+        if not chars:
+            continue
+        interp = chars[0][1]
+        if interp == "C":
+            mode[k] = 0x02
+        elif interp == "U":
+            mode[k] = 0x08
+            nums = [float(v) for c, v in key[chars[0][0] + 1:] if c in "DFIL"]
+            if len(nums) >= 2:
+                slopes[k] = nums[:2]
+            wmode = chars[2][1] if len(chars) > 2 else "n"
+            if wmode == "a" and len(nums) >= 4:
+                weights[k] = nums[2:4]
+            elif wmode == "r" and len(nums) >= 3:
+                weights[k, 0] = nums[2]
+    if n > 1 and np.any(np.diff(times) <= 0):
+        return None
+    curve = _Curve(times, values)
+    curve.mode, curve.slopes, curve.weights = mode, slopes, weights
+    return curve
 
 
 def _values(node: FbxNode) -> np.ndarray:
