@@ -300,3 +300,17 @@ def test_animation_samples_match_ufbx(name: str):
     assert run.stdout.strip(), run.stderr[-1000:]
     ref = np.array(json.loads(run.stdout.strip().splitlines()[0]))
     assert np.allclose(np.array(mine), ref, rtol=1e-5, atol=1e-4)
+
+
+def test_concave_polygons_are_not_fanned():
+    from potsherd.formats.fbx.scene import triangulate
+    arrow = np.array([[0, 0, 0], [2, 1, 0], [0, 2, 0], [0.5, 1, 0]], float)
+    assert triangulate(np.array([4]), np.arange(4), arrow).tolist() == [0, 1, 3, 1, 2, 3]
+    square = np.array([[0, 0, 0], [1, 0, 0], [1, 1, 0], [0, 1, 0]], float)
+    assert triangulate(np.array([4]), np.arange(4), square).tolist() == [0, 1, 2, 0, 2, 3]
+    ell = np.array([[0, 0, 0], [2, 0, 0], [2, 1, 0], [1, 1, 0], [1, 2, 0], [0, 2, 0]], float)
+    tris = triangulate(np.array([6]), np.arange(6), ell).reshape(-1, 3)
+    p = ell[tris][:, :, :2]
+    area = 0.5 * ((p[:, 1, 0] - p[:, 0, 0]) * (p[:, 2, 1] - p[:, 0, 1])
+                  - (p[:, 1, 1] - p[:, 0, 1]) * (p[:, 2, 0] - p[:, 0, 0]))
+    assert len(tris) == 4 and np.all(area > 0) and area.sum() == 3.0
