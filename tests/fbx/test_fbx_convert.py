@@ -165,3 +165,16 @@ def test_restyle_compression_of_a_binary_document():
     assert arr.encoding == 1  # the source document is untouched
     with pytest.raises(EncodeError):
         convert_document(blender, "binary", {"compression": "zip"})
+
+
+def test_version_change_outside_7x_is_refused():
+    doc = ascii_doc()
+    assert potsherd.read(convert_document(doc, "ascii", {"target_version": 7700})).params[
+        "version"] == 7700
+    with pytest.raises(EncodeError):
+        convert_document(doc, "ascii", {"target_version": 6100})
+    six = potsherd.read((ASCII % (3, "0,1,2")).replace("7.4.0", "6.1.0").replace(
+        "FBXVersion: 7400", "FBXVersion: 6100").encode())
+    with pytest.raises(EncodeError):
+        convert_document(six, "binary", {"target_version": 7400})
+    assert potsherd.read(convert_document(six, "binary", {})).params["version"] == 6100

@@ -44,9 +44,12 @@ def convert_document(doc: Document, target: str, options: dict) -> bytes:
     compression = options.get("compression") or params.get("compression")
     if compression is not None and compression not in COMPRESS_MIN:
         raise EncodeError(f"compression must be sdk, blender or none, not {compression!r}")
-    if version is not None and not 7100 <= int(version) <= 7700 and target in ("binary", "fbx"):
-        raise EncodeError("binary conversion targets versions 7100-7700 "
-                          "(the node model differs outside that range)")
+    if version is not None:
+        source = _real_version(doc) if doc.format == "fbx" else doc.params.get("version")
+        if int(version) != source and not (7100 <= int(version) <= 7700 and
+                                           7100 <= int(source or 0) <= 7700):
+            raise EncodeError(f"version change {source} -> {version} is not supported: only "
+                              "between 7100 and 7700, where the node model is the same")
     if target in ("binary", "fbx"):
         return to_binary(doc, version, compression).encode()
     if target in ("ascii", "fbx-ascii"):
