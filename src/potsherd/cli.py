@@ -75,7 +75,8 @@ def iter_inputs(paths: list[str], *, skip_unknown: bool) -> Iterator[str]:
             yield p
 
 
-def _print_tree(value: Any, indent: int = 0, out=sys.stdout) -> None:
+def _print_tree(value: Any, indent: int = 0, out=None) -> None:
+    out = sys.stdout if out is None else out
     pad = "  " * indent
     if isinstance(value, dict):
         for k, v in value.items():

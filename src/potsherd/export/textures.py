@@ -87,9 +87,11 @@ def run(args) -> int:
             continue
         for w in doc.warnings:
             print(f"warn  {path}: {w}", file=sys.stderr)
-        if not images or len(doc.warnings) > before:  # a texture could not be decoded
+        if len(doc.warnings) > before:  # extraction warns for each texture it cannot decode
             failed += 1
         if not images:
+            if len(doc.warnings) == before:  # e.g. a sprite file with no sprites
+                print(f"none  {path}: {doc.format} file holds no textures", file=sys.stderr)
             continue
         target_dir = os.path.join(out_dir, sub)
         os.makedirs(target_dir, exist_ok=True)
