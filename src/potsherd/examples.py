@@ -32,7 +32,10 @@ def cube_mesh() -> tuple[np.ndarray, np.ndarray]:
         for su, sv in ((-1, 1), (1, 1), (1, -1), (-1, -1)):
             p = 0.5 * (n + su * u + sv * v)
             verts.append([*p, *n, (su + 1) / 2, (1 - sv) / 2])
-        idx += [base, base + 1, base + 2, base, base + 2, base + 3]
+        quad = [base, base + 1, base + 2, base, base + 2, base + 3]
+        if np.dot(np.cross(u, v), n) > 0:  # make every face wind the same way
+            quad = quad[::-1]
+        idx += quad
     return np.array(verts, "<f4"), np.array(idx, "<u2")
 
 
