@@ -32,6 +32,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import json
+import re
 import struct
 from typing import Any, Callable, Iterator
 
@@ -177,13 +178,15 @@ class _ExprEnv:
     cannot change; a name no frame has yet is a sentinel that makes any use
     fall back to the reference."""
 
-    def __init__(self, mode: str, rec: "L.Record | None" = None) -> None:
+    def __init__(self, mode: str, rec: "L.Record | None" = None, prefix: str = "") -> None:
         self.mode = mode            # "decode" or "encode"
+        self.prefix = prefix        # for locals of a record inlined into another
         self.var: dict[str, str] = {}      # field name -> local holding its current value
         self.state: dict[str, str] = {}    # field name -> "set" | "maybe" (absent: not read yet)
         self.hoisted: dict[str, str] = {}  # outer name -> local
         self.params_here: set[str] = set()
         self.plain: dict[str, bool] = {}   # field name -> every definition is a plain number
+        self.ints: dict[str, bool] = {}    # field name -> every definition is a Python int
         self.shared: set[str] = set()      # names needing one shared local (_UNSET first)
         self.referenced: set[str] | None = None  # names any expression of the record uses
         self.cse: dict[tuple, str] = {}    # (form, expression) -> local computed in the prologue
@@ -203,9 +206,10 @@ class _ExprEnv:
                     defs.setdefault(f.name, []).append(f)
             for name, fs in defs.items():
                 self.plain[name] = all(_is_plain_number(f.storage) for f in fs)
+                self.ints[name] = all(_is_int(f.storage) for f in fs)
                 if len(fs) > 1 or fs[0].cond is not None:
                     self.shared.add(name)
-                    self.var[name] = "F_" + _ident(name)
+                    self.var[name] = f"{prefix}F_{_ident(name)}"
 
     def define(self, name: str, value_var: str, conditional: bool, out: list, ind: str) -> None:
         """Record that ``name`` now holds ``value_var`` (emitting an assignment
@@ -229,7 +233,7 @@ class _ExprEnv:
                  if n in self.shared and (self.referenced is None or n in self.referenced)]
         for n, v in self.hoisted.items():
             lines.append(f"    {v} = _LS(frames, {n!r})")
-            lines.append(f"    N{v[1:]} = _num({v})")
+            lines.append(f"    {self.num_name(n)} = _num({v})")
         for v, src in self.cse_lines:
             lines.append(f"    try: {v} = {src}")
             lines.append(f"    except Exception: {v} = _MISSING")
@@ -238,8 +242,12 @@ class _ExprEnv:
     def outer(self, name: str) -> str:
         v = self.hoisted.get(name)
         if v is None:
-            v = self.hoisted[name] = "H_" + _ident(name)
+            v = self.hoisted[name] = f"{self.prefix}H_{_ident(name)}"
         return v
+
+    def num_name(self, name: str) -> str:
+        self.outer(name)
+        return f"{self.prefix}N_{_ident(name)}"
 
     def pure_outer(self, e: Any) -> bool:
         """True when ``e`` depends only on names this record has not defined
@@ -275,6 +283,8 @@ class _Gen:
         self.enc_names: dict[int, str] = {}
         self.pending: list[tuple[str, Any]] = []
         self.tmp = 0
+        self.in_progress: set[int] = set()
+        self.inline_ok: dict[int, bool] = {}
 
     # --- helpers --------------------------------------------------------
     def const(self, obj: Any, prefix: str = "K") -> str:
@@ -327,8 +337,7 @@ class _Gen:
 
     def num(self, e: Any, env: _ExprEnv) -> str:
         if isinstance(e, str) and e not in env.params_here and e not in env.state:
-            env.outer(e)
-            return "N_" + _ident(e)
+            return env.num_name(e)
         src, plain = self.expr(e, env)
         return src if plain else f"_num({src})"
 
@@ -340,7 +349,7 @@ class _Gen:
         key = (form, json.dumps(e, sort_keys=True))
         v = env.cse.get(key)
         if v is None:
-            v = env.cse[key] = f"X{len(env.cse)}"
+            v = env.cse[key] = f"{env.prefix}X{len(env.cse)}"
             env.cse_lines.append((v, build()))
         return v
 
@@ -462,56 +471,95 @@ class _Gen:
 
     def gen_dec_record(self, rec: "L.Record") -> None:
         fname = self.dec_names[id(rec)]
-        head = [f"def {fname}(buf, pos, end, _S, _R):",
-                "    frames = _S.frames",
-                "    if len(frames) > _S.limits.max_depth: raise _FB",
-                "    rec = {}",
-                "    frames.append(rec)",
-                "    _L = _S.lookup"]
-        out: list[str] = []
-        env = _ExprEnv("decode", rec)
-        counts: dict[str, int] = {}
-        for f in rec.fields:
-            counts[f.name] = counts.get(f.name, 0) + 1
-        fields = rec.fields
-        i = 0
-        while i < len(fields):
-            f = fields[i]
-            if f.is_param:
-                out.append(f"    _p = frames[0]")
-                out.append(f"    if {f.name!r} not in _p: _p[{f.name!r}] = {self.const(f.storage.default)}")
-                i += 1
-                continue
-            # a run of fixed, unconditional scalar fields: one struct call
-            j = i
-            order = None
-            while j < len(fields) and fields[j].cond is None and not fields[j].is_param:
-                o = _run_order(fields[j].storage)
-                if o is None or (order is not None and o != order):
-                    break
-                order = o
-                j += 1
-            if j - i >= 2:
-                self.dec_run(fields[i:j], order, out, env, counts, "    ")
-                i = j
-                continue
-            ind = "    "
-            if f.cond is not None:
-                cs = self.test(f.cond_src if f.cond_src != "optional tail"
-                               else {"gt": [{"remaining": []}, 0]}, env)
-                out.append(f"    if {cs}:")
-                ind = "        "
-            var = self.fresh("v")
-            self.dec_storage(f.storage, var, out, ind, env)
-            out.append(f"{ind}rec[{f.name!r}] = {var}")
-            env.define(f.name, var, f.cond is not None, out, ind)
-            i += 1
-        out.append("    frames.pop()")
-        out.append("    return rec, pos")
-        self.lines.extend(head + env.prologue() + out)
+        body, frameless, _ = self.dec_record_body(rec, "rec", "")
+        out = [f"def {fname}(buf, pos, end, _S, _R):",
+               "    frames = _S.frames",
+               "    if len(frames) > _S.limits.max_depth: raise _FB",
+               "    _L = _S.lookup"]
+        if frameless:
+            # nothing can look into this record while it is read (no nested
+            # record, no delegated storage): its dict need not be on the stack
+            out += body + ["    return rec, pos"]
+        else:
+            k = body.index("    rec = {}") + 1
+            out += body[:k] + ["    frames.append(rec)"] + body[k:] + ["    frames.pop()", "    return rec, pos"]
+        self.lines.extend(out)
         self.lines.append("")
 
-    def dec_run(self, run: list, order: str, out: list, env: _ExprEnv, counts: dict, ind: str) -> None:
+    _NEEDS_FRAME = re.compile(r"\bD\d+_\w*\(|\.decode\(_R, _S\)|\bE\d+\(_S\)|_S\.has\(")
+    _LOOKS_UP = re.compile(r"\b_LS?\(")
+
+    def dec_record_body(self, rec: "L.Record", recvar: str, prefix: str) -> tuple[list[str], bool, bool]:
+        """The statements reading ``rec`` into ``recvar`` (base indent 4).
+
+        Returns (lines, frameless, self_contained): frameless when nothing in
+        the body can look names up in this record's dict; self-contained when
+        the body does no lookup at all (it can be inlined anywhere)."""
+        self.in_progress.add(id(rec))
+        try:
+            out = [f"    {recvar} = {{}}"]
+            env = _ExprEnv("decode", rec, prefix)
+            counts: dict[str, int] = {}
+            for f in rec.fields:
+                counts[f.name] = counts.get(f.name, 0) + 1
+            fields = rec.fields
+            i = 0
+            while i < len(fields):
+                f = fields[i]
+                if f.is_param:
+                    out.append(f"    _p = frames[0]")
+                    out.append(f"    if {f.name!r} not in _p: _p[{f.name!r}] = {self.const(f.storage.default)}")
+                    i += 1
+                    continue
+                # a run of fixed, unconditional scalar fields: one struct call
+                j = i
+                order = None
+                while j < len(fields) and fields[j].cond is None and not fields[j].is_param:
+                    o = _run_order(fields[j].storage)
+                    if o is None or (order is not None and o != order):
+                        break
+                    order = o
+                    j += 1
+                if j - i >= 2:
+                    self.dec_run(fields[i:j], order, out, env, counts, "    ", recvar)
+                    i = j
+                    continue
+                ind = "    "
+                if f.cond is not None:
+                    cs = self.test(f.cond_src if f.cond_src != "optional tail"
+                                   else {"gt": [{"remaining": []}, 0]}, env)
+                    out.append(f"    if {cs}:")
+                    ind = "        "
+                var = self.fresh("v")
+                self.dec_storage(f.storage, var, out, ind, env)
+                out.append(f"{ind}{recvar}[{f.name!r}] = {var}")
+                env.define(f.name, var, f.cond is not None, out, ind)
+                i += 1
+            lines = env.prologue() + out
+        finally:
+            self.in_progress.discard(id(rec))
+        text = "\n".join(lines)
+        frameless = self._NEEDS_FRAME.search(text) is None
+        return lines, frameless, frameless and self._LOOKS_UP.search(text) is None
+
+    def inlinable(self, rec: Any) -> bool:
+        """A small self-contained record is expanded where it is used."""
+        if id(rec) in self.in_progress:
+            return False
+        ok = self.inline_ok.get(id(rec))
+        if ok is None:
+            lines, _, contained = self.dec_record_body(rec, "_probe", "p_")
+            ok = self.inline_ok[id(rec)] = contained and len(lines) <= 60
+        return ok
+
+    def dec_inline_record(self, rec: Any, var: str, out: list, ind: str, depth_check: bool) -> None:
+        lines, _, _ = self.dec_record_body(rec, var, self.fresh("i") + "_")
+        if depth_check:
+            out.append(f"{ind}if len(frames) > _S.limits.max_depth: raise _FB")
+        out.extend(ind + line[4:] for line in lines)
+
+    def dec_run(self, run: list, order: str, out: list, env: _ExprEnv, counts: dict, ind: str,
+                recvar: str = "rec") -> None:
         fmt = order
         slots: list[tuple[Any, list[str]]] = []
         nanchecks: list[tuple[str, str]] = []
@@ -547,18 +595,39 @@ class _Gen:
         for f, vs in slots:
             if isinstance(f.storage, L.Group):
                 g = self.fresh("g")
-                out.append(f"{ind}rec[{f.name!r}] = {g} = [{', '.join(vs)}]")
+                out.append(f"{ind}{recvar}[{f.name!r}] = {g} = [{', '.join(vs)}]")
                 env.define(f.name, g, False, out, ind)
             else:
-                out.append(f"{ind}rec[{f.name!r}] = {vs[0]}")
+                out.append(f"{ind}{recvar}[{f.name!r}] = {vs[0]}")
                 env.define(f.name, vs[0], False, out, ind)
         out.append(f"{ind}pos += {off}")
 
+    def is_int(self, e: Any, env: _ExprEnv) -> bool:
+        """The expression's value is certainly a Python int here."""
+        if isinstance(e, bool):
+            return False
+        if isinstance(e, int):
+            return True
+        if isinstance(e, str):
+            return env.state.get(e) == "set" and env.ints.get(e, False)
+        if isinstance(e, dict) and len(e) == 1:
+            (op, arg), = e.items()
+            args = arg if isinstance(arg, list) else [arg]
+            if op in ("product", "plus", "minus", "min", "max"):
+                return all(self.is_int(a, env) for a in args)
+            if op in ("mask", "length"):
+                return True
+        return False
+
     def dec_count(self, src_expr: Any, var: str, out: list, ind: str, env: _ExprEnv) -> None:
         """``var = count`` with the interpreter's Array._n semantics."""
-        src, plain = self.expr(src_expr, env)
         if isinstance(src_expr, int) and not isinstance(src_expr, bool):
             out.append(f"{ind}{var} = {max(src_expr, 0)}")
+            return
+        src, plain = self.expr(src_expr, env)
+        if self.is_int(src_expr, env):
+            out.append(f"{ind}{var} = {src}")
+            out.append(f"{ind}if {var} < 0: {var} = 0")
             return
         msg = f"array count {src_expr!r} selects no case; read as empty"
         out.append(f"{ind}{var} = {src}")
@@ -608,7 +677,10 @@ class _Gen:
             out.append(f"{ind}{var} = buf[pos:end]")
             out.append(f"{ind}pos = end")
         elif t is L.Record:
-            out.append(f"{ind}{var}, pos = {self.dec_record_fn(st)}(buf, pos, end, _S, _R)")
+            if self.inlinable(st):
+                self.dec_inline_record(st, var, out, ind, True)
+            else:
+                out.append(f"{ind}{var}, pos = {self.dec_record_fn(st)}(buf, pos, end, _S, _R)")
         elif t is L.Choice:
             cs = self.fresh("c")
             src = self.expr_from_compiled(st, env)
@@ -651,7 +723,7 @@ class _Gen:
             k = int(np.prod(shape)) if shape else 1
             isz = st.elem_dtype.itemsize
             self.dec_count(st.count_src, n, out, ind, env)
-            out.append(f"{ind}if {n} * {isz} > end - pos or {n} * {k} > _S.limits.max_elements: raise _FB")
+            out.append(f"{ind}if {n} * {isz} > end - pos: raise _FB")
             arr = f"_fbuf(buf, {self.const(base, 'DT')}, {n} * {k}, pos).copy()" if k != 1 else \
                 f"_fbuf(buf, {self.const(base, 'DT')}, {n}, pos).copy()"
             if shape:
@@ -669,8 +741,7 @@ class _Gen:
             self.dec_count(inner, k, out, ind + "    ", env)
             out.append(f"{ind}    if {k} == 0:")
             out.append(f"{ind}        if {n} > end - pos + 65536 or {n} > _S.limits.max_elements: raise _FB")
-            out.append(f"{ind}    elif {n} * {k} > _S.limits.max_elements or "
-                       f"{n} * {k} * {dt.itemsize} > end - pos: raise _FB")
+            out.append(f"{ind}    elif {n} * {k} * {dt.itemsize} > end - pos: raise _FB")
             out.append(f"{ind}    {var} = _fbuf(buf, {self.const(dt, 'DT')}, {n} * {k}, pos).copy()"
                        f".reshape({n}, {k})")
             out.append(f"{ind}    pos += {n} * {k} * {dt.itemsize}")
@@ -684,13 +755,19 @@ class _Gen:
             self.dec_fixed_records(item, fixed, n, var, out, ind)
             return
         self.dec_count(st.count_src, n, out, ind, env)
-        out.append(f"{ind}if {n} * {item.min_size} > end - pos or {n} > _S.limits.max_elements: raise _FB")
+        out.append(f"{ind}if {n} * {item.min_size} > end - pos: raise _FB")
         out.append(f"{ind}{var} = []")
         ap = self.fresh("ap")
         out.append(f"{ind}{ap} = {var}.append")
         x = self.fresh("x")
-        out.append(f"{ind}for _ in range({n}):")
-        self.dec_storage(item, x, out, ind + "    ", env)
+        if _kind(item) is L.Record and self.inlinable(item):
+            # frameless items cannot change the stack depth: check it once
+            out.append(f"{ind}if {n} and len(frames) > _S.limits.max_depth: raise _FB")
+            out.append(f"{ind}for _ in range({n}):")
+            self.dec_inline_record(item, x, out, ind + "    ", False)
+        else:
+            out.append(f"{ind}for _ in range({n}):")
+            self.dec_storage(item, x, out, ind + "    ", env)
         out.append(f"{ind}    {ap}({x})")
 
     def dec_fixed_records(self, item: Any, fixed: list, n: str, var: str, out: list, ind: str) -> None:
@@ -732,7 +809,7 @@ class _Gen:
                     floats.append((name, None, fo[0], (order, 4 if fo[1] == "f32" else 8)))
         ST = struct.Struct(fmt)
         size = ST.size
-        out.append(f"{ind}if {n} * {size} > end - pos or {n} > _S.limits.max_elements: raise _FB")
+        out.append(f"{ind}if {n} * {size} > end - pos: raise _FB")
         if not is_struct_record:
             out.append(f"{ind}if {n} and len(frames) > _S.limits.max_depth: raise _FB")
         allv = [v for _, vs, _ in parts for v in vs]
@@ -1078,6 +1155,15 @@ def _storage_references(st: Any, seen: set | None = None) -> set[str]:
     return out
 
 
+def _is_int(st: Any) -> bool:
+    k = _kind(st)
+    if k is L.Prim:
+        return st.kind == "i"
+    if k is L.Choice:
+        return _is_int(st.yes) and _is_int(st.no)
+    return False
+
+
 def _is_plain_number(st: Any) -> bool:
     """Values of this storage are int/float (``_num`` is the identity)."""
     k = _kind(st)
@@ -1201,7 +1287,9 @@ class FastLayout:
                start: int) -> tuple[Any, int, dict, list] | None:
         """(value, end, params, warnings), or None: the reference must decide."""
         fn = self.dec.get(root)
-        if fn is None:
+        if fn is None or len(data) - start > limits.max_elements:
+            # (the generated code relies on: an array that fits in the input
+            # has fewer than max_elements items, items being >= 1 byte)
             return None
         p = dict(params or {})
         r = L.Reader(data, start, limits=limits)
