@@ -1,13 +1,16 @@
-"""FBX 7.x node tree -> neutral scene (note section 7).
+"""FBX node tree -> neutral scene (note section 7); 7.x, 6.x and 5.x trees.
 
 Objects are wired by ``Connections``; models become nodes (full FBX local
 transform with pivots, offsets and pre/post rotation, decomposed to TRS),
 meshes are split by material, fan-triangulated and welded with per-corner
 normals / UVs / colours de-indexed by mapping and reference mode, skins come
 from clusters (inverse bind = TransformLink^-1 · Transform), blend shapes
-become morph targets and animation stacks become animations (curves sampled
-at their key times, Euler rotations turned into quaternions per sample).
-ASCII documents are typed through the signature table first.
+become morph targets and animation stacks (6.x/5.x: Takes) become animations
+(curves evaluated as FBX interpolates them at their key times plus a 30 fps
+grid, Euler rotations turned into quaternions per sample).  ASCII documents
+are typed through the signature table first; 5.x trees are first rewritten in
+the 6.x node model (:func:`upgrade_fbx5`).  Transforms, inverse bind matrices,
+triangle counts and animation samples are checked against ufbx in the tests.
 """
 from __future__ import annotations
 
