@@ -17,8 +17,10 @@ def test_mutated_inputs_raise_only_format_errors(family):
     if not fam_seeds:
         pytest.skip(f"no codec or seed for {family} yet")
     with family_context(family):
+        # every 10th decode runs under tracemalloc: its allocation peak must stay
+        # below ALLOC_PER_BYTE x input size + ALLOC_CONSTANT (else a "memory" finding)
         camp = fuzzlib.Campaign(family, fam_seeds, rng_seed=RNG_SEED, time_limit=TIME_LIMIT,
-                                json_every=3)
+                                json_every=3, trace_every=10)
         stats = camp.run(inputs=INPUTS, seconds=SECONDS)
     assert not stats.findings, describe(stats.findings)
     # the run really exercised both paths, and every refusal says where
@@ -27,6 +29,7 @@ def test_mutated_inputs_raise_only_format_errors(family):
     assert stats.errors_without_offset == 0, stats.errors
     assert "InternalDecodeError" not in stats.errors
     assert stats.slowest <= TIME_LIMIT, stats.slowest_input
+    assert stats.max_alloc_mb * 2 ** 20 < fuzzlib.ALLOC_CONSTANT + fuzzlib.ALLOC_PER_BYTE * (8 << 10) * 4
 
 
 def test_seeds_cover_every_codec_with_corpus_files():
@@ -68,3 +71,61 @@ def test_mutator_operators_change_inputs_as_documented():
     assert len(m.insert(bytearray(data), [])) > len(data)
     assert len(m.delete(bytearray(data), [])) < len(data)
     assert list(fuzzlib.truncations(b"abc")) == [b"", b"a", b"ab"]
+
+
+class _Broken(fuzzlib.registry.Codec):
+    """A deliberately faulty codec: shows each kind of finding is caught."""
+    family = "test"
+    extensions = (".broken",)
+
+    def __init__(self, name, fault):
+        self.name, self.fault = name, fault
+
+    def decode(self, data, *, limits=None, **params):
+        if self.fault == "keyerror":
+            return {}["missing"]
+        if self.fault == "greedy":  # 64 MiB for a tiny input, as an unchecked count would
+            blob = bytearray(64 << 20)
+            del blob
+            raise fuzzlib.FormatError("refused after allocating", offset=0)
+        if self.fault == "spin":
+            while True:
+                pass
+        if self.fault == "no-offset":
+            raise fuzzlib.FormatError("no offset here")
+        return fuzzlib.Document(self.name, {"data": data})
+
+    def encode(self, doc):
+        return doc.root["data"] + (b"!" if self.fault == "lossy" else b"")
+
+    def to_json(self, doc, form="wire"):
+        return self.json_envelope(doc, form, doc.root["data"].hex())
+
+    def from_json(self, obj):
+        return fuzzlib.Document(self.name, {"data": bytes.fromhex(obj["root"])})
+
+
+@pytest.mark.parametrize("fault,kind", [("keyerror", "internal-decode"), ("greedy", "memory"),
+                                        ("spin", "timeout"), ("lossy", "roundtrip")])
+def test_the_harness_catches_each_kind_of_fault(fault, kind):
+    codec = _Broken(f"broken-{fault}", fault)
+    fuzzlib.registry.register(codec)
+    try:
+        seed = fuzzlib.Seed(codec.name, b"\xff\xff\xff\x03" + bytes(12), "test")
+        camp = fuzzlib.Campaign("test", [seed], time_limit=0.5 if fault == "spin" else 2.0,
+                                trace_every=1)
+        stats = camp.run(inputs=3)
+    finally:
+        fuzzlib.registry._CODECS.pop(codec.name, None)
+    assert kind in {f.kind for f in stats.findings}, [f.kind for f in stats.findings]
+
+
+def test_the_harness_counts_errors_without_offset():
+    codec = _Broken("broken-no-offset", "no-offset")
+    fuzzlib.registry.register(codec)
+    try:
+        camp = fuzzlib.Campaign("test", [fuzzlib.Seed(codec.name, b"abcd", "test", ".broken")])
+        stats = camp.run(inputs=5)
+    finally:
+        fuzzlib.registry._CODECS.pop(codec.name, None)
+    assert stats.errors_without_offset == 5 and not stats.findings
