@@ -63,12 +63,14 @@ class AsciiArray:
     def values(self) -> np.ndarray:
         """Numbers as int64 when every lexeme is an integer, else float64."""
         if self._values is None:
-            lex = self.lexemes()
+            if self.text is not None:  # numpy parses the comma-separated parts (spaces ok)
+                parts = self.text.split(",") if self.text.strip() else []
+                floaty = _FLOATY.search(self.text) is not None
+            else:
+                parts = self.lexemes()
+                floaty = any(_FLOATY.search(x) for x in parts)
             try:
-                if any(_FLOATY.search(x) for x in lex):
-                    self._values = np.array(lex, dtype=np.float64)
-                else:
-                    self._values = np.array(lex, dtype=np.int64)
+                self._values = np.array(parts, dtype=np.float64 if floaty else np.int64)
             except (ValueError, OverflowError):
                 raise ValueFormatError("array holds a value that is not a number") from None
         return self._values
@@ -273,10 +275,22 @@ def _compress_fmt(root: FbxNode, nl: str, ind: str, version: int | None) -> None
             canon[0] = (header_comment(version, nl) if version else "") + canon[0]
         if node.fmt == canon:
             arr = node.props[-1][1] if node.props and node.props[-1][0] == "*" else None
-            if arr is None or arr.text == _canonical_array_text(arr, depth, nl, ind):
+            if arr is None or _canonical_array_layout(arr.text, depth, nl, ind):
                 node.fmt = None
         for c in node.children or ():
             stack.append((c, depth + 1))
+
+
+_SPACE = re.compile(r"\s")
+
+
+def _canonical_array_layout(text: str | None, depth: int, nl: str, ind: str) -> bool:
+    """Is ``text`` what the canonical writer would print for its own lexemes?"""
+    if text is None:
+        return True
+    tail = nl + ind * depth
+    return (len(text) > len(tail) and text[0] == " " and text.endswith(tail)
+            and _SPACE.search(text, 1, len(text) - len(tail)) is None)
 
 
 def _canonical_array_text(arr: AsciiArray, depth: int, nl: str, ind: str) -> str:

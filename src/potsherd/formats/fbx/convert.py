@@ -180,12 +180,15 @@ def _float_lexeme(v: float, single: bool) -> str:
 
 
 def _array_lexemes(vals: np.ndarray, code: str) -> list[str]:
+    """Shortest round-trip spellings (float32 precision for ``f``), integral
+    floats without ``.0`` as the SDK writes them; formatted by numpy."""
     if vals.dtype.kind in "iu":
-        return [str(x) for x in vals.tolist()]
-    single = vals.dtype.itemsize == 4
-    if single:
-        return [_float_lexeme(float(x), True) for x in vals.astype(np.float32)]
-    return [_float_lexeme(x, False) for x in vals.tolist()]
+        return vals.astype(str).tolist()
+    text = vals.astype(np.float32 if vals.dtype.itemsize == 4 else np.float64).astype(str)
+    integral = np.char.endswith(text, ".0")
+    if integral.any():
+        text[integral] = np.char.rstrip(np.char.rstrip(text[integral], "0"), ".")
+    return text.tolist()
 
 
 # ----------------------------------------------------------------------------
