@@ -325,6 +325,8 @@ class _Gen:
             if op in ("gt", "lt", "ge", "eq", "ne") and len(args) == 2:
                 sym = {"gt": ">", "lt": "<", "ge": ">=", "eq": "==", "ne": "!="}[op]
                 return f"({self.num(args[0], env)} {sym} {self.num(args[1], env)})"
+            if op in ("and", "or") and len(args) == 1:
+                return self.test(args[0], env)
             if op == "and":
                 return "(" + " and ".join(self.test(a, env) for a in args) + ")" if args else "True"
             if op == "or":
@@ -349,8 +351,12 @@ class _Gen:
         key = (form, json.dumps(e, sort_keys=True))
         v = env.cse.get(key)
         if v is None:
-            v = env.cse[key] = f"{env.prefix}X{len(env.cse)}"
-            env.cse_lines.append((v, build()))
+            src = build()
+            if re.fullmatch(r"[A-Za-z_]\w*", src):
+                v = env.cse[key] = src   # already a local (a shorter cached form)
+            else:
+                v = env.cse[key] = f"{env.prefix}X{len(env.cse)}"
+                env.cse_lines.append((v, src))
         return v
 
     def expr(self, e: Any, env: _ExprEnv) -> tuple[str, bool]:
