@@ -50,7 +50,7 @@ class AsciiArray:
     def lexemes(self) -> list[str]:
         if self._lexemes is None:
             if self.text is None:
-                self._lexemes = [_number_lexeme(v) for v in self._values.tolist()]  # type: ignore
+                self._lexemes = format_numbers(np.asarray(self._values))
             else:
                 parts = self.text.replace("\r", "").replace("\n", "").split(",")
                 lex = [p.strip() for p in parts]
@@ -89,12 +89,16 @@ class AsciiArray:
         return f"AsciiArray(count={self.count!r}, {len(self)} values)"
 
 
-def _number_lexeme(v) -> str:
-    if isinstance(v, float):
-        if v == int(v) and abs(v) < 1e15:
-            return "-0" if (v == 0 and str(v).startswith("-")) else str(int(v))
-        return repr(v)
-    return str(v)
+def format_numbers(vals: np.ndarray) -> list[str]:
+    """Shortest round-trip spellings (float32 precision for 4-byte floats),
+    integral floats without ``.0`` as the SDK writes them; formatted by numpy."""
+    if vals.dtype.kind in "iub":
+        return vals.astype(np.int64).astype(str).tolist()
+    text = vals.astype(np.float32 if vals.dtype.itemsize == 4 else np.float64).astype(str)
+    integral = np.char.endswith(text, ".0")
+    if integral.any():
+        text[integral] = np.char.rstrip(np.char.rstrip(text[integral], "0"), ".")
+    return text.tolist()
 
 
 def sniff_ascii(data: bytes) -> bool:

@@ -23,7 +23,7 @@ import numpy as np
 
 from ...core.errors import EncodeError, FormatError
 from ...document import Document
-from .ascii import AsciiArray, escape, unescape
+from .ascii import AsciiArray, escape, format_numbers, unescape
 from .model import ARRAY_CODES, FbxArray, FbxNode, array_dtype, file_id
 from .tables import expand, load_table
 
@@ -164,7 +164,7 @@ def _prop_to_ascii(name: bytes, code: str, v: Any) -> tuple:
         if code == "f" and name in _FLOAT_BITS_PATHS:
             vals = np.ascontiguousarray(vals, dtype="<f4").view("<i4")
         arr = AsciiArray(None, None, vals.astype(vals.dtype.newbyteorder("=")))
-        arr._lexemes = _array_lexemes(vals, code)
+        arr._lexemes = format_numbers(vals)
         return ("*", arr)
     raise EncodeError(f"cannot write property type {code!r} as ASCII")
 
@@ -177,18 +177,6 @@ def _float_lexeme(v: float, single: bool) -> str:
     if v == int(v) and abs(v) < 1e15:
         return str(int(v))
     return str(np.float32(v)) if single else repr(float(v))
-
-
-def _array_lexemes(vals: np.ndarray, code: str) -> list[str]:
-    """Shortest round-trip spellings (float32 precision for ``f``), integral
-    floats without ``.0`` as the SDK writes them; formatted by numpy."""
-    if vals.dtype.kind in "iu":
-        return vals.astype(str).tolist()
-    text = vals.astype(np.float32 if vals.dtype.itemsize == 4 else np.float64).astype(str)
-    integral = np.char.endswith(text, ".0")
-    if integral.any():
-        text[integral] = np.char.rstrip(np.char.rstrip(text[integral], "0"), ".")
-    return text.tolist()
 
 
 # ----------------------------------------------------------------------------
