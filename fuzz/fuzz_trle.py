@@ -22,6 +22,34 @@ def seed_documents() -> dict:
     return {}
 
 
+def shrink_document(doc):
+    """A small wad from a real one: texture pages cut to 4 rows of one page (the
+    page byte count follows), then the generic list/array cuts.  Texture
+    records may then point past the pages: the decoder must not care."""
+    import fuzzlib
+    from potsherd.core.errors import FormatError
+    from potsherd import registry
+    if doc.format != "tr4wad" or not isinstance(doc.root, dict) or "pages" not in doc.root:
+        return None
+    r = doc.root
+    r["pages"] = bytes(r["pages"][:3 * 256 * 4])
+    r["page_byte_count"] = len(r["pages"])
+    if isinstance(r.get("meshes"), list) and len(r["meshes"]) > 3:
+        # keep 3 meshes; the blob's word count follows (pointers may now dangle)
+        from potsherd.formats.trle.moveables import mesh_size
+        r["meshes"] = r["meshes"][:3]
+        r["mesh_word_count"] = sum(mesh_size(m, True) for m in r["meshes"]) // 2
+    small = fuzzlib.shrink_document(doc)
+    if small is not None:
+        return small
+    try:
+        data = doc.encode()
+        again = registry.decode(data, format=doc.format)
+    except FormatError:
+        return None
+    return data if again.encode() == data else None
+
+
 if __name__ == "__main__":
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import run
