@@ -34,6 +34,7 @@ import gc
 import json
 import re
 import struct
+import threading
 from typing import Any, Callable, Iterator
 
 import numpy as np
@@ -284,6 +285,7 @@ class _Gen:
         self.pending: list[tuple[str, Any]] = []
         self.tmp = 0
         self.in_progress: set[int] = set()
+        self.built = 0
         self.inline_ok: dict[int, bool] = {}
 
     # --- helpers --------------------------------------------------------
@@ -468,9 +470,13 @@ class _Gen:
                 self.gen_dec_record(rec)
             else:
                 self.gen_enc_record(rec)
-        src = "\n".join(self.lines) + "\n"
-        self.source = src
-        exec(compile(src, f"<potsherd fastpath {id(self.layout):x}>", "exec"), self.ns)
+        new = self.lines[self.built:]
+        self.built = len(self.lines)
+        exec(compile("\n".join(new) + "\n", f"<potsherd fastpath {id(self.layout):x}>", "exec"), self.ns)
+
+    @property
+    def source(self) -> str:
+        return "\n".join(self.lines) + "\n"
 
     # ======================================================================
     # decode
@@ -1269,30 +1275,52 @@ def _fixed_record_fields(item: Any) -> list | None:
     return [(n, s, k, order) for n, s, k in out]
 
 
+class _Compiled(dict):
+    """root name -> generated function, compiled on first lookup."""
+
+    def __init__(self, owner: "FastLayout", kind: str) -> None:
+        super().__init__()
+        self.owner, self.kind = owner, kind
+
+    def __missing__(self, root: str) -> Callable | None:
+        fn = self[root] = self.owner.compile(self.kind, root)
+        return fn
+
+
 class FastLayout:
     """The compiled decoder/encoder of one :class:`Layout`."""
 
     def __init__(self, layout: "L.Layout") -> None:
         self.layout = layout
         self.gen = _Gen(layout)
-        self.dec: dict[str, Callable] = {}
-        self.enc: dict[str, Callable] = {}
-        for name, rec in layout.records.items():
-            self.gen.dec_record_fn(rec)
-            self.gen.enc_record_fn(rec)
-        self.gen.build()
-        for name, rec in layout.records.items():
-            self.dec[name] = self.gen.ns[self.gen.dec_names[id(rec)]]
-            self.enc[name] = self.gen.ns[self.gen.enc_names[id(rec)]]
+        self.dec = _Compiled(self, "dec")
+        self.enc = _Compiled(self, "enc")
+        self.lock = threading.Lock()
+        self.broken = False
 
     @property
     def source(self) -> str:
         return self.gen.source
 
+    def compile(self, kind: str, root: str) -> Callable | None:
+        """The generated function for ``root`` (code generated on first use:
+        a root and the records it reaches)."""
+        rec = self.layout.records.get(root)
+        if rec is None or self.broken:
+            return None
+        with self.lock:
+            try:
+                name = self.gen.dec_record_fn(rec) if kind == "dec" else self.gen.enc_record_fn(rec)
+                self.gen.build()
+                return self.gen.ns[name]
+            except Exception:  # noqa: BLE001 - never worse than the interpreter
+                self.broken = True
+                return None
+
     def decode(self, root: str, data: bytes, params: dict | None, limits: Any,
                start: int) -> tuple[Any, int, dict, list] | None:
         """(value, end, params, warnings), or None: the reference must decide."""
-        fn = self.dec.get(root)
+        fn = self.dec[root]
         if fn is None or len(data) - start > limits.max_elements:
             # (the generated code relies on: an array that fits in the input
             # has fewer than max_elements items, items being >= 1 byte)
@@ -1309,7 +1337,7 @@ class FastLayout:
         return v, pos, p, warnings
 
     def encode(self, root: str, value: Any, params: dict | None, limits: Any) -> bytes | None:
-        fn = self.enc.get(root)
+        fn = self.enc[root]
         if fn is None:
             return None
         w = L.Writer()
