@@ -13,6 +13,7 @@ import potsherd
 from potsherd.core.errors import FormatError
 from potsherd.export.gltf import write_glb
 from potsherd.formats.darkstar.scene import to_scene
+from potsherd.scene import trs_to_matrix
 
 from dts_fixtures import envelope, matlist_bytes, shape_doc
 
@@ -38,7 +39,8 @@ def test_v8_hierarchy_rest_pose_and_object():
     s = to_scene(_doc(_animated_v8()))
     assert [n.name for n in s.nodes] == ["bounds", "root", "root", "z-up"]
     assert s.roots == [3] and s.nodes[3].children == [0]
-    assert s.nodes[3].rotation == pytest.approx((-H, 0.0, 0.0, H))
+    # 180 degrees about (0, 1, 1): Z-up, +Y-forward data to glTF's Y-up, +Z-forward
+    assert s.nodes[3].rotation == (0.0, H, H, 0.0)
     assert s.nodes[0].children == [1] and s.nodes[1].children == [2]
     bounds, node, obj = s.nodes[0], s.nodes[1], s.nodes[2]
     assert bounds.rotation == pytest.approx([0, 0, 0, 1]) and bounds.translation == [0, 0, 0]
@@ -48,6 +50,44 @@ def test_v8_hierarchy_rest_pose_and_object():
     assert obj.translation == [1.0, 2.0, 3.0] and obj.mesh == 0
     assert obj.extras == {"dts_object": 0, "default_invisible": False}
     assert s.extras["dts_version"] == 8 and s.extras["details"] == [{"root": "bounds", "size": 64.0}]
+
+
+def _world(s, index: int) -> np.ndarray:
+    """World matrix of node ``index`` (parents' T*R*S composed down to it)."""
+    parents = s.parents()
+    m = np.eye(4)
+    while index is not None:
+        n = s.nodes[index]
+        m = trs_to_matrix(n.translation, n.rotation, n.scale) @ m
+        index = parents[index]
+    return m
+
+
+def test_front_faces_plus_z_upright_and_not_mirrored():
+    """The engine moves a player along row 1 of its transform (+Y, forward) and
+    strafes along row 0 (+X, its right); up is +Z.  In glTF the front must
+    look toward +Z with +Y up, so the asset's right side is -X."""
+    root = shape_doc(8)
+    p = root["payload"]
+    t = p["transforms"]
+    t.update(fRotateZ=[0, 0], fRotateW=[32767, 32767], fTranslateX=[0.0, 0.0],
+             fTranslateY=[0.0, 0.0], fTranslateZ=[0.0, 0.0])
+    p["objects"].update(fObjectOffsetX=[0.0], fObjectOffsetY=[0.0], fObjectOffsetZ=[0.0])
+    mesh = p["meshes"][0]["payload"]
+    mesh["frames"].update(scaleX=[1.0, 1.0], scaleY=[1.0, 2.0], originX=[0.0, 0.0],
+                          originZ=[0.0, 0.0])
+    # frame 0: v0 = (0, 2, 0) straight ahead, v1 = (5, 0, 3) to the right and up
+    mesh["verts"].update(x=[0, 5, 10, 20], y=[2, 0, 3, 4], z=[0, 3, 7, 8])
+    s = to_scene(_doc(root))
+    obj = next(i for i, n in enumerate(s.nodes) if n.mesh is not None)
+    world = _world(s, obj)
+    assert np.linalg.det(world[:3, :3]) == pytest.approx(1.0)       # a rotation, no mirror
+    (prim,) = s.meshes[s.nodes[obj].mesh].primitives
+    assert prim.positions.tolist() == [[0.0, 2.0, 0.0], [5.0, 0.0, 3.0], [5.0, 0.0, 3.0]]
+    got = prim.positions @ world[:3, :3].T + world[:3, 3]
+    # forward vertex ends at +Z; up becomes +Y; the model's right (+X) becomes -X
+    np.testing.assert_allclose(got, [[0.0, 0.0, 2.0], [-5.0, 3.0, 0.0], [-5.0, 3.0, 0.0]],
+                               rtol=0, atol=1e-12)
 
 
 def test_v8_mesh_primitive_and_morph_target():

@@ -28,11 +28,35 @@ def test_hierarchy_axes_and_units():
     assert [n.name for n in s.nodes] == ["tr4", "MUMMY", "MUMMY_0", "MUMMY_1"]
     assert s.roots == [0]
     top = s.nodes[0]
-    assert top.rotation == (1.0, 0.0, 0.0, 0.0)  # 180 degrees about X: Y down -> Y up
+    assert top.rotation == (0.0, 0.0, 1.0, 0.0)  # 180 degrees about Z: Y down -> Y up, +Z kept
     assert top.scale == (1 / 512, 1 / 512, 1 / 512)
     assert s.nodes[2].children == [3]
     assert s.nodes[3].translation == (10.0, -20.0, 30.0)  # the link offset
     assert _scene(unit_scale=1 / 1024).nodes[0].scale == (1 / 1024,) * 3
+
+
+def test_front_faces_plus_z_upright_and_not_mirrored():
+    """TR moves an item with heading 0 along +Z (x += speed*sin, z += speed*cos),
+    so +Z is the front, -Y is up and +X the model's right; glTF wants the front
+    toward +Z with +Y up, which puts the model's right at -X."""
+    from potsherd.scene import quat_to_matrix, trs_to_matrix
+    s = _scene()
+    r = quat_to_matrix(s.nodes[0].rotation)
+    np.testing.assert_allclose(r, np.diag([-1.0, -1.0, 1.0]), atol=1e-15)
+    assert np.linalg.det(r) == pytest.approx(1.0)  # a rotation, no mirror
+    # MUMMY_1 hangs 30 units in front of, 20 above and 10 right of mesh 0 (link offset
+    # (10, -20, 30)); its mesh's vertex (0, 64, 0) lies 64 units below that point
+    assert s.nodes[3].translation == (10.0, -20.0, 30.0)
+    mesh = s.meshes[s.nodes[3].mesh].primitives[0].positions
+    assert mesh.tolist() == [[0, 64, 0], [0, 0, 0], [64, 0, 0]]
+    world = np.eye(4)
+    for i in (0, 1, 2, 3):  # tr4 -> MUMMY -> MUMMY_0 -> MUMMY_1, rest pose
+        n = s.nodes[i]
+        world = world @ trs_to_matrix(n.translation, n.rotation, n.scale)
+    got = mesh @ world[:3, :3].T + world[:3, 3]
+    # in front -> +Z, above -> +Y, the model's right -> -X (1/512 m per unit)
+    np.testing.assert_allclose(got * 512, [[-10, -44, 30], [-10, 20, 30], [-74, 20, 30]],
+                               rtol=0, atol=1e-12)
 
 
 def test_uv_corners_winding_and_materials():

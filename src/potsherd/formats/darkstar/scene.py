@@ -3,8 +3,11 @@
 * Nodes keep the shape's tree; a node's rest pose is its default transform.
   The engine applies quaternions to row vectors, so the glTF rotation is the
   conjugate of the normalised stored quaternion (note 8.2, still to be checked
-  visually).  The data is Z-up: everything hangs under one root node rotated
-  -90 degrees about X.
+  visually).  The data is Z-up with the front toward +Y (the engine moves a
+  player along row 1 of its transform, right along row 0): everything hangs
+  under one root node turned 180 degrees about (0, 1, 1), ``(x, y, z) ->
+  (-x, z, y)``, so up becomes glTF's +Y and the front glTF's +Z.  A proper
+  rotation: nothing is mirrored and the winding rule is unchanged.
 * Each object becomes a child node of its node, carrying the object's offset
   (v8: a translation; v7 and older: the TMat3F, decomposed to TRS) and its mesh.
 * Meshes split vertices on unique (vertex, texture vertex) pairs, one primitive
@@ -30,9 +33,9 @@ from typing import Any
 import numpy as np
 
 from ...core.errors import FormatError, ValueFormatError
-from ...scene import (Z_UP_TO_Y_UP, Animation, Channel, Material, Mesh, MorphTarget, Primitive,
-                      Scene, decompose_matrix, flip_winding, mat4_from_gltf, quat_conjugate,
-                      quat_continuous, quat_normalize, weld)
+from ...scene import (Z_UP_Y_FORWARD_TO_GLTF, Animation, Channel, Material, Mesh, MorphTarget,
+                      Primitive, Scene, decompose_matrix, flip_winding, mat4_from_gltf,
+                      quat_conjugate, quat_continuous, quat_normalize, weld)
 from . import geometry
 from .geometry import name_text
 
@@ -395,5 +398,5 @@ def to_scene(doc: Any, *, detail: int | None = 0, bounds: bool = False, **option
                     for r, sz in zip(det["fRootNodeIndex"].tolist(), det["fSize"].tolist())],
         "transitions": len(p["transitions"]) if "transitions" in p else 0,
     }
-    scene.wrap(name="z-up", rotation=Z_UP_TO_Y_UP)
+    scene.wrap(name="z-up", rotation=Z_UP_Y_FORWARD_TO_GLTF)   # front +Y -> +Z, up +Z -> +Y
     return scene

@@ -5,11 +5,15 @@ link walk, translated by the link offsets; each TR animation becomes a glTF
 animation sampled at its keyframes (``k * frame_duration / 30`` s, LINEAR),
 rotating every mesh node by ``qY * qX * qZ`` and translating mesh 0 by the
 keyframe's root offset (signs and order checked: posed meshes reproduce the
-engine's per-keyframe bounding boxes within a few units).  Vertex data stay in TR space (Y down, 1024 units a
-sector); one root node turns them Y-up with a 180 degree rotation about X (no
-mirroring, so the winding is only reversed because TR faces are clockwise:
-checked against the stored normals) and scales them by ``unit_scale`` (default 1/512: 512 units = 1 m, WADBlender's
-choice, which makes Lara about 1.6 m tall).
+engine's per-keyframe bounding boxes within a few units).  Vertex data stay in
+TR space (Y down, 1024 units a sector, front toward +Z: the engine moves an
+item with heading 0 along +Z); one root node turns them Y-up with a 180 degree
+rotation about Z, ``(x, y, z) -> (-x, -y, z)``, so the front stays glTF's +Z
+(note 6's 180 degrees about X would turn it to -Z).  A proper rotation, so
+nothing is mirrored and the winding is only reversed because TR faces are
+clockwise (checked against the stored normals).  The root also scales by
+``unit_scale`` (default 1/512: 512 units = 1 m, WADBlender's choice, which
+makes Lara about 1.6 m tall).
 
 Textures go into one RGBA atlas (magenta made transparent, ``alphaMode`` MASK):
 for a ``.trwad`` its texture blocks packed onto 256-wide pages stacked
@@ -29,7 +33,7 @@ import numpy as np
 
 from ...core.errors import FormatError
 from ...scene import (NEAREST, Animation, Channel, Image, Material, Mesh, Primitive, Scene,
-                      TextureRef, Y_DOWN_TO_Y_UP, compute_normals, quat_continuous, weld)
+                      TextureRef, Y_DOWN_Z_FORWARD_TO_GLTF, compute_normals, quat_continuous, weld)
 from . import model
 from .catalog import moveable_name
 from .moveables import _pack_textures, extract
@@ -83,7 +87,7 @@ def to_scene(doc: Any, **options: Any) -> Scene:
     additive = scene.add_material(Material(name="additive", base_color_texture=tex,
                                            alpha_mode="BLEND", extras={"additive": True}))
     size = (atlas.shape[1], atlas.shape[0])
-    top = scene.add_node(name="tr4", rotation=Y_DOWN_TO_Y_UP, scale=(unit, unit, unit),
+    top = scene.add_node(name="tr4", rotation=Y_DOWN_Z_FORWARD_TO_GLTF, scale=(unit, unit, unit),
                          extras={"source": "TR4 space: Y down, 1024 units per sector"})
     for i, (t, rects) in enumerate(zip(movs, rect_lists)):
         _add_moveable(scene, top, t, rects, size, (solid, additive),
