@@ -1329,11 +1329,16 @@ class FastLayout:
         r = L.Reader(data, start, limits=limits)
         warnings: list[str] = []
         s = L.Scope(p, r, limits, warnings)
+        pause = r.end - start >= GC_PAUSE_BYTES and gc.isenabled()
         try:
-            with _gc_paused(r.end - start):
-                v, pos = fn(r.buf, start, r.end, s, r)
+            if pause:
+                gc.disable()
+            v, pos = fn(r.buf, start, r.end, s, r)
         except Exception:  # noqa: BLE001 - any surprise: the reference decides
             return None
+        finally:
+            if pause:
+                gc.enable()
         return v, pos, p, warnings
 
     def encode(self, root: str, value: Any, params: dict | None, limits: Any) -> bytes | None:

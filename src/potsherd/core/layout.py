@@ -1152,5 +1152,8 @@ def iter_records(layout: Layout) -> Iterable[Record]:
 
 
 def _fast_layout(layout: Layout):
+    """The layout's compiled form (see :mod:`potsherd.core.fastpath`)."""
+    global _fast_layout
     from .fastpath import fast_layout
+    _fast_layout = fast_layout  # import once; later calls go straight there
     return fast_layout(layout)
