@@ -155,8 +155,13 @@ def scene_bytes(doc: Any) -> bytes:
     return glb_bytes(gl, b)
 
 
+def progress(msg: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
 def measure_group(g: Group, runs: int) -> dict:
     codec = g.codec
+    progress(f"{codec.family}/{codec.name}: {len(g.datas)} files, {g.size / MB:.2f} MB")
     datas, docs = g.datas, g.docs
     wire = [json.dumps(codec.to_json(d, "wire")) for d in docs]
 
@@ -506,6 +511,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     fams = {f for f in args.families.split(",") if f} or None
     t0 = time.time()
+    progress("decoding the corpus")
     groups = discover(fams)
     gen = {} if args.no_generated else generated_groups()
     for name, g in gen.items():
@@ -533,11 +539,15 @@ def main(argv: list[str] | None = None) -> int:
         for name, g in gen.items():
             if g.codec.family == fam and groups[fam].get(name) is not g:
                 res["formats"][fam][name + " (generated)"] = measure_group(g, args.runs)
+    progress("baselines: hand-written and Construct decoders")
     res["baselines"] = baseline_records(groups, gen, args.runs)
+    progress("FBX vs ufbx")
     res["fbx_vs_ufbx"] = fbx_vs_ufbx(groups, args.runs)
     if not args.no_construct_corpus:
+        progress("KO corpus: potsherd round trip vs Construct read (slow)")
         res["ko_corpus"] = ko_corpus_vs_construct(groups, max(3, args.runs // 2))
     if not args.no_memory:
+        progress("peak memory (one process per file)")
         res["memory"] = memory(groups, gen)
     res["targets"] = targets(res)
     res["wall_seconds"] = time.time() - t0
