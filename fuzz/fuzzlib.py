@@ -535,9 +535,11 @@ def _derived(doc: Document, what: str) -> None:
     """Views users derive from a decoded file: ``scene`` (glTF export) and
     ``textures`` (PNG export); codecs without them are skipped."""
     codec = doc.codec
-    if what == "scene" and hasattr(codec, "to_scene"):
-        codec.to_scene(doc)
-    elif what == "textures" and hasattr(codec, "textures"):
+    if what == "scene":
+        # as `potsherd convert` does: NoSceneError (a FormatError) when there is none
+        from potsherd.export.gltf import document_scene
+        document_scene(doc)
+    elif what == "textures" and callable(getattr(codec, "textures", None)):
         for name, img in codec.textures(doc):
             if hasattr(img, "tobytes"):
                 img.tobytes()
