@@ -141,6 +141,7 @@ def run_plain(family: str, args) -> dict:
                                 json_every=args.json_every, crash_dir=Path(args.crash_dir),
                                 trace_every=args.trace_every,
                                 derived=tuple(x for x in args.derived.split(",") if x))
+        t_trunc = time.perf_counter()
         if args.truncate:
             for s in seeds:
                 if len(s.data) < 4096:
@@ -156,6 +157,8 @@ def run_plain(family: str, args) -> dict:
         stats = camp.run(seconds=args.seconds, inputs=args.inputs, progress=progress,
                          progress_every=30.0)
         d = stats.summary()
+        if args.truncate:  # the sweep ran before the timed campaign: count it in
+            d["seconds"] = round(time.perf_counter() - t_trunc, 1)
         d["seed_seconds"] = round(seed_seconds, 1)
         d["engine"] = "plain"
         d["seed_origins"] = sorted({s.origin.split(":")[0] if ":" in s.origin else "corpus"
