@@ -493,6 +493,7 @@ class Outcome:
     finding: Finding | None = None
     error_has_offset: bool = True
     alloc_peak: int | None = None
+    error_path: str | None = None   #: field path of the refusal
 
 
 def _alarm_handler(signum, frame):
@@ -575,7 +576,9 @@ def check_input(codec: str | None, data: bytes, *, limits: Limits = FUZZ_LIMITS,
             if _is_internal(e):
                 return Outcome(False, type(e).__name__, dt,
                                Finding("internal-decode", name, data, _format_exc(e), dt))
-            return Outcome(False, type(e).__name__, dt, None, e.offset is not None, alloc_peak)
+            out = Outcome(False, type(e).__name__, dt, None, e.offset is not None, alloc_peak)
+            out.error_path = e.path
+            return out
         if trace_alloc:
             alloc_peak = tracemalloc.get_traced_memory()[1] - base
             tracemalloc.stop()
@@ -775,6 +778,7 @@ class Stats:
     refused: int = 0
     errors: dict = dataclasses.field(default_factory=dict)
     errors_without_offset: int = 0
+    errors_without_path: int = 0
     seconds: float = 0.0
     slowest: float = 0.0
     slowest_input: str = ""
@@ -793,6 +797,8 @@ class Stats:
             self.errors[out.error] = self.errors.get(out.error, 0) + 1
             if not out.error_has_offset:
                 self.errors_without_offset += 1
+            if not out.error_path:
+                self.errors_without_path += 1
         if out.seconds > self.slowest:
             self.slowest = out.seconds
             self.slowest_input = f"{label} ({len(data)} bytes)"

@@ -92,7 +92,7 @@ def _print_stats(d: dict, out=sys.stdout) -> None:
           f"(per byte+64KiB: {d['max_alloc_ratio']}) findings={len(d['findings'])}", file=out)
     if d.get("errors"):
         print(f"[{d['family']}] refusals: " + ", ".join(f"{k}={v}" for k, v in sorted(d["errors"].items()))
-              + f"; without offset: {d['errors_without_offset']}", file=out)
+              + f"; without offset: {d['errors_without_offset']}, without field path: {d.get('errors_without_path', 0)}", file=out)
     for f in d["findings"]:
         print(f"[{d['family']}]   {f['kind']} in {f['codec']}: {f['detail']} "
               f"({f['bytes']} bytes, crasher {f['key']})", file=out)
