@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import importlib
 import os
-from typing import Any, Iterable
+from typing import Any, Iterable, NamedTuple
 
 from .core.errors import (FormatError, InternalDecodeError, JsonFormatError, LimitError,
                           UnknownFormatError)
@@ -73,6 +73,34 @@ class Codec:
             "root": root,
         }
 
+    def parse_envelope(self, obj: dict) -> Envelope:
+        """Check and read ``form``, ``meta``, ``params`` and ``trailing``."""
+        form = obj.get("form", "wire")
+        meta = obj.get("meta") or {}
+        if not isinstance(meta, dict):
+            raise JsonFormatError("meta must be an object", path="$.meta")
+        try:
+            ctx = JsonCtx(form, meta.get("text_encoding", self.text_encoding))
+        except (ValueError, TypeError) as e:
+            raise JsonFormatError(str(e), path="$.form") from None
+        params = obj.get("params") or {}
+        if not isinstance(params, dict):
+            raise JsonFormatError("params must be an object", path="$.params")
+        try:
+            trailing = bytes.fromhex(obj.get("trailing") or "")
+        except (TypeError, ValueError):
+            raise JsonFormatError("trailing must be a hex string", path="$.trailing") from None
+        return Envelope(ctx, dict(meta), dict(params), trailing)
+
+
+class Envelope(NamedTuple):
+    """The parts of a JSON document around its root, checked."""
+
+    ctx: JsonCtx
+    meta: dict
+    params: dict
+    trailing: bytes
+
 
 def _params_json(params: dict) -> dict:
     out = {}
@@ -107,32 +135,45 @@ class LayoutCodec(Codec):
         self.parameters = tuple(parameters)
         self.allow_trailing = allow_trailing
 
-    def decode(self, data: bytes, *, limits: Limits = DEFAULT_LIMITS, **params: Any) -> Document:
-        best = None
+    def parse_variants(self, data: bytes, limits: Limits, params: dict, *,
+                       stop_at_exact: bool = True) -> tuple[list[tuple], FormatError | None]:
+        """Trial-parse ``data`` with each variant the caller's ``params`` allow.
+
+        Returns the successful parses as ``(root, end, params, warnings)`` in
+        variant order (stopping at the first that ends exactly at EOF when
+        ``stop_at_exact``), and the error that got furthest into the input.
+        """
+        results: list[tuple] = []
         first_error: FormatError | None = None
         for variant in self.variants:
             # user-supplied parameters override (and restrict) the variants
             if any(k in params and params[k] != v for k, v in variant.items()):
                 continue
-            p = {**variant, **params}
             warnings: list[str] = []
             try:
-                root, end, p = self.layout.decode(self.root, data, p, limits, warnings)
+                root, end, p = self.layout.decode(self.root, data, {**variant, **params},
+                                                  limits, warnings)
             except FormatError as e:
                 if first_error is None or (e.offset or 0) > (first_error.offset or 0):
                     first_error = e
                 continue
+            results.append((root, end, p, warnings))
+            if stop_at_exact and end == len(data):
+                break
+        return results, first_error
+
+    def decode(self, data: bytes, *, limits: Limits = DEFAULT_LIMITS, **params: Any) -> Document:
+        results, first_error = self.parse_variants(data, limits, params)
+        for root, end, p, warnings in results:
             if end == len(data):
                 return Document(self.name, root, p, b"", warnings)
-            if best is None:
-                best = (root, end, p, warnings)
-        if best is not None and self.allow_trailing:
-            root, end, p, warnings = best
+        if results and self.allow_trailing:
+            root, end, p, warnings = results[0]
             warnings.append(f"{len(data) - end} bytes after the end of the {self.root} record "
                             f"(offset {end}) kept raw")
             return Document(self.name, root, p, data[end:], warnings)
-        if best is not None:
-            root, end, p, warnings = best
+        if results:
+            end = results[0][1]
             raise FormatError(f"{len(data) - end} unexpected bytes after the {self.root} record",
                               offset=end)
         assert first_error is not None
@@ -146,24 +187,9 @@ class LayoutCodec(Codec):
         return self.json_envelope(doc, form, self.layout.to_json(self.root, doc.root, ctx))
 
     def from_json(self, obj: dict) -> Document:
-        form = obj.get("form", "wire")
-        meta = obj.get("meta") or {}
-        if not isinstance(meta, dict):
-            raise JsonFormatError("meta must be an object", path="$.meta")
-        try:
-            ctx = JsonCtx(form, meta.get("text_encoding", self.text_encoding))
-        except ValueError as e:
-            raise JsonFormatError(str(e), path="$.form") from None
-        params = obj.get("params") or {}
-        if not isinstance(params, dict):
-            raise JsonFormatError("params must be an object", path="$.params")
-        trailing = obj.get("trailing", "")
-        try:
-            trailing = bytes.fromhex(trailing)
-        except (TypeError, ValueError):
-            raise JsonFormatError("trailing must be a hex string", path="$.trailing") from None
-        root = self.layout.from_json(self.root, obj.get("root"), ctx, "$.root")
-        return Document(self.name, root, dict(params), trailing, [], dict(meta))
+        env = self.parse_envelope(obj)
+        root = self.layout.from_json(self.root, obj.get("root"), env.ctx, "$.root")
+        return Document(self.name, root, env.params, env.trailing, [], env.meta)
 
     def opaque_bytes(self, doc: Document) -> int:
         return len(doc.trailing) + self.layout.opaque_size(self.root, doc.root)

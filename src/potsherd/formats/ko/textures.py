@@ -109,17 +109,10 @@ class _TextureCodec(Codec):
         return Scope({}, r, limits, warnings)
 
     def _envelope_in(self, obj: dict) -> tuple[JsonCtx, dict, Any]:
-        form = obj.get("form", "wire")
-        meta = obj.get("meta") or {}
-        if not isinstance(meta, dict):
-            raise JsonFormatError("meta must be an object", path="$.meta")
-        try:
-            ctx = JsonCtx(form, meta.get("text_encoding", self.text_encoding))
-        except ValueError as e:
-            raise JsonFormatError(str(e), path="$.form") from None
-        if obj.get("trailing", "") not in ("", None):
+        env = self.parse_envelope(obj)
+        if env.trailing:
             raise JsonFormatError(f"{self.name} documents keep no trailing bytes", path="$.trailing")
-        return ctx, meta, obj.get("root")
+        return env.ctx, env.meta, obj.get("root")
 
     def convert(self, doc: Document, target: str, options: dict | None = None) -> bytes:
         """``png``: the first texture's level 0."""

@@ -124,20 +124,13 @@ class TrwadCodec(LayoutCodec):
                          description="WadMerger moveable export (one moveable of a TR4 wad)")
 
     def decode(self, data: bytes, *, limits: Limits = DEFAULT_LIMITS, **params: Any) -> Document:
-        results = []
-        first_error: FormatError | None = None
-        for variant in self.variants:
-            if any(k in params and params[k] != v for k, v in variant.items()):
-                continue
-            p = {**variant, **params}
-            warnings: list[str] = []
-            try:
-                root, end, p = self.layout.decode(self.root, data, p, limits, warnings)
-            except FormatError as e:
-                if first_error is None or (e.offset or 0) > (first_error.offset or 0):
-                    first_error = e
-                continue
-            results.append(Document(self.name, root, p, b"", warnings))
+        parses, first_error = self.parse_variants(data, limits, params, stop_at_exact=False)
+        results = [Document(self.name, root, p, b"", warnings)
+                   for root, end, p, warnings in parses if end == len(data)]
+        if not results and parses:
+            end = parses[0][1]
+            raise FormatError(f"{len(data) - end} unexpected bytes after the trwad record",
+                              offset=end)
         if not results:
             assert first_error is not None
             raise first_error
