@@ -494,6 +494,7 @@ class Outcome:
     error_has_offset: bool = True
     alloc_peak: int | None = None
     error_path: str | None = None   #: field path of the refusal
+    format: str | None = None       #: codec that decoded it
 
 
 def _alarm_handler(signum, frame):
@@ -584,6 +585,7 @@ def check_input(codec: str | None, data: bytes, *, limits: Limits = FUZZ_LIMITS,
             tracemalloc.stop()
             trace_alloc = False
         name = doc.format
+        decoded_format = name
         stage = "encode"
         try:
             out = doc.encode()
@@ -626,7 +628,7 @@ def check_input(codec: str | None, data: bytes, *, limits: Limits = FUZZ_LIMITS,
                         "json", name, data, f"{form} JSON does not load back to the same bytes: "
                         f"first difference at {_first_diff(data, back)}", dt))
         dt = time.process_time() - t0
-        return Outcome(True, None, dt, None, True, alloc_peak)
+        return Outcome(True, None, dt, None, True, alloc_peak, format=decoded_format)
     except FuzzTimeout:
         dt = time.process_time() - t0
         return Outcome(False, None, dt, Finding("timeout", name, data,
@@ -779,6 +781,7 @@ class Stats:
     errors: dict = dataclasses.field(default_factory=dict)
     errors_without_offset: int = 0
     errors_without_path: int = 0
+    json_documents: int = 0     #: hostile JSON documents checked
     seconds: float = 0.0
     slowest: float = 0.0
     slowest_input: str = ""
@@ -822,8 +825,9 @@ class Campaign:
                  time_limit: float = 2.0, json_every: int = 1, crash_dir: Path | None = None,
                  trace_every: int = 0, limits: Limits = FUZZ_LIMITS,
                  on_finding: Callable[[Finding], None] | None = None,
-                 derived: tuple[str, ...] = ()) -> None:
+                 derived: tuple[str, ...] = (), json_mutate_every: int = 0) -> None:
         self.family = family
+        self.json_mutate_every = json_mutate_every
         self.derived = derived
         self.seeds = seeds
         self.rng = random.Random(rng_seed)
@@ -865,10 +869,27 @@ class Campaign:
         if out.finding is None and out.seconds > self.time_limit:
             out.finding = Finding("timeout", seed.codec, data,
                                   f"took {out.seconds:.2f} s (limit {self.time_limit} s)", out.seconds)
+        if out.finding is None and out.decoded and self.json_mutate_every and \
+                self.stats.decoded % self.json_mutate_every == 0:
+            out.finding = self.hostile_json(data, out.format)
         self.stats.record(out, data, f"mutant of {seed.origin}")
         if out.finding is not None:
             self._found(out.finding)
         return out
+
+    def hostile_json(self, data: bytes, fmt: str | None) -> Finding | None:
+        """One hostile edit of the JSON form of an input that decodes."""
+        try:
+            doc = registry.decode(data, format=fmt, limits=self.limits)
+            base = json.loads(json.dumps(doc.to_json(self.rng.choice(("wire", "readable")))))
+        except FormatError:
+            return None
+        bad, what = mutate_json(base, self.rng)
+        self.stats.json_documents += 1
+        status, f = check_json_document(bad, time_limit=self.time_limit)
+        if f is not None:
+            f.detail = f"hostile JSON ({what}) from input {data[:64].hex()}...\n{f.detail}"
+        return f
 
     def _found(self, f: Finding) -> None:
         first_line = f.detail.splitlines()[0] if f.detail else ""

@@ -57,6 +57,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--report", help="write the statistics as JSON here")
     p.add_argument("--memory-cap-mb", type=int, default=2048,
                    help="address-space cap of the fuzzing process (a runaway allocation fails)")
+    p.add_argument("--json-mutate-every", type=int, default=10,
+                   help="every Nth input that decodes: also one hostile edit of its JSON form")
     p.add_argument("--derived", default="", help="also build these views of every input that "
                    "decodes (with the JSON check): scene,textures")
     p.add_argument("--quiet", action="store_true")
@@ -88,7 +90,7 @@ def _print_stats(d: dict, out=sys.stdout) -> None:
           f"decoded={d['decoded']} refused={d['refused']} duration={d['seconds']}s "
           f"rate={d['inputs'] / max(d['seconds'], 1e-9):.0f}/s peak_rss={d['peak_rss_mb']}MiB "
           f"slowest={d['slowest']}s CPU ({d['slowest_input']}) "
-          f"decode_alloc_peak={d.get('max_alloc_mb', 0)}MiB "
+          f"hostile_json={d.get('json_documents', 0)} decode_alloc_peak={d.get('max_alloc_mb', 0)}MiB "
           f"(per byte+64KiB: {d['max_alloc_ratio']}) findings={len(d['findings'])}", file=out)
     if d.get("errors"):
         print(f"[{d['family']}] refusals: " + ", ".join(f"{k}={v}" for k, v in sorted(d["errors"].items()))
@@ -140,7 +142,8 @@ def run_plain(family: str, args) -> dict:
         camp = fuzzlib.Campaign(family, seeds, rng_seed=args.seed, time_limit=args.time_limit,
                                 json_every=args.json_every, crash_dir=Path(args.crash_dir),
                                 trace_every=args.trace_every,
-                                derived=tuple(x for x in args.derived.split(",") if x))
+                                derived=tuple(x for x in args.derived.split(",") if x),
+                                json_mutate_every=args.json_mutate_every)
         t_trunc = time.perf_counter()
         if args.truncate:
             for s in seeds:
@@ -300,7 +303,7 @@ def main(argv=None) -> int:
                 rep = tf.name
             cmd = [sys.executable, str(Path(__file__).resolve()), "--family", fam, "--report", rep]
             for k in ("seconds", "inputs", "seed", "time_limit", "json_every", "trace_every",
-                      "max_seed_size", "crash_dir", "memory_cap_mb", "seed_cache", "derived"):
+                      "max_seed_size", "crash_dir", "memory_cap_mb", "seed_cache", "derived", "json_mutate_every"):
                 v = getattr(args, k)
                 if v is not None:
                     cmd += [f"--{k.replace('_', '-')}", str(v)]

@@ -108,3 +108,16 @@ def test_darkstar_info_of_a_shape_whose_material_slot_holds_another_class():
     assert bytes(damaged.root["payload"]["materials"]["className"]) == b"TS::CelAnimMesh"
     info = cli.summary(str(f), data, damaged)
     assert info["material_list"].startswith("TS::CelAnimMesh") and "materials" not in info
+
+
+@pytest.mark.parametrize("value,tail", [([[]], (4,)), ([[], []], (4,)), ([[], []], ())])
+def test_json_numeric_array_of_empty_rows_is_refused(value, tail):
+    # was: ValueError "cannot reshape array of size 0 into shape (1,4)" in
+    # layout._np_from_json (a quat array given as [[]]), or silently read as empty
+    import numpy as np
+    from potsherd.core.errors import JsonFormatError
+    from potsherd.core.layout import JsonCtx, _np_from_json
+    with pytest.raises(JsonFormatError) as ei:
+        _np_from_json(value, np.dtype("<f4"), tail, JsonCtx("readable"), "$.root.keys")
+    assert ei.value.path == "$.root.keys" and "rows must have shape" in ei.value.message
+    assert _np_from_json([], np.dtype("<f4"), tail, JsonCtx("readable"), "$").shape == (0,) + tail

@@ -315,6 +315,9 @@ def _np_from_json(o: Any, dtype: np.dtype, shape_tail: tuple, ctx: JsonCtx, jpat
         raise _jerr(f"array rows must have shape {shape_tail}, found {arr.shape[1:]}", jpath)
     if arr.size == 0:
         rows = arr.shape[0] if arr.ndim == 1 + len(shape_tail) else 0
+        if rows and int(np.prod(shape_tail)) or arr.ndim > 1 + len(shape_tail):
+            # e.g. [[]] where rows of 4 are needed, or [[], []] for a flat array
+            raise _jerr(f"array rows must have shape {shape_tail}, found {arr.shape[1:]}", jpath)
         arr = arr.reshape((rows,) + shape_tail)
     return arr
 
