@@ -389,10 +389,16 @@ def memory(groups: dict[str, dict[str, Group]], gen: dict[str, Group]) -> list[d
                              capture_output=True, text=True)
         if res.returncode == 0:
             rows.append(json.loads(res.stdout.strip().splitlines()[-1]))
+        else:
+            rows.append({"format": fmt, "path": path, "bytes": os.path.getsize(path),
+                         "error": (res.stderr.strip().splitlines() or ["?"])[-1]})
     for p in tmp_files:
         os.unlink(p)
     os.rmdir(tmpdir)
     for r in rows:
+        if "error" in r:
+            r["within_bound"] = None
+            continue
         r["growth"] = r["peak_rss"] - r["rss_before"]
         r["bound"] = 3 * r["bytes"] + 50 * (1 << 20)
         r["within_bound"] = r["growth"] <= r["bound"]
@@ -460,6 +466,9 @@ def print_report(res: dict) -> None:
         p("\nPeak RSS while decoding the largest file of each format (MB)")
         p(f"{'format':14} {'file MB':>8} {'before':>8} {'peak':>8} {'growth':>8} {'3x+50':>8}  ok")
         for r in res["memory"]:
+            if "error" in r:
+                p(f"{r['format']:14} {r['bytes'] / MB:>8.2f}  probe failed: {r['error']}")
+                continue
             p(f"{r['format']:14} {r['bytes'] / MB:>8.2f} {r['rss_before'] / MB:>8.1f} "
               f"{r['peak_rss'] / MB:>8.1f} {r['growth'] / MB:>8.1f} {r['bound'] / MB:>8.1f}  "
               f"{'yes' if r['within_bound'] else 'NO'}")
@@ -491,6 +500,7 @@ def targets(res: dict) -> list[dict]:
                     "met": kc["potsherd_roundtrip_s"] < kc["construct_read_s"]})
     mem = res.get("memory", [])
     if mem:
+        mem = [r for r in mem if "error" not in r]
         bad = [r["format"] for r in mem if not r["within_bound"]]
         out.append({"target": "peak RSS growth while decoding < 3x file size + 50 MB",
                     "value": f"{len(mem) - len(bad)} of {len(mem)} formats" +
