@@ -121,3 +121,18 @@ def test_json_numeric_array_of_empty_rows_is_refused(value, tail):
         _np_from_json(value, np.dtype("<f4"), tail, JsonCtx("readable"), "$.root.keys")
     assert ei.value.path == "$.root.keys" and "rows must have shape" in ei.value.message
     assert _np_from_json([], np.dtype("<f4"), tail, JsonCtx("readable"), "$").shape == (0,) + tail
+
+
+def test_fbx_json_with_a_short_creation_time_and_derived_file_id_is_an_encode_error():
+    # was: ValueFormatError from model._time_bytes while encoding (not an EncodeError)
+    import json
+    data = fbx_seed("binary-7400")
+    doc = json.loads(json.dumps(potsherd.read(data, format="fbx").to_json("readable")))
+    doc["params"]["file_id"] = "derived"
+    doc["root"]["nodes"].insert(0, {"name": "FileId", "props": [["R", {"base64": "AA=="}]],
+                                    "children": None})
+    doc["root"]["nodes"].insert(1, {"name": "CreationTime", "props": [["S", "2021-09-02 12:31:52:7"]],
+                                    "children": None})
+    with pytest.raises(potsherd.EncodeError) as ei:
+        potsherd.from_json(doc).encode()
+    assert ei.value.path == "CreationTime" and "YYYY-MM-DD" in ei.value.message

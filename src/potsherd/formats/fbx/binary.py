@@ -10,8 +10,8 @@ from __future__ import annotations
 import struct
 from typing import Any
 
-from ...core.errors import (CountError, FormatError, LimitError, MagicError, TruncatedError,
-                            ValueFormatError)
+from ...core.errors import (CountError, EncodeError, FormatError, LimitError, MagicError,
+                            TruncatedError, ValueFormatError)
 from ...core.limits import DEFAULT_LIMITS, Limits
 from ...core.values import F32NaN, F64NaN, f32_from_bits, f32_to_bits, f64_from_bits, f64_to_bits
 from .model import (ARRAY_DTYPES, BLENDER_TIME, FOOTER_MAGIC, FbxArray, FbxNode, file_id,
@@ -351,4 +351,7 @@ def regenerate_ids(root: FbxNode) -> None:
     ct = creation_time(root)
     node = root.find(b"FileId")
     if ct is not None and node is not None:
+        if len(ct) < 22:  # an edited CreationTime the SDK rule cannot use
+            raise EncodeError(f"file_id 'derived' needs CreationTime as YYYY-MM-DD HH:MM:SS:mmm, "
+                              f"found {bytes(ct)!r}", path="CreationTime")
         node.props = [("R", file_id(ct))]
