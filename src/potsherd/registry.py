@@ -175,7 +175,7 @@ class LayoutCodec(Codec):
         if results:
             end = results[0][1]
             raise FormatError(f"{len(data) - end} unexpected bytes after the {self.root} record",
-                              offset=end)
+                              offset=end, path=self.root, expected="end of input")
         assert first_error is not None
         raise first_error
 
