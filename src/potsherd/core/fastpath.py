@@ -233,7 +233,9 @@ class _ExprEnv:
         lines = [f"    {v} = _UNSET" for n, v in self.var.items()
                  if n in self.shared and (self.referenced is None or n in self.referenced)]
         for n, v in self.hoisted.items():
-            lines.append(f"    {v} = _LS(frames, {n!r})")
+            # usually found in the enclosing record (the top frame) at once
+            lines.append(f"    {v} = frames[-1].get({n!r}, _UNSET)")
+            lines.append(f"    if {v} is _UNSET: {v} = _LS(frames, {n!r})")
             lines.append(f"    {self.num_name(n)} = _num({v})")
         for v, src in self.cse_lines:
             lines.append(f"    try: {v} = {src}")
