@@ -900,7 +900,9 @@ class _Gen:
                                else {"gt": [{"remaining": []}, 0]}, env)
                 out.append(f"    if {cs}:")
                 ind = "        "
-            elif _kind(f.storage) not in (L.Prim, L.Group, L.String, L.Bytes, L.Tail):
+            elif not (_kind(f.storage) in (L.Prim, L.Group, L.String, L.Tail)
+                      or (_kind(f.storage) is L.Bytes and f.storage.size is not None)):
+                # (the reference sets it for every field; only these never read it)
                 out.append(f"    _S.present = True")
             out.append(f"{ind}{x} = v[{f.name!r}]")
             self.enc_storage(f.storage, x, out, ind, env)
