@@ -68,9 +68,38 @@ def _ascii(version: int) -> dict:
             "trailing": "", "root": {"nodes": nodes}}
 
 
+def scene_document(verts=(0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0, 0.0),
+                   translation=("D", 1.0), up_axis=("I", 1)) -> dict:
+    """A binary 7400 file with one triangle mesh on one model, connected to the
+    root: the smallest input that goes all the way through ``to_scene``."""
+    def arr(code, vals):
+        return [code, {"count": len(vals), "encoding": 0, "values": list(vals)}]
+    p70 = lambda *props: {"name": "P", "props": [list(x) for x in props], "children": None}
+    nodes = [
+        {"name": "GlobalSettings", "props": [], "children": [
+            {"name": "Properties70", "props": [], "children": [
+                p70(("S", "UpAxis"), ("S", "int"), ("S", "Integer"), ("S", ""), up_axis)]}]},
+        {"name": "Objects", "props": [], "children": [
+            {"name": "Geometry", "props": [["L", 10], ["S", "tri\u0000\u0001Geometry"], ["S", "Mesh"]],
+             "children": [{"name": "Vertices", "props": [arr("d", verts)], "children": None},
+                          {"name": "PolygonVertexIndex", "props": [arr("i", [0, 1, -3])],
+                           "children": None}]},
+            {"name": "Model", "props": [["L", 20], ["S", "tri\u0000\u0001Model"], ["S", "Mesh"]],
+             "children": [{"name": "Properties70", "props": [], "children": [
+                 p70(("S", "Lcl Translation"), ("S", "Lcl Translation"), ("S", ""), ("S", "A"),
+                     translation, ("D", 0.0), ("D", 0.0))]}]}]},
+        {"name": "Connections", "props": [], "children": [
+            {"name": "C", "props": [["S", "OO"], ["L", 10], ["L", 20]], "children": None},
+            {"name": "C", "props": [["S", "OO"], ["L", 20], ["L", 0]], "children": None}]},
+    ]
+    return {"potsherd": 1, "format": "fbx", "form": "readable", "params": {"version": 7400},
+            "meta": {}, "trailing": "", "root": {"nodes": nodes}}
+
+
 def seed_documents() -> dict:
     return {
         "binary-7400": lambda: _binary(7400),
+        "binary-7400-scene": scene_document,
         "binary-7500-64bit": lambda: _binary(7500),
         "binary-7700-blender": lambda: _binary(7700, footer="blender"),
         "binary-6100": lambda: _binary(6100),

@@ -136,3 +136,26 @@ def test_fbx_json_with_a_short_creation_time_and_derived_file_id_is_an_encode_er
     with pytest.raises(potsherd.EncodeError) as ei:
         potsherd.from_json(doc).encode()
     assert ei.value.path == "CreationTime" and "YYYY-MM-DD" in ei.value.message
+
+
+@pytest.mark.parametrize("change,path", [
+    ({"verts": [0.0] * 8}, "Objects/Geometry/Vertices"),       # not x, y, z triples
+    ({"translation": ("S", "x")}, "Lcl Translation"),           # not a number
+    ({"up_axis": ("S", "")}, "GlobalSettings/UpAxis"),          # not an integer
+])
+def test_fbx_scene_of_damaged_values_is_a_format_error(change, path):
+    # was: ValueError (reshape / float() / int()) in fbx/scene.py, reported by
+    # `potsherd convert` as "internal error in fbx to_scene"
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "fuzz"))
+    import fuzz_fbx
+    from potsherd.core.errors import ValueFormatError
+    from potsherd.export.gltf import document_scene
+    fbx_seed("binary-7400")  # skips when the codec is absent
+    good = potsherd.read(potsherd.from_json(fuzz_fbx.scene_document()).encode())
+    assert len(document_scene(good).meshes) == 1
+    bad = potsherd.read(potsherd.from_json(fuzz_fbx.scene_document(**change)).encode())
+    with pytest.raises(ValueFormatError) as ei:
+        document_scene(bad)
+    assert ei.value.path == path

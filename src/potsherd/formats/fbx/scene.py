@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from ...core.errors import FormatError
+from ...core.errors import FormatError, ValueFormatError
 from ...scene import (Animation, Channel, Image, Material, Mesh, MorphTarget, Primitive,
                       Scene, Skin, TextureRef, decompose_matrix, fan_triangulate,
                       mat4_from_gltf, matrix_to_quat, quat_continuous, quat_from_euler,
@@ -179,7 +179,11 @@ def _vec(obj: _Object, name: str, default: tuple) -> np.ndarray:
     v = obj.props.get(name)
     if v is None or len(v) < 3:
         return np.array(default, dtype=np.float64)
-    return np.array(v[:3], dtype=np.float64)
+    try:
+        return np.array(v[:3], dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueFormatError(f"property {name!r} holds {list(v[:3])!r}, not 3 numbers",
+                               path=name) from None
 
 
 def local_matrices(obj: _Object, t=None, r=None, s=None) -> np.ndarray:
@@ -211,8 +215,12 @@ def local_matrices(obj: _Object, t=None, r=None, s=None) -> np.ndarray:
 
 def _axis_matrix(gs: dict) -> np.ndarray:
     def axis(name, default_axis, default_sign):
-        a = int((gs.get(name) or [default_axis])[0])
-        sign = int((gs.get(name + "Sign") or [default_sign])[0])
+        try:
+            a = int((gs.get(name) or [default_axis])[0])
+            sign = int((gs.get(name + "Sign") or [default_sign])[0])
+        except (TypeError, ValueError):
+            raise ValueFormatError(f"GlobalSettings {name} is not an integer",
+                                   path=f"GlobalSettings/{name}") from None
         e = np.zeros(3)
         e[a % 3] = 1.0 if sign >= 0 else -1.0
         return e
@@ -403,6 +411,9 @@ class _Builder:
         pvi = g.array("PolygonVertexIndex")
         if verts is None or pvi is None or len(pvi) == 0:
             return None, None
+        if len(verts) % 3:
+            raise ValueFormatError(f"Vertices holds {len(verts)} values, not x, y, z triples",
+                                   path="Objects/Geometry/Vertices", found=len(verts))
         verts = verts.astype(np.float64).reshape(-1, 3)
         pvi = pvi.astype(np.int64)
         ends = pvi < 0
