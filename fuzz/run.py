@@ -324,6 +324,14 @@ def main(argv=None) -> int:
         else:
             print(f"[{fam}] skipped: {d['skipped']}")
         results.append(d)
+    if len(results) > 1:
+        print("\nfamily     inputs   duration  peak RSS  slowest (CPU)  decoded  findings")
+        for r in results:
+            if "inputs" in r:
+                print(f"{r['family']:<9} {r['inputs']:>8} {r['seconds']:>8}s {r['peak_rss_mb']:>7}MiB "
+                      f"{r['slowest']:>12}s {r['decoded']:>8} {len(r['findings']):>9}")
+            else:
+                print(f"{r['family']:<9} {r.get('error') or r.get('skipped')}")
     if args.report:
         Path(args.report).write_text(json.dumps(results, indent=1))
     return 1 if any(r.get("findings") for r in results) else 0
