@@ -272,6 +272,32 @@ def cmd_convert(args) -> int:
     return conv.run(args)
 
 
+def cmd_render(args) -> int:
+    """Draw a glTF to PNG headlessly (four views, back faces magenta) to check conventions."""
+    import io
+    import struct
+    from .export import render as rend
+    try:
+        g = rend.Gltf(args.input)
+    except (ValueError, KeyError, IndexError, TypeError, struct.error) as e:
+        raise FormatError(f"{args.input}: not a readable glTF ({type(e).__name__}: {e})") from None
+    animations = len(g.json.get("animations", []))
+    animation = None if args.animation < 0 else args.animation
+    if animation is not None and animations and animation >= animations:
+        raise UsageError(f"--animation {args.animation}: {args.input} has {animations} animation(s)")
+    if args.size < 16 or args.size > 4096:
+        raise UsageError(f"--size {args.size}: use 16..4096 pixels")
+    try:
+        img = rend.render(args.input, animation=animation, time=args.time, size=args.size)
+    except (ValueError, KeyError, IndexError, TypeError, struct.error) as e:
+        raise FormatError(f"{args.input}: cannot render ({type(e).__name__}: {e})") from None
+    buf = io.BytesIO()
+    img.save(buf, format="PNG")
+    atomic_write(args.output, buf.getvalue())
+    print(args.output)
+    return 0
+
+
 def cmd_textures(args) -> int:
     from .export import textures
     return textures.run(args)
@@ -359,6 +385,15 @@ def build_parser() -> argparse.ArgumentParser:
                          "tools/gltf-validator installed)")
     common(sp)
     sp.set_defaults(func=cmd_convert)
+
+    sp = sub.add_parser("render", help="draw a .glb/.gltf to PNG (front, right, top, 3/4 views; "
+                                       "back faces magenta) to check conventions by eye")
+    sp.add_argument("input", help="a .glb or .gltf file")
+    sp.add_argument("output", help="PNG to write (atomically)")
+    sp.add_argument("--time", type=float, default=0.0, help="animation time in seconds")
+    sp.add_argument("--animation", type=int, default=0, help="animation index (-1: none)")
+    sp.add_argument("--size", type=int, default=256, help="tile size in pixels")
+    sp.set_defaults(func=cmd_render)
 
     sp = sub.add_parser("textures", help="extract textures to PNG")
     sp.add_argument("inputs", nargs="+", help="files or folders")

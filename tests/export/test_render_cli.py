@@ -1,0 +1,91 @@
+"""``potsherd render IN.glb OUT.png``: the headless renderer behind the CLI.
+
+The same pixels as the Python API and ``python -m potsherd.export.render``;
+``--time``/``--animation``/``--size`` reach the renderer; bad inputs give an
+exit status and a message, never a traceback or a partial PNG.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from export_scenes import skinned_cube_scene, textured_quad_scene
+from potsherd.cli import main
+from potsherd.export import render as render_module
+from potsherd.export.gltf import write_glb
+
+HEADER = 14          # the sheet's caption strip above the 2x2 tiles
+
+
+def _front(path, size):
+    """The front (+Z) tile of a rendered sheet, without the caption strip."""
+    return np.asarray(Image.open(path).convert("RGB"))[HEADER:HEADER + size, :size]
+
+
+@pytest.fixture
+def scenes(tmp_path):
+    write_glb(textured_quad_scene(), tmp_path / "quad.glb")
+    write_glb(skinned_cube_scene(), tmp_path / "skin.glb")
+    return tmp_path
+
+
+def test_render_writes_the_api_image(scenes, capsys):
+    out = scenes / "quad.png"
+    assert main(["render", str(scenes / "quad.glb"), str(out), "--size", "64"]) == 0
+    assert capsys.readouterr().out.strip() == str(out)
+    with Image.open(out) as im:
+        assert im.format == "PNG"
+        assert im.size == (2 * 64, 2 * 64 + HEADER)          # four 64-px views + caption
+        got = np.asarray(im.convert("RGB"))
+    want = np.asarray(render_module.render(str(scenes / "quad.glb"), size=64))
+    assert np.array_equal(got, want)
+    assert [p.name for p in scenes.iterdir() if p.name.startswith(".potsherd-")] == []
+
+
+def test_module_entry_point_still_works(scenes):
+    out = scenes / "module.png"
+    cli_out = scenes / "cli.png"
+    proc = subprocess.run([sys.executable, "-m", "potsherd.export.render",
+                           str(scenes / "quad.glb"), str(out), "--size", "48"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert main(["render", str(scenes / "quad.glb"), str(cli_out), "--size", "48"]) == 0
+    assert np.array_equal(np.asarray(Image.open(out)), np.asarray(Image.open(cli_out)))
+
+
+def test_time_and_animation_reach_the_renderer(scenes):
+    skin = str(scenes / "skin.glb")
+    paths = {}
+    for name, extra in {"t0": ["--time", "0"], "t2": ["--time", "2"],
+                        "none": ["--time", "2", "--animation", "-1"]}.items():
+        paths[name] = scenes / f"{name}.png"
+        assert main(["render", skin, str(paths[name]), "--size", "64", *extra]) == 0
+    t0, t2, none = (_front(paths[k], 64) for k in ("t0", "t2", "none"))
+    bg = t0[-3, -3]                   # bottom-right corner: background (tripod is bottom-left)
+    # the bend animation moves the upper box 90 degrees: many front-view pixels change
+    changed = np.any(t0 != t2, axis=-1).sum()
+    assert changed > 0.1 * np.any(t0 != bg, axis=-1).sum(), changed
+    # --animation -1 draws the rest pose whatever the time: the same as frame 0 (unbent)
+    assert np.array_equal(none, t0)
+
+
+def test_bad_inputs_exit_cleanly_and_keep_the_old_output(scenes, capsys):
+    out = scenes / "out.png"
+    out.write_bytes(b"old")
+    junk = scenes / "junk.glb"
+    junk.write_bytes(b"glTF\x02\x00\x00\x00\x20\x00\x00\x00" + b"\x08\x00\x00\x00JSON{oops")
+    assert main(["render", str(junk), str(out)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("potsherd: error: ") and "not a readable glTF" in err
+    assert "Traceback" not in err
+    assert main(["render", str(scenes / "missing.glb"), str(out)]) == 2
+    assert main(["render", str(scenes / "skin.glb"), str(out), "--animation", "3"]) == 2
+    assert "has 1 animation(s)" in capsys.readouterr().err
+    assert main(["render", str(scenes / "skin.glb"), str(out), "--size", "8"]) == 2
+    assert out.read_bytes() == b"old"                        # never half-written
+    assert [p for p in os.listdir(scenes) if p.startswith(".potsherd-")] == []
