@@ -284,7 +284,8 @@ def cmd_render(args) -> int:
     animations = len(g.json.get("animations", []))
     animation = None if args.animation < 0 else args.animation
     if animation is not None and animations and animation >= animations:
-        raise UsageError(f"--animation {args.animation}: {args.input} has {animations} animation(s)")
+        raise UsageError(f"--animation {args.animation}: {args.input} has "
+                         f"{animations} animation(s)")
     if args.size < 16 or args.size > 4096:
         raise UsageError(f"--size {args.size}: use 16..4096 pixels")
     try:
