@@ -318,6 +318,10 @@ def test_darkstar_larmor(models):
         assert fwd > 1.5 * back, (foot, fwd, back)
         fwd, back = toes_forward(points @ TURN_Y.T, TURN_Y @ ankle)
         assert not fwd > 1.5 * back                               # control: turned round
+    # and the run sequence carries the body forward: the root travels from z -1.78 to
+    # +1.66 (3.44 along +Z, none along X) over the 0.667 s cycle
+    travel = m.node(m.world(1, m.duration(1)), "mesh 75") - m.node(m.world(1, 0.0), "mesh 75")
+    assert travel[2] > 2.0 and abs(travel[0]) < 0.1, travel
     check_animated(m, 1, "run", 11, 0.3)                          # 0.914 measured
 
 
