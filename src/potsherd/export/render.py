@@ -56,6 +56,7 @@ class Gltf:
         self.buffers = [self._load_uri(b.get("uri")) if "uri" in b else self.glb_bin
                         for b in self.json.get("buffers", [])]
         self._acc_cache: dict = {}
+        self._image_cache: dict = {}
 
     def _load_uri(self, uri: str) -> bytes:
         if uri.startswith("data:"):
@@ -92,9 +93,13 @@ class Gltf:
         return out
 
     def image(self, ii: int) -> np.ndarray:
-        im = self.json["images"][ii]
-        data = self.view_bytes(im["bufferView"]) if "bufferView" in im else self._load_uri(im["uri"])
-        return np.asarray(Image.open(io.BytesIO(data)).convert("RGBA"), dtype=np.float64) / 255.0
+        """Image ``ii`` as RGBA floats in [0, 1], decoded once (atlases serve many primitives)."""
+        cache = self._image_cache
+        if ii not in cache:
+            im = self.json["images"][ii]
+            data = self.view_bytes(im["bufferView"]) if "bufferView" in im else self._load_uri(im["uri"])
+            cache[ii] = np.asarray(Image.open(io.BytesIO(data)).convert("RGBA"), dtype=np.float64) / 255.0
+        return cache[ii]
 
 
 # ---- evaluation ----------------------------------------------------------------
