@@ -236,7 +236,7 @@ class _ExprEnv:
             # usually found in the enclosing record (the top frame) at once
             lines.append(f"    {v} = frames[-1].get({n!r}, _UNSET)")
             lines.append(f"    if {v} is _UNSET: {v} = _LS(frames, {n!r})")
-            lines.append(f"    {self.num_name(n)} = _num({v})")
+            lines.append(f"    {self.num_name(n)} = {v} if {v}.__class__ is int else _num({v})")
         for v, src in self.cse_lines:
             lines.append(f"    try: {v} = {src}")
             lines.append(f"    except Exception: {v} = _MISSING")
@@ -500,7 +500,7 @@ class _Gen:
         self.lines.extend(out)
         self.lines.append("")
 
-    _NEEDS_FRAME = re.compile(r"\bD\d+_\w*\(|\.decode\(_R, _S\)|\bE\d+\(_S\)|_S\.has\(")
+    _NEEDS_FRAME = re.compile(r"\bD\d+_\w*\(|\.decode\(_R, _S\)|\bE\d+\(_S\)|_S\.has\(|# frame")
     _LOOKS_UP = re.compile(r"\b_LS?\(")
 
     def dec_record_body(self, rec: "L.Record", recvar: str, prefix: str) -> tuple[list[str], bool, bool]:
@@ -557,19 +557,26 @@ class _Gen:
         return lines, frameless, frameless and self._LOOKS_UP.search(text) is None
 
     def inlinable(self, rec: Any) -> bool:
-        """A small self-contained record is expanded where it is used."""
+        """A small record (not one being generated: no recursion) is expanded
+        where it is used instead of called."""
         if id(rec) in self.in_progress:
             return False
         ok = self.inline_ok.get(id(rec))
         if ok is None:
-            lines, _, contained = self.dec_record_body(rec, "_probe", "p_")
-            ok = self.inline_ok[id(rec)] = contained and len(lines) <= 60
+            lines, _, _ = self.dec_record_body(rec, "_probe", "p_")
+            ok = self.inline_ok[id(rec)] = len(lines) <= 60
         return ok
 
     def dec_inline_record(self, rec: Any, var: str, out: list, ind: str, depth_check: bool) -> None:
-        lines, _, _ = self.dec_record_body(rec, var, self.fresh("i") + "_")
+        lines, frameless, contained = self.dec_record_body(rec, var, self.fresh("i") + "_")
         if depth_check:
             out.append(f"{ind}if len(frames) > _S.limits.max_depth: raise _FB")
+        if not contained:
+            # its lookups may reach the enclosing record: that one keeps its frame
+            out.append(f"{ind}# frame")
+        if not frameless:
+            k = lines.index(f"    {var} = {{}}") + 1
+            lines = lines[:k] + [f"    frames.append({var})"] + lines[k:] + ["    frames.pop()"]
         out.extend(ind + line[4:] for line in lines)
 
     def dec_run(self, run: list, order: str, out: list, env: _ExprEnv, counts: dict, ind: str,
@@ -775,7 +782,7 @@ class _Gen:
         out.append(f"{ind}{ap} = {var}.append")
         x = self.fresh("x")
         if _kind(item) is L.Record and self.inlinable(item):
-            # frameless items cannot change the stack depth: check it once
+            # items leave the stack as they found it: check its depth once
             out.append(f"{ind}if {n} and len(frames) > _S.limits.max_depth: raise _FB")
             out.append(f"{ind}for _ in range({n}):")
             self.dec_inline_record(item, x, out, ind + "    ", False)
