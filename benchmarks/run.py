@@ -251,9 +251,12 @@ def baseline_records(groups: dict[str, dict[str, Group]], gen: dict[str, Group],
                     clayout.parse(codec.root, d, **p)
 
             contenders = {"engine": engine, "handwritten": handwritten, "reference": reference}
-            t = medians(contenders, runs)
-            # Construct is slow: fewer rounds on big inputs (still a median)
-            t.update(medians({"construct": construct}, 3 if g.source == "generated" else runs))
+            if g.source == "generated":
+                t = medians(contenders, runs)
+                # Construct is slow: fewer rounds on big inputs (still a median)
+                t.update(medians({"construct": construct}, 3))
+            else:
+                t = medians({**contenders, "construct": construct}, runs)
             size = g.size
             row = {"format": name, "source": g.source, "files": len(datas), "bytes": size}
             for k, sec in t.items():
