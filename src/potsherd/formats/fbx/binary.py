@@ -7,6 +7,7 @@ payloads and everything after the top-level null record.
 """
 from __future__ import annotations
 
+import gc
 import struct
 from typing import Any
 
@@ -49,42 +50,114 @@ def parse_header(data: bytes) -> dict:
     return {"version": version, "endian_byte": endian, "byte21": data[21]}
 
 
+def _order(big_endian: bool, wide: bool = False) -> _Order:
+    """The shared :class:`_Order` (its Structs are compiled once)."""
+    key = (big_endian, wide)
+    order = _ORDERS.get(key)
+    if order is None:
+        order = _ORDERS[key] = _Order(big_endian, wide)
+    return order
+
+
+_ORDERS: dict[tuple[bool, bool], _Order] = {}
+
+#: per type-code byte, what the validating scan skips: > 0 a scalar of that
+#: many bytes, -1 a string (u32 length), -(itemsize + 1) an array, 0 unknown
+_PROP_KIND = [0] * 256
+for _code, _size in (("Y", 2), ("C", 1), ("B", 1), ("Z", 1), ("I", 4), ("F", 4), ("D", 8),
+                     ("L", 8)):
+    _PROP_KIND[ord(_code)] = _size
+_PROP_KIND[ord("S")] = _PROP_KIND[ord("R")] = -1
+for _code, _dtype in ARRAY_DTYPES.items():
+    _PROP_KIND[ord(_code)] = -1 - int(_dtype[1])
+del _code, _size, _dtype
+
+
+class _PropSource:
+    """The input bytes that a decoded tree's pending property lists are built
+    from (shared by all nodes of one decode; kept alive by the tree)."""
+
+    __slots__ = ("data", "big_endian", "limits")
+
+    def __init__(self, data: bytes, big_endian: bool, limits: Limits) -> None:
+        self.data = data
+        self.big_endian = big_endian
+        self.limits = limits
+
+    def parse(self, start: int, end: int, count: int) -> list:
+        """The property list at data[start:end] (already validated by
+        :func:`_props_valid`, so this cannot raise)."""
+        return _parse_props(self.data, start, end, count, _order(self.big_endian), self.limits)
+
+
 def decode_binary(data: bytes, limits: Limits = DEFAULT_LIMITS) -> tuple[FbxNode, dict, bytes]:
-    """Parse a binary FBX file into (root node, params, raw tail)."""
+    """Parse a binary FBX file into (root node, params, raw tail).
+
+    Every record and every property list is validated here (hostile input
+    raises now, with the offset and node path), but property values are built
+    only when a node's ``props`` is first read: :func:`_props_valid` accepts
+    exactly the lists :func:`_parse_props` accepts, and any list it rejects is
+    handed to :func:`_parse_props` at once so the error is the same one.
+    """
+    if not isinstance(data, bytes):
+        data = bytes(data)  # pending properties must not see later edits of the buffer
+    if not gc.isenabled():
+        return _decode_binary(data, limits)
+    # The tree is acyclic (nodes, lists, tuples), so the cyclic collector can
+    # free nothing of it; left on, the ~1 allocation per 10 input bytes would
+    # trigger passes over the caller's whole heap (a third of the time when
+    # many decoded documents are alive).
+    gc.disable()
+    try:
+        return _decode_binary(data, limits)
+    finally:
+        gc.enable()
+
+
+def _decode_binary(data: bytes, limits: Limits) -> tuple[FbxNode, dict, bytes]:
     params = parse_header(data)
     version = params["version"]
-    order = _Order(params["endian_byte"] != 0, version >= 7500)
-    rec = order.record
-    null_len = rec.size
+    order = _order(params["endian_byte"] != 0, version >= 7500)
+    unpack_record = order.record.unpack_from
+    null_record = order.null
+    null_len = order.record.size
     end_of_data = len(data)
+    source = _PropSource(data, order.big_endian, limits)
+    props_valid = _props_valid
+    unpack_u32 = order.u32.unpack_from
+    unpack_arr = order.arr.unpack_from
     root = FbxNode(b"", [], [])
-    # stack of (node, children end offset or None for the top level)
+    # stack of (node, children end offset or None for the top level); the
+    # innermost entry is also held in children / limit / child_end
     stack: list[tuple[FbxNode, int | None]] = [(root, None)]
+    children: list = root.children  # type: ignore[assignment]
+    limit: int | None = None
+    child_end = -1  # where the current parent's null record starts
     pos = HEADER_SIZE
     terminated = True
     while True:
-        parent, limit = stack[-1]
         if limit is not None:
-            child_end = limit - null_len
-            if pos == child_end:
-                if data[pos:limit] != order.null:
+            if pos >= child_end:
+                if pos > child_end:
+                    raise FormatError("child nodes overrun their parent's end offset",
+                                      offset=pos, path=_path(stack), expected=child_end)
+                if data[pos:limit] != null_record:
                     raise FormatError("null record of a node is not all zero", offset=pos,
                                       path=_path(stack))
                 pos = limit
                 stack.pop()
+                parent, limit = stack[-1]
+                children = parent.children  # type: ignore[assignment]
+                child_end = -1 if limit is None else limit - null_len
                 continue
-            if pos > child_end:
-                raise FormatError("child nodes overrun their parent's end offset", offset=pos,
-                                  path=_path(stack), expected=child_end)
-        else:
-            if pos == end_of_data:
-                raise TruncatedError("input ends before the top-level null record", offset=pos)
+        elif pos == end_of_data:
+            raise TruncatedError("input ends before the top-level null record", offset=pos)
         if end_of_data - pos < null_len:
             raise TruncatedError("input ends inside a node record", offset=pos,
                                  path=_path(stack), expected=null_len, found=end_of_data - pos)
-        end_offset, nprops, plen, nlen = rec.unpack_from(data, pos)
+        end_offset, nprops, plen, nlen = unpack_record(data, pos)
         if limit is None and end_offset == 0 and nlen == 0:
-            if data[pos:pos + null_len] != order.null:
+            if data[pos:pos + null_len] != null_record:
                 raise FormatError("top-level null record is not all zero", offset=pos)
             pos += null_len
             break
@@ -94,7 +167,6 @@ def decode_binary(data: bytes, limits: Limits = DEFAULT_LIMITS) -> tuple[FbxNode
             raise TruncatedError("input ends inside a node name", offset=pos, path=_path(stack))
         name = data[pos:pos + nlen]
         pos += nlen
-        node = FbxNode(name)
         props_end = pos + plen
         if plen > end_of_data - pos:
             raise TruncatedError(f"property list of {plen} bytes runs past the end of input",
@@ -102,32 +174,41 @@ def decode_binary(data: bytes, limits: Limits = DEFAULT_LIMITS) -> tuple[FbxNode
         if nprops > plen:
             raise CountError(f"{nprops} properties cannot fit in {plen} bytes", offset=start,
                              path=_path(stack, name))
-        try:
-            node.props = _parse_props(data, pos, props_end, nprops, order, limits)
-        except FormatError as e:
-            raise e.prepend(_path(stack, name))
+        node = FbxNode(name)
+        if plen == 0:
+            pass  # no properties (nprops <= plen checked above)
+        elif props_valid(data, pos, props_end, nprops, unpack_u32, unpack_arr, limits):
+            node._props = None
+            node._pending = (source, pos, props_end, nprops)
+        else:
+            try:  # raises the precise error (or, were the scan stricter, parses)
+                node.props = _parse_props(data, pos, props_end, nprops, order, limits)
+            except FormatError as e:
+                raise e.prepend(_path(stack, name))
         pos = props_end
-        parent.children.append(node)  # type: ignore[union-attr]
+        children.append(node)
         if end_offset == 0:
             node.zero_end = True
             continue
         if end_offset > end_of_data:
             raise TruncatedError(f"node ends at {end_offset}, past the end of input",
                                  offset=start, path=_path(stack, name), found=end_of_data)
-        if limit is not None and end_offset > limit - null_len:
+        if limit is not None and end_offset > child_end:
             raise FormatError("node ends past its parent's children", offset=start,
-                              path=_path(stack, name), expected=limit - null_len,
+                              path=_path(stack, name), expected=child_end,
                               found=end_offset)
         if end_offset == pos:
             continue
         if end_offset - pos < null_len:
             raise FormatError("node end offset leaves no room for its null record",
                               offset=start, path=_path(stack, name), found=end_offset)
-        node.children = []
+        children = node.children = []
         if len(stack) > limits.max_depth:
             raise LimitError(f"nodes nested deeper than {limits.max_depth}", offset=start,
                              path=_path(stack, name), found=len(stack))
         stack.append((node, end_offset))
+        limit = end_offset
+        child_end = end_offset - null_len
     if not terminated and len(stack) != 1:  # pragma: no cover - guarded above
         raise TruncatedError("input ends inside a node", offset=pos)
     params["terminated"] = terminated
@@ -143,6 +224,47 @@ def decode_binary(data: bytes, limits: Limits = DEFAULT_LIMITS) -> tuple[FbxNode
             params["footer"] = style
             tail = b""
     return root, params, tail
+
+
+def _props_valid(data: bytes, pos: int, end: int, count: int, unpack_u32, unpack_arr,
+                 limits: Limits) -> bool:
+    """Would :func:`_parse_props` accept data[pos:end] as ``count`` properties?
+
+    The same checks in one tight loop that builds nothing: type codes known,
+    every property inside the list, the list used exactly, array headers
+    within the element / inflation limits with a known encoding and raw
+    sizes matching.  Overruns are noticed at the end (``pos`` only grows);
+    a string or array overrunning the list leaves pos past ``end``.
+    """
+    kinds = _PROP_KIND
+    for _ in range(count):
+        if pos >= end:
+            return False
+        kind = kinds[data[pos]]
+        pos += 1
+        if kind > 0:
+            pos += kind
+        elif kind == -1:
+            if pos + 4 > end:
+                return False
+            pos += 4 + unpack_u32(data, pos)[0]
+        elif kind:
+            if pos + 12 > end:
+                return False
+            n, enc, clen = unpack_arr(data, pos)
+            pos += 12 + clen
+            if pos > end or n > limits.max_elements:
+                return False
+            size = n * (-1 - kind)
+            if enc == 0:
+                if clen != size:
+                    return False
+            elif enc != 1 or size > limits.max_inflated or \
+                    size > limits.max_inflation_ratio * clen + (1 << 20):
+                return False
+        else:
+            return False
+    return pos == end
 
 
 def _path(stack: list, name: bytes | None = None) -> str:
@@ -298,9 +420,16 @@ def encode_binary(root: FbxNode, params: dict, tail: bytes = b"",
                               path=child.name[:40].decode("latin-1"))
         out += bytes(hsize)
         out += child.name
-        _write_props(out, child.props, order, compression_level)
+        pending = child.pending_props()
+        if pending is not None and pending[0].big_endian == big:
+            # never built, so unchanged: the source bytes are what _write_props would write
+            source, p_start, p_end, nprops = pending
+            out += source.data[p_start:p_end]
+        else:
+            _write_props(out, child.props, order, compression_level)
+            nprops = len(child.props)
         plen = len(out) - start_c - hsize - len(child.name)
-        rec.pack_into(out, start_c, 0, len(child.props), plen, len(child.name))
+        rec.pack_into(out, start_c, 0, nprops, plen, len(child.name))
         if child.children is None:
             _patch(out, rec, child, start_c)
         else:

@@ -29,18 +29,47 @@ def array_dtype(code: str, big_endian: bool = False) -> np.dtype:
 
 
 class FbxNode:
-    """One FBX node; ``zero_end`` marks a binary record whose EndOffset was 0."""
+    """One FBX node; ``zero_end`` marks a binary record whose EndOffset was 0.
 
-    __slots__ = ("name", "props", "children", "zero_end", "fmt")
+    ``props`` may be *pending*: the binary decoder validates every property
+    list in one tight scan but builds the ``(code, value)`` tuples only when
+    ``props`` is first read (most nodes of a scene are never looked at, and
+    building ~3 tuples per node was most of the decode time).  ``_pending`` is
+    then ``(source, start, end, count)`` with ``source.parse(start, end,
+    count)`` returning the list; once built (or assigned) it is a plain list.
+    """
+
+    __slots__ = ("name", "_props", "_pending", "children", "zero_end", "fmt")
 
     def __init__(self, name: bytes, props: list | None = None,
                  children: list | None = None, zero_end: bool = False) -> None:
         self.name = name
-        self.props = props if props is not None else []
+        self._props = props if props is not None else []
+        self._pending = None
         self.children = children
         self.zero_end = zero_end
         #: ASCII layout (source trivia between tokens); None = canonical
         self.fmt: list | None = None
+
+    @property
+    def props(self) -> list:
+        """The property list, built from the source bytes on first access."""
+        props = self._props
+        if props is None:
+            source, start, end, count = self._pending
+            props = self._props = source.parse(start, end, count)
+            self._pending = None
+        return props
+
+    @props.setter
+    def props(self, props: list) -> None:
+        self._props = props
+        self._pending = None
+
+    def pending_props(self) -> tuple | None:
+        """``(source, start, end, count)`` while the properties are unbuilt
+        (the writer then copies the source bytes), else None."""
+        return self._pending
 
     def __repr__(self) -> str:
         n = "null" if self.children is None else len(self.children)

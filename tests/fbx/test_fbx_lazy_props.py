@@ -1,0 +1,159 @@
+"""Pending (lazily built) binary FBX property lists: the validating scan must
+accept exactly what the eager property parser accepts, so hostile input still
+fails at decode with the eager parser's error; built values, the writer's
+copy of unbuilt lists and edits must all behave as with eager parsing."""
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+import potsherd
+from potsherd.core.errors import FormatError, ValueFormatError
+from potsherd.core.limits import DEFAULT_LIMITS, Limits
+from potsherd.document import Document
+from potsherd.formats.fbx import FbxArray, FbxNode
+from potsherd.formats.fbx.binary import (_order, _parse_props, _props_valid, _write_props,
+                                         decode_binary)
+
+SMALL_LIMITS = Limits(max_elements=20, max_inflated=100)
+
+
+def random_props(rng: random.Random) -> list:
+    props = []
+    for _ in range(rng.randint(0, 6)):
+        code = rng.choice("YCBZIFDLSRfdlibc")
+        if code == "Y":
+            props.append((code, rng.randint(-32768, 32767)))
+        elif code in "CBZ":
+            props.append((code, rng.randint(0, 255)))
+        elif code == "I":
+            props.append((code, rng.randint(-2**31, 2**31 - 1)))
+        elif code in "FD":
+            props.append((code, rng.uniform(-1e6, 1e6)))
+        elif code == "L":
+            props.append((code, rng.randint(-2**63, 2**63 - 1)))
+        elif code in "SR":
+            props.append((code, bytes(rng.randrange(256) for _ in range(rng.randint(0, 9)))))
+        else:
+            dtype = {"f": "<f4", "d": "<f8", "l": "<i8", "i": "<i4", "b": "u1", "c": "u1"}[code]
+            values = np.arange(rng.randint(0, 30)).astype(dtype)
+            arr = FbxArray(code, values, encoding=rng.choice((0, 1)), level=rng.choice((1, 9)))
+            props.append((code, arr))
+    return props
+
+
+def eager_accepts(span: bytes, count: int, big: bool, limits: Limits) -> bool:
+    try:
+        _parse_props(span, 0, len(span), count, _order(big), limits)
+    except FormatError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("big", [False, True])
+def test_scan_accepts_exactly_what_the_parser_accepts(big):
+    rng = random.Random(7 + big)
+    order = _order(big)
+    u32, arr = order.u32.unpack_from, order.arr.unpack_from
+    accepted = rejected = 0
+    for trial in range(4000):
+        props = random_props(rng)
+        buf = bytearray()
+        _write_props(buf, props, order, None)
+        count = len(props)
+        mutation = trial % 4
+        if mutation == 1 and buf:  # flip one byte
+            i = rng.randrange(len(buf))
+            buf[i] = rng.choice((0, 0xFF, rng.randrange(256), buf[i] ^ (1 << rng.randrange(8))))
+        elif mutation == 2 and buf:  # cut the list short
+            del buf[rng.randrange(len(buf)):]
+        elif mutation == 3:  # wrong property count
+            count = max(0, count + rng.choice((-1, 1)))
+        span = bytes(buf)
+        limits = SMALL_LIMITS if trial % 3 == 0 else DEFAULT_LIMITS
+        expected = eager_accepts(span, count, big, limits)
+        assert _props_valid(span, 0, len(span), count, u32, arr, limits) is expected, \
+            (span.hex(), count, big)
+        accepted += expected
+        rejected += not expected
+    assert accepted > 1000 and rejected > 1000  # both sides were really exercised
+
+
+def doc_bytes(nodes: list, endian: int = 0) -> bytes:
+    root = FbxNode(b"", [], nodes)
+    doc = Document("fbx", root, {"version": 7400, "endian_byte": endian, "byte21": 0x1A,
+                                 "terminated": True, "footer": "raw"})
+    return potsherd.write(doc)
+
+
+def sample_nodes() -> list:
+    return [
+        FbxNode(b"Objects", [], [
+            FbxNode(b"Geometry", [("L", 7), ("S", b"Cube\x00\x01Geometry"), ("S", b"Mesh")], [
+                FbxNode(b"Vertices", [("d", FbxArray("d", np.arange(6, dtype="<f8"),
+                                                     encoding=1, level=9))]),
+                FbxNode(b"P", [("S", b"Lcl"), ("D", -0.0), ("F", 1.5), ("Y", -2), ("C", 1)]),
+            ]),
+        ]),
+        FbxNode(b"Empty", []),
+    ]
+
+
+@pytest.mark.parametrize("endian", [0, 1])
+def test_props_are_built_on_first_access_with_the_eager_values(endian):
+    data = doc_bytes(sample_nodes(), endian)
+    root, _, _ = decode_binary(data)
+    geometry = root.find("Objects").find("Geometry")
+    p_node = geometry.find("P")
+    assert p_node.pending_props() is not None
+    _, start, end, count = p_node.pending_props()
+    assert count == 5
+    expected = _parse_props(data, start, end, count, _order(bool(endian)), DEFAULT_LIMITS)
+    assert p_node.props == expected == [("S", b"Lcl"), ("D", -0.0), ("F", 1.5), ("Y", -2),
+                                        ("C", 1)]
+    assert p_node.pending_props() is None and p_node.props is p_node.props  # built once
+    assert root.find("Empty").pending_props() is None and root.find("Empty").props == []
+    vertices = geometry.find("Vertices").props[0][1]
+    assert not vertices.loaded()  # arrays stay compressed until their values are read
+    assert vertices.values.tolist() == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]
+
+
+@pytest.mark.parametrize("endian", [0, 1])
+def test_writer_copies_unbuilt_lists_and_writes_edited_ones(endian):
+    data = doc_bytes(sample_nodes(), endian)
+    doc = potsherd.read(data)
+    assert potsherd.write(doc) == data
+    # byte order changed: nothing can be copied, every list is rewritten
+    swapped = Document("fbx", doc.root, dict(doc.params, endian_byte=1 - endian))
+    assert potsherd.write(potsherd.read(potsherd.write(swapped))) == potsherd.write(swapped)
+    assert potsherd.read(potsherd.write(swapped)).root.find("Objects").find("Geometry") \
+        .find("P").props == [("S", b"Lcl"), ("D", -0.0), ("F", 1.5), ("Y", -2), ("C", 1)]
+    doc = potsherd.read(data)
+    geometry = doc.root.find("Objects").find("Geometry")
+    geometry.find("P").props[1] = ("D", 2.0)  # in-place edit of the built list
+    geometry.props = [("L", 8)]
+    out = potsherd.write(doc)
+    again = potsherd.read(out).root.find("Objects").find("Geometry")
+    assert again.props == [("L", 8)]
+    assert again.find("P").props[1] == ("D", 2.0)
+    assert len(out) == len(data) - (1 + 4 + 14) - (1 + 4 + 4)  # the two strings are gone
+
+
+def test_later_edits_of_a_bytearray_input_do_not_reach_pending_props():
+    buf = bytearray(doc_bytes(sample_nodes()))
+    root, _, _ = decode_binary(buf)
+    buf[:] = bytes(len(buf))
+    assert root.find("Objects").find("Geometry").props[2] == ("S", b"Mesh")
+
+
+def test_bad_property_is_refused_at_decode_with_offset_and_path():
+    data = bytearray(doc_bytes(sample_nodes()))
+    at = data.index(b"Lcl") - 5  # the S code of the P node's first property
+    assert data[at] == ord("S")
+    data[at] = ord("x")
+    with pytest.raises(ValueFormatError) as e:
+        decode_binary(bytes(data))
+    assert e.value.offset == at
+    assert e.value.path.startswith("/Objects/Geometry/P") and "props[0]" in e.value.path
