@@ -157,3 +157,14 @@ def test_bad_property_is_refused_at_decode_with_offset_and_path():
         decode_binary(bytes(data))
     assert e.value.offset == at
     assert e.value.path.startswith("/Objects/Geometry/P") and "props[0]" in e.value.path
+
+
+def test_documents_with_pending_props_copy_and_pickle():
+    import copy
+    import pickle
+    data = doc_bytes(sample_nodes(), 1)
+    doc = potsherd.read(data)
+    for clone in (copy.deepcopy(doc), pickle.loads(pickle.dumps(doc))):
+        assert clone.root.find("Objects").find("Geometry").pending_props() is not None
+        assert potsherd.write(clone) == data
+        assert clone.root.find("Objects").find("Geometry").props[2] == ("S", b"Mesh")

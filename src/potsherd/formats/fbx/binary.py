@@ -28,6 +28,7 @@ class _Order:
     def __init__(self, big_endian: bool, wide: bool) -> None:
         e = ">" if big_endian else "<"
         self.big_endian = big_endian
+        self.wide = wide
         self.record = struct.Struct(e + ("QQQB" if wide else "IIIB"))
         self.null = bytes(self.record.size)
         self.u32 = struct.Struct(e + "I")
@@ -37,6 +38,11 @@ class _Order:
             "Z": struct.Struct("B"), "I": struct.Struct(e + "i"), "F": struct.Struct(e + "I"),
             "D": struct.Struct(e + "Q"), "L": struct.Struct(e + "q"),
         }
+
+
+    def __reduce__(self):
+        # Structs neither pickle nor deepcopy; a pending node's source holds one of these
+        return _order, (self.big_endian, self.wide)
 
 
 def parse_header(data: bytes) -> dict:
@@ -74,20 +80,31 @@ del _code, _size, _dtype
 
 
 class _PropSource:
-    """The input bytes that a decoded tree's pending property lists are built
-    from (shared by all nodes of one decode; kept alive by the tree)."""
+    """The input that a decoded tree's pending property lists are built from
+    (one per decode, shared by its nodes; kept alive by the tree)."""
 
-    __slots__ = ("data", "big_endian", "limits")
+    __slots__ = ("data", "order", "limits")
 
-    def __init__(self, data: bytes, big_endian: bool, limits: Limits) -> None:
+    def __init__(self, data: bytes, order: _Order, limits: Limits) -> None:
         self.data = data
-        self.big_endian = big_endian
+        self.order = order
         self.limits = limits
 
-    def parse(self, start: int, end: int, count: int) -> list:
-        """The property list at data[start:end] (already validated by
-        :func:`_props_valid`, so this cannot raise)."""
-        return _parse_props(self.data, start, end, count, _order(self.big_endian), self.limits)
+    @property
+    def big_endian(self) -> bool:
+        return self.order.big_endian
+
+    def span(self, record: int) -> tuple[int, int, int]:
+        """(start, end, count) of the property list of the node record at ``record``."""
+        _, count, plen, nlen = self.order.record.unpack_from(self.data, record)
+        start = record + self.order.record.size + nlen
+        return start, start + plen, count
+
+    def parse(self, record: int) -> list:
+        """The property list of the node record at ``record`` (validated at
+        decode by :func:`_props_valid`, so this cannot raise)."""
+        start, end, count = self.span(record)
+        return _parse_props(self.data, start, end, count, self.order, self.limits)
 
 
 def decode_binary(data: bytes, limits: Limits = DEFAULT_LIMITS) -> tuple[FbxNode, dict, bytes]:
@@ -122,8 +139,9 @@ def _decode_binary(data: bytes, limits: Limits) -> tuple[FbxNode, dict, bytes]:
     null_record = order.null
     null_len = order.record.size
     end_of_data = len(data)
-    source = _PropSource(data, order.big_endian, limits)
+    source = _PropSource(data, order, limits)
     props_valid = _props_valid
+    prop_kind = _PROP_KIND
     new_node = object.__new__
     unpack_u32 = order.u32.unpack_from
     unpack_arr = order.arr.unpack_from
@@ -133,31 +151,34 @@ def _decode_binary(data: bytes, limits: Limits) -> tuple[FbxNode, dict, bytes]:
     stack: list[tuple[FbxNode, int | None]] = [(root, None)]
     children: list = root.children  # type: ignore[assignment]
     limit: int | None = None
-    child_end = -1  # where the current parent's null record starts
+    # where the current parent's null record starts; at the top level the
+    # end of the input, which no record may reach
+    child_end = end_of_data
     pos = HEADER_SIZE
     terminated = True
     while True:
-        if limit is not None:
-            if pos >= child_end:
-                if pos > child_end:
-                    raise FormatError("child nodes overrun their parent's end offset",
-                                      offset=pos, path=_path(stack), expected=child_end)
-                if data[pos:limit] != null_record:
-                    raise FormatError("null record of a node is not all zero", offset=pos,
-                                      path=_path(stack))
-                pos = limit
-                stack.pop()
-                parent, limit = stack[-1]
-                children = parent.children  # type: ignore[assignment]
-                child_end = -1 if limit is None else limit - null_len
-                continue
-        elif pos == end_of_data:
-            raise TruncatedError("input ends before the top-level null record", offset=pos)
-        if end_of_data - pos < null_len:
+        if pos >= child_end:
+            if limit is None:
+                raise TruncatedError("input ends before the top-level null record", offset=pos)
+            if pos > child_end:
+                raise FormatError("child nodes overrun their parent's end offset",
+                                  offset=pos, path=_path(stack), expected=child_end)
+            if data[pos:limit] != null_record:
+                raise FormatError("null record of a node is not all zero", offset=pos,
+                                  path=_path(stack))
+            pos = limit
+            stack.pop()
+            parent, limit = stack[-1]
+            children = parent.children  # type: ignore[assignment]
+            child_end = end_of_data if limit is None else limit - null_len
+            continue
+        try:
+            end_offset, nprops, plen, nlen = unpack_record(data, pos)
+        except struct.error:
             raise TruncatedError("input ends inside a node record", offset=pos,
-                                 path=_path(stack), expected=null_len, found=end_of_data - pos)
-        end_offset, nprops, plen, nlen = unpack_record(data, pos)
-        if limit is None and end_offset == 0 and nlen == 0:
+                                 path=_path(stack), expected=null_len,
+                                 found=end_of_data - pos) from None
+        if end_offset == 0 and nlen == 0 and limit is None:
             if data[pos:pos + null_len] != null_record:
                 raise FormatError("top-level null record is not all zero", offset=pos)
             pos += null_len
@@ -184,24 +205,36 @@ def _decode_binary(data: bytes, limits: Limits) -> tuple[FbxNode, dict, bytes]:
         if plen == 0:  # no properties (nprops <= plen checked above)
             node._props = []
             node._pending = None
-        elif props_valid(data, pos, props_end, nprops, unpack_u32, unpack_arr, limits):
-            node._props = None
-            node._pending = (source, pos, props_end, nprops)
         else:
-            node._pending = None
-            try:  # raises the precise error (or, were the scan stricter, parses)
-                node._props = _parse_props(data, pos, props_end, nprops, order, limits)
-            except FormatError as e:
-                raise e.prepend(_path(stack, name))
+            valid = False
+            if nprops == 1:
+                # half the nodes hold one scalar or string filling the list:
+                # checked inline (same rule as the scan), the rest by the scan
+                kind = prop_kind[data[pos]]
+                if kind > 0:
+                    valid = kind + 1 == plen
+                elif kind == -1 and plen >= 5:
+                    valid = unpack_u32(data, pos + 1)[0] == plen - 5
+            if valid or props_valid(data, pos, props_end, nprops, unpack_u32, unpack_arr, limits):
+                node._props = start  # pending: the record's offset (see FbxNode.props)
+                node._pending = source
+            else:
+                node._pending = None
+                try:  # raises the precise error (or, were the scan stricter, parses)
+                    node._props = _parse_props(data, pos, props_end, nprops, order, limits)
+                except FormatError as e:
+                    raise e.prepend(_path(stack, name))
         pos = props_end
         children.append(node)
+        if end_offset == pos and pos <= child_end:
+            continue  # a leaf inside its parent (the checks below would all pass)
         if end_offset == 0:
             node.zero_end = True
             continue
         if end_offset > end_of_data:
             raise TruncatedError(f"node ends at {end_offset}, past the end of input",
                                  offset=start, path=_path(stack, name), found=end_of_data)
-        if limit is not None and end_offset > child_end:
+        if end_offset > child_end:  # (at the top level the test above caught it)
             raise FormatError("node ends past its parent's children", offset=start,
                               path=_path(stack, name), expected=child_end,
                               found=end_offset)

@@ -34,9 +34,10 @@ class FbxNode:
     ``props`` may be *pending*: the binary decoder validates every property
     list in one tight scan but builds the ``(code, value)`` tuples only when
     ``props`` is first read (most nodes of a scene are never looked at, and
-    building ~3 tuples per node was most of the decode time).  ``_pending`` is
-    then ``(source, start, end, count)`` with ``source.parse(start, end,
-    count)`` returning the list; once built (or assigned) it is a plain list.
+    building ~3 tuples per node was most of the decode time).  While pending,
+    ``_pending`` is the decoder's property source and ``_props`` the offset of
+    the node's record in it (no per-node tuple: that too was measurable);
+    once built (or assigned) ``_props`` is a plain list and ``_pending`` None.
     """
 
     __slots__ = ("name", "_props", "_pending", "children", "zero_end", "fmt")
@@ -54,12 +55,11 @@ class FbxNode:
     @property
     def props(self) -> list:
         """The property list, built from the source bytes on first access."""
-        props = self._props
-        if props is None:
-            source, start, end, count = self._pending
-            props = self._props = source.parse(start, end, count)
+        source = self._pending
+        if source is not None:
+            self._props = source.parse(self._props)
             self._pending = None
-        return props
+        return self._props
 
     @props.setter
     def props(self, props: list) -> None:
@@ -68,8 +68,11 @@ class FbxNode:
 
     def pending_props(self) -> tuple | None:
         """``(source, start, end, count)`` while the properties are unbuilt
-        (the writer then copies the source bytes), else None."""
-        return self._pending
+        (the writer then copies ``source.data[start:end]``), else None."""
+        source = self._pending
+        if source is None:
+            return None
+        return (source, *source.span(self._props))
 
     def __repr__(self) -> str:
         n = "null" if self.children is None else len(self.children)
