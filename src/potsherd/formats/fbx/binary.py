@@ -1,7 +1,10 @@
 """Binary FBX: node records (13/25 bytes), properties, null records, footer.
 
 The parser is iterative (a file nested 1,000 levels deep is a LimitError,
-not a RecursionError).  What is not regenerated from the tree is kept:
+not a RecursionError).  It validates every record and property list at
+decode time but builds a node's ``(code, value)`` tuples only when its
+``props`` is first read (see :func:`decode_binary`); arrays stay compressed
+until their values are read.  What is not regenerated from the tree is kept:
 the header bytes, per-node null records, zero EndOffsets, compressed array
 payloads and everything after the top-level null record.
 """
@@ -67,12 +70,13 @@ def _order(big_endian: bool, wide: bool = False) -> _Order:
 
 _ORDERS: dict[tuple[bool, bool], _Order] = {}
 
-#: per type-code byte, what the validating scan skips: > 0 a scalar of that
-#: many bytes, -1 a string (u32 length), -(itemsize + 1) an array, 0 unknown
+#: per type-code byte, what the validating scan skips: > 0 a scalar property
+#: of that many bytes (code included), -1 a string (u32 length), -(itemsize + 1)
+#: an array, 0 an unknown code
 _PROP_KIND = [0] * 256
 for _code, _size in (("Y", 2), ("C", 1), ("B", 1), ("Z", 1), ("I", 4), ("F", 4), ("D", 8),
                      ("L", 8)):
-    _PROP_KIND[ord(_code)] = _size
+    _PROP_KIND[ord(_code)] = 1 + _size
 _PROP_KIND[ord("S")] = _PROP_KIND[ord("R")] = -1
 for _code, _dtype in ARRAY_DTYPES.items():
     _PROP_KIND[ord(_code)] = -1 - int(_dtype[1])
@@ -212,7 +216,7 @@ def _decode_binary(data: bytes, limits: Limits) -> tuple[FbxNode, dict, bytes]:
                 # checked inline (same rule as the scan), the rest by the scan
                 kind = prop_kind[data[pos]]
                 if kind > 0:
-                    valid = kind + 1 == plen
+                    valid = kind == plen
                 elif kind == -1 and plen >= 5:
                     valid = unpack_u32(data, pos + 1)[0] == plen - 5
             if valid or props_valid(data, pos, props_end, nprops, unpack_u32, unpack_arr, limits):
@@ -286,7 +290,7 @@ def _props_valid(data: bytes, pos: int, end: int, count: int, unpack_u32, unpack
             if kind == -1:  # S / R: u32 length + bytes
                 pos += 5 + unpack_u32(data, pos + 1)[0]
             elif kind > 0:  # scalar
-                pos += 1 + kind
+                pos += kind
             elif kind:  # array: count, encoding, stored length, payload
                 n, enc, clen = unpack_arr(data, pos + 1)
                 pos += 13 + clen
