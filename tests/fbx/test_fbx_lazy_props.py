@@ -168,3 +168,41 @@ def test_documents_with_pending_props_copy_and_pickle():
         assert clone.root.find("Objects").find("Geometry").pending_props() is not None
         assert potsherd.write(clone) == data
         assert clone.root.find("Objects").find("Geometry").props[2] == ("S", b"Mesh")
+
+
+def comparable(props: list) -> list:
+    return [(c, (v.code, v.count, v.encoding, v.payload) if isinstance(v, FbxArray) else repr(v))
+            for c, v in props]
+
+
+@pytest.mark.parametrize("big", [False, True])
+def test_decode_refuses_exactly_the_property_lists_the_parser_refuses(big):
+    """Through decode_binary (so also its inline one-property check): a
+    mutated property list fails at decode with the eager parser's error."""
+    rng = random.Random(11 + big)
+    order = _order(big)
+    refused = 0
+    for trial in range(600):
+        props = random_props(rng)[:rng.choice((1, 1, 2, 5))] or [("S", b"x")]
+        data = bytearray(doc_bytes([FbxNode(b"N", props)], int(big)))
+        start = 27 + 13 + 1  # header, record, name "N"
+        end = len(data) - 13  # the top-level null record follows the node
+        if trial % 2:
+            i = rng.randrange(start, end)
+            data[i] = rng.choice((0, 0xFF, rng.randrange(256), ord(rng.choice("SRYCIDLfx"))))
+        span = bytes(data[start:end])
+        try:
+            expected = _parse_props(span, 0, len(span), len(props), order, DEFAULT_LIMITS)
+        except FormatError as e:
+            expected = e
+        try:
+            root, _, _ = decode_binary(bytes(data))
+        except FormatError as e:
+            assert isinstance(expected, FormatError), (span.hex(), e)
+            assert type(e) is type(expected) and e.offset == expected.offset + start
+            assert e.path.startswith("/N")
+            refused += 1
+            continue
+        assert not isinstance(expected, FormatError), span.hex()
+        assert comparable(root.children[0].props) == comparable(expected)
+    assert 30 < refused < 300
