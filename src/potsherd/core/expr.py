@@ -97,6 +97,24 @@ def _int_div(a, b, scope: Scope):
     return q if (a >= 0) == (b >= 0) else -q
 
 
+def split_operator(e: Any) -> tuple[str, Any, list]:
+    """An operator expression as (op, arg, args): a bare list is an implicit
+    ``and``; a name operator (``length float present``) gets its name in
+    ``arg``.  Shared by this compiler and the code generator of fastpath."""
+    if isinstance(e, list):
+        # the spec never writes one; harmless
+        e = {"and": e}
+    if not isinstance(e, dict) or len(e) != 1:
+        raise ValueError(f"bad expression {e!r}")
+    (op, arg), = e.items()
+    args = arg if isinstance(arg, list) else [arg]
+    if op in ("length", "float", "present") and not isinstance(arg, str):
+        if not (isinstance(arg, list) and len(arg) == 1 and isinstance(arg[0], str)):
+            raise ValueError(f"{op} takes a field name, got {arg!r}")
+        arg = arg[0]
+    return op, arg, args
+
+
 def compile_expr(e: Any) -> Compiled:
     """Compile a JSON expression into a closure ``f(scope) -> value``."""
     if isinstance(e, bool):
@@ -107,17 +125,7 @@ def compile_expr(e: Any) -> Compiled:
     if isinstance(e, str):
         name = e
         return lambda s: s.lookup(name)
-    if isinstance(e, list):
-        # a bare list is an implicit "and" (the spec never writes one; harmless)
-        return compile_expr({"and": e})
-    if not isinstance(e, dict) or len(e) != 1:
-        raise ValueError(f"bad expression {e!r}")
-    (op, arg), = e.items()
-    args = arg if isinstance(arg, list) else [arg]
-    if op in ("length", "float", "present") and not isinstance(arg, str):
-        if not (isinstance(arg, list) and len(arg) == 1 and isinstance(arg[0], str)):
-            raise ValueError(f"{op} takes a field name, got {arg!r}")
-        arg = arg[0]
+    op, arg, args = split_operator(e)
     if op == "length":
         name = arg
         return lambda s: len(s.lookup(name))

@@ -40,7 +40,7 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from . import layout as L
-from .expr import _int_div, _num, references
+from .expr import _int_div, _num, references, split_operator
 from .values import F32NaN, F64NaN, RawString
 
 __all__ = ["FastLayout", "fast_layout", "reference_only", "set_enabled"]
@@ -300,6 +300,11 @@ class _Gen:
             self.ns[name] = obj
         return name
 
+    def param_default(self, f: Any, out: list[str]) -> None:
+        """A parameter field: fill in its default unless the caller set it."""
+        out.append("    _p = frames[0]")
+        out.append(f"    if {f.name!r} not in _p: _p[{f.name!r}] = {self.const(f.storage.default)}")
+
     def fresh(self, prefix: str = "t") -> str:
         self.tmp += 1
         return f"{prefix}{self.tmp}"
@@ -390,16 +395,7 @@ class _Gen:
             return repr(e), True
         if isinstance(e, str):
             return self.name_ref(e, env)
-        if isinstance(e, list):
-            return self.expr({"and": e}, env)
-        if not isinstance(e, dict) or len(e) != 1:
-            raise ValueError(f"bad expression {e!r}")
-        (op, arg), = e.items()
-        args = arg if isinstance(arg, list) else [arg]
-        if op in ("length", "float", "present") and not isinstance(arg, str):
-            if not (isinstance(arg, list) and len(arg) == 1 and isinstance(arg[0], str)):
-                raise ValueError(f"{op} takes a field name, got {arg!r}")
-            arg = arg[0]
+        op, arg, args = split_operator(e)
         if op == "length":
             return f"len({self.expr(arg, env)[0]})", True
         if op == "present":
@@ -516,28 +512,14 @@ class _Gen:
             counts: dict[str, int] = {}
             for f in rec.fields:
                 counts[f.name] = counts.get(f.name, 0) + 1
-            fields = rec.fields
-            i = 0
-            while i < len(fields):
-                f = fields[i]
-                if f.is_param:
-                    out.append(f"    _p = frames[0]")
-                    out.append(f"    if {f.name!r} not in _p: _p[{f.name!r}] = {self.const(f.storage.default)}")
-                    i += 1
+            for kind, group in _field_groups(rec.fields):
+                if kind == "param":
+                    self.param_default(group, out)
                     continue
-                # a run of fixed, unconditional scalar fields: one struct call
-                j = i
-                order = None
-                while j < len(fields) and fields[j].cond is None and not fields[j].is_param:
-                    o = _run_order(fields[j].storage)
-                    if o is None or (order is not None and o != order):
-                        break
-                    order = o
-                    j += 1
-                if j - i >= 2:
-                    self.dec_run(fields[i:j], order, out, env, counts, "    ", recvar)
-                    i = j
+                if kind == "run":
+                    self.dec_run(group, _run_order(group[0].storage), out, env, counts, "    ", recvar)
                     continue
+                f = group
                 ind = "    "
                 if f.cond is not None:
                     cs = self.test(f.cond_src if f.cond_src != "optional tail"
@@ -548,7 +530,6 @@ class _Gen:
                 self.dec_storage(f.storage, var, out, ind, env)
                 out.append(f"{ind}{recvar}[{f.name!r}] = {var}")
                 env.define(f.name, var, f.cond is not None, out, ind)
-                i += 1
             lines = env.prologue() + out
         finally:
             self.in_progress.discard(id(rec))
@@ -878,27 +859,14 @@ class _Gen:
         counts: dict[str, int] = {}
         for f in rec.fields:
             counts[f.name] = counts.get(f.name, 0) + 1
-        fields = rec.fields
-        i = 0
-        while i < len(fields):
-            f = fields[i]
-            if f.is_param:
-                out.append(f"    _p = frames[0]")
-                out.append(f"    if {f.name!r} not in _p: _p[{f.name!r}] = {self.const(f.storage.default)}")
-                i += 1
+        for kind, group in _field_groups(rec.fields):
+            if kind == "param":
+                self.param_default(group, out)
                 continue
-            j = i
-            order = None
-            while j < len(fields) and fields[j].cond is None and not fields[j].is_param:
-                o = _run_order(fields[j].storage)
-                if o is None or (order is not None and o != order):
-                    break
-                order = o
-                j += 1
-            if j - i >= 2:
-                self.enc_run(fields[i:j], order, out, env, counts, "    ")
-                i = j
+            if kind == "run":
+                self.enc_run(group, _run_order(group[0].storage), out, env, counts, "    ")
                 continue
+            f = group
             ind = "    "
             x = self.fresh("x")
             if f.cond is not None:
@@ -915,7 +883,6 @@ class _Gen:
             self.enc_storage(f.storage, x, out, ind, env)
             out.append(f"{ind}cur[{f.name!r}] = {x}")
             env.define(f.name, x, f.cond is not None, out, ind)
-            i += 1
         kn = self.const(frozenset(known), "KN")
         out.append(f"    if not {kn}.issuperset(v): raise _FB")
         out.append("    frames.pop()")
@@ -1227,6 +1194,35 @@ def _kind(st: Any) -> type | None:
 
 def _ident(name: str) -> str:
     return "".join(c if c.isalnum() else "_" for c in name)
+
+
+def _field_groups(fields: list) -> Iterator[tuple[str, Any]]:
+    """Split a record's fields for code generation, in order: ``("param", f)``
+    for a parameter, ``("run", [f...])`` for two or more consecutive
+    unconditional fixed scalars of one byte order (one struct call), and
+    ``("field", f)`` for anything else.  Decoder and encoder share it so they
+    always agree on the byte layout of a run."""
+    i = 0
+    while i < len(fields):
+        f = fields[i]
+        if f.is_param:
+            yield "param", f
+            i += 1
+            continue
+        j = i
+        order = None
+        while j < len(fields) and fields[j].cond is None and not fields[j].is_param:
+            o = _run_order(fields[j].storage)
+            if o is None or (order is not None and o != order):
+                break
+            order = o
+            j += 1
+        if j - i >= 2:
+            yield "run", fields[i:j]
+            i = j
+        else:
+            yield "field", f
+            i += 1
 
 
 def _run_order(st: "L.Storage") -> str | None:
