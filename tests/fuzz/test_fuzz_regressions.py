@@ -140,7 +140,7 @@ def test_fbx_json_with_a_short_creation_time_and_derived_file_id_is_an_encode_er
 
 @pytest.mark.parametrize("change,path", [
     ({"verts": [0.0] * 8}, "Objects/Geometry/Vertices"),       # not x, y, z triples
-    ({"translation": ("S", "x")}, "Lcl Translation"),           # not a number
+    ({"translation": ("S", "x")}, "Objects/Model::tri/Lcl Translation"),  # not a number
     ({"up_axis": ("S", "")}, "GlobalSettings/UpAxis"),          # not an integer
 ])
 def test_fbx_scene_of_damaged_values_is_a_format_error(change, path):

@@ -256,7 +256,7 @@ def _array_from_json(code: str, v: Any, big_endian: bool, limits: Limits,
     elif isinstance(v.get("values"), list):
         if len(v["values"]) > limits.max_elements:
             raise JsonFormatError("array exceeds max_elements", path=jpath + ".values")
-        vals = np.array(v["values"], dtype=dt)
+        vals = _values_from_json(v["values"], dt, jpath + ".values")
     elif enc == 1 and "payload" in v:
         # only the stored payload (it does not inflate to its count): kept as is
         count = v.get("count")
@@ -285,6 +285,22 @@ def _array_from_json(code: str, v: Any, big_endian: bool, limits: Limits,
         raise JsonFormatError("zlib_level must be 0-9", path=jpath + ".zlib_level")
     return FbxArray(code, vals, encoding=enc, big_endian=big_endian, limits=limits,
                     level=level)
+
+
+def _values_from_json(values: list, dt: np.dtype, jpath: str) -> np.ndarray:
+    """Readable array values in ``dt``; a finite number beyond the range of a
+    float type is refused (casting would silently make it inf), as the layout
+    engine's ``_np_from_json`` does."""
+    if dt.kind != "f":
+        return np.array(values, dtype=dt)
+    src = np.array(values, dtype=np.float64)
+    with np.errstate(over="ignore"):
+        vals = src.astype(dt)
+    if vals.size and bool((np.isinf(vals) & np.isfinite(src)).any()):
+        bad = int(np.flatnonzero(np.isinf(vals) & np.isfinite(src))[0])
+        raise JsonFormatError(f"value {float(src[bad])!r} out of range for {dt}",
+                              path=f"{jpath}[{bad}]", found=float(src[bad]))
+    return vals
 
 
 def _ascii_array_from_json(v: Any, jpath: str) -> AsciiArray:

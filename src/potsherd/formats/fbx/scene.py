@@ -123,6 +123,34 @@ def _channel_defaults(model: FbxNode | None) -> dict:
     return out
 
 
+def _numbers(values: Any, path: str) -> np.ndarray:
+    """Property values or an array as a numeric numpy array (its own dtype).
+
+    ASCII files type a word where a number belongs as a string; that (or a
+    nested array, or an integer beyond 64 bits) is a ValueFormatError naming
+    the node path, so no later cast or ``float()`` meets it."""
+    if hasattr(values, "values"):
+        values = values.values
+    try:
+        arr = np.asarray(values)
+    except (TypeError, ValueError, OverflowError):
+        arr = None
+    if arr is None or arr.dtype.kind not in "biuf" or arr.ndim > 1:
+        shown = [v for _, v in zip(range(3), values)] if isinstance(values, (list, tuple)) \
+            else values
+        raise ValueFormatError(f"values {str(shown)[:60]} are not numbers",
+                               path=path) from None
+    return arr
+
+
+def _number(values: Any, path: str) -> float:
+    """The first of a property's values as a float (see :func:`_numbers`)."""
+    arr = _numbers(values, path)
+    if not arr.size:
+        raise ValueFormatError("property holds no value", path=path)
+    return float(arr.reshape(-1)[0])
+
+
 def _text(v: Any) -> str:
     if isinstance(v, bytes):
         return v.decode("utf-8", "replace")
@@ -152,16 +180,17 @@ class _Object:
         c = self.node.find(name)
         if c is None or not c.props:
             return None
-        code, v = c.props[0]
-        if hasattr(v, "values"):
-            return np.asarray(v.values)
-        return np.array([x for _, x in c.props])  # 6.x style scalar lists
+        return _values(c, self.path(name))
 
-    def prop(self, name: str, default: Any = None) -> Any:
+    def path(self, name: str) -> str:
+        return f"Objects/{self.kind}::{self.name}/{name}"
+
+    def number(self, name: str, default: float) -> float:
+        """A numeric property (its first value), or ``default`` when absent."""
         v = self.props.get(name)
-        if v is None or not v:
-            return default
-        return v[0] if len(v) == 1 else np.array(v, dtype=np.float64)
+        if not v:
+            return float(default)
+        return _number(v, self.path(name))
 
 
 def _p70(node: FbxNode) -> dict:
@@ -179,11 +208,7 @@ def _vec(obj: _Object, name: str, default: tuple) -> np.ndarray:
     v = obj.props.get(name)
     if v is None or len(v) < 3:
         return np.array(default, dtype=np.float64)
-    try:
-        return np.array(v[:3], dtype=np.float64)
-    except (TypeError, ValueError):
-        raise ValueFormatError(f"property {name!r} holds {list(v[:3])!r}, not 3 numbers",
-                               path=name) from None
+    return _numbers(v[:3], obj.path(name)).astype(np.float64)
 
 
 def local_matrices(obj: _Object, t=None, r=None, s=None) -> np.ndarray:
@@ -192,7 +217,7 @@ def local_matrices(obj: _Object, t=None, r=None, s=None) -> np.ndarray:
     t = _vec(obj, "Lcl Translation", (0, 0, 0)) if t is None else t
     r = _vec(obj, "Lcl Rotation", (0, 0, 0)) if r is None else r
     s = _vec(obj, "Lcl Scaling", (1, 1, 1)) if s is None else s
-    order = ROTATION_ORDERS[int(obj.prop("RotationOrder", 0)) % 7]
+    order = ROTATION_ORDERS[int(obj.number("RotationOrder", 0)) % 7]
 
     def tr(v):
         return trs_to_matrix(translation=np.asarray(v, dtype=np.float64))
@@ -215,14 +240,13 @@ def local_matrices(obj: _Object, t=None, r=None, s=None) -> np.ndarray:
 
 def _axis_matrix(gs: dict) -> np.ndarray:
     def axis(name, default_axis, default_sign):
-        try:
-            a = int((gs.get(name) or [default_axis])[0])
-            sign = int((gs.get(name + "Sign") or [default_sign])[0])
-        except (TypeError, ValueError):
-            raise ValueFormatError(f"GlobalSettings {name} is not an integer",
-                                   path=f"GlobalSettings/{name}") from None
+        a = _number(gs.get(name) or [default_axis], f"GlobalSettings/{name}")
+        sign = _number(gs.get(name + "Sign") or [default_sign], f"GlobalSettings/{name}Sign")
+        if not np.isfinite(a):
+            raise ValueFormatError(f"GlobalSettings {name} is not an axis number",
+                                   path=f"GlobalSettings/{name}", found=a)
         e = np.zeros(3)
-        e[a % 3] = 1.0 if sign >= 0 else -1.0
+        e[int(a) % 3] = 1.0 if sign >= 0 else -1.0
         return e
     return np.stack([axis("CoordAxis", 0, 1), axis("UpAxis", 1, 1), axis("FrontAxis", 2, 1)])
 
@@ -314,7 +338,7 @@ class _Builder:
             self.root.find(b"Objects").find(b"GlobalSettings")  # 6.x: inside Objects
         gs = _p70(gs_node or FbxNode(b""))
         axes = _axis_matrix(gs)
-        unit = float((gs.get("UnitScaleFactor") or [1.0])[0]) / 100.0
+        unit = _number(gs.get("UnitScaleFactor") or [1.0], "GlobalSettings/UnitScaleFactor") / 100.0
         if self.options.get("keep_units"):
             unit = 1.0
         rot = None
@@ -357,9 +381,9 @@ class _Builder:
         color = _vec(mo, "DiffuseColor", (0.8, 0.8, 0.8))
         if "DiffuseColor" not in mo.props and "Diffuse" in mo.props:
             color = _vec(mo, "Diffuse", (0.8, 0.8, 0.8))
-        factor = float(mo.prop("DiffuseFactor", 1.0))
-        opacity = float(mo.prop("Opacity", 1.0 - float(mo.prop("TransparencyFactor", 0.0))))
-        emissive = _vec(mo, "EmissiveColor", (0, 0, 0)) * float(mo.prop("EmissiveFactor", 1.0))
+        factor = mo.number("DiffuseFactor", 1.0)
+        opacity = mo.number("Opacity", 1.0 - mo.number("TransparencyFactor", 0.0))
+        emissive = _vec(mo, "EmissiveColor", (0, 0, 0)) * mo.number("EmissiveFactor", 1.0)
         mat = Material(name=mo.name, base_color=tuple(np.clip(color * factor, 0, 1).tolist())
                        + (float(np.clip(opacity, 0, 1)),),
                        emissive=tuple(np.clip(emissive, 0, 1).tolist()),
@@ -430,7 +454,7 @@ class _Builder:
         normals = self.layer(g, "LayerElementNormal", "Normals", 3, corners, poly)
         uvs = []
         for el in g.node.find_all(b"LayerElementUV"):
-            uv = self.layer_node(el, "UV", 2, corners, poly)
+            uv = self.layer_node(el, "UV", 2, corners, poly, g.path("LayerElementUV"))
             if uv is not None:
                 uv = uv.copy()
                 uv[:, 1] = 1.0 - uv[:, 1]
@@ -439,7 +463,8 @@ class _Builder:
         mats_el = g.node.find(b"LayerElementMaterial")
         mat_objs = self.linked(model.id, "Material")
         if mats_el is not None and mats_el.find(b"Materials") is not None:
-            mi = np.asarray(_values(mats_el.find(b"Materials")), dtype=np.int64)
+            mi = _values(mats_el.find(b"Materials"),
+                         g.path("LayerElementMaterial/Materials")).astype(np.int64)
             mapping = _text_child(mats_el, b"MappingInformationType")
             if mapping == "AllSame" or len(mi) < len(sizes):
                 mat_poly = np.full(len(sizes), mi[0] if len(mi) else 0)
@@ -497,20 +522,22 @@ class _Builder:
 
     def layer(self, g: _Object, element: str, name: str, width: int, corners, poly):
         el = g.node.find(element)
-        return None if el is None else self.layer_node(el, name, width, corners, poly)
+        return None if el is None else self.layer_node(el, name, width, corners, poly,
+                                                       g.path(element))
 
-    def layer_node(self, el: FbxNode, name: str, width: int, corners, poly) -> np.ndarray | None:
+    def layer_node(self, el: FbxNode, name: str, width: int, corners, poly,
+                   path: str) -> np.ndarray | None:
         data_node = el.find(name)
         if data_node is None:
             return None
-        data = np.asarray(_values(data_node), dtype=np.float64)
+        data = _values(data_node, f"{path}/{name}").astype(np.float64)
         if data.size % width:
             return None
         data = data.reshape(-1, width)
         idx_node = el.find(name + "Index") or el.find(name[:-1] + "Index")
         mapping = _text_child(el, b"MappingInformationType")
         if idx_node is not None:  # the index array is the reliable signal (ufbx #135)
-            index = np.asarray(_values(idx_node), dtype=np.int64)
+            index = _values(idx_node, f"{path}/{_text(idx_node.name)}").astype(np.int64)
         else:
             index = None
         if mapping in ("ByPolygonVertex", ""):
@@ -600,8 +627,8 @@ class _Builder:
                     continue
                 d = np.zeros((n, 3))
                 ok = (idx >= 0) & (idx < n)
-                d[idx[ok]] = off.reshape(-1, 3)[ok]
-                out.append((ch.name or sh.name, d, float(ch.prop("DeformPercent", 0.0)) / 100.0))
+                d[idx[ok].astype(np.int64)] = off.reshape(-1, 3)[ok]
+                out.append((ch.name or sh.name, d, ch.number("DeformPercent", 0.0) / 100.0))
                 self._last_channels.append(ch.id)
         return out
 
@@ -669,7 +696,9 @@ class _Builder:
                         key = "d|" + _text(axis.props[0][1]) if axis.props else ""
                         default = axis.find(b"Default")
                         if default is not None and default.props:
-                            defaults[key] = [float(default.props[0][1])]
+                            defaults[key] = [_number(
+                                [v for _, v in default.props[:1]],
+                                f"Takes/Take/Model::{m.name}/Channel/{key[2:]}/Default")]
                         curve = _take_keys(axis.find(b"Key"))
                         if curve is not None:
                             curves[key] = curve
@@ -705,7 +734,8 @@ class _Builder:
                     if key in curves:
                         vals[:, axis] = curves[key].sample(ticks)
                     elif key in cn.props:
-                        vals[:, axis] = float(cn.props[key][0])
+                        vals[:, axis] = _number(cn.props[key], cn.path(key)
+                                                if isinstance(cn, _Object) else key)
             sampled[prop] = vals
         mats = local_matrices(m, sampled["Lcl Translation"], sampled["Lcl Rotation"],
                               sampled["Lcl Scaling"])
@@ -840,9 +870,11 @@ class _Curve:
         self.slopes = np.zeros((n, 2))
         self.weights = np.full((n, 2), 1.0 / 3.0)
         if flags is not None and refcount is not None and len(flags) == len(refcount):
-            per_key = np.repeat(np.arange(len(refcount)), np.maximum(refcount, 0).astype(np.int64))
-            if len(per_key) >= n:
-                per_key = per_key[:n]
+            # key k uses the attribute whose running refcount total first exceeds k
+            # (no np.repeat: a hostile refcount must not size an allocation)
+            ends = np.cumsum(np.clip(np.asarray(refcount, dtype=np.float64), 0, n))
+            if len(ends) and ends[-1] >= n:
+                per_key = np.searchsorted(ends, np.arange(n), side="right")
                 self.mode = np.asarray(flags, dtype=np.int64)[per_key]
                 if data is not None and len(data) >= 4 * len(refcount):
                     raw = np.asarray(data, dtype=np.float32)[:4 * len(refcount)]
@@ -947,10 +979,11 @@ def _take_keys(node: FbxNode | None) -> "_Curve | None":
     return curve
 
 
-def _values(node: FbxNode) -> np.ndarray:
+def _values(node: FbxNode, path: str) -> np.ndarray:
+    """A node's numbers: its array (7.x) or its scalar list (6.x style)."""
     if node.props and hasattr(node.props[0][1], "values"):
-        return np.asarray(node.props[0][1].values)
-    return np.array([v for _, v in node.props])
+        return _numbers(node.props[0][1].values, path)
+    return _numbers([v for _, v in node.props], path)
 
 
 def _text_child(node: FbxNode, name: bytes) -> str:
