@@ -159,3 +159,16 @@ def test_f32_values_in_range_and_explicit_inf_load():
     obj["root"]["nodes"][0]["children"][0]["props"][0][1]["values"] = [float("inf"), 2.0]
     doc = potsherd.from_json(json.loads(json.dumps(obj)))
     assert np.isinf(doc.root.children[0].children[0].props[0][1].values[0])
+
+
+def test_far_key_time_does_not_size_the_sampling_grid():
+    # was (fuzz, --derived scene): a mutated KTime made the 30 fps grid
+    # billions of samples long; such a span keeps the key times only
+    far = TAKE6.replace("46186158000,2,L", "4618615800000000,2,L")
+    sc = _scene(far)
+    x = [c for c in sc.animations[0].channels if c.path == "translation"][0]
+    assert x.times.tolist() == [np.float32(0.1), np.float32(100000.0)]
+    assert x.values.tolist() == [[0, 0, 0], [2, 0, 0]]
+    assert any("sampled at its key times only" in w for w in sc.warnings)
+    near = _scene(TAKE6)
+    assert len([c for c in near.animations[0].channels if c.path == "translation"][0].times) == 28

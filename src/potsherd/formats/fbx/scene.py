@@ -28,6 +28,9 @@ from .model import FbxNode
 
 KTIME_PER_SECOND = 46186158000
 ROTATION_ORDERS = ("XYZ", "XZY", "YZX", "YXZ", "ZXY", "ZYX", "XYZ")
+GRID_FPS = 30.0
+#: longest sampling grid (about 55 minutes at 30 fps); longer spans keep key times only
+MAX_GRID_SAMPLES = 100_000
 
 
 def to_scene(doc: Any, **options: Any) -> Scene:
@@ -713,8 +716,13 @@ class _Builder:
         times = np.unique(np.concatenate([c.t for _, curves in props.values()
                                           for c in curves.values()]))
         secs = times / KTIME_PER_SECOND
-        if len(times) > 1:  # add a 30 fps grid so Euler -> quaternion stays faithful
-            grid = np.arange(secs[0], secs[-1], 1 / 30.0)
+        span = (times[-1] - times[0]) / KTIME_PER_SECOND if len(times) else 0.0
+        if len(times) > 1 and span * GRID_FPS > MAX_GRID_SAMPLES:
+            # a key time far away (hostile or broken) must not size the grid
+            self.scene.warnings.append(f"animation of {m.name!r} spans {span:.3g} s: "
+                                       "sampled at its key times only")
+        elif len(times) > 1:  # add a 30 fps grid so Euler -> quaternion stays faithful
+            grid = np.arange(secs[0], secs[-1], 1 / GRID_FPS)
             near = np.searchsorted(secs, grid)
             lo = np.abs(grid - secs[np.clip(near - 1, 0, len(secs) - 1)])
             hi = np.abs(grid - secs[np.clip(near, 0, len(secs) - 1)])
