@@ -27,8 +27,6 @@ def shrink_document(doc):
     page byte count follows), then the generic list/array cuts.  Texture
     records may then point past the pages: the decoder must not care."""
     import fuzzlib
-    from potsherd.core.errors import FormatError
-    from potsherd import registry
     if doc.format != "tr4wad" or not isinstance(doc.root, dict) or "pages" not in doc.root:
         return None
     r = doc.root
@@ -42,12 +40,7 @@ def shrink_document(doc):
     small = fuzzlib.shrink_document(doc)
     if small is not None:
         return small
-    try:
-        data = doc.encode()
-        again = registry.decode(data, format=doc.format)
-    except FormatError:
-        return None
-    return data if again.encode() == data else None
+    return fuzzlib.stable_encoding(doc)
 
 
 if __name__ == "__main__":

@@ -21,7 +21,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import os
 import random
 import resource
 import signal
@@ -106,6 +105,17 @@ def _roundtrips(doc: Document, data: bytes) -> bool:
         return doc.encode() == data
     except FormatError:
         return False
+
+
+def stable_encoding(doc: Document, **params) -> bytes | None:
+    """``doc``'s bytes when they decode again and re-encode to themselves
+    (what a seed derived from an edited document must satisfy), else None."""
+    try:
+        data = doc.encode()
+        again = registry.decode(data, format=doc.format, **params)
+    except FormatError:
+        return None
+    return data if _roundtrips(again, data) else None
 
 
 def corpus_seeds(family: str, max_size: int = 64 << 10, max_count: int | None = None) -> list[Seed]:
