@@ -14,6 +14,7 @@ from typing import Any, Iterator
 from . import __version__, registry
 from .core.errors import FormatError, LimitError
 from .core.fileio import atomic_write
+from .core.plainjson import plain_json
 from .core.limits import DEFAULT_LIMITS, Limits
 
 
@@ -96,19 +97,6 @@ def _print_tree(value: Any, indent: int = 0, out=None) -> None:
         print(f"{pad}{value}", file=out)
 
 
-def _jsonable(v: Any) -> Any:
-    import numpy as np
-    if isinstance(v, dict):
-        return {str(k): _jsonable(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [_jsonable(x) for x in v]
-    if isinstance(v, (bytes, bytearray)):
-        return v.hex()
-    if isinstance(v, np.ndarray):
-        return v.tolist()
-    if isinstance(v, np.generic):
-        return v.item()
-    return v
 
 
 def summary(path: str, data: bytes, doc) -> dict:
@@ -120,7 +108,7 @@ def summary(path: str, data: bytes, doc) -> dict:
     out["opaque_bytes"] = codec.opaque_bytes(doc)
     if doc.warnings:
         out["warnings"] = list(doc.warnings)
-    return _jsonable(out)
+    return plain_json(out)
 
 
 # ----------------------------------------------------------------------------
@@ -240,7 +228,7 @@ def cmd_validate(args) -> int:
             data, doc = read_doc(path, args)
             opaque = doc.codec.opaque_bytes(doc)
             rec.update(ok=True, format=doc.format, family=doc.codec.family,
-                       variant=_jsonable(doc.params), bytes=len(data), opaque_bytes=opaque,
+                       variant=plain_json(doc.params), bytes=len(data), opaque_bytes=opaque,
                        understood=round(1 - opaque / len(data), 4) if data else 1.0,
                        warnings=list(doc.warnings))
         except FormatError as e:

@@ -298,8 +298,6 @@ def decode(data: bytes, *, format: str | None = None, path: str | None = None,
         raise InternalDecodeError(f"internal error in the {codec.name} decoder: "
                                   f"{type(e).__name__}: {e}") from e
     doc.source = path
-    if path and codec.name and "source_name" not in doc.meta:
-        pass
     return doc
 
 

@@ -59,7 +59,7 @@ from __future__ import annotations
 import json
 import re
 import struct
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
 
@@ -1148,10 +1148,6 @@ class Layout:
 
     def opaque_size(self, root: str, value: Any) -> int:
         return self.record(root).opaque_size(value)
-
-
-def iter_records(layout: Layout) -> Iterable[Record]:
-    return layout.records.values()
 
 
 def _fast_layout(layout: Layout):

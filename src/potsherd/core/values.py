@@ -95,18 +95,3 @@ def f64_to_bits(value: float) -> int:
     if isinstance(value, F64NaN):
         return value.bits
     return _U64.unpack(_F64.pack(value))[0]
-
-
-def fix_f32_nans(values: tuple, raw: bytes, offsets: tuple[int, ...]) -> list:
-    """Replace NaNs among ``values`` by :class:`F32NaN` using the raw bytes.
-
-    ``offsets`` gives, for each value index that is an f32, its byte offset in
-    ``raw``; non-f32 positions are ``-1``.
-    """
-    out = list(values)
-    for i, off in enumerate(offsets):
-        if off >= 0:
-            v = out[i]
-            if v != v:
-                out[i] = F32NaN(_U32.unpack_from(raw, off)[0])
-    return out

@@ -21,6 +21,8 @@ from typing import Any
 
 import numpy as np
 
+from ..core.plainjson import plain_json
+
 from ..core.errors import EncodeError, FormatError
 from ..core.fileio import atomic_write
 from ..scene.model import Scene
@@ -44,23 +46,7 @@ _NOT_OPTIONS = {"func", "command", "input", "output", "to", "jobs", "format", "p
                 "validate", "option"}
 
 
-def _jsonable(v: Any) -> Any:
-    """extras to strict JSON (numpy -> lists, bytes -> hex, NaN/inf -> strings)."""
-    if isinstance(v, dict):
-        return {str(k): _jsonable(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [_jsonable(x) for x in v]
-    if isinstance(v, (bytes, bytearray, memoryview)):
-        return bytes(v).hex()
-    if isinstance(v, np.ndarray):
-        return _jsonable(v.tolist())
-    if isinstance(v, np.generic):
-        return _jsonable(v.item())
-    if isinstance(v, float) and not math.isfinite(v):
-        return repr(v)
-    if v is None or isinstance(v, (bool, int, float, str)):
-        return v
-    return str(v)
+_jsonable = plain_json  # extras: see potsherd.core.plainjson
 
 
 def _floats(values: Any) -> list:
