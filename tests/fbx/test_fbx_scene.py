@@ -152,14 +152,9 @@ def _ufbx_facts(path: Path) -> dict:
     """Node worlds, inverse binds and triangle counts from ufbx, read in a
     child process (the ufbx binding can crash when its objects are freed)."""
     import json
-    import subprocess
-    import sys
+    from ufbx_probe import run_probe
     pytest.importorskip("ufbx")
-    run = subprocess.run([sys.executable, "-c", _PROBE, str(path)], capture_output=True,
-                         text=True, timeout=120)
-    line = run.stdout.strip().splitlines()[0] if run.stdout.strip() else ""
-    assert line, run.stderr[-2000:]
-    facts = json.loads(line)
+    facts = json.loads(run_probe(_PROBE, [str(path)]))
     facts["worlds"] = {k: np.array(v) for k, v in facts["worlds"].items()}
     facts["ibms"] = [np.array(x) for x in facts["ibms"]]
     return facts
@@ -284,8 +279,7 @@ os._exit(0)  # freeing the scene can crash this binding
 ])
 def test_animation_samples_match_ufbx(name: str):
     import json
-    import subprocess
-    import sys
+    from ufbx_probe import run_probe
     pytest.importorskip("ufbx")
     doc = potsherd.read(_corpus(name))
     sc = doc.codec.to_scene(doc)
@@ -297,10 +291,7 @@ def test_animation_samples_match_ufbx(name: str):
             queries.append([sc.nodes[ch.node].name, float(ch.times[k])])
             mine.append(ch.values[k])
     assert queries
-    run = subprocess.run([sys.executable, "-c", _ANIM_PROBE, str(_corpus(name)),
-                          json.dumps(queries)], capture_output=True, text=True, timeout=120)
-    assert run.stdout.strip(), run.stderr[-1000:]
-    ref = np.array(json.loads(run.stdout.strip().splitlines()[0]))
+    ref = np.array(json.loads(run_probe(_ANIM_PROBE, [str(_corpus(name)), json.dumps(queries)])))
     assert np.allclose(np.array(mine), ref, rtol=1e-5, atol=1e-4)
 
 
