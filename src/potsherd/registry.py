@@ -6,7 +6,10 @@ register theirs in ``potsherd.formats.<family>`` by listing them in
 
 Codec contract (see :class:`Codec`): ``decode(data, **params) -> Document``,
 ``encode(doc) -> bytes``, ``to_json(doc, form)``, ``from_json(obj)``,
-``info(doc)``, and optionally ``to_scene(doc, **opts)`` for glTF export.
+``info(doc)``, and optionally ``to_scene(doc, **opts)`` for glTF export and
+``from_scene(scene, like=None, **opts)`` for glTF import.  The options each
+direction accepts are declared as :class:`Option` tuples (``export_options``,
+``import_options``) so the command line can refuse unknown names and list them.
 """
 from __future__ import annotations
 
@@ -25,8 +28,58 @@ FAMILIES = ("ko", "darkstar", "fbx", "trle")
 JSON_VERSION = 1
 
 
+class Option(NamedTuple):
+    """A family option of a conversion (``--option name=value`` on the command line).
+
+    ``type`` is ``int``, ``float``, ``str`` or ``bool``; :func:`coerce_options`
+    turns the command line's text into it."""
+
+    name: str
+    type: type
+    help: str
+    default: Any = None
+
+
+def coerce_options(declared: Iterable[Option], given: dict, *, what: str = "") -> dict:
+    """Check ``given`` against the declared options and convert text values.
+
+    Unknown names raise ``ValueError`` naming the valid ones (a usage error);
+    values that are already of the declared type pass unchanged."""
+    table = {o.name: o for o in declared}
+    out: dict = {}
+    for name, value in given.items():
+        opt = table.get(name)
+        if opt is None:
+            valid = ", ".join(sorted(table)) or "none"
+            raise ValueError(f"unknown option {name!r}{' for ' + what if what else ''}; "
+                             f"valid options: {valid}")
+        if isinstance(value, str) and opt.type is not str:
+            text = value.strip().lower()
+            try:
+                if opt.type is bool:
+                    if text not in ("1", "0", "true", "false", "yes", "no", "on", "off"):
+                        raise ValueError(text)
+                    value = text in ("1", "true", "yes", "on")
+                else:
+                    value = opt.type(value)
+            except ValueError:
+                raise ValueError(f"option {name}={value!r}: expected "
+                                 f"{opt.type.__name__}") from None
+        out[name] = value
+    return out
+
+
 class Codec:
-    """Base class of a format codec."""
+    """Base class of a format codec.
+
+    Optional features are declared, not guessed: ``to_scene`` / ``from_scene``
+    are ``None`` on codecs without glTF export / import.  A codec with import
+    implements ``from_scene(scene, *, like=None, out_name="", **options)``
+    returning a :class:`Document`, or a list of ``(file name, Document)`` pairs
+    when the format is several files (the first is the output itself; the
+    others are written beside it); lossy choices are appended to
+    ``scene.warnings``.
+    """
 
     name: str = ""
     family: str = ""
@@ -38,6 +91,13 @@ class Codec:
     text_encoding: str = "latin-1"
     #: names of parameters users may set with ``--param``
     parameters: tuple[str, ...] = ()
+    #: ``to_scene(doc, **options) -> Scene`` (glTF export), or None
+    to_scene: Any = None
+    #: ``from_scene(scene, *, like=None, out_name="", **options)`` (glTF import), or None
+    from_scene: Any = None
+    #: options accepted by ``to_scene`` / ``from_scene``
+    export_options: tuple[Option, ...] = ()
+    import_options: tuple[Option, ...] = ()
 
     def sniff(self, data: bytes) -> bool:
         """True when ``data`` looks like this format (magic bytes by default)."""
