@@ -21,6 +21,7 @@ from .core.errors import (FormatError, InternalDecodeError, JsonFormatError, Lim
                           UnknownFormatError)
 from .core.layout import JsonCtx, Layout
 from .core.limits import DEFAULT_LIMITS, Limits
+from .core.spans import SpanMap
 from .document import Document
 
 FAMILIES = ("ko", "darkstar", "fbx", "trle")
@@ -108,6 +109,13 @@ class Codec:
 
     def encode(self, doc: Document) -> bytes:
         raise NotImplementedError
+
+    def decode_spans(self, data: bytes, *, limits: Limits = DEFAULT_LIMITS,
+                     **params: Any) -> tuple[Document, SpanMap]:
+        """Decode and record each field's byte range (for the viewer).
+
+        Codecs whose decoder cannot record spans return an empty map."""
+        return self.decode(data, limits=limits, **params), SpanMap()
 
     def to_json(self, doc: Document, form: str = "wire") -> dict:
         raise NotImplementedError
@@ -242,6 +250,17 @@ class LayoutCodec(Codec):
     def encode(self, doc: Document) -> bytes:
         return self.layout.encode(self.root, doc.root, doc.params) + bytes(doc.trailing)
 
+    def decode_spans(self, data: bytes, *, limits: Limits = DEFAULT_LIMITS,
+                     **params: Any) -> tuple[Document, SpanMap]:
+        doc = self.decode(data, limits=limits, **params)  # picks the variant
+        spans = SpanMap()
+        try:
+            root, _, _ = self.layout.decode(self.root, data, doc.params, limits, spans=spans)
+        except FormatError:   # a codec's opaque fallback: the document has no fields to map
+            return doc, SpanMap()
+        doc.root = root
+        return doc, spans
+
     def to_json(self, doc: Document, form: str = "wire") -> dict:
         ctx = JsonCtx(form, doc.meta.get("text_encoding", self.text_encoding))
         return self.json_envelope(doc, form, self.layout.to_json(self.root, doc.root, ctx))
@@ -359,6 +378,29 @@ def decode(data: bytes, *, format: str | None = None, path: str | None = None,
                                   f"{type(e).__name__}: {e}") from e
     doc.source = path
     return doc
+
+
+def decode_with_spans(data: bytes, *, format: str | None = None, path: str | None = None,
+                      limits: Limits = DEFAULT_LIMITS, **params: Any) -> tuple[Document, SpanMap]:
+    """:func:`decode`, also returning where each field came from (see
+    :mod:`potsherd.core.spans`); the same refusals as :func:`decode`."""
+    if len(data) > limits.max_input:
+        raise LimitError(f"input of {len(data)} bytes exceeds the limit of {limits.max_input}",
+                         offset=0)
+    codec = get_codec(format) if format else detect(data, path)
+    try:
+        doc, spans = codec.decode_spans(data, limits=limits, **params)
+    except FormatError:
+        raise
+    except RecursionError:
+        raise FormatError("nesting too deep for this decoder") from None
+    except MemoryError:
+        raise FormatError("out of memory while decoding") from None
+    except Exception as e:  # noqa: BLE001 - same safety net as decode()
+        raise InternalDecodeError(f"internal error in the {codec.name} decoder: "
+                                  f"{type(e).__name__}: {e}") from e
+    doc.source = path
+    return doc, spans
 
 
 def from_json(obj: dict) -> Document:

@@ -35,7 +35,7 @@ class Scope:
     in the document, which makes "optional tail" symmetric.
     """
 
-    __slots__ = ("frames", "reader", "present", "warnings", "limits", "free_items")
+    __slots__ = ("frames", "reader", "present", "warnings", "limits", "free_items", "spans")
 
     def __init__(self, params: dict, reader=None, limits: Limits = DEFAULT_LIMITS,
                  warnings: list | None = None) -> None:
@@ -47,6 +47,8 @@ class Scope:
         #: array items that may still decode from zero bytes (each costs memory
         #: but no input, so nested counts could multiply them): bounded by the input
         self.free_items = 65536 + (reader.remaining if reader is not None else 0)
+        #: a :class:`potsherd.core.spans.SpanMap` when the caller wants byte spans
+        self.spans = None
 
     def push(self, frame: dict) -> None:
         if len(self.frames) > self.limits.max_depth:

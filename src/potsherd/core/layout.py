@@ -604,6 +604,16 @@ class Array(Storage):
         out = []
         append = out.append
         dec = item.decode
+        spans = s.spans
+        if spans is not None:  # the viewer's decode: every item's byte range
+            for i in range(n):
+                p = r.pos
+                try:
+                    append(dec(r, s))
+                except FormatError as e:
+                    raise e.prepend(f"[{i}]")
+                spans.add(out, i, p, r.pos)
+            return out
         if item.min_size > 0:
             for i in range(n):
                 try:
@@ -864,6 +874,7 @@ class Record(Storage):
     # --- decode -------------------------------------------------------
     def decode(self, r: Reader, s: Scope) -> Any:
         rec: dict[str, Any] = {}
+        spans = s.spans
         s.push(rec)
         try:
             for f in self.fields:
@@ -875,7 +886,10 @@ class Record(Storage):
                 try:
                     if f.cond is not None and not f.cond(s):
                         continue
+                    start = r.pos
                     rec[f.name] = f.storage.decode(r, s)
+                    if spans is not None:
+                        spans.add(rec, f.name, start, r.pos)
                 except FormatError as e:
                     if e.offset is None:
                         e.offset = r.pos
@@ -1099,12 +1113,15 @@ class Layout:
     # --- whole-input helpers --------------------------------------------
     def decode(self, root: str, data: bytes, params: dict | None = None,
                limits: Limits = DEFAULT_LIMITS, warnings: list | None = None,
-               start: int = 0, *, reference: bool = False) -> tuple[Any, int, dict]:
+               start: int = 0, *, reference: bool = False,
+               spans: Any = None) -> tuple[Any, int, dict]:
         """Decode ``root`` from ``data``; returns (value, end offset, params).
 
         The compiled fast path (:mod:`potsherd.core.fastpath`) runs first; when
-        it declines, or ``reference`` is true, the interpreter below decides."""
-        if not reference:
+        it declines, or ``reference`` is true, the interpreter below decides.
+        ``spans`` (a :class:`~potsherd.core.spans.SpanMap`) records every
+        field's byte range; it implies the interpreter."""
+        if not reference and spans is None:
             fast = _fast_layout(self)
             done = fast.decode(root, data, params, limits, start) if fast is not None else None
             if done is not None:
@@ -1115,6 +1132,7 @@ class Layout:
         p = dict(params or {})
         r = Reader(data, start, limits=limits)
         s = Scope(p, r, limits, warnings)
+        s.spans = spans
         try:
             v = self.record(root).decode(r, s)
         except FormatError as e:

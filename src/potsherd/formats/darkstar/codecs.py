@@ -7,6 +7,7 @@ from typing import Any
 from ...core.errors import FormatError, JsonFormatError, MagicError
 from ...core.expr import Scope
 from ...core.layout import JsonCtx
+from ...core.spans import SpanMap
 from ...core.limits import DEFAULT_LIMITS, Limits
 from ...core.stream import Reader, Writer
 from ...document import Document
@@ -40,12 +41,20 @@ class DarkstarCodec(Codec):
 
     # --- bytes ----------------------------------------------------------
     def decode(self, data: bytes, *, limits: Limits = DEFAULT_LIMITS, **params: Any) -> Document:
+        return self._decode(data, limits, params, None)
+
+    def decode_spans(self, data: bytes, *, limits: Limits = DEFAULT_LIMITS, **params: Any):
+        spans = SpanMap()
+        return self._decode(data, limits, params, spans), spans
+
+    def _decode(self, data: bytes, limits: Limits, params: dict, spans: Any) -> Document:
         if not data.startswith(TAG):
             raise MagicError(describe_non_pers(data), offset=0, expected=TAG.hex(),
                              found=data[:4].hex())
         r = Reader(data, limits=limits)
         warnings: list[str] = []
         s = Scope(dict(params), r, limits, warnings)
+        s.spans = spans
         try:
             root = BLOCK.decode(r, s)
         except FormatError as e:

@@ -100,12 +100,24 @@ class PersBlock(Storage):
                 raise e.prepend("payload")
             finally:
                 s.reader = saved
+        slack_at = sub.pos
         slack = sub.tail()
         r.pos = end
         align = 4 if size & ALIGN_DWORD else 2
         pad = r.read(min((-data_size) % align, r.remaining))
-        return {"tag": tag, "size": size, "className": name, "namePad": name_pad,
-                "version": version, "payload": payload, "slack": slack, "pad": pad}
+        block = {"tag": tag, "size": size, "className": name, "namePad": name_pad,
+                 "version": version, "payload": payload, "slack": slack, "pad": pad}
+        if s.spans is not None:
+            name_at = start + 10
+            payload_at = name_at + 2 * ((name_len + 1) // 2) + 4
+            for key, a, b in (("tag", start, start + 4), ("size", start + 4, start + 8),
+                              ("className", name_at, name_at + name_len),
+                              ("namePad", name_at + name_len, payload_at - 4),
+                              ("version", payload_at - 4, payload_at),
+                              ("payload", payload_at, slack_at), ("slack", slack_at, end),
+                              ("pad", end, r.pos)):
+                s.spans.add(block, key, a, b)
+        return block
 
     # --- encode ---------------------------------------------------------
     def encode(self, w: Writer, v: Any, s: Scope) -> None:

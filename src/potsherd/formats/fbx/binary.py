@@ -111,7 +111,8 @@ class _PropSource:
         return _parse_props(self.data, start, end, count, self.order, self.limits)
 
 
-def decode_binary(data: bytes, limits: Limits = DEFAULT_LIMITS) -> tuple[FbxNode, dict, bytes]:
+def decode_binary(data: bytes, limits: Limits = DEFAULT_LIMITS,
+                  spans: Any = None) -> tuple[FbxNode, dict, bytes]:
     """Parse a binary FBX file into (root node, params, raw tail).
 
     Every record and every property list is validated here (hostile input
@@ -119,23 +120,25 @@ def decode_binary(data: bytes, limits: Limits = DEFAULT_LIMITS) -> tuple[FbxNode
     only when a node's ``props`` is first read: :func:`_props_valid` accepts
     exactly the lists :func:`_parse_props` accepts, and any list it rejects is
     handed to :func:`_parse_props` at once so the error is the same one.
+    ``spans`` (a :class:`~potsherd.core.spans.SpanMap`) receives each node's
+    ``record`` (header to end), ``name`` and ``props`` byte ranges.
     """
     if not isinstance(data, bytes):
         data = bytes(data)  # pending properties must not see later edits of the buffer
     if not gc.isenabled():
-        return _decode_binary(data, limits)
+        return _decode_binary(data, limits, spans)
     # The tree is acyclic (nodes, lists, tuples), so the cyclic collector can
     # free nothing of it; left on, the ~1 allocation per 10 input bytes would
     # trigger passes over the caller's whole heap (a third of the time when
     # many decoded documents are alive).
     gc.disable()
     try:
-        return _decode_binary(data, limits)
+        return _decode_binary(data, limits, spans)
     finally:
         gc.enable()
 
 
-def _decode_binary(data: bytes, limits: Limits) -> tuple[FbxNode, dict, bytes]:
+def _decode_binary(data: bytes, limits: Limits, spans: Any = None) -> tuple[FbxNode, dict, bytes]:
     params = parse_header(data)
     version = params["version"]
     order = _order(params["endian_byte"] != 0, version >= 7500)
@@ -230,6 +233,10 @@ def _decode_binary(data: bytes, limits: Limits) -> tuple[FbxNode, dict, bytes]:
                     raise e.prepend(_path(stack, name))
         pos = props_end
         children.append(node)
+        if spans is not None:
+            spans.add(node, "record", start, end_offset if end_offset > pos else pos)
+            spans.add(node, "name", start + null_len, start + null_len + nlen)
+            spans.add(node, "props", props_end - plen, props_end)
         if end_offset == pos and pos <= child_end:
             continue  # a leaf inside its parent (the checks below would all pass)
         if end_offset == 0:

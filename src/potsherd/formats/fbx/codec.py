@@ -12,6 +12,7 @@ from typing import Any
 
 from ...core.errors import EncodeError, FormatError, JsonFormatError
 from ...core.limits import DEFAULT_LIMITS, Limits
+from ...core.spans import SpanMap
 from ...document import Document
 from ...registry import Codec
 from . import ascii as fbx_ascii
@@ -77,7 +78,14 @@ class FbxBinaryCodec(_FbxCodec):
     def decode(self, data: bytes, *, limits: Limits = DEFAULT_LIMITS, **params: Any) -> Document:
         """``inflate="eager"`` inflates (and so checks) every compressed array now
         instead of on first access."""
-        root, p, tail = fbx_binary.decode_binary(data, limits)
+        return self._decode(data, limits, params, None)
+
+    def decode_spans(self, data: bytes, *, limits: Limits = DEFAULT_LIMITS, **params: Any):
+        spans = SpanMap()
+        return self._decode(data, limits, params, spans), spans
+
+    def _decode(self, data: bytes, limits: Limits, params: dict, spans: Any) -> Document:
+        root, p, tail = fbx_binary.decode_binary(data, limits, spans)
         if params.get("inflate", "lazy") == "eager":
             for path, node in root.walk():
                 for i, (code, v) in enumerate(node.props):
