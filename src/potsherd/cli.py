@@ -287,6 +287,18 @@ def cmd_render(args) -> int:
     return 0
 
 
+def cmd_view(args) -> int:
+    """Serve the viewer for a file or folder on localhost until Ctrl-C."""
+    from .view import serve
+    if not os.path.exists(args.path):
+        raise UsageError(f"{args.path}: no such file or folder")
+    try:
+        return serve(args.path, host=args.host, port=args.port,
+                     open_browser=not args.no_browser, limits=limits_from_args(args))
+    except OSError as e:
+        raise FormatError(f"cannot serve on {args.host}:{args.port}: {e.strerror or e}") from None
+
+
 def cmd_textures(args) -> int:
     from .export import textures
     return textures.run(args)
@@ -389,6 +401,15 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("-o", "--output", required=True, help="output folder")
     common(sp)
     sp.set_defaults(func=cmd_textures)
+
+    sp = sub.add_parser("view", help="browse files in a local web viewer: 3D, structure, hex")
+    sp.add_argument("path", help="a file or a folder (a game tree)")
+    sp.add_argument("--port", type=int, default=8765, help="TCP port (0: any free port)")
+    sp.add_argument("--host", default="127.0.0.1",
+                    help="address to bind (default 127.0.0.1: this machine only)")
+    sp.add_argument("--no-browser", action="store_true", help="do not open a browser")
+    common(sp, params=False)
+    sp.set_defaults(func=cmd_view)
 
     for hook in registry.cli_hooks():
         hook(sub, common)
