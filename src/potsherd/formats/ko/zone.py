@@ -189,18 +189,14 @@ def terrain_mesh(doc: Any, scene: Scene, resolver: Resolver, lod: int = 0) -> tu
     word = words[xs[a], xs[b]]
     full = (word & 1).astype(bool)
     dir1 = ((word >> 1) & 31).astype(np.int64)
-    dir2 = ((word >> 6) & 31).astype(np.int64)
     tex1 = ((word >> 11) & 1023).astype(np.int64)
     tex2 = ((word >> 21) & 1023).astype(np.int64)
-    odd_dirs = int(((dir1 > 7) | (dir2 > 7)).sum())
+    odd_dirs = int((dir1 > 7).sum())
     if odd_dirs:
         scene.warnings.append(f"terrain: {odd_dirs} tiles with a direction above 7 drawn unturned")
     dir1 = np.where(dir1 > 7, 0, dir1)
-    dir2 = np.where(dir2 > 7, 0, dir2)
     uv = np.stack([TILE_DIR_U[dir1][:, _CORNER_COLUMNS], TILE_DIR_V[dir1][:, _CORNER_COLUMNS]],
                   axis=-1).reshape(-1, 2)
-    uv2 = np.stack([TILE_DIR_U[dir2][:, _CORNER_COLUMNS], TILE_DIR_V[dir2][:, _CORNER_COLUMNS]],
-                   axis=-1).reshape(-1, 2)
 
     tiles = TileImages(doc, scene, resolver)
     key = np.where(full & (tex1 < tiles.count), tex1, -1)
@@ -228,12 +224,12 @@ def terrain_mesh(doc: Any, scene: Scene, resolver: Resolver, lod: int = 0) -> tu
                                                     wrap_t=CLAMP_TO_EDGE)
         second = tex2[quads]
         prim = Primitive(positions=pos[corners], normals=nrm[corners],
-                         uvs=[uv[corners], uv2[corners]],
+                         uvs=[uv[corners]],
                          indices=flip_winding(local).astype(np.uint32),
                          material=scene.add_material(mat))
         overlays = int((second < tiles.count).sum())
-        if overlays:
-            prim.extras["overlayTiles"] = overlays  # tex2: an added layer glTF cannot blend
+        if overlays:  # tex2: a second tile the engine adds on top; glTF cannot add layers
+            prim.extras["overlayTiles"] = overlays
         prims.append(prim)
     mesh = scene.add_mesh(Mesh(name="terrain", primitives=prims))
     textured = int(np.isin(key, [t for t in range(tiles.count) if tiles._images.get(t) is not None]).sum())
@@ -413,7 +409,7 @@ def add_objects(opd: Any, scene: Scene, resolver: Resolver, mats: Materials,
             for c in protos[key]:
                 part = scene.nodes[c]
                 scene.add_node(name=part.name, parent=root, translation=part.translation,
-                               mesh=part.mesh, extras=part.extras)
+                               mesh=part.mesh)  # the part's extras stay on the prototype
             kids = scene.nodes[root].children
         with_mesh = sum(1 for c in kids if scene.nodes[c].mesh is not None)
         stats["objects"] += 1
