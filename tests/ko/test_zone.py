@@ -148,6 +148,11 @@ def missing(what: str, ref: str) -> str:
     return f"{what} {ref!r} not found"
 
 
+def pixel(scene, ref) -> tuple:
+    """The top-left pixel of a texture reference's image."""
+    return Image.open(io.BytesIO(scene.images[ref.image].data)).getpixel((0, 0))
+
+
 def zone_scene(path: Path, **options):
     doc = potsherd.read(path)
     return gltf.document_scene(doc, options)
@@ -181,7 +186,7 @@ def test_terrain_full_detail_triangles_positions_and_diagonals(zone):
     prims = terrain_prims(sc)
     assert sum(len(p.indices) // 3 for p in prims) == 2 * (MAP - 1) ** 2 == 128
     mats = [sc.materials[p.material].name for p in prims]
-    assert mats == ["colour map", "tile0", "tile1", "tile2"]
+    assert mats == ["colour map", "tile0", "tile0+1", "tile1", "tile2"]
     t0 = prims[1]
     # tile (0, 0) first: corners LB LT RT RB = samples (0,0) (0,1) (1,1) (1,0), X mirrored
     assert t0.positions[:4].tolist() == [[0, 0, 0], [0, 1, 4], [-4, 1.5, 4], [-4, 0.5, 0]]
@@ -215,21 +220,34 @@ def test_tile_materials_use_the_gtt_records_and_warn_for_missing_sources(zone):
     sc = zone_scene(zone)
     prims = terrain_prims(sc)
     colours = {}
-    for p in prims[1:3]:
+    for p in (prims[1], prims[3]):
         m = sc.materials[p.material]
-        img = sc.images[m.base_color_texture.image]
-        colours[m.name] = Image.open(io.BytesIO(img.data)).getpixel((0, 0))
+        colours[m.name] = pixel(sc, m.base_color_texture)
         assert m.extras["tileSource"] == "dtex\\tiles.gtt"
     assert colours == {"tile0": (0, 255, 0), "tile1": (255, 0, 0)}  # records 1 and 0 (BGRA)
-    untextured = sc.materials[prims[3].material]
+    untextured = sc.materials[prims[4].material]
     assert untextured.base_color_texture is None
     assert untextured.extras["tileSource"] == "dtex\\gone.gtt"
     assert missing("tile texture", "dtex\\gone.gtt") in sc.warnings
-    # 64 tiles: x < 4 tile 0, x >= 4 tile 1, but (6,6) shows the colour map and (7,7) tile 2
-    assert [len(p.indices) // 6 for p in prims] == [1, 32, 30, 1]
-    assert prims[1].extras == {"overlayTiles": 1}
+    # 64 tiles: x < 4 tile 0 ((1,0) with tile 1 on top), x >= 4 tile 1, but (6,6) shows
+    # the colour map and (7,7) tile 2
+    assert [len(p.indices) // 6 for p in prims] == [1, 31, 1, 30, 1]
     zone_extras = sc.nodes[by_name(sc, "terrain")[0]].extras
     assert zone_extras["texturedTiles"] == 62 and zone_extras["colourMapTiles"] == 1
+    assert zone_extras["overlaidTiles"] == 1
+
+
+def test_overlay_tile_is_the_emissive_layer_on_the_second_uv_set(zone):
+    sc = zone_scene(zone)
+    pair = terrain_prims(sc)[2]
+    m = sc.materials[pair.material]
+    assert pixel(sc, m.base_color_texture) == (0, 255, 0)          # tile 0
+    assert pixel(sc, m.emissive_texture) == (255, 0, 0)            # tile 1 added on top
+    assert m.emissive_texture.texcoord == 1 and m.emissive == (1.0, 1.0, 1.0)
+    assert m.extras["overlay"] == {"tile": 1, "tileSource": "dtex\\tiles.gtt", "tileIndex": 0}
+    assert pair.positions[0].tolist() == [-4, 0.5, 0]               # tile (1, 0)
+    assert len(pair.uvs) == 2 and pair.uvs[1].tolist() == [[0, 1], [0, 0], [1, 0], [1, 1]]
+    assert len(terrain_prims(sc)[1].uvs) == 1                       # no overlay, no second set
 
 
 def test_lod_takes_every_other_sample(zone):
@@ -346,6 +364,11 @@ def test_convert_cli_writes_one_glb(zone, tmp_path):
     assert names.count("box") == 2 and "collision" in names and "terrain" in names
     box_parts = [g["nodes"][g["nodes"][i]["children"][0]] for i, nm in enumerate(names) if nm == "box"]
     assert box_parts[0]["mesh"] == box_parts[1]["mesh"]
+    pair = [m for m in g["materials"] if m.get("name") == "tile0+1"][0]
+    assert pair["emissiveFactor"] == [1.0, 1.0, 1.0]
+    assert pair["emissiveTexture"]["texCoord"] == 1
+    assert g["textures"][pair["emissiveTexture"]["index"]]["sampler"] == \
+        g["textures"][pair["pbrMetallicRoughness"]["baseColorTexture"]["index"]]["sampler"]
 
 
 @pytest.mark.skipif(shutil.which("node") is None, reason="needs Node for the glTF validator")

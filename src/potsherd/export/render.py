@@ -227,9 +227,17 @@ def scene_triangles(g: Gltf, animation: int | None = None, t: float = 0.0) -> li
                 if tc in at:
                     uv = g.accessor(at[tc]).astype(float)[idx]
                     tex = g.image(g.json["textures"][ti["index"]]["source"])
+            etex = euv = None
+            if "emissiveTexture" in mat:   # added after shading, scaled by emissiveFactor
+                ei = mat["emissiveTexture"]
+                tc = f"TEXCOORD_{ei.get('texCoord', 0)}"
+                if tc in at:
+                    euv = g.accessor(at[tc]).astype(float)[idx]
+                    etex = g.image(g.json["textures"][ei["index"]]["source"])
             out.append({"pos": pw[idx], "nrm": None if nw is None else nw[idx], "uv": uv,
                         "color": col[idx], "tex": tex, "double": mat.get("doubleSided", False),
-                        "blend": mat.get("alphaMode") == "BLEND"})
+                        "blend": mat.get("alphaMode") == "BLEND", "etex": etex, "euv": euv,
+                        "emissive": np.array(mat.get("emissiveFactor", [0.0, 0.0, 0.0]), float)})
     return out
 
 
@@ -332,6 +340,12 @@ def _raster(tris: list, basis: np.ndarray, size: int, bounds: tuple) -> np.ndarr
             n = np.where(fr[:, None], n, -n)
             shade = 0.35 + 0.65 * np.clip(n @ light, 0, 1)
             rgb = col[:, :3] * shade[:, None]
+            if tr.get("etex") is not None:
+                euv = (tr["euv"][tri] * bc).sum(1)
+                eh, ew = tr["etex"].shape[:2]
+                eu = np.floor(np.mod(euv[:, 0], 1.0) * ew).astype(int).clip(0, ew - 1)
+                ev = np.floor(np.mod(euv[:, 1], 1.0) * eh).astype(int).clip(0, eh - 1)
+                rgb = rgb + tr["etex"][ev, eu][:, :3] * tr["emissive"][:3]
             back = ~fr
             rgb[back] = rgb[back] * 0.5 + np.array([0.5, 0.0, 0.5])
             img.reshape(-1, 3)[pix] = rgb
@@ -400,7 +414,8 @@ def render_camera(path: str, eye: Any, target: Any, *, fov: float = 60.0, size: 
             continue
         p = p[keep]
         q = np.concatenate([p[..., :2] / p[..., 2:3], p[..., 2:3]], axis=-1)
-        t2 = {k: (v[keep] if isinstance(v, np.ndarray) and k != "tex" else v) for k, v in tr.items()}
+        t2 = {k: (v[keep] if k in ("pos", "nrm", "uv", "euv", "color") and v is not None else v)
+              for k, v in tr.items()}
         t2["pos"] = q
         if t2["nrm"] is not None:
             t2["nrm"] = t2["nrm"] @ basis.T

@@ -11,7 +11,9 @@ Terrain (what the engine's terrain patches draw at full detail):
   of its corner ``(x, z)``: texture ``tex1Idx`` (an index into the gtd's tile
   list, whose entries name a ``.gtt`` file and an NTF record in it), turned by
   ``tex1Dir`` (the engine's 8-entry corner table, mirrored variants included);
-  ``tex2Idx`` is a second tile the engine adds on top (kept in ``extras``);
+  ``tex2Idx`` is a second tile the engine adds on top (turned by ``tex2Dir``): the
+  material of such a tile pair carries it as its emissive texture on TEXCOORD_1
+  (glTF adds emissive light after shading; the engine adds before it);
 * a tile is split along the diagonal from its (x, z) corner when x + z is
   even, along the other diagonal when it is odd;
 * tiles without a valid ``tex1Idx`` or with ``isTileFull`` clear show the zone's
@@ -127,6 +129,12 @@ class TileImages:
         self._gtt: dict[int, Any] = {}
         self._images: dict[int, int | None] = {}
 
+    def describe(self, t: int) -> dict:
+        """Where tile entry ``t`` comes from (material extras)."""
+        src, idx = (int(x) for x in self.tiles[t])
+        return {"tile": t, "tileSource": self.sources[src] if 0 <= src < len(self.sources) else "",
+                "tileIndex": idx}
+
     def source_doc(self, src: int) -> Any:
         if src not in self._gtt:
             doc = None
@@ -189,56 +197,72 @@ def terrain_mesh(doc: Any, scene: Scene, resolver: Resolver, lod: int = 0) -> tu
     word = words[xs[a], xs[b]]
     full = (word & 1).astype(bool)
     dir1 = ((word >> 1) & 31).astype(np.int64)
+    dir2 = ((word >> 6) & 31).astype(np.int64)
     tex1 = ((word >> 11) & 1023).astype(np.int64)
     tex2 = ((word >> 21) & 1023).astype(np.int64)
-    odd_dirs = int((dir1 > 7).sum())
+    odd_dirs = int(((dir1 > 7) | (dir2 > 7)).sum())
     if odd_dirs:
         scene.warnings.append(f"terrain: {odd_dirs} tiles with a direction above 7 drawn unturned")
     dir1 = np.where(dir1 > 7, 0, dir1)
-    uv = np.stack([TILE_DIR_U[dir1][:, _CORNER_COLUMNS], TILE_DIR_V[dir1][:, _CORNER_COLUMNS]],
-                  axis=-1).reshape(-1, 2)
+    dir2 = np.where(dir2 > 7, 0, dir2)
 
+    def corner_uvs(d: np.ndarray) -> np.ndarray:
+        return np.stack([TILE_DIR_U[d][:, _CORNER_COLUMNS], TILE_DIR_V[d][:, _CORNER_COLUMNS]],
+                        axis=-1).reshape(-1, 2)
+
+    uv, uv2 = corner_uvs(dir1), corner_uvs(dir2)
     tiles = TileImages(doc, scene, resolver)
     key = np.where(full & (tex1 < tiles.count), tex1, -1)
+    # the engine adds tile tex2 on top of tex1 (both masked to black where the
+    # other shows): glTF adds an emissive texture to the lit colour, the nearest
+    # it has, so a tile pair is one material with tex2 as its emissive texture
+    over = np.where((key >= 0) & (tex2 < tiles.count), tex2, -1)
     fans = np.where(((a + b) % 2 == 0)[:, None], _EVEN_FAN, _ODD_FAN)   # (Q, 6) corners
 
     prims: list[Primitive] = []
-    missing: list[int] = []
-    for t in np.unique(key).tolist():
-        quads = np.nonzero(key == t)[0]
+    missing: set = set()
+    pairs, which = np.unique(np.stack([key, over], axis=1), axis=0, return_inverse=True)
+    which = which.reshape(-1)
+    for g, (t, t2) in enumerate(pairs.tolist()):
+        quads = np.nonzero(which == g)[0]
         corners = (quads[:, None] * 4 + np.arange(4)).ravel()
         local = (np.arange(len(quads))[:, None] * 4 + fans[quads]).ravel()
         if t < 0:
             mat = Material(name="colour map", base_color=COLOR_MAP_FALLBACK,
                            extras={"terrain": "colour map (not stored in the .gtd)"})
         else:
-            src, idx = (int(x) for x in tiles.tiles[t])
-            source = tiles.sources[src] if 0 <= src < len(tiles.sources) else ""
+            mat = Material(name=f"tile{t}" if t2 < 0 else f"tile{t}+{t2}",
+                           extras=tiles.describe(t))
             img = tiles.image(t)
-            mat = Material(name=f"tile{t}", extras={"tileSource": source, "tileIndex": idx})
             if img is None:
                 mat.base_color = COLOR_MAP_FALLBACK
-                missing.append(t)
+                missing.add(t)
             else:
                 mat.base_color_texture = TextureRef(image=img, wrap_s=CLAMP_TO_EDGE,
                                                     wrap_t=CLAMP_TO_EDGE)
-        second = tex2[quads]
-        prim = Primitive(positions=pos[corners], normals=nrm[corners],
-                         uvs=[uv[corners]],
-                         indices=flip_winding(local).astype(np.uint32),
-                         material=scene.add_material(mat))
-        overlays = int((second < tiles.count).sum())
-        if overlays:  # tex2: a second tile the engine adds on top; glTF cannot add layers
-            prim.extras["overlayTiles"] = overlays
-        prims.append(prim)
+        uvs = [uv[corners]]
+        if t2 >= 0:
+            mat.extras["overlay"] = tiles.describe(t2)
+            img2 = tiles.image(t2)
+            if img2 is None:
+                missing.add(t2)
+            else:
+                mat.emissive_texture = TextureRef(image=img2, texcoord=1, wrap_s=CLAMP_TO_EDGE,
+                                                  wrap_t=CLAMP_TO_EDGE)
+                mat.emissive = (1.0, 1.0, 1.0)
+            uvs.append(uv2[corners])
+        prims.append(Primitive(positions=pos[corners], normals=nrm[corners], uvs=uvs,
+                               indices=flip_winding(local).astype(np.uint32),
+                               material=scene.add_material(mat)))
     mesh = scene.add_mesh(Mesh(name="terrain", primitives=prims))
     textured = int(np.isin(key, [t for t in range(tiles.count) if tiles._images.get(t) is not None]).sum())
     extras = {"mapSize": n, "lod": int(lod), "sampleStep": step, "tileSize": TILE_SIZE,
               "tiles": int(len(key)), "texturedTiles": textured,
               "colourMapTiles": int((key < 0).sum()), "tileCount": tiles.count,
               "tileSources": tiles.sources}
+    extras["overlaidTiles"] = int((over >= 0).sum())
     if missing:
-        extras["untexturedTileEntries"] = missing
+        extras["untexturedTileEntries"] = sorted(missing)
     return mesh, extras
 
 
