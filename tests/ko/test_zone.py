@@ -188,13 +188,17 @@ def test_terrain_full_detail_triangles_positions_and_diagonals(zone):
     mats = [sc.materials[p.material].name for p in prims]
     assert mats == ["colour map", "tile0", "tile0+1", "tile1", "tile2"]
     t0 = prims[1]
-    # tile (0, 0) first: corners LB LT RT RB = samples (0,0) (0,1) (1,1) (1,0), X mirrored
-    assert t0.positions[:4].tolist() == [[0, 0, 0], [0, 1, 4], [-4, 1.5, 4], [-4, 0.5, 0]]
+    tri = t0.positions[t0.indices].reshape(-1, 3, 3).tolist()
+    # tile (0, 0) first: corners LB LT RT RB = samples (0,0) (0,1) (1,1) (1,0), X mirrored;
     # even x + z: the engine's fan (LB LT RT)(LB RT RB), winding reversed for the mirror
-    assert t0.indices[:6].tolist() == [0, 2, 1, 0, 3, 2]
+    lb, lt, rt, rb = [0, 0, 0], [0, 1, 4], [-4, 1.5, 4], [-4, 0.5, 0]
+    assert tri[0] == [lb, rt, lt] and tri[1] == [lb, rb, rt]
     # tile (0, 1) is odd: fan (LT RT RB)(LT RB LB), reversed
-    assert t0.positions[4].tolist() == [0, 1, 4]
-    assert t0.indices[6:12].tolist() == [5, 7, 6, 5, 4, 7]
+    lb, lt, rt, rb = [0, 1, 4], [0, 2, 8], [-4, 2.5, 8], [-4, 1.5, 4]
+    assert tri[2] == [lt, rb, rt] and tri[3] == [lt, lb, rb]
+    # neighbours with the same texture and direction share corners: the 45 samples
+    # under tile 0's tiles, plus 4 for the one turned tile
+    assert len(t0.positions) == 49
     # every terrain triangle faces up (+Y) after the mirror
     for p in prims:
         tri = p.positions[p.indices.reshape(-1, 3)]
@@ -210,10 +214,14 @@ def test_terrain_normals_from_the_height_field(zone):
 
 def test_tile_uvs_follow_the_direction_table(zone):
     t0 = terrain_prims(zone_scene(zone))[1]
-    # direction 0 (LB LT RT RB): texture top-left at LT
-    assert t0.uvs[0][:4].tolist() == [[0, 1], [0, 0], [1, 0], [1, 1]]
-    # tile (0, 1) has direction 1: a quarter turn
-    assert t0.uvs[0][4:8].tolist() == [[1, 1], [0, 1], [0, 0], [1, 0]]
+    uv = t0.uvs[0][t0.indices].reshape(-1, 3, 2).tolist()
+    # direction 0: LB (0,1) LT (0,0) RT (1,0) RB (1,1); triangle (LB RT LT)
+    assert uv[0] == [[0, 1], [1, 0], [0, 0]]
+    # tile (0, 1) has direction 1, a quarter turn: LB (1,1) LT (0,1) RT (0,0) RB (1,0),
+    # shifted by whole units with the tile's grid position (u - 1 here); triangle (LT RB RT)
+    assert uv[2] == [[-1, 1], [0, 0], [-1, 0]]
+    m = zone_scene(zone).materials[t0.material]
+    assert (m.base_color_texture.wrap_s, m.base_color_texture.wrap_t) == (10497, 10497)  # repeat
 
 
 def test_tile_materials_use_the_gtt_records_and_warn_for_missing_sources(zone):
@@ -245,8 +253,10 @@ def test_overlay_tile_is_the_emissive_layer_on_the_second_uv_set(zone):
     assert pixel(sc, m.emissive_texture) == (255, 0, 0)            # tile 1 added on top
     assert m.emissive_texture.texcoord == 1 and m.emissive == (1.0, 1.0, 1.0)
     assert m.extras["overlay"] == {"tile": 1, "tileSource": "dtex\\tiles.gtt", "tileIndex": 0}
-    assert pair.positions[0].tolist() == [-4, 0.5, 0]               # tile (1, 0)
-    assert len(pair.uvs) == 2 and pair.uvs[1].tolist() == [[0, 1], [0, 0], [1, 0], [1, 1]]
+    # tile (1, 0), odd: first triangle (LT RB RT); its overlay has direction 0, shifted by u + 1
+    assert pair.positions[pair.indices[:3]].tolist() == [[-4, 1.5, 4], [-8, 1, 0], [-8, 2, 4]]
+    assert len(pair.uvs) == 2
+    assert pair.uvs[1][pair.indices[:3]].tolist() == [[1, 0], [2, 1], [2, 0]]
     assert len(terrain_prims(sc)[1].uvs) == 1                       # no overlay, no second set
 
 
@@ -255,8 +265,11 @@ def test_lod_takes_every_other_sample(zone):
     prims = terrain_prims(sc)
     assert sum(len(p.indices) // 3 for p in prims) == 2 * 4 ** 2
     # coarse tile (0, 0) spans samples 0..2; coarse tile (3, 3) starts at sample (6, 6)
-    assert prims[1].positions[:4].tolist() == [[0, 0, 0], [0, 2, 8], [-8, 3, 8], [-8, 1, 0]]
-    assert prims[0].positions[0].tolist() == [-24, 9, 24] and len(prims[0].indices) == 6
+    t0 = prims[1]
+    assert t0.positions[t0.indices[:6]].tolist() == [[0, 0, 0], [-8, 3, 8], [0, 2, 8],
+                                                     [0, 0, 0], [-8, 1, 0], [-8, 3, 8]]
+    assert prims[0].positions[prims[0].indices[0]].tolist() == [-24, 9, 24]
+    assert len(prims[0].indices) == 6
 
 
 # ----------------------------------------------------------------------------

@@ -40,8 +40,7 @@ from typing import Any
 import numpy as np
 
 from ...core.errors import FormatError
-from ...scene import Image, Material, Mesh, Primitive, Scene, TextureRef, flip_winding
-from ...scene.model import CLAMP_TO_EDGE
+from ...scene import Image, Material, Mesh, Primitive, Scene, TextureRef, flip_winding, weld
 from ...scene.xform import mirror_x
 from .codecs import text
 from .scene import Materials, Resolver, _transform_trs, add_shape
@@ -193,6 +192,7 @@ def terrain_mesh(doc: Any, scene: Scene, resolver: Resolver, lod: int = 0) -> tu
     pos = np.stack([cx * TILE_SIZE, heights[cx, cz], cz * TILE_SIZE], axis=-1)
     pos = mirror_x(pos.reshape(-1, 3)).astype(np.float32)
     nrm = normals[cx, cz].reshape(-1, 3)
+    grid_point = (cx * n + cz).reshape(-1)     # the height sample under each corner
 
     word = words[xs[a], xs[b]]
     full = (word & 1).astype(bool)
@@ -207,8 +207,15 @@ def terrain_mesh(doc: Any, scene: Scene, resolver: Resolver, lod: int = 0) -> tu
     dir2 = np.where(dir2 > 7, 0, dir2)
 
     def corner_uvs(d: np.ndarray) -> np.ndarray:
-        return np.stack([TILE_DIR_U[d][:, _CORNER_COLUMNS], TILE_DIR_V[d][:, _CORNER_COLUMNS]],
-                        axis=-1).reshape(-1, 2)
+        """Each direction turns or mirrors the unit square, an affine map of the
+        grid position: shifting a tile's corners by its whole grid offset keeps
+        the picture (the sampler repeats) and makes corners that neighbouring
+        tiles of the same texture and direction share equal, so they weld."""
+        u = TILE_DIR_U[d][:, _CORNER_COLUMNS]
+        v = TILE_DIR_V[d][:, _CORNER_COLUMNS]
+        u = u + ((u[:, 3] - u[:, 0]) * a + (u[:, 1] - u[:, 0]) * b)[:, None]
+        v = v + ((v[:, 3] - v[:, 0]) * a + (v[:, 1] - v[:, 0]) * b)[:, None]
+        return np.stack([u, v], axis=-1).reshape(-1, 2).astype(np.float32)
 
     uv, uv2 = corner_uvs(dir1), corner_uvs(dir2)
     tiles = TileImages(doc, scene, resolver)
@@ -225,8 +232,12 @@ def terrain_mesh(doc: Any, scene: Scene, resolver: Resolver, lod: int = 0) -> tu
     which = which.reshape(-1)
     for g, (t, t2) in enumerate(pairs.tolist()):
         quads = np.nonzero(which == g)[0]
-        corners = (quads[:, None] * 4 + np.arange(4)).ravel()
-        local = (np.arange(len(quads))[:, None] * 4 + fans[quads]).ravel()
+        tri_corners = (quads[:, None] * 4 + fans[quads]).ravel()     # 6 corners per tile
+        keys = [grid_point[tri_corners], dir1[tri_corners // 4]]
+        if t2 >= 0:
+            keys.append(dir2[tri_corners // 4])
+        first, local = weld(*keys)
+        corners = tri_corners[first]
         if t < 0:
             mat = Material(name="colour map", base_color=COLOR_MAP_FALLBACK,
                            extras={"terrain": "colour map (not stored in the .gtd)"})
@@ -238,8 +249,7 @@ def terrain_mesh(doc: Any, scene: Scene, resolver: Resolver, lod: int = 0) -> tu
                 mat.base_color = COLOR_MAP_FALLBACK
                 missing.add(t)
             else:
-                mat.base_color_texture = TextureRef(image=img, wrap_s=CLAMP_TO_EDGE,
-                                                    wrap_t=CLAMP_TO_EDGE)
+                mat.base_color_texture = TextureRef(image=img)
         uvs = [uv[corners]]
         if t2 >= 0:
             mat.extras["overlay"] = tiles.describe(t2)
@@ -247,8 +257,7 @@ def terrain_mesh(doc: Any, scene: Scene, resolver: Resolver, lod: int = 0) -> tu
             if img2 is None:
                 missing.add(t2)
             else:
-                mat.emissive_texture = TextureRef(image=img2, texcoord=1, wrap_s=CLAMP_TO_EDGE,
-                                                  wrap_t=CLAMP_TO_EDGE)
+                mat.emissive_texture = TextureRef(image=img2, texcoord=1)
                 mat.emissive = (1.0, 1.0, 1.0)
             uvs.append(uv2[corners])
         prims.append(Primitive(positions=pos[corners], normals=nrm[corners], uvs=uvs,
