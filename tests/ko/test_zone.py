@@ -78,7 +78,7 @@ def tile_word(x: int, z: int) -> int:
     return word(0 if x < 4 else 1)
 
 
-def gtd_bytes() -> bytes:
+def gtd_bytes(lightmaps: bytes = i32(0)) -> bytes:
     pts = b"".join(f32(height(x, z)) + u32(tile_word(x, z)) for x in range(MAP) for z in range(MAP))
     patches = f32(0, 10)                                  # ((9 - 1) / 8)^2 = 1
     tiles = i32(3, 2) + name260(b"dtex\\tiles.gtt") + name260(b"dtex\\gone.gtt") \
@@ -90,7 +90,7 @@ def gtd_bytes() -> bytes:
                       for r in range(2) for c in range(3))
     pond = i32(1) + i32(6, 3) + s(b"pond.dxt") + pond_v + f32(0.5) + i32(4)
     return (i32(2) + s(b"tiny") + i32(MAP) + pts + patches + bytes(MAP * MAP) + name260(b"tiny")
-            + tiles + i32(0) + river + pond)
+            + tiles + lightmaps + river + pond)
 
 
 def gtt_bytes() -> bytes:
@@ -359,6 +359,16 @@ def test_unknown_opd_layout_is_a_warning(zone):
     sc = zone_scene(zone)
     assert by_name(sc, "objects") == []
     assert any(w.startswith("objects: tiny.opd") for w in sc.warnings)
+
+
+def test_lightmaps_are_warned(zone):
+    data = gtd_bytes(i32(1) + struct.pack("<2h", 3, 4) + ntf(b"lm", (9, 9, 9, 255)))
+    assert potsherd.write(potsherd.read(data, format="gtd")) == data
+    zone.write_bytes(data)
+    sc = zone_scene(zone)
+    assert "terrain: 1 lightmaps not exported" in sc.warnings
+    zone.write_bytes(gtd_bytes())
+    assert not any("lightmap" in w for w in zone_scene(zone).warnings)
 
 
 def test_gtd_declares_its_export_options():

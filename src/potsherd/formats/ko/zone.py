@@ -489,6 +489,9 @@ def scene_zone(doc: Any, **options: Any) -> Scene:
     summary: dict = {"terrain": {k: extras[k] for k in ("mapSize", "tiles", "texturedTiles",
                                                           "colourMapTiles")}}
     summary["water"] = add_water(doc, scene, mats, root)
+    lightmaps = doc.root.get("lightmaps") or []
+    if lightmaps:  # every real gtd stores none, and newer engines refuse them
+        scene.warnings.append(f"terrain: {len(lightmaps)} lightmaps not exported")
 
     want_objects = _flag(options.get("objects"), True)
     want_collision = _flag(options.get("collision"), False)
