@@ -371,6 +371,25 @@ def test_lightmaps_are_warned(zone):
     assert not any("lightmap" in w for w in zone_scene(zone).warnings)
 
 
+def test_non_finite_heights_and_collision_points_are_drawn_at_zero(zone, tmp_path):
+    gtd = bytearray(gtd_bytes())
+    gtd[16:20] = f32(float("nan"))           # height of sample (0, 0), after version, name, mapSize
+    zone.write_bytes(bytes(gtd))
+    opd = bytearray(opd_bytes())
+    opd[12:16] = f32(float("inf"))           # x of the first collision corner
+    zone.with_suffix(".opd").write_bytes(bytes(opd))
+    sc = zone_scene(zone, collision=True)
+    assert "terrain: 1 non-finite heights drawn at 0" in sc.warnings
+    assert "collision: 1 non-finite points drawn at 0" in sc.warnings
+    assert terrain_prims(sc)[1].positions[terrain_prims(sc)[1].indices[0]].tolist() == [0, 0, 0]
+    out = tmp_path / "odd.glb"
+    gltf.write_glb(sc, out)
+    if shutil.which("node"):
+        from potsherd.export.validate import validate_gltf, validator_available
+        if validator_available():
+            assert validate_gltf(out)["errors"] == 0
+
+
 def test_gtd_declares_its_export_options():
     codec = potsherd.read(gtd_bytes(), format="gtd").codec
     assert [o.name for o in codec.export_options] == ["opd", "objects", "collision"]

@@ -46,7 +46,6 @@ from .codecs import text
 from .scene import Materials, Resolver, _transform_trs, add_shape
 
 TILE_SIZE = 4.0  # metres between height samples (the engine's TILE_SIZE)
-NO_TILE = 1023   # a 10-bit tile index meaning "none"
 
 #: corner (u, v) of a tile texture for each tex1Dir / tex2Dir value, in the
 #: engine's corner order LT, RT, LB, RB (directions 4-7 are the mirrored ones)
@@ -77,6 +76,16 @@ def _flag(value: Any, default: bool) -> bool:
     return bool(value)
 
 
+def _finite_points(points: np.ndarray, what: str, scene: Scene) -> np.ndarray:
+    """Coordinates with non-finite values drawn at 0 (warned): glTF accessors
+    need finite bounds."""
+    bad = ~np.isfinite(points)
+    if bad.any():
+        scene.warnings.append(f"{what}: {int(bad.any(axis=-1).sum())} non-finite points drawn at 0")
+        points = np.where(bad, np.float32(0), points)
+    return points
+
+
 def _cstr(raw: Any) -> str:
     """A fixed 260-byte name field up to its NUL, as text."""
     return text(bytes(raw).split(b"\0", 1)[0])
@@ -92,8 +101,8 @@ def _height_grid(doc: Any, scene: Scene) -> tuple[int, np.ndarray, np.ndarray]:
     n = int(r["mapSize"])
     pts = r["points"]
     if n < 2 or len(pts) != n * n:
-        raise FormatError(f"gtd mapSize {n} does not match its {len(pts)} height samples",
-                          path="gtd.mapSize")
+        raise FormatError(f"gtd mapSize {n}: a terrain needs at least 2 x 2 height samples",
+                          path="gtd.mapSize", found=n)
     heights = np.asarray(pts["height"], np.float32).reshape(n, n)
     bad = ~np.isfinite(heights)
     if bad.any():
@@ -297,12 +306,16 @@ def _water_material(scene: Scene, mats: Materials, texture: str, name: str) -> i
     return scene.add_material(mat)
 
 
-def _water_primitive(verts: np.ndarray, tri: np.ndarray, material: int) -> Primitive:
+def _water_primitive(verts: np.ndarray, tri: np.ndarray, material: int, what: str,
+                     scene: Scene) -> Primitive:
     v = np.asarray(verts, np.float32).reshape(-1, 11)
     bits = v.view(np.uint32)[:, 6]
-    return Primitive(positions=mirror_x(v[:, 0:3]).astype(np.float32),
-                     normals=mirror_x(v[:, 3:6]).astype(np.float32),
-                     colors=_argb_colors(bits), uvs=[v[:, 7:9].copy(), v[:, 9:11].copy()],
+    pos = _finite_points(mirror_x(v[:, 0:3]).astype(np.float32), what, scene)
+    nrm = mirror_x(v[:, 3:6]).astype(np.float32)
+    uvs = [np.nan_to_num(v[:, 7:9], nan=0.0, posinf=0.0, neginf=0.0),
+           np.nan_to_num(v[:, 9:11], nan=0.0, posinf=0.0, neginf=0.0)]
+    return Primitive(positions=pos, normals=np.where(np.isfinite(nrm), nrm, np.float32(0)),
+                     colors=_argb_colors(bits), uvs=uvs,
                      indices=flip_winding(tri.reshape(-1)).astype(np.uint32), material=material)
 
 
@@ -344,7 +357,8 @@ def add_water(doc: Any, scene: Scene, mats: Materials, parent: int) -> int:
                 continue
             tex = text(w.get("texture")) if w.get("texture") is not None else ""
             mat = _water_material(scene, mats, tex, f"{kind}{i}")
-            mesh = scene.add_mesh(Mesh(name=f"{kind}{i}", primitives=[_water_primitive(verts, tri, mat)]))
+            mesh = scene.add_mesh(Mesh(name=f"{kind}{i}", primitives=[
+                _water_primitive(verts, tri, mat, f"{kind} {i}", scene)]))
             extras = {"kind": kind, "texture": tex, "indexCount": int(w["indexCount"])}
             if kind == "pond":
                 extras["columns"] = int(w["columns"])
@@ -462,7 +476,8 @@ def collision_mesh(opd: Any, scene: Scene) -> int | None:
                                       extras={"hidden": True}))
     idx = flip_winding(np.arange(len(tri))).astype(np.uint32)
     return scene.add_mesh(Mesh(name="collision", primitives=[
-        Primitive(positions=mirror_x(tri).astype(np.float32), indices=idx, material=mat)]))
+        Primitive(positions=_finite_points(mirror_x(tri).astype(np.float32), "collision", scene),
+                  indices=idx, material=mat)]))
 
 
 # ----------------------------------------------------------------------------
