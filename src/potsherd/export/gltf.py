@@ -290,6 +290,9 @@ class _Writer:
             em = [min(max(x, 0.0), 1.0) for x in _floats(m.emissive)]
             if any(em):
                 d["emissiveFactor"] = em
+            if m.emissive_texture is not None:
+                d["emissiveTexture"] = self._texture_info(m.emissive_texture, mi, textures, samplers,
+                                                          tex_key, samp_key)
             if m.unlit:
                 d["extensions"] = {"KHR_materials_unlit": {}}
                 self.extensions.add("KHR_materials_unlit")
@@ -297,6 +300,32 @@ class _Writer:
                 d["extras"] = _jsonable(m.extras)
             mats.append(d)
         return mats, textures, samplers
+
+    def _texture_info(self, t: Any, mi: int, textures: list, samplers: list, tex_key: dict,
+                      samp_key: dict) -> dict:
+        """A glTF textureInfo for ``t`` (sharing textures and samplers), for
+        texture slots other than the base colour."""
+        if not 0 <= t.image < len(self.scene.images):
+            raise EncodeError(f"texture image {t.image} does not exist", path=f"materials[{mi}]")
+        sk = (t.mag_filter, t.min_filter, t.wrap_s, t.wrap_t)
+        if sk not in samp_key:
+            s: dict = {"wrapS": t.wrap_s, "wrapT": t.wrap_t}
+            if t.mag_filter is not None:
+                s["magFilter"] = t.mag_filter
+            if t.min_filter is not None:
+                s["minFilter"] = t.min_filter
+            samp_key[sk] = len(samplers)
+            samplers.append(s)
+        tk = (t.image, samp_key[sk])
+        if tk not in tex_key:
+            tex_key[tk] = len(textures)
+            textures.append({"source": t.image, "sampler": samp_key[sk]})
+        ref: dict = {"index": tex_key[tk]}
+        if t.texcoord:
+            ref["texCoord"] = int(t.texcoord)
+        if t.extras:
+            ref["extras"] = _jsonable(t.extras)
+        return ref
 
     def meshes(self) -> tuple:
         """Returns (glTF meshes, map scene mesh index -> glTF index or None)."""
@@ -329,6 +358,11 @@ class _Writer:
                     need = mat.base_color_texture.texcoord + 1
                     if len(uvs) < need:
                         self.warn(where, "textured material without its TEXCOORD set; zero UVs added")
+                        uvs += [np.zeros((nv, 2), np.float32)] * (need - len(uvs))
+                if mat is not None and mat.emissive_texture is not None:
+                    need = mat.emissive_texture.texcoord + 1
+                    if len(uvs) < need:
+                        self.warn(where, "emissive texture without its TEXCOORD set; zero UVs added")
                         uvs += [np.zeros((nv, 2), np.float32)] * (need - len(uvs))
                 for ui, uv in enumerate(uvs):
                     attrs[f"TEXCOORD_{ui}"] = self.vec_f32(uv, 2, f"{where}.TEXCOORD_{ui}")

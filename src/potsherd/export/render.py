@@ -227,9 +227,17 @@ def scene_triangles(g: Gltf, animation: int | None = None, t: float = 0.0) -> li
                 if tc in at:
                     uv = g.accessor(at[tc]).astype(float)[idx]
                     tex = g.image(g.json["textures"][ti["index"]]["source"])
+            etex = euv = None
+            if "emissiveTexture" in mat:   # added after shading, scaled by emissiveFactor
+                ei = mat["emissiveTexture"]
+                tc = f"TEXCOORD_{ei.get('texCoord', 0)}"
+                if tc in at:
+                    euv = g.accessor(at[tc]).astype(float)[idx]
+                    etex = g.image(g.json["textures"][ei["index"]]["source"])
             out.append({"pos": pw[idx], "nrm": None if nw is None else nw[idx], "uv": uv,
                         "color": col[idx], "tex": tex, "double": mat.get("doubleSided", False),
-                        "blend": mat.get("alphaMode") == "BLEND"})
+                        "blend": mat.get("alphaMode") == "BLEND", "etex": etex, "euv": euv,
+                        "emissive": np.array(mat.get("emissiveFactor", [0.0, 0.0, 0.0]), float)})
     return out
 
 
@@ -332,6 +340,12 @@ def _raster(tris: list, basis: np.ndarray, size: int, bounds: tuple) -> np.ndarr
             n = np.where(fr[:, None], n, -n)
             shade = 0.35 + 0.65 * np.clip(n @ light, 0, 1)
             rgb = col[:, :3] * shade[:, None]
+            if tr.get("etex") is not None:
+                euv = (tr["euv"][tri] * bc).sum(1)
+                eh, ew = tr["etex"].shape[:2]
+                eu = np.floor(np.mod(euv[:, 0], 1.0) * ew).astype(int).clip(0, ew - 1)
+                ev = np.floor(np.mod(euv[:, 1], 1.0) * eh).astype(int).clip(0, eh - 1)
+                rgb = rgb + tr["etex"][ev, eu][:, :3] * tr["emissive"][:3]
             back = ~fr
             rgb[back] = rgb[back] * 0.5 + np.array([0.5, 0.0, 0.5])
             img.reshape(-1, 3)[pix] = rgb
@@ -376,6 +390,44 @@ def render(path: str, *, animation: int | None = 0, time: float = 0.0, size: int
     return sheet
 
 
+def render_camera(path: str, eye: Any, target: Any, *, fov: float = 60.0, size: int = 512,
+                  animation: int | None = None, time: float = 0.0,
+                  up: Any = (0.0, 1.0, 0.0)) -> Image.Image:
+    """A perspective picture from ``eye`` looking at ``target`` (scene units,
+    glTF axes), ``fov`` degrees across: a street-level view of a large scene
+    (a terrain with its objects), which the orthographic views shrink to a dot.
+    Triangles reaching behind the near plane are dropped."""
+    g = Gltf(path)
+    if not g.json.get("animations"):
+        animation = None
+    eye = np.asarray(eye, np.float64)
+    d = np.asarray(target, np.float64) - eye
+    if not np.isfinite(d).all() or np.linalg.norm(d) == 0:
+        raise ValueError("camera target must differ from the eye")
+    basis = _basis(d / np.linalg.norm(d), np.asarray(up, np.float64))
+    near = 0.1
+    projected = []
+    for tr in scene_triangles(g, animation, time):
+        p = (tr["pos"] - eye) @ basis.T
+        keep = np.all(p[..., 2] > near, axis=1)
+        if not keep.any():
+            continue
+        p = p[keep]
+        q = np.concatenate([p[..., :2] / p[..., 2:3], p[..., 2:3]], axis=-1)
+        t2 = {k: (v[keep] if k in ("pos", "nrm", "uv", "euv", "color") and v is not None else v)
+              for k, v in tr.items()}
+        t2["pos"] = q
+        if t2["nrm"] is not None:
+            t2["nrm"] = t2["nrm"] @ basis.T
+        projected.append(t2)
+    half = np.tan(np.radians(min(max(fov, 1.0), 170.0)) / 2) / 1.1   # _raster widens by 1.1
+    img = _raster(projected, np.eye(3), size, (np.array([-half, -half]), np.array([half, half])))
+    tile = Image.fromarray((np.clip(img, 0, 1) * 255).astype(np.uint8))
+    ImageDraw.Draw(tile).text((4, 2), f"{os.path.basename(path)} eye={np.round(eye, 1).tolist()} "
+                              f"fov={fov:g}", fill=(255, 255, 0))
+    return tile
+
+
 def main(argv: list | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("input")
@@ -383,9 +435,21 @@ def main(argv: list | None = None) -> int:
     ap.add_argument("--time", type=float, default=0.0, help="animation time in seconds")
     ap.add_argument("--animation", type=int, default=0, help="animation index (-1: none)")
     ap.add_argument("--size", type=int, default=256, help="tile size in pixels")
+    ap.add_argument("--view", action="append", choices=tuple(VIEWS),
+                    help="only these orthographic views (repeatable)")
+    ap.add_argument("--camera", metavar="EX,EY,EZ,TX,TY,TZ[,FOV]",
+                    help="one perspective view from eye E toward target T (glTF axes)")
     a = ap.parse_args(argv)
-    img = render(a.input, animation=None if a.animation < 0 else a.animation, time=a.time,
-                 size=a.size)
+    anim = None if a.animation < 0 else a.animation
+    if a.camera:
+        vals = [float(x) for x in a.camera.split(",")]
+        if len(vals) not in (6, 7):
+            ap.error("--camera needs 6 or 7 numbers")
+        img = render_camera(a.input, vals[:3], vals[3:6], fov=vals[6] if len(vals) == 7 else 60.0,
+                            size=a.size, animation=anim, time=a.time)
+    else:
+        img = render(a.input, animation=anim, time=a.time, size=a.size,
+                     views=tuple(a.view) if a.view else tuple(VIEWS))
     buf = io.BytesIO()  # written atomically, like every potsherd output
     img.save(buf, format=Image.registered_extensions().get(os.path.splitext(a.output)[1].lower(), "PNG"))
     from ..core.fileio import atomic_write

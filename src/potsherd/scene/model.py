@@ -70,6 +70,8 @@ class Material:
     emissive: tuple = (0.0, 0.0, 0.0)
     unlit: bool = False
     extras: dict = field(default_factory=dict)
+    #: added to the lit colour, scaled by ``emissive`` (which must then be non-zero)
+    emissive_texture: Optional[TextureRef] = None
 
 
 @dataclass

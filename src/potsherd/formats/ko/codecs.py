@@ -40,7 +40,7 @@ from ...core.layout import (GROUPS, PRIMS, JsonCtx, Layout, Storage, String, Tai
 from ...core.limits import DEFAULT_LIMITS, Limits
 from ...core.values import RawString
 from ...document import Document
-from ...registry import LayoutCodec
+from ...registry import LayoutCodec, Option
 
 try:  # the texture engineer's NTF storage (gtd lightmaps)
     from .ntf import NTF_STORAGE
@@ -668,3 +668,26 @@ CODECS = [
             allow_trailing=False, parameters=("fileVersion", "spacingPresent", "type"),
             description="Knight Online UI layout"),
 ]
+
+
+# ----------------------------------------------------------------------------
+# zone export: a .gtd (with the .opd beside it) as one glTF scene (zone.py)
+
+
+def _zone_to_scene(doc: Document, **options: Any):
+    """The gtd terrain, its water and the opd's objects as a neutral scene."""
+    from .zone import scene_zone  # zone.py imports this module
+    return scene_zone(doc, **options)
+
+
+#: what ``convert ZONE.gtd ZONE.glb --option name=value`` accepts
+ZONE_OPTIONS = (
+    Option("opd", str, "object placement file (default: the .opd of the same name beside the .gtd)"),
+    Option("objects", bool, "place the .opd's objects (0: terrain and water only)", True),
+    Option("collision", bool, "add the .opd's collision triangles as an invisible mesh", False),
+)
+
+for _codec in CODECS:
+    if _codec.name == "gtd":
+        _codec.to_scene = _zone_to_scene
+        _codec.export_options = ZONE_OPTIONS
