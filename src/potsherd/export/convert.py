@@ -268,6 +268,9 @@ def run(args) -> int:
     if os.path.isdir(args.input):
         return convert_folder(args.input, args.output, target, options, jobs=args.jobs or 0,
                               validate=bool(getattr(args, "validate", False)))
+    from .. import importer
+    if target not in GLTF_TARGETS and importer.is_gltf_path(args.input):
+        return importer.run_cli(args, target)      # glTF -> a game format
     output = args.output
     if os.path.isdir(output):
         stem = os.path.splitext(os.path.basename(args.input))[0]
