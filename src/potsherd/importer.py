@@ -21,7 +21,7 @@ from .core.limits import DEFAULT_LIMITS, Limits
 from .document import Document
 from .registry import Codec, coerce_options
 
-__all__ = ["import_gltf", "scene_to_files", "target_codec", "is_gltf_path", "NoImportError",
+__all__ = ["import_gltf", "scene_to_files", "convert_via_scene", "goes_through_scene", "target_codec", "is_gltf_path", "NoImportError",
            "SceneImportError", "OptionError"]
 
 GLTF_EXTENSIONS = (".glb", ".gltf")
@@ -206,3 +206,33 @@ def run_cli(args: Any, target: str) -> int:
     for path, size in summary["files"]:
         print(f"{path}: {size} bytes", flush=True)
     return 0
+
+
+def goes_through_scene(doc: Document, target: str) -> bool:
+    """True when ``doc`` reaches ``target`` only through the neutral scene: the
+    source has ``to_scene``, the target codec has ``from_scene``, and the source
+    has no direct conversion to it (a different family)."""
+    if getattr(doc.codec, "to_scene", None) is None:
+        return False
+    try:
+        codec = target_codec("out." + target, target)
+    except (OptionError, FormatError):
+        return False
+    return codec.family != doc.codec.family or getattr(doc.codec, "convert", None) is None
+
+
+def convert_via_scene(doc: Document, dst: str | os.PathLike, target: str,
+                      options: dict) -> dict:
+    """``potsherd convert IN.n3chr OUT.fbx``: ``to_scene`` then the target's
+    ``from_scene``.  ``options`` are the command line's; the names the target
+    declares in ``import_options`` go to ``from_scene`` (``--version`` as
+    ``version``), the rest to ``to_scene``."""
+    from .export.gltf import document_scene
+    codec = target_codec(dst, target)
+    declared = {o.name for o in codec.import_options}
+    imp = {k: v for k, v in options.items() if k in declared and v is not None}
+    if options.get("target_version") is not None and "version" in declared:
+        imp["version"] = options["target_version"]
+    exp = {k: v for k, v in options.items() if k not in declared}
+    scene = document_scene(doc, exp)
+    return scene_to_files(scene, dst, codec, options=imp)

@@ -766,12 +766,16 @@ class _FbxWriter:
         names, stop = [], 0.0
         for ai, anim in enumerate(sc.animations):
             chans = [c for c in anim.channels if len(np.asarray(c.times).reshape(-1))]
-            if not chans:
+            span = anim.extras.get("fbx_time_span")
+            if not chans and not span:
                 continue
             sid, lid = self.ids.new(), self.ids.new()
             name = anim.name or f"Take {ai + 1:03d}"
-            end = max(float(np.max(c.times)) for c in chans)
-            start = min(float(np.min(c.times)) for c in chans)
+            if span:                    # the source's stack/take times, kept as they were
+                start, end = float(span[0]), float(span[1])
+            else:
+                end = max(float(np.max(c.times)) for c in chans)
+                start = min(float(np.min(c.times)) for c in chans)
             stop = max(stop, end)
             kt = [_l(int(_ktime(start))), _l(int(_ktime(end)))]
             self.add("AnimationStack", _n("AnimationStack", _l(sid), _obj_name(name, "AnimStack"),
