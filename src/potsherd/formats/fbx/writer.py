@@ -111,6 +111,21 @@ def euler_xyz_degrees(q: Any) -> np.ndarray:
     return np.degrees(np.stack([x, y, z], axis=-1))
 
 
+def unique_names(names: list) -> list:
+    """Names made unique the way Blender does (``walk``, ``walk.001``...), so a
+    stack keeps one name in every application that reads the file."""
+    seen: set = set()
+    out = []
+    for n in names:
+        cand, k = n, 0
+        while cand in seen:
+            k += 1
+            cand = f"{n}.{k:03d}"
+        seen.add(cand)
+        out.append(cand)
+    return out
+
+
 # ---- the writer ----------------------------------------------------------------------
 
 class _Ids:
@@ -573,8 +588,25 @@ class _FbxWriter:
         D = [np.concatenate(d) for d in deltas]
         keys += D
         first, remap = weld(*keys)
-        cp = P[first]
         pvi = remap[corners].astype(np.int64)
+        # importers that validate polygons (Blender) drop a triangle whose corners weld
+        # into one control point and a second triangle on the same three points (a
+        # double-sided face): give those corners control points of their own
+        tri_cp = pvi.reshape(-1, 3)
+        degenerate = (tri_cp[:, 0] == tri_cp[:, 1]) | (tri_cp[:, 1] == tri_cp[:, 2]) \
+            | (tri_cp[:, 0] == tri_cp[:, 2])
+        _, once = np.unique(np.sort(tri_cp, axis=1), axis=0, return_index=True)
+        repeated = np.ones(len(tri_cp), bool)
+        repeated[once] = False
+        bad = np.flatnonzero(degenerate | repeated)
+        if len(bad):
+            slots = (3 * bad[:, None] + np.arange(3)).reshape(-1)
+            pvi[slots] = len(first) + np.arange(len(slots))
+            first = np.concatenate([first, corners[slots]])
+            used, pvi = np.unique(pvi, return_inverse=True)   # drop points left unused
+            first = first[used]
+            pvi = pvi.reshape(-1).astype(np.int64)
+        cp = P[first]
         pvi[2::3] = ~pvi[2::3]
         gid = self.ids.new()
         name = mesh.name or f"mesh{mesh_index}"
@@ -764,13 +796,15 @@ class _FbxWriter:
     def animations(self) -> tuple:
         sc = self.scene
         names, stop = [], 0.0
+        stack_names = unique_names([a.name or f"Take {ai + 1:03d}"
+                                    for ai, a in enumerate(sc.animations)])
         for ai, anim in enumerate(sc.animations):
             chans = [c for c in anim.channels if len(np.asarray(c.times).reshape(-1))]
             span = anim.extras.get("fbx_time_span")
             if not chans and not span:
                 continue
             sid, lid = self.ids.new(), self.ids.new()
-            name = anim.name or f"Take {ai + 1:03d}"
+            name = stack_names[ai]
             if span:                    # the source's stack/take times, kept as they were
                 start, end = float(span[0]), float(span[1])
             else:
@@ -785,7 +819,7 @@ class _FbxWriter:
                                               _p("ReferenceStart", "KTime", "Time", "", kt[0]),
                                               _p("ReferenceStop", "KTime", "Time", "", kt[1]))]))
             self.add("AnimationLayer", _n("AnimationLayer", _l(lid),
-                                          _obj_name("BaseLayer", "AnimLayer"), _s(""),
+                                          _obj_name(name, "AnimLayer"), _s(""),
                                           children=[]))
             self.oo(lid, sid)
             names.append((name, start, end))
