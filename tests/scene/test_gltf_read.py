@@ -457,3 +457,24 @@ def test_mutated_files_only_raise_format_errors(data):
         raise AssertionError(str(e)) from e
     except FormatError:
         pass
+
+
+def test_all_texture_slots_round_trip():
+    """The reader's extra texture slots are written back by the writer (and read again)."""
+    s = textured_quad_scene()
+    m = s.materials[0]
+    m.normal_texture = TextureRef(0, extras={"scale": 0.5})
+    m.occlusion_texture = TextureRef(0, texcoord=0, extras={"strength": 0.25})
+    m.emissive_texture = TextureRef(0, wrap_s=33071, wrap_t=33071)
+    m.metallic_roughness_texture = TextureRef(0)
+    gl, _ = scene_to_gltf(s, True)
+    mat = gl["materials"][0]
+    assert mat["normalTexture"]["scale"] == 0.5 and mat["occlusionTexture"]["strength"] == 0.25
+    assert "extras" not in mat["normalTexture"]
+    assert len(gl["textures"]) == 2 and len(gl["samplers"]) == 2     # shared where equal
+    back = roundtrip(s).materials[0]
+    assert back.normal_texture.extras["scale"] == 0.5
+    assert back.occlusion_texture.extras["strength"] == 0.25
+    assert (back.emissive_texture.wrap_s, back.emissive_texture.wrap_t) == (33071, 33071)
+    assert back.metallic_roughness_texture.image == 0
+    assert back.base_color_texture.image == 0

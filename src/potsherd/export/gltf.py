@@ -277,6 +277,7 @@ class _Writer:
                     ref["extras"] = _jsonable(t.extras)
                 pbr["baseColorTexture"] = ref
             d: dict = {"pbrMetallicRoughness": pbr}
+            self.extra_texture_slots(m, mi, pbr, d, textures, samplers, tex_key, samp_key)
             if m.name:
                 d["name"] = m.name
             if m.alpha_mode not in ("OPAQUE", "MASK", "BLEND"):
@@ -297,6 +298,46 @@ class _Writer:
                 d["extras"] = _jsonable(m.extras)
             mats.append(d)
         return mats, textures, samplers
+
+    def extra_texture_slots(self, m: Any, mi: int, pbr: dict, d: dict, textures: list,
+                            samplers: list, tex_key: dict, samp_key: dict) -> None:
+        """normal / occlusion / emissive / metallic-roughness textures (what the glTF
+        reader fills), sharing the base colour's texture and sampler lists."""
+        slots = (("metallic_roughness_texture", "metallicRoughnessTexture", pbr, None),
+                 ("normal_texture", "normalTexture", d, "scale"),
+                 ("occlusion_texture", "occlusionTexture", d, "strength"),
+                 ("emissive_texture", "emissiveTexture", d, None))
+        for attr, key, into, factor in slots:
+            t = getattr(m, attr, None)
+            if t is None:
+                continue
+            if not 0 <= t.image < len(self.scene.images):
+                raise EncodeError(f"texture image {t.image} does not exist",
+                                  path=f"materials[{mi}].{attr}")
+            sk = (t.mag_filter, t.min_filter, t.wrap_s, t.wrap_t)
+            if sk not in samp_key:
+                s: dict = {"wrapS": t.wrap_s, "wrapT": t.wrap_t}
+                if t.mag_filter is not None:
+                    s["magFilter"] = t.mag_filter
+                if t.min_filter is not None:
+                    s["minFilter"] = t.min_filter
+                samp_key[sk] = len(samplers)
+                samplers.append(s)
+            tk = (t.image, samp_key[sk])
+            if tk not in tex_key:
+                tex_key[tk] = len(textures)
+                textures.append({"source": t.image, "sampler": samp_key[sk]})
+            ref: dict = {"index": tex_key[tk]}
+            if t.texcoord:
+                ref["texCoord"] = int(t.texcoord)
+            extras = dict(t.extras)
+            if factor is not None and factor in extras:
+                value = extras.pop(factor)
+                if isinstance(value, (int, float)) and math.isfinite(value) and value != 1:
+                    ref[factor] = float(value)
+            if extras:
+                ref["extras"] = _jsonable(extras)
+            into[key] = ref
 
     def meshes(self) -> tuple:
         """Returns (glTF meshes, map scene mesh index -> glTF index or None)."""
