@@ -478,3 +478,20 @@ def test_all_texture_slots_round_trip():
     assert (back.emissive_texture.wrap_s, back.emissive_texture.wrap_t) == (33071, 33071)
     assert back.metallic_roughness_texture.image == 0
     assert back.base_color_texture.image == 0
+
+
+def test_external_uri_cases(tmp_path):
+    write_gltf(textured_quad_scene(), tmp_path / "q.gltf")
+    gl = json.loads((tmp_path / "q.gltf").read_text())
+    image_file = tmp_path / gl["images"][0]["uri"]
+    image_file.unlink()                                   # a missing texture: kept as a name
+    s = read_gltf(tmp_path / "q.gltf")
+    assert s.images[0].data is None and s.images[0].uri == image_file.name
+    assert any("kept as a reference" in w for w in s.warnings)
+    (tmp_path / "q.bin").unlink()                         # a missing buffer: refused
+    with pytest.raises(FormatError) as e:
+        read_gltf(tmp_path / "q.gltf")
+    assert e.value.path == "$.buffers[0].uri"
+    with pytest.raises(FormatError) as e:                 # bytes: no folder to look in
+        read_gltf((tmp_path / "q.gltf").read_bytes())
+    assert e.value.path == "$.buffers[0].uri" and "no folder" in e.value.message
