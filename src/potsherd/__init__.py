@@ -27,6 +27,7 @@ __all__ = [
     "read", "write", "from_json", "formats", "list_formats", "Document", "Limits",
     "FormatError", "TruncatedError", "CountError", "MagicError", "LimitError",
     "JsonFormatError", "EncodeError", "UnknownFormatError", "InternalDecodeError",
+    "import_gltf",
 ]
 
 
@@ -73,3 +74,13 @@ def list_formats() -> list[dict]:
     return [{"name": c.name, "family": c.family, "extensions": list(c.extensions),
              "magic": c.magic.hex() if c.magic else None, "description": c.description}
             for c in _registry.codecs()]
+
+
+def import_gltf(src: Any, dst: str | os.PathLike, *, format: str | None = None,
+                like: Any = None, options: dict | None = None,
+                limits: Limits = DEFAULT_LIMITS) -> dict:
+    """Import a .glb/.gltf into a game format (target from ``dst``'s extension or
+    ``format``); ``like`` is the original file to keep what glTF cannot hold.
+    See :func:`potsherd.importer.import_gltf`."""
+    from .importer import import_gltf as _import_gltf
+    return _import_gltf(src, dst, format=format, like=like, options=options, limits=limits)

@@ -381,6 +381,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--option", action="append", metavar="NAME=VALUE",
                     help="exporter option for the family's glTF converter (e.g. "
                          "moveable=LARA, unit_scale=0.001, fx_meshes=1)")
+    sp.add_argument("--like", metavar="ORIGINAL",
+                    help="glTF import: keep what glTF cannot express from this original file")
     sp.add_argument("--validate", action="store_true",
                     help="check glTF outputs with the Khronos glTF validator (needs Node and "
                          "tools/gltf-validator installed)")

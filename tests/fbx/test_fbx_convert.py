@@ -172,9 +172,23 @@ def test_version_change_outside_7x_is_refused():
     assert potsherd.read(convert_document(doc, "ascii", {"target_version": 7700})).params[
         "version"] == 7700
     with pytest.raises(EncodeError):
-        convert_document(doc, "ascii", {"target_version": 6100})
+        convert_document(doc, "ascii", {"target_version": 6100})     # no downgrade
     six = potsherd.read((ASCII % (3, "0,1,2")).replace("7.4.0", "6.1.0").replace(
         "FBXVersion: 7400", "FBXVersion: 6100").encode())
-    with pytest.raises(EncodeError):
-        convert_document(six, "binary", {"target_version": 7400})
     assert potsherd.read(convert_document(six, "binary", {})).params["version"] == 6100
+
+
+def test_pre_7100_upgrade_goes_through_the_scene():
+    """Issue 20: 6.x to 7400 is written from the scene (the node models differ)."""
+    src = CORPUS / "ufbx__maya_cube_6100_ascii.fbx"
+    if not src.is_file():
+        pytest.skip("FBX corpus not present")
+    six = potsherd.read(src)
+    up = potsherd.read(convert_document(six, "binary", {"target_version": 7400}))
+    assert up.format == "fbx" and up.params["version"] == 7400
+    objects = up.root.find("Objects").children
+    geo = [n for n in objects if n.name == b"Geometry"]
+    models = [n for n in objects if n.name == b"Model"]
+    assert len(geo) == 1 and [m.props[1][1] for m in models] == [b"pCube1\x00\x01Model"]
+    pvi = geo[0].find("PolygonVertexIndex").props[0][1].values
+    assert len(pvi) == 36 and int((pvi < 0).sum()) == 12          # 12 triangles

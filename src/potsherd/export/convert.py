@@ -51,6 +51,11 @@ def convert_file(src: str, dst: str, target: str, options: dict) -> dict:
         summary = gltf.export_document(doc, dst, binary=(target == "glb"), options=options)
         summary["in_bytes"] = len(data)
         return summary
+    from .. import importer
+    if importer.goes_through_scene(doc, target):       # e.g. IN.n3chr OUT.fbx
+        summary = importer.convert_via_scene(doc, dst, target, options)
+        summary["in_bytes"] = len(data)
+        return summary
     conv = getattr(doc.codec, "convert", None)
     if conv is None:
         raise UsageError(f"{doc.format} cannot be converted to {target!r}")
@@ -268,6 +273,9 @@ def run(args) -> int:
     if os.path.isdir(args.input):
         return convert_folder(args.input, args.output, target, options, jobs=args.jobs or 0,
                               validate=bool(getattr(args, "validate", False)))
+    from .. import importer
+    if target not in GLTF_TARGETS and importer.is_gltf_path(args.input):
+        return importer.run_cli(args, target)      # glTF -> a game format
     output = args.output
     if os.path.isdir(output):
         stem = os.path.splitext(os.path.basename(args.input))[0]

@@ -252,31 +252,8 @@ class _Writer:
                 pbr["baseColorFactor"] = bc
             pbr["metallicFactor"] = float(min(max(m.metallic, 0.0), 1.0))
             pbr["roughnessFactor"] = float(min(max(m.roughness, 0.0), 1.0))
-            if m.base_color_texture is not None:
-                t = m.base_color_texture
-                if not 0 <= t.image < len(self.scene.images):
-                    raise EncodeError(f"texture image {t.image} does not exist",
-                                      path=f"materials[{mi}].base_color_texture")
-                sk = (t.mag_filter, t.min_filter, t.wrap_s, t.wrap_t)
-                if sk not in samp_key:
-                    s: dict = {"wrapS": t.wrap_s, "wrapT": t.wrap_t}
-                    if t.mag_filter is not None:
-                        s["magFilter"] = t.mag_filter
-                    if t.min_filter is not None:
-                        s["minFilter"] = t.min_filter
-                    samp_key[sk] = len(samplers)
-                    samplers.append(s)
-                tk = (t.image, samp_key[sk])
-                if tk not in tex_key:
-                    tex_key[tk] = len(textures)
-                    textures.append({"source": t.image, "sampler": samp_key[sk]})
-                ref: dict = {"index": tex_key[tk]}
-                if t.texcoord:
-                    ref["texCoord"] = int(t.texcoord)
-                if t.extras:
-                    ref["extras"] = _jsonable(t.extras)
-                pbr["baseColorTexture"] = ref
             d: dict = {"pbrMetallicRoughness": pbr}
+            self.extra_texture_slots(m, mi, pbr, d, textures, samplers, tex_key, samp_key)
             if m.name:
                 d["name"] = m.name
             if m.alpha_mode not in ("OPAQUE", "MASK", "BLEND"):
@@ -290,9 +267,6 @@ class _Writer:
             em = [min(max(x, 0.0), 1.0) for x in _floats(m.emissive)]
             if any(em):
                 d["emissiveFactor"] = em
-            if m.emissive_texture is not None:
-                d["emissiveTexture"] = self._texture_info(m.emissive_texture, mi, textures, samplers,
-                                                          tex_key, samp_key)
             if m.unlit:
                 d["extensions"] = {"KHR_materials_unlit": {}}
                 self.extensions.add("KHR_materials_unlit")
@@ -301,31 +275,46 @@ class _Writer:
             mats.append(d)
         return mats, textures, samplers
 
-    def _texture_info(self, t: Any, mi: int, textures: list, samplers: list, tex_key: dict,
-                      samp_key: dict) -> dict:
-        """A glTF textureInfo for ``t`` (sharing textures and samplers), for
-        texture slots other than the base colour."""
-        if not 0 <= t.image < len(self.scene.images):
-            raise EncodeError(f"texture image {t.image} does not exist", path=f"materials[{mi}]")
-        sk = (t.mag_filter, t.min_filter, t.wrap_s, t.wrap_t)
-        if sk not in samp_key:
-            s: dict = {"wrapS": t.wrap_s, "wrapT": t.wrap_t}
-            if t.mag_filter is not None:
-                s["magFilter"] = t.mag_filter
-            if t.min_filter is not None:
-                s["minFilter"] = t.min_filter
-            samp_key[sk] = len(samplers)
-            samplers.append(s)
-        tk = (t.image, samp_key[sk])
-        if tk not in tex_key:
-            tex_key[tk] = len(textures)
-            textures.append({"source": t.image, "sampler": samp_key[sk]})
-        ref: dict = {"index": tex_key[tk]}
-        if t.texcoord:
-            ref["texCoord"] = int(t.texcoord)
-        if t.extras:
-            ref["extras"] = _jsonable(t.extras)
-        return ref
+    def extra_texture_slots(self, m: Any, mi: int, pbr: dict, d: dict, textures: list,
+                            samplers: list, tex_key: dict, samp_key: dict) -> None:
+        """Every texture slot of a material (base colour, metallic-roughness, normal,
+        occlusion, emissive), sharing one list of textures and samplers."""
+        slots = (("base_color_texture", "baseColorTexture", pbr, None),
+                 ("metallic_roughness_texture", "metallicRoughnessTexture", pbr, None),
+                 ("normal_texture", "normalTexture", d, "scale"),
+                 ("occlusion_texture", "occlusionTexture", d, "strength"),
+                 ("emissive_texture", "emissiveTexture", d, None))
+        for attr, key, into, factor in slots:
+            t = getattr(m, attr, None)
+            if t is None:
+                continue
+            if not 0 <= t.image < len(self.scene.images):
+                raise EncodeError(f"texture image {t.image} does not exist",
+                                  path=f"materials[{mi}].{attr}")
+            sk = (t.mag_filter, t.min_filter, t.wrap_s, t.wrap_t)
+            if sk not in samp_key:
+                s: dict = {"wrapS": t.wrap_s, "wrapT": t.wrap_t}
+                if t.mag_filter is not None:
+                    s["magFilter"] = t.mag_filter
+                if t.min_filter is not None:
+                    s["minFilter"] = t.min_filter
+                samp_key[sk] = len(samplers)
+                samplers.append(s)
+            tk = (t.image, samp_key[sk])
+            if tk not in tex_key:
+                tex_key[tk] = len(textures)
+                textures.append({"source": t.image, "sampler": samp_key[sk]})
+            ref: dict = {"index": tex_key[tk]}
+            if t.texcoord:
+                ref["texCoord"] = int(t.texcoord)
+            extras = dict(t.extras)
+            if factor is not None and factor in extras:
+                value = extras.pop(factor)
+                if isinstance(value, (int, float)) and math.isfinite(value) and value != 1:
+                    ref[factor] = float(value)
+            if extras:
+                ref["extras"] = _jsonable(extras)
+            into[key] = ref
 
     def meshes(self) -> tuple:
         """Returns (glTF meshes, map scene mesh index -> glTF index or None)."""

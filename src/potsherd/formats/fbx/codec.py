@@ -14,7 +14,7 @@ from ...core.errors import EncodeError, FormatError, JsonFormatError
 from ...core.limits import DEFAULT_LIMITS, Limits
 from ...core.spans import SpanMap
 from ...document import Document
-from ...registry import Codec
+from ...registry import Codec, Option
 from . import ascii as fbx_ascii
 from . import binary as fbx_binary
 from .jsonform import tree_from_json, tree_to_json
@@ -67,6 +67,21 @@ class _FbxCodec(Codec):
     def to_scene(self, doc: Document, **options: Any):
         from .scene import to_scene
         return to_scene(doc, **options)
+
+    #: ``from_scene`` options (glTF or another family into FBX)
+    import_options = (
+        Option("version", int, "FBX version to write, 7100-7700", 7400),
+        Option("fps", float, "frame rate of resampled rotations/cubic keys and TimeMode", 30.0),
+        Option("embed_textures", bool, "put image bytes inside the file (Video Content)", True),
+    )
+
+    def from_scene(self, scene: Any, *, like: Document | None = None, out_name: str = "",
+                   **options: Any) -> Document:
+        """The scene as FBX 7.x (this codec's encoding), see :mod:`.writer`."""
+        from .writer import scene_to_fbx
+        return scene_to_fbx(scene, version=int(options.get("version") or 7400),
+                            binary=self.name == "fbx", fps=float(options.get("fps") or 30.0),
+                            embed_textures=bool(options.get("embed_textures", True)))
 
 
 class FbxBinaryCodec(_FbxCodec):

@@ -1,0 +1,361 @@
+"""FBX writer from the scene (issue 20): potsherd's own reader, ufbx and Blender as oracles.
+
+Tiers: unit round trips through potsherd's FBX reader (always); ufbx facts
+(node count, triangles with instances, skin clusters, stack durations, world
+matrices) for glTF/corpus/family conversions (skips without ufbx or the
+corpus); Blender's own FBX importer, in one headless run (skips without
+Blender).
+"""
+from __future__ import annotations
+
+import json
+import math
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "export"))
+
+from export_scenes import morph_scene, skinned_cube_scene, textured_quad_scene  # noqa: E402
+
+import potsherd  # noqa: E402
+from potsherd.cli import main  # noqa: E402
+from potsherd.core.errors import EncodeError, FormatError  # noqa: E402
+from potsherd.export.gltf import document_scene, write_glb  # noqa: E402
+from potsherd.formats.fbx.writer import euler_xyz_degrees, scene_to_fbx, unique_names  # noqa: E402
+from potsherd.scene import quat_from_euler, read_gltf  # noqa: E402
+from potsherd.scene.ops import sample_channel, triangle_sets  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
+FBX = ROOT / "fbx"
+GLB = ROOT / "glb"
+
+
+def fbx_scene(scene, **kw):
+    doc = scene_to_fbx(scene, **kw)
+    data = doc.encode()
+    back = potsherd.read(data)
+    return data, back, back.codec.to_scene(back)
+
+
+def world_triangles(scene) -> np.ndarray:
+    """(T, 3, 3) triangle corner positions, each triangle's corners rotated to
+    start at its smallest, triangles sorted: comparable across vertex orders."""
+    tris = []
+    for ts in triangle_sets(scene):
+        tris.append(ts.positions[ts.indices.reshape(-1, 3)])
+    t = np.round(np.concatenate(tris), 5)
+    key = [min(range(3), key=lambda k, r=r: tuple(r[k])) for r in t]
+    t = np.stack([np.roll(r, -k, axis=0) for r, k in zip(t, key)])
+    order = np.lexsort(t.reshape(len(t), -1).T[::-1])
+    return t[order]
+
+
+# ---- unit: the writer against potsherd's FBX reader ---------------------------------
+
+def test_euler_inverts_quat_from_euler():
+    rng = np.random.default_rng(1)
+    q = rng.normal(size=(200, 4))
+    q /= np.linalg.norm(q, axis=1, keepdims=True)
+    e = euler_xyz_degrees(q)
+    back = quat_from_euler(e, "XYZ", degrees=True)
+    assert np.allclose(np.abs(np.sum(back * q, axis=1)), 1.0, atol=1e-12)
+    gimbal = quat_from_euler([[30.0, 90.0, 0.0]], "XYZ", degrees=True)
+    again = quat_from_euler(euler_xyz_degrees(gimbal), "XYZ", degrees=True)
+    assert abs(abs(float(np.sum(again * gimbal))) - 1) < 1e-12
+
+
+@pytest.mark.parametrize("binary", [True, False])
+def test_skinned_scene_round_trip(binary):
+    orig = skinned_cube_scene()
+    data, doc, back = fbx_scene(skinned_cube_scene(), binary=binary)
+    assert doc.format == ("fbx" if binary else "fbx-ascii")
+    assert np.allclose(world_triangles(back), world_triangles(orig), atol=1e-5)
+    assert [len(s.joints) for s in back.skins] == [2]
+    assert [back.nodes[j].name for j in back.skins[0].joints] == ["hip", "chest"]
+    assert np.allclose(back.skins[0].inverse_bind_matrices, orig.skins[0].inverse_bind_matrices,
+                       atol=1e-12)
+    (anim,) = back.animations
+    assert anim.name == "bend" and math.isclose(anim.duration, 2.0, abs_tol=1e-6)
+    by = {(back.nodes[c.node].name, c.path): c for c in anim.channels}
+    src = {(orig.nodes[c.node].name, c.path): c for c in orig.animations[0].channels}
+    for key in (("chest", "rotation"), ("hip", "translation")):
+        t = np.array([0.25, 0.7, 1.3, 2.0])
+        a, b = sample_channel(src[key], t), sample_channel(by[key], t)
+        if key[1] == "rotation":
+            b = b * np.sign(np.sum(a * b, axis=1))[:, None]
+        assert np.allclose(a, b, atol=1e-4), key
+    # weights survive per vertex (0.5 / 0.5 on the seam)
+    prim = back.meshes[0].primitives[0]
+    assert sorted(np.unique(np.round(prim.weights[prim.weights > 0], 6)).tolist()) == [0.5, 1.0]
+
+
+def test_morph_scene_round_trip():
+    data, doc, back = fbx_scene(morph_scene())
+    mesh = back.meshes[0]
+    assert mesh.target_names == ["up", "squeeze"] and mesh.weights == [0.0, 0.0]
+    p = mesh.primitives[0]
+    order = np.lexsort(p.positions.T[::-1])
+    src = morph_scene().meshes[0].primitives[0]
+    sorder = np.lexsort(src.positions.T[::-1])
+    for k in range(2):
+        assert np.allclose(p.targets[k].positions[order], src.targets[k].positions[sorder])
+    (ch,) = back.animations[0].channels
+    assert ch.path == "weights"
+    assert np.allclose(sample_channel(ch, [0.0, 0.5, 1.0]), [[0, 0], [1, 0], [0, 1]])
+
+
+def test_textured_scene_round_trip_and_determinism():
+    data, doc, back = fbx_scene(textured_quad_scene())
+    assert data == scene_to_fbx(textured_quad_scene()).encode()        # deterministic
+    src = textured_quad_scene()
+    assert back.images[0].data == src.images[0].data
+    m = back.materials[back.meshes[0].primitives[0].material]
+    assert m.base_color_texture is not None and m.name == "checker"
+    p = back.meshes[0].primitives[0]
+    o1, o2 = np.lexsort(p.positions.T[::-1]), np.lexsort(src.meshes[0].primitives[0].positions.T[::-1])
+    assert np.allclose(p.uvs[0][o1], src.meshes[0].primitives[0].uvs[0][o2])   # V flipped twice
+    ext = scene_to_fbx(textured_quad_scene(), embed_textures=False)
+    videos = [n for n in ext.root.find("Objects").children if n.name == b"Video"]
+    assert videos and videos[0].find("Content") is None
+    assert videos[0].find("RelativeFilename").props[0][1] == b"checker.png"
+
+
+def test_refusals():
+    with pytest.raises(EncodeError):
+        scene_to_fbx(skinned_cube_scene(), version=6100)
+    with pytest.raises(EncodeError):
+        scene_to_fbx(skinned_cube_scene(), fps=0)
+
+
+def test_double_sided_and_degenerate_triangles_keep_their_own_points():
+    from potsherd.scene import Mesh, Primitive, Scene
+    s = Scene()
+    pos = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0], [0, 0, 0], [0, 1, 0], [1, 0, 0],
+                    [2, 2, 2], [2, 2, 2], [3, 3, 3]], np.float32)
+    s.add_node(mesh=s.add_mesh(Mesh(primitives=[Primitive(positions=pos)])))
+    doc = scene_to_fbx(s)
+    geo = next(n for n in doc.root.find("Objects").children if n.name == b"Geometry")
+    pvi = geo.find("PolygonVertexIndex").props[0][1].values.copy()
+    pvi[pvi < 0] = ~pvi[pvi < 0]
+    tri = pvi.reshape(-1, 3)
+    assert len(tri) == 3
+    assert len({tuple(sorted(t)) for t in tri.tolist()}) == 3     # no repeated face
+    assert all(len(set(t)) == 3 for t in tri.tolist())            # no degenerate corner
+    assert len(geo.find("Vertices").props[0][1].values) // 3 == 3 + 3 + 3   # 3 shared, 6 own
+
+
+# ---- ufbx tier ------------------------------------------------------------------------
+
+_UFBX = r"""
+import json, os, sys
+import numpy as np
+import ufbx
+KEEP = []
+def mat(m):
+    KEEP.append(m)
+    out = np.eye(4)
+    for j, c in enumerate((m.c0, m.c1, m.c2, m.c3)):
+        KEEP.append(c)
+        out[:3, j] = (c.x, c.y, c.z)
+    return out.tolist()
+s = ufbx.load_file(sys.argv[1])
+nodes = list(s.nodes)
+KEEP += [s, nodes]
+worlds = {}
+for n in nodes:
+    if n.name:
+        worlds[n.name] = mat(n.node_to_world)
+out = {"nodes": len(nodes),
+       "triangles": sum(m.num_triangles * max(1, len(list(m.instances))) for m in list(s.meshes)),
+       "clusters": sum(len(list(d.clusters)) for d in list(s.skin_deformers)),
+       "stacks": {st.name: st.time_end - st.time_begin for st in list(s.anim_stacks)},
+       "worlds": worlds}
+print(json.dumps(out), flush=True)
+os._exit(0)
+"""
+
+
+def ufbx_facts(path) -> dict:
+    pytest.importorskip("ufbx")
+    from ufbx_probe import run_probe
+    return json.loads(run_probe(_UFBX, [str(path)]))
+
+
+def _stacks(facts: dict) -> dict:
+    return {k: v for k, v in facts["stacks"].items() if k != "(internal)"}
+
+
+def _old_or_ascii() -> list:
+    out = []
+    for p in sorted(FBX.glob("*.fbx")) + sorted(FBX.glob("*.FBX")) if FBX.is_dir() else []:
+        try:
+            doc = potsherd.read(p)
+        except FormatError:
+            continue
+        version = doc.params.get("version") or 0
+        if doc.format == "fbx":
+            from potsherd.formats.fbx.convert import _real_version
+            version = _real_version(doc)
+        if doc.format == "fbx-ascii" or version < 7100:
+            out.append(p)
+    return out
+
+
+@pytest.fixture(scope="module")
+def converted(tmp_path_factory):
+    """Every conversion the ufbx and Blender tiers check: (kind, source, fbx, expected)."""
+    out_dir = tmp_path_factory.mktemp("fbxw")
+    items = []
+    for src in _old_or_ascii():
+        dst = out_dir / f"up_{src.stem}.fbx"
+        assert main(["convert", str(src), str(dst), "--to", "binary", "--version", "7400"]) == 0
+        items.append(("upgrade", src, dst))
+    for src in sorted(GLB.glob("*.glb")) if GLB.is_dir() else []:
+        dst = out_dir / f"glb_{src.stem}.fbx"
+        assert main(["convert", str(src), str(dst)]) == 0
+        items.append(("glb", src, dst))
+    for pattern in ("ko/**/*.n3chr", "dts/**/*.dts", "tr4wad/**/*.wad"):
+        src = next(iter(sorted(ROOT.glob(pattern))), None)
+        if src is not None:
+            dst = out_dir / f"fam_{src.stem.replace(' ', '_')}.fbx"
+            assert main(["convert", str(src), str(dst)]) == 0
+            items.append(("family", src, dst))
+    if not items:
+        pytest.skip("no corpus")
+    return items
+
+
+def _source_scene(kind, src):
+    if kind == "glb":
+        return read_gltf(src)
+    doc = potsherd.read(src)
+    return document_scene(doc, {"source_path": str(src)})
+
+
+def test_ufbx_reads_upgraded_files_like_their_sources(converted):
+    checked = 0
+    for kind, src, dst in converted:
+        if kind != "upgrade":
+            continue
+        a, b = ufbx_facts(src), ufbx_facts(dst)
+        where = src.name
+        assert b["nodes"] == a["nodes"], where
+        assert b["triangles"] == a["triangles"], where
+        assert b["clusters"] == a["clusters"], where
+        sa, sb = _stacks(a), _stacks(b)
+        assert sorted(sb) == sorted(sa), where
+        for name in sa:
+            assert math.isclose(sb[name], sa[name], abs_tol=1e-6), (where, name)
+        common = set(a["worlds"]) & set(b["worlds"])
+        assert len(common) == len(a["worlds"]), where
+        for name in common:
+            assert np.allclose(a["worlds"][name], b["worlds"][name], atol=1e-5), (where, name)
+        checked += 1
+    assert checked >= 5
+
+
+def test_ufbx_reads_glb_and_family_conversions(converted):
+    checked = 0
+    for kind, src, dst in converted:
+        if kind == "upgrade":
+            continue
+        sc = _source_scene(kind, src)
+        f = ufbx_facts(dst)
+        tris = sum(t.triangle_count for t in triangle_sets(sc))
+        assert f["triangles"] == tris, src.name
+        assert f["nodes"] == len(sc.nodes) + 1, src.name            # ufbx adds its root
+        names = unique_names([a.name for a in sc.animations])
+        assert sorted(_stacks(f)) == sorted(n for n, a in zip(names, sc.animations)
+                                            if a.channels), src.name
+        for name, a in zip(names, sc.animations):
+            if a.channels:
+                start = min(float(np.min(c.times)) for c in a.channels)
+                assert math.isclose(_stacks(f)[name], a.duration - start, abs_tol=1e-5)
+        joints_used = sum(len(s.joints) for s in sc.skins)
+        assert f["clusters"] <= joints_used and (f["clusters"] > 0) == (joints_used > 0)
+        checked += 1
+    assert checked >= 3
+
+
+def test_fbx_gltf_fbx_gltf_round_trip(tmp_path):
+    names = ["ufbx__maya_kenney_character_7700_binary.fbx", "assimp__huesitos.fbx",
+             "ufbx__blender_293_embedded_textures_7400_binary.fbx"]
+    srcs = [FBX / n for n in names if (FBX / n).is_file()]
+    if not srcs:
+        pytest.skip("FBX corpus not present")
+    for src in srcs:
+        g1, f2, g2 = (tmp_path / f"{src.stem}{x}" for x in ("_1.glb", "_2.fbx", "_2.glb"))
+        assert main(["convert", str(src), str(g1)]) == 0
+        assert main(["convert", str(g1), str(f2)]) == 0
+        assert main(["convert", str(f2), str(g2)]) == 0
+        a, b = read_gltf(g1), read_gltf(g2)
+        ta, tb = triangle_sets(a), triangle_sets(b)
+        assert sum(t.triangle_count for t in ta) == sum(t.triangle_count for t in tb)
+        pa = np.concatenate([t.positions for t in ta])
+        pb = np.concatenate([t.positions for t in tb])
+        size = np.ptp(pa, axis=0).max()
+        assert np.allclose(pa.min(0), pb.min(0), atol=0.01 * size), src.name
+        assert np.allclose(pa.max(0), pb.max(0), atol=0.01 * size), src.name
+        assert sum(len(s.joints) for s in a.skins) == sum(len(s.joints) for s in b.skins)
+        assert [x.name for x in a.animations] == [x.name for x in b.animations]
+        for x, y in zip(a.animations, b.animations):
+            assert math.isclose(x.duration, y.duration, abs_tol=1e-4), src.name
+
+
+# ---- Blender tier -----------------------------------------------------------------------
+
+_BLENDER = r"""
+import bpy, json, sys
+files = sys.argv[sys.argv.index("--") + 1:]
+out = {}
+for f in files:
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    try:
+        r = bpy.ops.import_scene.fbx(filepath=f)
+    except Exception as e:
+        out[f] = {"error": str(e)[:300]}
+        continue
+    ids = [o.name for o in bpy.data.objects] + [k.name for k in bpy.data.shape_keys] + \
+        [m.name for m in bpy.data.materials]
+    stacks = set()
+    for a in bpy.data.actions:
+        pre = max((i for i in ids if a.name.startswith(i + "|")), key=len, default=None)
+        stacks.add(a.name[len(pre) + 1:] if pre else a.name)
+    tris = 0
+    for ob in bpy.context.scene.objects:
+        if ob.type == "MESH":
+            ob.data.calc_loop_triangles()
+            tris += len(ob.data.loop_triangles)
+    out[f] = {"result": list(r), "triangles": tris, "stacks": sorted(stacks)}
+print("POTSHERD_JSON " + json.dumps(out), flush=True)
+"""
+
+
+@pytest.mark.skipif(shutil.which("blender") is None, reason="Blender not installed")
+def test_blender_imports_every_conversion(converted, tmp_path):
+    script = tmp_path / "probe.py"
+    script.write_text(_BLENDER)
+    files = [str(dst) for _, _, dst in converted]
+    run = subprocess.run(["blender", "-b", "--factory-startup", "--python", str(script), "--"]
+                         + files, capture_output=True, text=True, timeout=900)
+    line = next((x for x in run.stdout.splitlines() if x.startswith("POTSHERD_JSON ")), None)
+    assert line, run.stdout[-2000:] + run.stderr[-2000:]
+    report = json.loads(line[len("POTSHERD_JSON "):])
+    for kind, src, dst in converted:
+        r = report[str(dst)]
+        assert r.get("result") == ["FINISHED"], (src.name, r)
+        if kind == "upgrade":
+            expected = ufbx_facts(src)["triangles"]
+            sc = potsherd.read(src).codec.to_scene(potsherd.read(src))
+        else:
+            sc = _source_scene(kind, src)
+            expected = sum(t.triangle_count for t in triangle_sets(sc))
+        assert r["triangles"] == expected, (src.name, r["triangles"], expected)
+        animated = sorted(n for n, a in zip(unique_names([a.name for a in sc.animations]),
+                                            sc.animations) if a.channels)
+        assert r["stacks"] == animated, (src.name, r["stacks"], animated)
