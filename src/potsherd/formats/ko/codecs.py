@@ -224,7 +224,7 @@ def _scene_exporter(name: str):
 
 
 #: formats with a glTF import (``importer.py``)
-IMPORT_FORMATS: tuple = ()  # filled once importer.py lands
+IMPORT_FORMATS = ("n3pmesh", "n3cskins", "n3cpart", "n3cplug", "n3joint", "n3anim", "n3chr")
 _NO_LOD = Option("lod", int, "1 (default): generate the progressive mesh (edge collapses and "
                  "LOD records); 0: full detail only", 1)
 _NO_LOD_ALIAS = Option("no_lod", bool, "full detail only (same as lod=0)", False)
