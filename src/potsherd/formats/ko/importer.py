@@ -185,6 +185,8 @@ def _normalise_weights(joints: np.ndarray, weights: np.ndarray) -> tuple:
 
 
 def _mesh_sets(scene: Scene, skinned: bool | None = None) -> list:
+    if not scene.nodes:
+        return []
     sets = triangle_sets(scene)
     if skinned is True:
         return [s for s in sets if s.skin is not None]
@@ -252,7 +254,19 @@ def _same_pmesh_geometry(geo: Geometry, like: dict) -> bool:
 def import_pmesh(scene: Scene, *, like: Document | None = None, out_name: str = "",
                  **options: Any) -> Document:
     geo = gather(scene, _mesh_sets(scene), "n3pmesh")
+    _warn_static(scene, "n3pmesh")
     return _pmesh_doc(scene, geo, like, options, _stem(out_name) or scene.name or "mesh")
+
+
+def _warn_static(scene: Scene, what: str) -> None:
+    """Name what a static mesh format cannot hold."""
+    if scene.animations:
+        scene.warnings.append(f"{what}: {len(scene.animations)} animation(s) dropped (a static "
+                              "mesh; import to .n3chr for skinned animation)")
+    if any(p.targets for m in scene.meshes for p in m.primitives):
+        scene.warnings.append(f"{what}: morph targets dropped (the format has none)")
+    if scene.skins:
+        scene.warnings.append(f"{what}: skin dropped; the mesh is written in its bind pose")
 
 
 def _pmesh_doc(scene: Scene, geo: Geometry, like: Document | None, options: dict,
@@ -425,7 +439,7 @@ def clip_layout(scene: Scene) -> list[dict]:
     for a in scene.animations:
         fps = a.extras.get("fps") if a.extras else None
         fps = float(fps) if isinstance(fps, (int, float)) and fps > 0 else FRAME_RATE
-        n = max(int(round(a.duration * fps)), 1)
+        n = max(int(round(a.duration * fps)), 0)   # a one-frame pose (start == end) is 0
         out.append({"start": frame, "end": frame + n, "fps": fps, "frames": n})
         frame += n + 1
     return out
@@ -758,121 +772,100 @@ def import_chr(scene: Scene, *, like: Document | None = None, out_name: str = ""
     """The character and every file it references (see the module docstring)."""
     stem = _stem(out_name) or scene.name or "character"
     folder = str(options.get("folder", "chr"))
-    order = skeleton_order(scene)
-    joint_map = _joint_maps(scene, order)
-    index = {n: i for i, n in enumerate(order)}
     originals = _like_set(like)
+    rigged = bool(scene.skins)
+    if not rigged and not originals:
+        raise ImportError_("the scene has no skin: a character needs a skeleton (export the "
+                           "armature with the mesh)")
+    order = skeleton_order(scene) if rigged else []
+    joint_map = _joint_maps(scene, order) if rigged else None
+    index = {n: i for i, n in enumerate(order)}
     files: list = []
 
     # skeleton and clips: the original's when the motion is unchanged
     ljoint, lanim = originals.get("joint"), originals.get("anim")
-    motion_kept = False
-    if ljoint is not None and (lanim is not None or not scene.animations):
-        try:
-            like_scene = like.codec.to_scene(like, source_path=like.source)
-            motion_kept = _same_motion(scene, like_scene, order, skeleton_order(like_scene))
-        except FormatError:
-            motion_kept = False
-    if motion_kept:
-        joint_doc = _copy_doc(ljoint)
-        anim_doc = _copy_doc(lanim) if lanim is not None else None
-    else:
-        if ljoint is not None:
-            scene.warnings.append("n3joint/n3anim: skeleton or clips edited; rewritten on a "
-                                  "new timeline")
-        joint_doc = Document("n3joint", joint_root(scene, order, options.get("name"))[0],
-                             {"jointKeys": 4}, b"", [], {})
-        anim_doc = Document("n3anim", anim_root(scene), {}, b"", [], {}) \
-            if scene.animations else None
-    joint_name = _file_of(like, "joint", f"{stem}.n3joint")
-    anim_name = _file_of(like, "animationControl", f"{stem}.n3anim")
-    files.append((joint_name, joint_doc))
-    if anim_doc is not None:
-        files.append((anim_name, anim_doc))
+    anim_doc = None
+    if rigged:
+        motion_kept = False
+        if ljoint is not None and (lanim is not None or not scene.animations):
+            try:
+                like_scene = like.codec.to_scene(like, source_path=like.source)
+                motion_kept = _same_motion(scene, like_scene, order, skeleton_order(like_scene))
+            except FormatError:
+                motion_kept = False
+        if motion_kept:
+            joint_doc = _copy_doc(ljoint)
+            anim_doc = _copy_doc(lanim) if lanim is not None else None
+        else:
+            if ljoint is not None:
+                scene.warnings.append("n3joint/n3anim: skeleton or clips edited; rewritten on "
+                                      "a new timeline")
+            joint_doc = Document("n3joint", joint_root(scene, order, options.get("name"))[0],
+                                 {"jointKeys": 4}, b"", [], {})
+            anim_doc = Document("n3anim", anim_root(scene), {}, b"", [], {}) \
+                if scene.animations else None
+        files.append((_file_of(like, "joint", f"{stem}.n3joint"), joint_doc))
+        if anim_doc is not None:
+            files.append((_file_of(like, "animationControl", f"{stem}.n3anim"), anim_doc))
 
-    # parts: one per skinned mesh node
-    parts, part_refs = [], []
-    skinned_nodes = [i for i, n in enumerate(scene.nodes) if n.mesh is not None and n.skin is not None]
-    sets = _mesh_sets(scene, skinned=True)
-    like_parts = originals.get("parts", [])
-    for k, node in enumerate(skinned_nodes):
-        node_sets = [s for s in sets if s.node == node]
+    # parts: one per skinned (or, without a skeleton, bind-pose) mesh node
+    all_sets = _mesh_sets(scene)
+    parts_like = [x for x in originals.get("parts", []) if x[0] is not None]
+    part_nodes = [i for i, n in enumerate(scene.nodes) if n.mesh is not None
+                  and (n.skin is not None or not rigged and n.extras.get("lods") is not None)]
+    part_refs: list = []
+    for k, node in enumerate(part_nodes):
+        node_sets = [s for s in all_sets if s.node == node]
         if not node_sets:
             continue
         pname = _original_name(scene.nodes[node]) or f"part{k}"
         geo = gather(scene, node_sets, f"part {pname}", joint_map)
-        lpart, lskins = like_parts[k] if k < len(like_parts) else (None, None)
+        lpart, lskins = parts_like[k] if k < len(parts_like) else (None, None)
         pstem = _stem(text(lpart.root["geometry"]).replace("\\", "/")) if lpart is not None \
             else f"{stem}_{_safe(pname)}"
-        pfiles = _part_files(scene, geo, pstem, "item" if lpart is None else "", lpart,
-                             lskins, {**options, "name": pname})
-        part_name = _file_of_ref(like, "parts", k, pfiles[0][0])
-        pfiles[0] = (part_name, pfiles[0][1])
+        pfiles = _part_files(scene, geo, pstem, "item", lpart, lskins,
+                             {**options, "name": pname})
+        if lpart is not None:
+            pfiles[0] = (os.path.basename(lpart.source or pfiles[0][0]), pfiles[0][1])
         files.extend(pfiles)
-        parts.append(pfiles[0][1])
-        part_refs.append(_ref_of(like, "parts", k, "item", part_name))
+        part_refs.append(_ref("item", pfiles[0][0]))
 
     # plugs: rigid mesh nodes under a joint
-    plug_refs = []
+    plugs_like = [x for x in originals.get("plugs", []) if x[0] is not None]
     world = world_matrices(scene)
-    like_plugs = originals.get("plugs", [])
-    rigid = [i for i, n in enumerate(scene.nodes) if n.mesh is not None and n.skin is None]
     parents = scene.parents()
-    rigid_sets = _mesh_sets(scene, skinned=False)
+    plug_refs: list = []
+    rigid = [i for i, n in enumerate(scene.nodes) if n.mesh is not None and n.skin is None
+             and i not in part_nodes]
     for k, node in enumerate(rigid):
         j = parents[node]
         while j is not None and j not in index:
             j = parents[j]
         if j is None:
-            scene.warnings.append(f"mesh {scene.nodes[node].name!r} is neither skinned nor under "
-                                  "a joint; not written")
+            scene.warnings.append(f"mesh {scene.nodes[node].name!r} is neither skinned nor "
+                                  "under a joint; not written")
             continue
-        node_sets = [s for s in rigid_sets if s.node == node]
+        node_sets = [s for s in all_sets if s.node == node]
         local = np.linalg.inv(world[j]) @ world[node]
-        # geometry in the plug's own frame (triangle_sets gave world space)
-        inv = np.linalg.inv(world[node])
+        inv = np.linalg.inv(world[node])      # geometry back in the plug's own frame
         for s in node_sets:
             s.positions = s.positions @ inv[:3, :3].T + inv[:3, 3]
             if s.normals is not None:
                 s.normals = s.normals @ world[node][:3, :3]
-        geo = gather(scene, node_sets, f"plug {scene.nodes[node].name}")
-        lplug, lmesh = like_plugs[k] if k < len(like_plugs) else (None, None)
         pname = _original_name(scene.nodes[node]) or f"plug{k}"
-        pstem = f"{stem}_{_safe(pname)}"
-        pfiles = _plug_files(scene, geo, pstem, "item", lplug, lmesh, local, index[j],
-                             {**options, "name": pname})
-        plug_name = _file_of_ref(like, "plugs", k, pfiles[0][0])
-        pfiles[0] = (plug_name, pfiles[0][1])
+        geo = gather(scene, node_sets, f"plug {pname}")
+        lplug, lmesh = plugs_like[k] if k < len(plugs_like) else (None, None)
+        pfiles = _plug_files(scene, geo, f"{stem}_{_safe(pname)}", "item", lplug, lmesh, local,
+                             index[j], {**options, "name": pname})
+        if lplug is not None:
+            pfiles[0] = (os.path.basename(lplug.source or pfiles[0][0]), pfiles[0][1])
         files.extend(pfiles)
-        plug_refs.append(_ref_of(like, "plugs", k, "item", plug_name))
+        plug_refs.append(_ref("item", pfiles[0][0]))
 
-    if not parts and not plug_refs:
+    if not part_refs and not plug_refs:
         raise ImportError_("the scene has no skinned mesh or plug to make a character from")
-    if like is not None and like.format == "n3chr" and \
-            [bytes(r) for r in part_refs] == [bytes(r) for r in like.root["parts"]] and \
-            [bytes(r) for r in plug_refs] == [bytes(r) for r in like.root["plugs"]]:
-        chr_doc = Document("n3chr", copy.deepcopy(like.root), dict(like.params),
-                           bytes(like.trailing), [], dict(like.meta))
-    else:
-        t = {"name": _raw(options.get("name") or stem), "position": [0.0, 0.0, 0.0],
-             "rotation": [0.0, 0.0, 0.0, 1.0], "scale": [1.0, 1.0, 1.0],
-             "keys": [{"count": 0, "values": np.zeros((0, 0), np.float32)} for _ in range(3)],
-             "collisionMesh": _raw(""), "climbMesh": _raw("")}
-        root = {"transform": t, "joint": _ref(folder, joint_name), "partCount": len(part_refs),
-                "parts": part_refs, "plugCount": len(plug_refs), "plugs": plug_refs,
-                "animationControl": _ref(folder, anim_name) if anim_doc is not None else _raw(""),
-                "jointPartStarts": np.array([-1, -1], np.int32),
-                "jointPartEnds": np.array([-1, -1], np.int32), "fxPlug": _raw("")}
-        if like is not None and like.format == "n3chr":
-            keep = like.root
-            for k in ("transform", "jointPartStarts", "jointPartEnds"):
-                root[k] = copy.deepcopy(keep[k])
-            root["joint"], root["animationControl"] = keep["joint"], keep["animationControl"]
-            if "fxPlug" in keep:
-                root["fxPlug"] = keep["fxPlug"]
-            else:
-                root.pop("fxPlug")
-        chr_doc = Document("n3chr", root, {}, b"", [], {})
+    chr_doc = _chr_doc(scene, like, originals, stem, folder, files, part_refs, plug_refs,
+                       anim_doc is not None, options)
     out = [(f"{stem}.n3chr", chr_doc)]
     seen = {out[0][0].lower()}
     for name, doc in files:
@@ -880,6 +873,36 @@ def import_chr(scene: Scene, *, like: Document | None = None, out_name: str = ""
             seen.add(name.lower())
             out.append((name, doc))
     return out
+
+
+def _chr_doc(scene: Scene, like: Document | None, originals: dict, stem: str, folder: str,
+             files: list, part_refs: list, plug_refs: list, has_anim: bool,
+             options: dict) -> Document:
+    """The .n3chr: the original's when its resolvable parts and plugs are the
+    ones imported (references it could not resolve are kept as they were)."""
+    if like is not None and like.format == "n3chr":
+        lr = like.root
+        resolved_parts = [i for i, x in enumerate(originals["parts"]) if x[0] is not None]
+        resolved_plugs = [i for i, x in enumerate(originals["plugs"]) if x[0] is not None]
+        if len(resolved_parts) == len(part_refs) and len(resolved_plugs) == len(plug_refs):
+            return _copy_doc(like)
+        scene.warnings.append("n3chr: parts or plugs added or removed; references rewritten")
+        root = copy.deepcopy(lr)
+        root["parts"], root["partCount"] = part_refs, len(part_refs)
+        root["plugs"], root["plugCount"] = plug_refs, len(plug_refs)
+        return Document("n3chr", root, dict(like.params), b"", [], dict(like.meta))
+    joint_file = next((n for n, d in files if d.format == "n3joint"), f"{stem}.n3joint")
+    anim_file = next((n for n, d in files if d.format == "n3anim"), f"{stem}.n3anim")
+    t = {"name": _raw(options.get("name") or stem), "position": [0.0, 0.0, 0.0],
+         "rotation": [0.0, 0.0, 0.0, 1.0], "scale": [1.0, 1.0, 1.0],
+         "keys": [{"count": 0, "values": np.zeros((0, 0), np.float32)} for _ in range(3)],
+         "collisionMesh": _raw(""), "climbMesh": _raw("")}
+    root = {"transform": t, "joint": _ref(folder, joint_file), "partCount": len(part_refs),
+            "parts": part_refs, "plugCount": len(plug_refs), "plugs": plug_refs,
+            "animationControl": _ref(folder, anim_file) if has_anim else _raw(""),
+            "jointPartStarts": np.array([-1, -1], np.int32),
+            "jointPartEnds": np.array([-1, -1], np.int32), "fxPlug": _raw("")}
+    return Document("n3chr", root, {}, b"", [], {})
 
 
 def _safe(name: str) -> str:
@@ -892,18 +915,6 @@ def _file_of(like: Document | None, field: str, default: str) -> str:
         return default
     ref = text(like.root[field]).replace("\\", "/")
     return os.path.basename(ref) or default
-
-
-def _file_of_ref(like: Document | None, field: str, k: int, default: str) -> str:
-    if like is None or like.format != "n3chr" or k >= len(like.root[field]):
-        return default
-    return os.path.basename(text(like.root[field][k]).replace("\\", "/")) or default
-
-
-def _ref_of(like: Document | None, field: str, k: int, folder: str, file: str) -> RawString:
-    if like is not None and like.format == "n3chr" and k < len(like.root[field]):
-        return like.root[field][k]
-    return _ref(folder, file)
 
 
 def _like_set(like: Document | None) -> dict:

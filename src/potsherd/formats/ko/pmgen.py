@@ -21,8 +21,10 @@ collapses (vertices never move: the file has one vertex buffer), with planes
 along open edges so borders and UV seams hold, a penalty for flipped faces,
 and vertices at the same position (split by UVs or normals) collapsed together
 onto a neighbour at the partner's target, like the engine's own same-position
-rule; such follow-ups cost nothing, so they share the cumulative value and are
-flagged ``shouldCollapse`` (the engine never stops between them).
+rule.  The engine's tool flags a record ``shouldCollapse`` when the collapse
+made right after it added no cost (its same-position follow-ups); here exactly
+the follow-ups are flagged, so the engine never stops between the two sides of
+a seam, while flat regions (zero quadric error) still stop anywhere.
 Collapses continue until no triangle is left, as the engine's tool does.
 """
 from __future__ import annotations
@@ -167,7 +169,6 @@ def build_progressive(positions: np.ndarray, triangles: np.ndarray,
     refcount = np.bincount(tris.reshape(-1), minlength=nv_total)
     records: list[dict] = []                # creation order
     changes: list[tuple[int, int]] = []     # (triangle id, corner)
-    total = 0.0
 
     def swap_vertex_to_end(v: int) -> None:
         nonlocal live_v
@@ -196,10 +197,8 @@ def build_progressive(positions: np.ndarray, triangles: np.ndarray,
             for cost, b in _candidates(m, q, a, scale2)]
     heapq.heapify(heap)
 
-    def collapse(a: int, b: int, cost: float) -> None:
+    def collapse(a: int, b: int, cost: float, partner: bool = False) -> None:
         """Vertex ``a`` onto ``b`` with the engine's bookkeeping."""
-        nonlocal total
-        total += cost
         first_change = len(changes)
         swap_vertex_to_end(a)
         dying, moved = [], []
@@ -238,7 +237,7 @@ def build_progressive(positions: np.ndarray, triangles: np.ndarray,
         n_changes = len(changes) - first_change
         records.append({"indicesToLose": 3 * len(dying), "indicesToChange": n_changes,
                         "verticesToLose": lost, "indexChangesOffset": first_change if n_changes else 0,
-                        "collapseTo": b, "value": total})
+                        "collapseTo": b, "partner": partner})
         around = {b} | m.neighbours(b)
         for v in around:
             version[v] += 1
@@ -264,7 +263,7 @@ def build_progressive(positions: np.ndarray, triangles: np.ndarray,
             if not target:
                 target = [b2 for b2 in nb if np.array_equal(pos[b2], pos[b])]
             if target and np.array_equal(pos[a2], pa):
-                collapse(a2, target[0], 0.0)
+                collapse(a2, target[0], 0.0, partner=True)
 
     if live_t:  # not reachable for a proper mesh; kept for degenerate input
         raise ValueError("progressive mesh generation left triangles uncollapsed")
@@ -275,15 +274,15 @@ def build_progressive(positions: np.ndarray, triangles: np.ndarray,
     final_idx.reshape(-1, 3)[:] = pos_of[final_tris[tri_at]]
     change_pos = np.array([slot_of[t] * 3 + k for t, k in changes], np.int64)
     out = []
-    previous = 0.0
+    next_is_partner = False   # file order is creation order reversed
     for r in reversed(records):
         out.append({"indicesToLose": r["indicesToLose"], "indicesToChange": r["indicesToChange"],
                     "verticesToLose": r["verticesToLose"],
                     "indexChangesOffset": r["indexChangesOffset"],
                     "collapseTo": int(pos_of[r["collapseTo"]]),
-                    "shouldCollapse": int(np.float32(r["value"]) == np.float32(previous)),
+                    "shouldCollapse": int(next_is_partner),
                     "padding": b"\x00\x00\x00"})
-        previous = r["value"]
+        next_is_partner = r["partner"]
     return Progressive(order=vert_at.copy(), indices=final_idx, collapses=out,
                        index_changes=change_pos.astype(np.int32), min_vertices=live_v,
                        min_indices=live_t * 3)
