@@ -232,14 +232,16 @@ _NAME = Option("name", str, "the name stored in the file (default: the glTF's)")
 _ENCRYPT = Option("encrypt", bool, "write referenced textures as NTF7 (encrypted)", False)
 _TEXTURES = Option("textures", bool, "write the glTF's images as NTF .dxt textures beside the "
                    "output (default on for .n3chr/.n3cpart/.n3cplug)", True)
+_FOLDER = Option("folder", str, "client folder the written references name (chr for .n3chr, "
+                 "item for parts and plugs; the client resolves folder\\file from its data root)")
 IMPORT_OPTIONS = {
     "n3pmesh": (_NO_LOD, _NO_LOD_ALIAS, _NAME),
     "n3cskins": (_NO_LOD, _NO_LOD_ALIAS, _NAME),
-    "n3cpart": (_NO_LOD, _NO_LOD_ALIAS, _NAME, _TEXTURES, _ENCRYPT),
-    "n3cplug": (_NO_LOD, _NO_LOD_ALIAS, _NAME, _TEXTURES, _ENCRYPT),
+    "n3cpart": (_NO_LOD, _NO_LOD_ALIAS, _NAME, _TEXTURES, _ENCRYPT, _FOLDER),
+    "n3cplug": (_NO_LOD, _NO_LOD_ALIAS, _NAME, _TEXTURES, _ENCRYPT, _FOLDER),
     "n3joint": (_NAME,),
     "n3anim": (),
-    "n3chr": (_NO_LOD, _NO_LOD_ALIAS, _NAME, _TEXTURES, _ENCRYPT),
+    "n3chr": (_NO_LOD, _NO_LOD_ALIAS, _NAME, _TEXTURES, _ENCRYPT, _FOLDER),
 }
 
 

@@ -134,6 +134,10 @@ def gather(scene: Scene, sets: list, what: str, joint_map: dict | None = None) -
         base += len(p)
     if lost_uv:
         scene.warnings.append(f"{what}: only the first UV set is kept (TEXCOORD_1+ dropped)")
+    for name, arrays in (("positions", pos), ("UVs", uv)):
+        bad = sum(int((~np.isfinite(a)).any(axis=1).sum()) for a in arrays)
+        if bad:
+            raise ImportError_(f"{what}: {bad} vertices have non-finite {name}", path=name)
     pos_a = mirror_x(np.concatenate(pos)).astype(np.float32)
     nrm_a = mirror_x(np.concatenate(nrm)).astype(np.float32)
     uv_a = np.concatenate(uv).astype(np.float32)

@@ -110,31 +110,36 @@ class _Mesh:
         return out
 
 
+def _cross(u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Cross product over the last axis (np.cross is slow on many tiny arrays)."""
+    return np.stack([u[..., 1] * v[..., 2] - u[..., 2] * v[..., 1],
+                     u[..., 2] * v[..., 0] - u[..., 0] * v[..., 2],
+                     u[..., 0] * v[..., 1] - u[..., 1] * v[..., 0]], axis=-1)
+
+
 def _candidates(m: _Mesh, q: np.ndarray, a: int, scale2: float) -> list[tuple[float, int]]:
     """Costs of collapsing ``a`` onto each neighbour: quadric error of the combined
     quadric at the neighbour's position, plus a penalty when a kept face flips."""
     nbrs = sorted(m.neighbours(a))
     if not nbrs:
         return []
-    targets = m.pos[nbrs]                                        # (k, 3)
-    h = np.concatenate([targets, np.ones((len(nbrs), 1))], axis=1)
-    combined = q[a][None] + q[nbrs]
+    nb = np.array(nbrs, dtype=np.int64)
+    targets = m.pos[nb]                                          # (k, 3)
+    h = np.concatenate([targets, np.ones((len(nb), 1))], axis=1)
+    combined = q[a][None] + q[nb]
     cost = np.einsum("ki,kij,kj->k", h, combined, h)
-    tris = np.array(sorted(m.vert_tris[a]), dtype=np.int64)
+    tris = np.fromiter(m.vert_tris[a], dtype=np.int64)
     corners = m.tris[tris]                                       # (t, 3)
     pts = m.pos[corners]                                         # (t, 3, 3)
-    old = np.cross(pts[:, 1] - pts[:, 0], pts[:, 2] - pts[:, 0])  # (t, 3)
-    which = corners == a                                         # (t, 3)
-    for i, b in enumerate(nbrs):
-        keep = ~(corners == b).any(axis=1)
-        if not keep.any():
-            continue
-        moved = pts[keep].copy()
-        moved[which[keep]] = m.pos[b]
-        new = np.cross(moved[:, 1] - moved[:, 0], moved[:, 2] - moved[:, 0])
-        if (np.einsum("ij,ij->i", new, old[keep]) <= 0).any():
-            cost[i] += FLIP_PENALTY * scale2
-    return [(max(float(c), 0.0), b) for c, b in zip(cost, nbrs)]
+    old = _cross(pts[:, 1] - pts[:, 0], pts[:, 2] - pts[:, 0])   # (t, 3)
+    which = corners == a                                         # (t, 3), one per row
+    moved = np.repeat(pts[None], len(nb), axis=0)                # (k, t, 3, 3)
+    moved[:, which] = targets[:, None, :]
+    new = _cross(moved[:, :, 1] - moved[:, :, 0], moved[:, :, 2] - moved[:, :, 0])
+    keep = ~(corners[None] == nb[:, None, None]).any(axis=2)     # (k, t): faces that stay
+    flips = ((np.einsum("ktj,tj->kt", new, old) <= 0) & keep).any(axis=1)
+    cost = cost + np.where(flips, FLIP_PENALTY * scale2, 0.0)
+    return [(max(float(c), 0.0), b) for c, b in zip(cost.tolist(), nbrs)]
 
 
 def build_progressive(positions: np.ndarray, triangles: np.ndarray,
