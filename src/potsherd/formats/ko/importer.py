@@ -684,7 +684,18 @@ def import_part(scene: Scene, *, like: Document | None = None, out_name: str = "
     sets = _mesh_sets(scene)
     geo = gather(scene, sets, "n3cpart", joint_map)
     folder = str(options.get("folder", "item"))
-    return _part_files(scene, geo, stem, folder, like, None, options)
+    like_skins = _like_ref(like, "n3cpart", "geometry", "n3cskins")
+    return _part_files(scene, geo, stem, folder, like, like_skins, options)
+
+
+def _like_ref(like: Document | None, fmt: str, field: str, target: str) -> Document | None:
+    """The document the original ``like`` references in ``field`` (found from
+    beside the original, as the export found it), or None."""
+    if like is None or not like.format.startswith(fmt):
+        return None
+    from .scene import Resolver
+    doc = Resolver(like.source, None).load(like.root[field], Scene(), target)
+    return doc if doc is not None and doc.format == target else None
 
 
 def _part_files(scene: Scene, geo: Geometry, stem: str, folder: str,
@@ -720,10 +731,22 @@ def _plug_matrix_n3(local: np.ndarray) -> np.ndarray:
 def import_plug(scene: Scene, *, like: Document | None = None, out_name: str = "",
                 **options: Any) -> list:
     stem = _stem(out_name) or scene.name or "plug"
-    sets = [s for s in _mesh_sets(scene, skinned=False)]
+    sets = _mesh_sets(scene, skinned=False)
+    if not sets:
+        raise ImportError_("the scene has no rigid mesh to make a plug from")
+    # the plug's transform is its mesh node's (the first one); geometry in that frame
+    world = world_matrices(scene)
+    node = sets[0].node
+    inv = np.linalg.inv(world[node])
+    for s in sets:
+        s.positions = s.positions @ inv[:3, :3].T + inv[:3, 3]
+        if s.normals is not None:
+            s.normals = s.normals @ world[node][:3, :3]
     geo = gather(scene, sets, "n3cplug")
-    return _plug_files(scene, geo, stem, str(options.get("folder", "item")), like, None,
-                       np.eye(4), 0, options)
+    joint = int(scene.nodes[node].extras.get("joint", 0)) if scene.nodes[node].extras else 0
+    like_mesh = _like_ref(like, "n3cplug", "geometry", "n3pmesh")
+    return _plug_files(scene, geo, stem, str(options.get("folder", "item")), like, like_mesh,
+                       world[node], joint, options)
 
 
 def _plug_files(scene: Scene, geo: Geometry, stem: str, folder: str, like: Document | None,
