@@ -536,3 +536,31 @@ def test_plug_alone_keeps_its_transform_and_joint(tmp_path):
     back = export(tmp_path / "sword.n3cplug", data_root=str(tmp_path))
     assert corner_set(back, 3) == corner_set(src, 3)             # same world-space weapon
     assert np.allclose(world_matrices(back)[0], world_matrices(src)[0], atol=1e-5)
+
+
+def test_hostile_scenes_are_clear_errors():
+    bad = hand_scene()
+    bad.meshes[0].primitives[0].positions[1, 0] = np.nan
+    with pytest.raises(FormatError, match="non-finite positions"):
+        CODEC["n3pmesh"].from_scene(bad)
+    big = Scene()
+    n = 70000                                    # over the engine's 16-bit indices
+    pos = np.random.default_rng(1).random((n, 3)).astype(np.float32)
+    prim = Primitive(positions=pos, indices=np.arange(n - n % 3, dtype=np.uint32))
+    big.add_node(name="big", mesh=big.add_mesh(Mesh(primitives=[prim])))
+    with pytest.raises(FormatError, match="65535"):
+        CODEC["n3pmesh"].from_scene(big, no_lod=True)
+    # negative control: the same scene cut below the limit imports
+    small = Scene()
+    prim = Primitive(positions=pos[:300], indices=np.arange(300, dtype=np.uint32))
+    small.add_node(name="small", mesh=small.add_mesh(Mesh(primitives=[prim])))
+    assert CODEC["n3pmesh"].from_scene(small, no_lod=True).root["vertexCount"] == 300
+
+
+def test_import_options_are_declared_and_coerced():
+    from potsherd.registry import coerce_options
+    names = {o.name for o in CODEC["n3chr"].import_options}
+    assert {"lod", "no_lod", "encrypt", "textures", "name", "folder"} <= names
+    assert coerce_options(CODEC["n3pmesh"].import_options, {"lod": "0"}) == {"lod": 0}
+    with pytest.raises(ValueError, match="valid options"):
+        coerce_options(CODEC["n3pmesh"].import_options, {"detail": "1"})
