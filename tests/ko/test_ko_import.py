@@ -564,3 +564,25 @@ def test_import_options_are_declared_and_coerced():
     assert coerce_options(CODEC["n3pmesh"].import_options, {"lod": "0"}) == {"lod": 0}
     with pytest.raises(ValueError, match="valid options"):
         coerce_options(CODEC["n3pmesh"].import_options, {"detail": "1"})
+
+
+def test_edited_character_with_like_changes_only_the_edited_part(tmp_path):
+    path = corpus("Chr/mob_kenta.n3chr")
+    orig = potsherd.read(path)
+    scene = via_glb(export(path), tmp_path)
+    lower = [n for n in scene.nodes if n.name == "lower"][0]
+    scene.meshes[lower.mesh].primitives[0].positions[:, 1] += 0.25     # lift the lower body
+    out = orig.codec.from_scene(scene, like=orig, out_name=path.name)
+    from potsherd.formats.ko.scene import Resolver
+    res = Resolver(str(path), None)
+    changed = []
+    for name, doc in out:
+        original = path if name == out[0][0] else (res.find("item\\" + name) or
+                                                    res.find("chr\\" + name))
+        if doc.encode() != Path(original).read_bytes():
+            changed.append(name)
+    assert changed == ["mob_kenta_lower.n3cskins"]
+    lods = potsherd.read(doc_bytes := dict(out)["mob_kenta_lower.n3cskins"].encode(),
+                         format="n3cskins").root["lods"]
+    assert len(doc_bytes) > 0 and [int(l["faceCount"]) for l in lods][0] == 412
+    assert lods[0]["bindings"][0]["count"] >= 1                   # still bound to the skeleton

@@ -18,7 +18,11 @@ reversed back to the engine's clockwise fronts, no V flip.
 * ``.n3cpart`` / ``.n3cplug`` / ``.n3chr``: a character is several files; the
   ``.n3chr`` import returns the character and every file it references
   (joint, clips, parts with their skins and textures, plugs with their meshes),
-  referenced as ``<folder>\\<file>`` the way the client names them.
+  referenced as ``<folder>\\<file>`` the way the client names them (``chr\\``
+  for the skeleton and clips, ``item\\`` for parts, skins, plugs, meshes and
+  textures).  Every file is written beside the output; in a client tree the
+  ``item`` ones belong in ``Item/`` (potsherd's own export also finds them
+  beside the character).
 
 ``like`` (the original file) keeps what glTF cannot carry: when the imported
 geometry, skeleton or clips are the ones the original exports to, the
