@@ -586,3 +586,50 @@ def test_edited_character_with_like_changes_only_the_edited_part(tmp_path):
                          format="n3cskins").root["lods"]
     assert len(doc_bytes) > 0 and [int(l["faceCount"]) for l in lods][0] == 412
     assert lods[0]["bindings"][0]["count"] >= 1                   # still bound to the skeleton
+
+
+BLENDER_ROUND_TRIP = """
+import numpy; numpy.bool = bool
+import bpy, sys
+args = sys.argv[sys.argv.index('--') + 1:]
+bpy.ops.wm.read_factory_settings(use_empty=True)
+bpy.ops.import_scene.gltf(filepath=args[0])
+bpy.ops.export_scene.gltf(filepath=args[1], export_format='GLB')
+"""
+
+
+def test_character_through_blender_imports_back(tmp_path):
+    """A KO character exported, opened and re-exported by Blender (its own rest
+    pose, bind matrices, action order and names), then imported as .n3chr."""
+    import shutil
+    import subprocess
+    blender = shutil.which("blender")
+    if blender is None:
+        pytest.skip("Blender not installed")
+    path = corpus("Chr/mob_kenta.n3chr")
+    write_glb(export(path), tmp_path / "kenta.glb")
+    script = tmp_path / "rt.py"
+    script.write_text(BLENDER_ROUND_TRIP)
+    # Debian's Blender finds its numpy only with the system Python first on PATH
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYENV", "PYTHON"))}
+    env["PATH"] = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep)
+                                  if ".pyenv" not in p and "venv" not in p)
+    subprocess.run([blender, "-b", "--python", str(script), "--", str(tmp_path / "kenta.glb"),
+                    str(tmp_path / "blender.glb")], check=True, capture_output=True, timeout=600,
+                   env=env)
+    if not (tmp_path / "blender.glb").is_file():
+        pytest.skip("Blender could not run its glTF add-on here")
+    src = read_gltf(tmp_path / "blender.glb")
+    files = CODEC["n3chr"].from_scene(read_gltf(tmp_path / "blender.glb"), out_name="k.n3chr")
+    out = tmp_path / "out"
+    out.mkdir()
+    write_all(files, out)
+    back = export(out / "k.n3chr", data_root=str(out))
+    a = np.concatenate([s.positions for s in triangle_sets(src)])
+    b = np.concatenate([s.positions for s in triangle_sets(back)])
+    assert sum(s.triangle_count for s in triangle_sets(back)) == \
+        sum(s.triangle_count for s in triangle_sets(src))
+    tol = 0.02 * np.ptp(a, axis=0).max()
+    assert np.allclose(a.min(0), b.min(0), atol=tol) and np.allclose(a.max(0), b.max(0), atol=tol)
+    assert len(back.animations) == len(src.animations) == 11
+    assert sorted(x.name for x in back.animations) == sorted(x.name for x in src.animations)
