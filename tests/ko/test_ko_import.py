@@ -119,6 +119,32 @@ def test_uv_seam_partners_collapse_together_and_are_flagged():
     assert canon(p.order[idx[:ni]]) == canon(tris2)
 
 
+def test_progressive_mesh_of_triangle_soups_replays_exactly():
+    """Non-manifold, duplicated and coincident input (what hand-made files hold):
+    every replay ends at the input, every level references live vertices only."""
+    rng = np.random.default_rng(0)
+    checked = 0
+    for _ in range(120):
+        nv, nt = int(rng.integers(3, 30)), int(rng.integers(1, 40))
+        pos = rng.integers(0, 4, (nv, 3)).astype(float)
+        tris = rng.integers(0, nv, (nt, 3))
+        tris = tris[(tris[:, 0] != tris[:, 1]) & (tris[:, 1] != tris[:, 2]) & (tris[:, 0] != tris[:, 2])]
+        if not len(tris):
+            continue
+        used = np.unique(tris)
+        remap = np.full(nv, -1)
+        remap[used] = np.arange(len(used))
+        pos, tris = pos[used], remap[tris]
+        p = build_progressive(pos, tris)
+        v, i, idx = replay(p)
+        assert v == len(pos) and canon(p.order[idx[:i]]) == canon(tris)
+        for target in range(0, len(pos) + 1, 3):
+            v, i, idx = replay(p, target)
+            assert (idx[:i] < v).all()
+        checked += 1
+    assert checked > 100
+
+
 # ---- .n3pmesh -------------------------------------------------------------------------------
 
 def spec_layout():
