@@ -659,3 +659,21 @@ def test_character_through_blender_imports_back(tmp_path):
     assert np.allclose(a.min(0), b.min(0), atol=tol) and np.allclose(a.max(0), b.max(0), atol=tol)
     assert len(back.animations) == len(src.animations) == 11
     assert sorted(x.name for x in back.animations) == sorted(x.name for x in src.animations)
+
+
+def test_skinned_mesh_with_two_materials_becomes_two_parts(tmp_path):
+    sc = rig_scene()
+    body = [n for n in sc.nodes if n.name == "body"][0]
+    sc.materials += [Material(name="skin"), Material(name="cloth")]
+    first = sc.meshes[body.mesh].primitives[0]
+    first.material = 0
+    second = Primitive(positions=first.positions + np.float32([0, 0, 1]), indices=first.indices,
+                       joints=first.joints, weights=first.weights, material=1)
+    sc.meshes[body.mesh].primitives.append(second)
+    files = CODEC["n3chr"].from_scene(sc, out_name="rig.n3chr")
+    chr_root = dict(files)["rig.n3chr"].root
+    assert [bytes(p) for p in chr_root["parts"]] == [b"item\\rig_body_skin.n3cpart",
+                                                     b"item\\rig_body_cloth.n3cpart"]
+    write_all(files, tmp_path)
+    back = export(tmp_path / "rig.n3chr", data_root=str(tmp_path))
+    assert sum(s.triangle_count for s in triangle_sets(back)) == 2

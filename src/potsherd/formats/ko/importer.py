@@ -845,11 +845,16 @@ def import_chr(scene: Scene, *, like: Document | None = None, out_name: str = ""
     part_nodes = [i for i, n in enumerate(scene.nodes) if n.mesh is not None
                   and (n.skin is not None or not rigged and n.extras.get("lods") is not None)]
     part_refs: list = []
-    for k, node in enumerate(part_nodes):
+    # a part has one material and texture: a mesh with several becomes several parts
+    groups: list = []
+    for node in part_nodes:
         node_sets = [s for s in all_sets if s.node == node]
-        if not node_sets:
-            continue
-        pname = _original_name(scene.nodes[node]) or f"part{k}"
+        mats = list(dict.fromkeys(s.material for s in node_sets))
+        for m in mats:
+            base = _original_name(scene.nodes[node]) or f"part{len(groups)}"
+            name = base if len(mats) == 1 else f"{base}_{_material_name(scene, m, mats.index(m))}"
+            groups.append((name, [s for s in node_sets if s.material == m]))
+    for k, (pname, node_sets) in enumerate(groups):
         geo = gather(scene, node_sets, f"part {pname}", joint_map)
         lpart, lskins = parts_like[k] if k < len(parts_like) else (None, None)
         pstem = _stem(text(lpart.root["geometry"]).replace("\\", "/")) if lpart is not None \
@@ -934,6 +939,12 @@ def _chr_doc(scene: Scene, like: Document | None, originals: dict, stem: str, fo
             "jointPartStarts": np.array([-1, -1], np.int32),
             "jointPartEnds": np.array([-1, -1], np.int32), "fxPlug": _raw("")}
     return Document("n3chr", root, {}, b"", [], {})
+
+
+def _material_name(scene: Scene, index: int | None, position: int) -> str:
+    if index is not None and 0 <= index < len(scene.materials) and scene.materials[index].name:
+        return _safe(scene.materials[index].name)
+    return f"m{position}"
 
 
 def _safe(name: str) -> str:
