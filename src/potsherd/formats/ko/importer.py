@@ -686,6 +686,9 @@ def import_part(scene: Scene, *, like: Document | None = None, out_name: str = "
     stem = _stem(out_name) or scene.name or "part"
     joint_map = _joint_maps(scene, skeleton_order(scene)) if scene.skins else None
     sets = _mesh_sets(scene)
+    if len({s.material for s in sets}) > 1:
+        scene.warnings.append("n3cpart: a part has one material; the first one's is used "
+                              "(import to .n3chr for one part per material)")
     geo = gather(scene, sets, "n3cpart", joint_map)
     folder = str(options.get("folder", "item"))
     like_skins = _like_ref(like, "n3cpart", "geometry", "n3cskins")
