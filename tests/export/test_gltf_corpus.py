@@ -55,6 +55,9 @@ def convert_corpus(folder: Path, out_dir: Path) -> tuple:
             skipped.append((src, str(e)))
             continue
         except FormatError as e:
+            if getattr(e, "missing_references", False):   # e.g. an .n3chr whose parts are absent
+                skipped.append((src, str(e)))
+                continue
             failed.append((src, f"to_scene: {e}"))
             continue
         out = out_dir / f"{i:04d}_{src.name}.glb"

@@ -189,6 +189,7 @@ def models(tmp_path_factory):
     cache: dict = {}
     specs = {
         "kenta": ("ko", "data/Chr/mob_kenta.n3chr"),
+        "deruvisy": ("ko", "data/Chr/mob_deruvisy.n3chr"),
         "lamp": ("ko", "data/Object/obj_ka_01_lamp.n3shape"),
         "larmor": ("dts", "tribesrebirth/entities_vol/larmor.dts"),
         "kenney": ("fbx", "ufbx__maya_kenney_character_7700_binary.fbx"),
@@ -254,34 +255,68 @@ def toes_forward(foot_points: np.ndarray, ankle: np.ndarray) -> tuple:
 
 # ---- Knight Online ----------------------------------------------------------------------
 
+MIRROR_Z_OF_X = np.diag([-1.0, 1.0, -1.0])   # negative control: the former Z mirror (X mirror undone)
+
+
 def test_ko_character_kenta(models):
-    """mob_kenta.n3chr: a centaur (skinned, 11 clips, 3 textures)."""
+    """mob_kenta.n3chr: a centaur (skinned, 11 clips, 3 textures).  Under the engine's
+    rule (N3 x -> glTF -x) its left side is its left, and its mesh is authored with
+    the human front on N3 -Z (the head lies behind the tail along +Z)."""
     m = models("kenta")
-    # 0.0070 measured: only the single-sided blade of the weapon shows its back
+    # 0.0032 measured: only the single-sided blade of the weapon shows its back
     check_closed_front(m, 0.03)
     world = m.world()
     pts = m.points()
     head = m.node(world, "head")
     ankles = np.array([m.node(world, n) for n in ("FLankle", "FRankle", "RLankle", "RRankle")])
-    # measured: up (-0.02, 0.93, 0.36) (the human torso leans over the front legs),
-    # head at 0.79 of the height, ankles at 0.10
     check_upright(head, ankles, pts, min_up=0.85, min_head=0.7, max_feet=0.2)
-    # front: the human head is ahead of the tail along +Z by 0.55 of the height (2.29 of 4.16)
     height = np.ptp(pts[:, 1])
     tail = m.node(world, "tail1")
-    assert (head[2] - tail[2]) / height > 0.3
-    assert ankles[:2, 2].mean() > ankles[2:, 2].mean() + 1.0       # front legs ahead (1.6)
-    assert ((TURN_Y @ head)[2] - (TURN_Y @ tail)[2]) / height < -0.3   # control
+    # -0.55 of the height measured: this mob's file faces N3 -Z
+    assert (head[2] - tail[2]) / height < -0.3
+    assert ankles[:2, 2].mean() < ankles[2:, 2].mean() - 1.0       # front legs toward -Z (1.61)
+    # chirality: facing -Z, the character's left is glTF -X (Lshoulder -0.48, Rshoulder +0.54)
+    left, right = m.node(world, "Lshoulder"), m.node(world, "Rshoulder")
+    assert left[0] < -0.3 and right[0] > 0.3
+    assert (MIRROR_Z_OF_X @ left)[0] > 0.3     # control: the old Z mirror swaps the sides
     # 0.169 measured (3 DXT textures)
     check_textured(m, 3, 0.08)
     # walk at mid-cycle: 0.997 of the covered pixels change
     check_animated(m, 0, "walk", 11, 0.3)
+    names = [a.get("name") for a in m.gltf.json["animations"]]
+    assert len(set(names)) == len(names) and "run.1" in names        # unique clip names
+    joint_names = [n.get("name") for n in m.gltf.json["nodes"]]
+    assert len(set(joint_names)) == len(joint_names) and "end_site.7" in joint_names
+
+
+def test_ko_character_deruvisy_faces_plus_z(models):
+    """mob_deruvisy.n3chr: a hooded mob on a Biped rig; its toes are ahead of its
+    feet along +Z and its left limbs on +X, as glTF's front (+Z) wants."""
+    m = models("deruvisy")
+    assert back_face_fraction(m.triangles()) < 0.01                # 0.0 measured
+    world = m.world()
+    for side in "LR":
+        foot, toe = m.node(world, f"Bip01 {side} Foot"), m.node(world, f"Bip01 {side} Toe0")
+        assert toe[2] - foot[2] > 0.15                              # 0.208, 0.208 measured
+        assert (TURN_Y @ toe)[2] - (TURN_Y @ foot)[2] < -0.15       # control: half a turn
+    # facing +Z in a right-handed frame, the left is +X: thighs at +0.127 / -0.06
+    assert m.node(world, "Bip01 L Thigh")[0] > m.node(world, "Bip01 R Thigh")[0] + 0.1
+    assert m.node(world, "Bip01 L Hand")[0] > 0.3                   # 0.398 measured
+    assert (MIRROR_Z_OF_X @ m.node(world, "Bip01 L Hand"))[0] < -0.3   # control: old mirror
+    check_textured(m, 1, 0.1)                                        # 0.198 measured
 
 
 def test_ko_shape_lamp(models):
     """obj_ka_01_lamp.n3shape: a textured street lamp (body, horns, a flame billboard)."""
     m = models("lamp")
-    check_closed_front(m, 0.01)                                   # 0.0 measured
+    # the flame is a Y billboard (renderFlags 0x8): it turns to the camera in game, so it
+    # is exported double-sided and left out of the winding measure
+    tris = m.triangles()
+    double = [t for t in tris if t["double"]]
+    assert len(double) == 1 and double[0]["pos"].shape[0] == 2   # the flame card
+    single = [t for t in tris if not t["double"]]
+    assert back_face_fraction(single) < 0.03                      # 0.0103 measured (horn tips)
+    assert back_face_fraction(flipped(single)) > 0.95             # control
     world = m.world()
     pts = m.points()
     flame = m.node_points(world, "object\\obj_ka_01_lamp_fire.n3pmesh").mean(0)

@@ -38,7 +38,7 @@ def key(kind, rate, values):
     return i32(len(values)) + struct.pack("<I", kind) + f32(rate) + f32(*[x for v in values for x in v])
 
 
-def test_pmesh_scene_mirrors_z_flips_winding_and_replays_collapses():
+def test_pmesh_scene_mirrors_x_flips_winding_and_replays_collapses():
     verts = [(0, 0, 1), (1, 0, 2), (0, 1, 3), (1, 1, 4)]
     vb = b"".join(f32(*p, 0, 0, -1, 0.25, 0.75) for p in verts)
     data = (s(b"m") + i32(1, 2, 4, 6, 3, 3) + vb + u16(0, 1, 2, 0, 2, 2)
@@ -46,8 +46,10 @@ def test_pmesh_scene_mirrors_z_flips_winding_and_replays_collapses():
     doc = potsherd.read(data, format="n3pmesh")
     sc = doc.codec.to_scene(doc)
     prim = sc.meshes[0].primitives[0]
-    assert prim.positions.tolist() == [[0, 0, -1], [1, 0, -2], [0, 1, -3], [1, 1, -4]]
-    assert prim.normals.tolist() == [[0, 0, 1]] * 4
+    # the X mirror: N3 (x, y, z) -> glTF (-x, y, z); the front (+Z) stays +Z
+    assert prim.positions.tolist() == [[0, 0, 1], [-1, 0, 2], [0, 1, 3], [-1, 1, 4]]
+    assert np.signbit(prim.positions[:, 0]).all()  # -0.0: the mirror was applied
+    assert prim.normals.tolist() == [[0, 0, -1]] * 4
     assert prim.uvs[0].tolist() == [[0.25, 0.75]] * 4  # no V flip
     # full detail after the collapse: (0 1 2) (0 3 3); winding reversed per triangle
     assert prim.indices.tolist() == [0, 2, 1, 0, 3, 3]
@@ -71,15 +73,15 @@ def test_joint_scene_frame0_pose_and_orient_composition():
     hips, hand = sc.nodes[0], sc.nodes[1]
     assert sc.roots == [0] and hips.children == [1]
     assert hips.translation == [0.0, 0.0, -0.0]  # the position key wins over the static value
-    # q_orient (x) q_rot = (0.5, 0.5, 0.5, 0.5); mirrored: (-x, -y, z, w)
-    assert np.allclose(hips.rotation, [-0.5, -0.5, 0.5, 0.5])
-    assert hand.translation == [0.0, 1.0, -2.0] and hand.rotation == [-0.0, -0.0, 0.0, 1.0]
+    # q_orient (x) q_rot = (0.5, 0.5, 0.5, 0.5); mirrored: (x, -y, -z, w)
+    assert np.allclose(hips.rotation, [0.5, -0.5, -0.5, 0.5])
+    assert hand.translation == [-0.0, 1.0, 2.0] and hand.rotation == [0.0, -0.0, -0.0, 1.0]
     anim = sc.animations[0]
     assert anim.name == "timeline"
     ch = {c.path: c for c in anim.channels}
     assert set(ch) == {"translation", "rotation"} and ch["translation"].node == 0
     assert ch["translation"].times.tolist() == pytest.approx([0, 2 / 30, 4 / 30])
-    assert ch["translation"].values.tolist() == [[0, 0, 0], [2, 0, -4], [4, 0, -8]]
+    assert ch["translation"].values.tolist() == [[0, 0, 0], [-2, 0, 4], [-4, 0, 8]]
 
 
 def test_key_lookup_floor_of_frame_times_rate_and_lerp():
@@ -98,7 +100,7 @@ def test_clip_times_are_frame_offsets_over_fps():
     anim = joint_animation("walk", joints, [0, 1], 1.0, 3.0, 2.0)
     tr = [c for c in anim.channels if c.path == "translation"][0]
     assert tr.times.tolist() == [0.0, 0.5, 1.0]          # frames 1, 2, 3 at 2 frames/s
-    assert tr.values.tolist() == [[1, 0, -2], [2, 0, -4], [3, 0, -6]]
+    assert tr.values.tolist() == [[-1, 0, 2], [-2, 0, 4], [-3, 0, 6]]
 
 
 def test_skin_unwelds_position_uv_pairs_and_uses_binding_origin():
@@ -114,8 +116,8 @@ def test_skin_unwelds_position_uv_pairs_and_uses_binding_origin():
                        {"origin": [7.0, 8.0, 9.0], "count": 0}]}
     a = skin_arrays(sk, sc)
     # corners (0,0) (1,0) (2,0) (0,1) (2,1) (1,1): six unique pairs
-    assert a["positions"].tolist() == [[1, 2, -3], [4, 5, -6], [7, 8, -9], [1, 2, -3], [7, 8, -9],
-                                       [4, 5, -6]]
+    assert a["positions"].tolist() == [[-1, 2, 3], [-4, 5, 6], [-7, 8, 9], [-1, 2, 3], [-7, 8, 9],
+                                       [-4, 5, 6]]
     assert a["uvs"][0].tolist() == [[0, 0], [0, 0], [0, 0], [1, 1], [1, 1], [1, 1]]
     assert a["indices"].tolist() == [0, 2, 1, 3, 5, 4]
     assert a["joints"][:3].tolist() == [[2, 0], [0, 1], [0, 0]]
@@ -169,7 +171,7 @@ def test_shape_transform_keys_become_one_animation():
     doc = potsherd.read(data, format="n3shape")
     sc = doc.codec.to_scene(doc)
     root = sc.nodes[0]
-    assert root.translation == [1.0, 2.0, -3.0] and sc.nodes[1].translation == [0.0, 0.0, -1.0]
+    assert root.translation == [-1.0, 2.0, 3.0] and sc.nodes[1].translation == [-0.0, 0.0, 1.0]
     (anim,) = sc.animations
     (ch,) = anim.channels
     assert ch.node == 0 and ch.path == "translation"
@@ -178,7 +180,7 @@ def test_shape_transform_keys_become_one_animation():
 
 
 def test_converted_real_meshes_wind_counter_clockwise_around_their_normals():
-    """After the Z mirror and the winding swap, the geometric face normal of
+    """After the X mirror and the winding swap, the geometric face normal of
     (almost) every triangle points the way the stored vertex normals do."""
     files = sorted((CORPUS / "data").rglob("*.n3pmesh")) if CORPUS.is_dir() else []
     if not files:

@@ -227,6 +227,30 @@ def mirror_z_matrix(m: Any) -> np.ndarray:
     return _MIRROR_Z @ _f64(m) @ _MIRROR_Z
 
 
+_MIRROR_X = np.diag([-1.0, 1.0, 1.0, 1.0])
+
+
+def mirror_x(v: Any) -> np.ndarray:
+    """Positions/normals/translations (..., 3): (x, y, z) -> (-x, y, z).
+    Left-handed Y-up data whose front is +Z (the N3 engine) to glTF, keeping
+    the front on +Z.  Its own inverse.  Remember to flip triangle winding."""
+    out = np.array(v, dtype=np.result_type(np.asarray(v).dtype, np.float32), copy=True)
+    out[..., 0] *= -1
+    return out
+
+
+def mirror_x_quat(q: Any) -> np.ndarray:
+    """Rotations under the X mirror: (x, y, z, w) -> (x, -y, -z, w)."""
+    out = np.array(q, dtype=np.float64, copy=True)
+    out[..., 1:3] *= -1
+    return out
+
+
+def mirror_x_matrix(m: Any) -> np.ndarray:
+    """``S · M · S`` with ``S = diag(-1, 1, 1, 1)``, for (..., 4, 4)."""
+    return _MIRROR_X @ _f64(m) @ _MIRROR_X
+
+
 def z_up_to_y_up(v: Any) -> np.ndarray:
     """(x, y, z) -> (x, z, -y): a proper rotation (winding unchanged)."""
     v = np.asarray(v)

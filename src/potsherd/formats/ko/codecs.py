@@ -194,6 +194,27 @@ SCENE_FORMATS = ("n3pmesh", "n3shape", "n3joint", "n3cskins", "n3skin", "n3cpart
                  "n3cplug_cloak", "n3chr")
 
 
+#: options of the KO glTF export (``to_scene``), per format
+_LOD = Option("lod", int, "level of detail: .n3pmesh LOD record, .n3cskins/.n3chr skin LOD 0-3 "
+              "(0: most detailed)", 0)
+_DATA_ROOT = Option("data_root", str, "client data folder for resolving referenced files")
+_RIG = (Option("skeleton", str, ".n3joint (path or client reference) to bind the skin to"),
+        Option("animation", str, ".n3anim whose clips animate that skeleton"))
+_FX = Option("fx_meshes", bool, "also export a plug's inline effect mesh (fx_...)", False)
+_SOURCE = Option("source_path", str, "path of the input (for resolving references)")
+EXPORT_OPTIONS = {
+    "n3pmesh": (_LOD, _DATA_ROOT, _SOURCE),
+    "n3shape": (_DATA_ROOT, _SOURCE),
+    "n3joint": (_DATA_ROOT, _SOURCE),
+    "n3cskins": (_LOD, _DATA_ROOT, *_RIG, _SOURCE),
+    "n3skin": (_LOD, _DATA_ROOT, *_RIG, _SOURCE),
+    "n3cpart": (_LOD, _DATA_ROOT, *_RIG, _SOURCE),
+    "n3cplug": (_DATA_ROOT, _FX, _SOURCE),
+    "n3cplug_cloak": (_DATA_ROOT, _FX, _SOURCE),
+    "n3chr": (_LOD, _DATA_ROOT, _FX, _SOURCE),
+}
+
+
 def _scene_exporter(name: str):
     def to_scene(doc: Document, **options: Any):
         from .scene import SCENES  # scene.py imports this module
@@ -202,11 +223,43 @@ def _scene_exporter(name: str):
     return to_scene
 
 
+#: formats with a glTF import (``importer.py``)
+IMPORT_FORMATS = ("n3pmesh", "n3cskins", "n3cpart", "n3cplug", "n3joint", "n3anim", "n3chr")
+_NO_LOD = Option("lod", int, "1 (default): generate the progressive mesh (edge collapses and "
+                 "LOD records); 0: full detail only", 1)
+_NO_LOD_ALIAS = Option("no_lod", bool, "full detail only (same as lod=0)", False)
+_NAME = Option("name", str, "the name stored in the file (default: the glTF's)")
+_ENCRYPT = Option("encrypt", bool, "write referenced textures as NTF7 (encrypted)", False)
+_TEXTURES = Option("textures", bool, "write the glTF's images as NTF .dxt textures beside the "
+                   "output (default on for .n3chr/.n3cpart/.n3cplug)", True)
+_FOLDER = Option("folder", str, "client folder the written references name (chr for .n3chr, "
+                 "item for parts and plugs; the client resolves folder\\file from its data root)")
+IMPORT_OPTIONS = {
+    "n3pmesh": (_NO_LOD, _NO_LOD_ALIAS, _NAME),
+    "n3cskins": (_NO_LOD, _NO_LOD_ALIAS, _NAME),
+    "n3cpart": (_NO_LOD, _NO_LOD_ALIAS, _NAME, _TEXTURES, _ENCRYPT, _FOLDER),
+    "n3cplug": (_NO_LOD, _NO_LOD_ALIAS, _NAME, _TEXTURES, _ENCRYPT, _FOLDER),
+    "n3joint": (_NAME,),
+    "n3anim": (),
+    "n3chr": (_NO_LOD, _NO_LOD_ALIAS, _NAME, _TEXTURES, _ENCRYPT, _FOLDER),
+}
+
+
+def _scene_importer(name: str):
+    def from_scene(scene: Any, *, like: Document | None = None, out_name: str = "",
+                   **options: Any):
+        from .importer import IMPORTERS  # importer.py imports this module
+        return IMPORTERS[name](scene, like=like, out_name=out_name, **options)
+    from_scene.__doc__ = f"A neutral scene (glTF import) as {name} file(s)."
+    return from_scene
+
+
 class KoCodec(LayoutCodec):
     """A layout codec with the note's opaque fallback and text encodings."""
 
-    #: set per instance for the formats of SCENE_FORMATS
+    #: set per instance for the formats of SCENE_FORMATS / IMPORT_FORMATS
     to_scene = None
+    from_scene = None
 
     def __init__(self, name: str, root: str, *, extensions, variants=None,
                  description: str = "", parameters=(), allow_trailing: bool = True,
@@ -222,6 +275,10 @@ class KoCodec(LayoutCodec):
         self._check = check
         if name in SCENE_FORMATS:
             self.to_scene = _scene_exporter(name)
+            self.export_options = EXPORT_OPTIONS[name]
+        if name in IMPORT_FORMATS:
+            self.from_scene = _scene_importer(name)
+            self.import_options = IMPORT_OPTIONS[name]
 
     # --- decode / encode ------------------------------------------------
     def decode(self, data: bytes, *, limits: Limits = DEFAULT_LIMITS, **params: Any) -> Document:

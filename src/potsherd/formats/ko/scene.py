@@ -1,9 +1,15 @@
 """Knight Online documents as neutral scenes (glTF export), per note section 10.
 
 Conventions applied here (the scene model wants glTF's): N3 is left-handed,
-Y up, row vectors; mirroring Z gives glTF's right-handed frame, so positions
-and normals become (x, y, -z), quaternions (-x, -y, z, w), matrices S·M·S, and
-every triangle's winding is reversed.  No V flip (both are top-left).
+Y up, row vectors, and a model's forward is its local +Z (the client moves a
+character along (0, 0, 1) times its rotation).  glTF's front is +Z too, so the
+handedness change mirrors X: positions and normals become (-x, y, z),
+quaternions (x, -y, -z, w), matrices S·M·S with S = diag(-1, 1, 1), and every
+triangle's winding is reversed.  No V flip (both are top-left).
+
+Names: glTF tools refuse duplicate node and animation names (characters carry
+``end_site`` eight times), so repeated names get a ``.N`` suffix and the file's
+own name is kept in ``extras.originalName``.
 
 * ``.n3pmesh``: the full-detail mesh, reached by replaying every collapse
   (section 10.5); the LOD table goes to ``extras``.
@@ -29,15 +35,25 @@ from typing import Any
 
 import numpy as np
 
-from ...core.errors import FormatError
+from ...core.errors import FormatError, ValueFormatError
 from ...scene import (Animation, Channel, Image, Material, Mesh, Node, Primitive, Scene, Skin,
-                      TextureRef, flip_winding, limit_influences, mirror_z, mirror_z_matrix,
-                      mirror_z_quat, quat_multiply, quat_normalize, quat_slerp, weld)
+                      TextureRef, flip_winding, limit_influences, quat_multiply, quat_normalize,
+                      quat_slerp, weld)
+from ...scene.xform import mirror_x, mirror_x_matrix, mirror_x_quat
 from .codecs import replay_pmesh, text
 
 FRAME_RATE = 30.0  # one n3joint timeline "frame" per 1/30 s
-RF_ALPHA, RF_DOUBLE_SIDED, RF_NO_LIGHTING = 0x1, 0x4, 0x40
+RF_ALPHA, RF_DOUBLE_SIDED, RF_BILLBOARD, RF_NO_LIGHTING = 0x1, 0x4, 0x8, 0x40
 MAX_INFLUENCES = 4
+
+
+class UnresolvedReferencesError(FormatError):
+    """A file that is only references (an .n3chr) whose referenced files were
+    not found: there is nothing to export until ``--data-root`` points at the
+    client's data folder.  ``missing_references`` lets batch tools tell this
+    apart from a damaged file."""
+
+    missing_references = True
 
 
 def _finite(values: Any) -> list:
@@ -157,7 +173,11 @@ class Materials:
         if mat is not None:
             flags = int(mat["renderFlags"])
             src, dst = int(mat["sourceBlend"]), int(mat["destinationBlend"])
-            out.double_sided = bool(flags & RF_DOUBLE_SIDED)
+            # a Y billboard always turns its face to the camera in game; glTF has no
+            # billboards, so it is shown from both sides (its authored side is arbitrary)
+            out.double_sided = bool(flags & (RF_DOUBLE_SIDED | RF_BILLBOARD))
+            if flags & RF_BILLBOARD:
+                out.extras["billboard"] = True
             out.unlit = bool(flags & RF_NO_LIGHTING)
             if flags & RF_ALPHA:
                 out.alpha_mode = "BLEND"
@@ -182,10 +202,64 @@ class Materials:
 # meshes
 
 
-def pmesh_primitive(m: dict, scene: Scene, material: int | None = None) -> Primitive | None:
-    """The full-detail triangle list of a progressive mesh (mirrored)."""
+def pmesh_at_vertex_count(m: dict, target: int) -> tuple[int, int, np.ndarray]:
+    """The engine's ``SetLODByNumVertices`` from the stored lowest detail: split
+    collapses in file order while the next one does not overshoot ``target``,
+    then keep splitting while the next collapse is flagged ``shouldCollapse``
+    (a group that must not be cut).  Returns (vertex count, index count, indices)."""
+    idx = np.array(m["indices"], dtype=np.int64)
+    changes = np.asarray(m["indexChanges"], dtype=np.int64)
+    collapses = m["collapses"]
+    nv, ni = int(m["minVertexCount"]), int(m["minIndexCount"])
+    k = 0
+
+    def split(c: dict) -> None:
+        nonlocal nv, ni
+        ni += int(c["indicesToLose"])
+        nv += int(c["verticesToLose"])
+        lo = max(int(c["indexChangesOffset"]), 0)
+        sel = changes[lo:lo + max(int(c["indicesToChange"]), 0)]
+        idx[sel[(sel >= 0) & (sel < len(idx))]] = nv - 1
+
+    while k < len(collapses) and target > nv:
+        if int(collapses[k]["verticesToLose"]) + nv > target:
+            break  # the engine's anti-flicker guard
+        split(collapses[k])
+        k += 1
+    while k < len(collapses) and collapses[k]["shouldCollapse"]:
+        split(collapses[k])
+        k += 1
+    return nv, ni, idx
+
+
+def pmesh_lod_vertices(m: dict, lod: int | None) -> int | None:
+    """Vertex count of LOD record ``lod`` (None: full detail).  Record 0 is the
+    nearest; an index outside the table is an error naming the valid range."""
+    if lod is None:
+        return None
+    lods = m["lods"]
+    if not lods:
+        if lod == 0:
+            return None
+        raise ValueFormatError(f"lod {lod} is out of range: {text(m['name']) or 'the mesh'} "
+                               "has no LOD records (valid: 0)", path="lods")
+    if not 0 <= lod < len(lods):
+        raise ValueFormatError(f"lod {lod} is out of range: valid LODs are 0..{len(lods) - 1}",
+                               path="lods")
+    return int(lods[lod]["vertexCount"])
+
+
+def pmesh_primitive(m: dict, scene: Scene, material: int | None = None,
+                    lod: int | None = None) -> Primitive | None:
+    """The triangle list of a progressive mesh (mirrored): full detail, or the
+    detail the engine shows for LOD record ``lod``."""
     verts = np.asarray(m["vertices"], np.float32).reshape(-1, 8)
-    nv, ni, idx = replay_pmesh(m)
+    target = pmesh_lod_vertices(m, lod)
+    if target is None:
+        nv, ni, idx = replay_pmesh(m)
+    else:
+        nv, ni, idx = pmesh_at_vertex_count(m, target)
+        verts = verts[:max(min(nv, len(verts)), 0)]
     idx = idx[: max(min(ni, len(idx)), 0) // 3 * 3]
     if len(verts) == 0 or len(idx) == 0:
         return None
@@ -195,8 +269,8 @@ def pmesh_primitive(m: dict, scene: Scene, material: int | None = None) -> Primi
         scene.warnings.append(f"{text(m['name'])}: {int((~good).sum())} triangles with "
                               "out-of-range indices dropped")
         tri = tri[good]
-    return Primitive(positions=mirror_z(verts[:, :3]).astype(np.float32),
-                     normals=mirror_z(verts[:, 3:6]).astype(np.float32),
+    return Primitive(positions=mirror_x(verts[:, :3]).astype(np.float32),
+                     normals=mirror_x(verts[:, 3:6]).astype(np.float32),
                      uvs=[verts[:, 6:8].copy()],
                      indices=flip_winding(tri.reshape(-1)).astype(np.uint32),
                      material=material)
@@ -246,8 +320,8 @@ def skin_arrays(sk: dict, scene: Scene) -> dict | None:
             else:
                 joints[n, :c] = b["joints"]
                 weights[n, :c] = b["weights"]
-    out = {"positions": mirror_z(origin[pos_idx]).astype(np.float32),
-           "normals": mirror_z(pn[pos_idx, 3:6]).astype(np.float32),
+    out = {"positions": mirror_x(origin[pos_idx]).astype(np.float32),
+           "normals": mirror_x(pn[pos_idx, 3:6]).astype(np.float32),
            "indices": flip_winding(remap).astype(np.uint32),
            "uvs": [uv[ui[first]]] if has_uv else []}
     if joints is not None:
@@ -304,13 +378,13 @@ class Joint:
 
     def translation(self, frames: np.ndarray) -> np.ndarray:
         v = self.pos.sample(frames) if self.pos.ok else np.tile(self.static_pos, (len(frames), 1))
-        return mirror_z(v)
+        return mirror_x(v)
 
     def rotation(self, frames: np.ndarray) -> np.ndarray:
         q = self.rot.sample(frames) if self.rot.ok else np.tile(self.static_rot, (len(frames), 1))
         if self.orient is not None:  # D3DX "q_rot then q_orient" = q_orient (x) q_rot
             q = quat_multiply(self.orient.sample(frames), q)
-        return mirror_z_quat(quat_normalize(q))
+        return mirror_x_quat(quat_normalize(q))
 
     def scaling(self, frames: np.ndarray) -> np.ndarray:
         if self.scale.ok:
@@ -434,7 +508,9 @@ def scene_pmesh(doc: Any, **options: Any) -> Scene:
     _check_not_opaque(doc)
     scene, _, mats = _scene(doc, options)
     m = doc.root
-    prim = pmesh_primitive(m, scene, mats.get(None, b"", text(m["name"]) or "mesh"))
+    lod = options.get("lod")
+    prim = pmesh_primitive(m, scene, mats.get(None, b"", text(m["name"]) or "mesh"),
+                           lod=None if lod is None else int(lod))
     node = scene.add_node(name=text(m["name"]) or "mesh", extras=pmesh_extras(m))
     if prim is not None:
         scene.nodes[node].mesh = scene.add_mesh(Mesh(name=text(m["name"]), primitives=[prim]))
@@ -444,8 +520,8 @@ def scene_pmesh(doc: Any, **options: Any) -> Scene:
 def _transform_trs(t: dict) -> dict:
     q = np.asarray(t["rotation"], np.float64)
     rot = [0.0, 0.0, 0.0, 1.0] if q[3] == 0 or not np.isfinite(q).all() else \
-        mirror_z_quat(quat_normalize(q)).tolist()  # the engine skips w == 0 rotations
-    return {"translation": mirror_z(np.asarray(t["position"], np.float64)).tolist(),
+        mirror_x_quat(quat_normalize(q)).tolist()  # the engine skips w == 0 rotations
+    return {"translation": mirror_x(np.asarray(t["position"], np.float64)).tolist(),
             "rotation": rot, "scale": [float(x) for x in t["scale"]]}
 
 
@@ -467,7 +543,7 @@ def add_shape(scene: Scene, resolver: Resolver, mats: Materials, r: dict,
         mat = mats.get(part["material"], part["textures"][0] if part["textures"] else b"",
                        f"part{n}")
         node = scene.add_node(name=text(part["mesh"]) or f"part{n}", parent=root,
-                              translation=mirror_z(np.asarray(part["pivot"], np.float64)).tolist(),
+                              translation=mirror_x(np.asarray(part["pivot"], np.float64)).tolist(),
                               extras={"textures": textures,
                                       "textureFps": _finite([part["textureFps"]])[0]})
         mdoc = resolver.load(part["mesh"], scene, "mesh")
@@ -521,12 +597,23 @@ def _skin_mesh(scene: Scene, sk: dict, material: int, name: str, skinned: bool,
     return scene.add_mesh(Mesh(name=name, primitives=[prim])), truncated
 
 
+SKIN_LODS = 4
+
+
 def _lod(options: dict) -> int:
-    """The skin LOD to export: option ``lod`` (0 = most detailed, the default)."""
-    try:
-        return min(max(int(options.get("lod") or 0), 0), 3)
-    except (TypeError, ValueError):
+    """The skin LOD to export: option ``lod`` (0 = most detailed, the default);
+    anything outside 0..3 is an error, not a silent clamp."""
+    value = options.get("lod")
+    if value is None:
         return 0
+    try:
+        lod = int(value)
+    except (TypeError, ValueError):
+        raise ValueFormatError(f"lod {value!r} is not a number (valid LODs are 0..3)") from None
+    if not 0 <= lod < SKIN_LODS:
+        raise ValueFormatError(f"lod {lod} is out of range: valid LODs are 0..{SKIN_LODS - 1}",
+                               path="lods")
+    return lod
 
 
 def _lod_extras(skins: dict) -> list:
@@ -578,7 +665,7 @@ def _plug_matrix(r: dict) -> np.ndarray:
     m = np.diag([*scale, 1.0]) @ rot
     m[3, :3] = np.asarray(r["position"], np.float64) * scale
     m[3, 3] = 1.0
-    return mirror_z_matrix(m.T)
+    return mirror_x_matrix(m.T)
 
 
 def add_plug(scene: Scene, resolver: Resolver, mats: Materials, r: dict,
@@ -664,9 +751,46 @@ def scene_chr(doc: Any, **options: Any) -> Scene:
     adoc = resolver.load(r["animationControl"], scene, "animation")
     if adoc is not None and adoc.format == "n3anim" and joints:
         add_clips(scene, adoc, joints, nodes)
+    if not scene.meshes:
+        missing = [w for w in scene.warnings if w.endswith("not found")]
+        raise UnresolvedReferencesError(
+            f"{text(r['transform']['name']) or 'the character'}: none of its "
+            f"{len(r['parts'])} parts and {len(r['plugs'])} plugs has geometry that could be "
+            f"found ({'; '.join(missing[:3]) or 'no references'}); pass --data-root with the "
+            "client's data folder (the one holding Chr/ and Item/)", path="parts")
     return scene
 
 
-SCENES = {"n3pmesh": scene_pmesh, "n3shape": scene_shape, "n3joint": scene_joint,
+def unique_names(scene: Scene) -> Scene:
+    """Repeated node and animation names get ``.1``, ``.2``... (glTF importers
+    such as assimp refuse duplicates); the file's name stays in
+    ``extras.originalName`` so an import can write it back."""
+    for items in (scene.nodes, scene.animations):
+        taken = {x.name for x in items}
+        seen: set[str] = set()
+        for x in items:
+            if x.name not in seen:
+                seen.add(x.name)
+                continue
+            n = 1
+            while f"{x.name}.{n}" in taken:
+                n += 1
+            x.extras.setdefault("originalName", x.name)
+            x.name = f"{x.name}.{n}"
+            taken.add(x.name)
+            seen.add(x.name)
+    return scene
+
+
+def _named(fn):
+    def scene_fn(doc: Any, **options: Any) -> Scene:
+        return unique_names(fn(doc, **options))
+    scene_fn.__name__ = fn.__name__
+    scene_fn.__doc__ = fn.__doc__
+    return scene_fn
+
+
+_SCENES = {"n3pmesh": scene_pmesh, "n3shape": scene_shape, "n3joint": scene_joint,
           "n3cskins": scene_skins, "n3skin": scene_skins, "n3cpart": scene_part,
           "n3cplug": scene_plug, "n3cplug_cloak": scene_plug, "n3chr": scene_chr}
+SCENES = {name: _named(fn) for name, fn in _SCENES.items()}

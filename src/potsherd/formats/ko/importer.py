@@ -1,0 +1,989 @@
+"""Knight Online documents from neutral scenes (glTF import): the inverse of
+``scene.py``.
+
+Conventions undone here: glTF (x, y, z) -> N3 (-x, y, z) (the X mirror is its
+own inverse), quaternions (x, y, z, w) -> (x, -y, -z, w), triangle winding
+reversed back to the engine's clockwise fronts, no V flip.
+
+* ``.n3pmesh``: every triangle primitive of the scene (world space, bind pose),
+  welded, with its progressive mesh generated (``pmgen``) and four LOD records;
+  ``lod=0`` (or ``no_lod=1``) writes full detail only.
+* ``.n3cskins``: the skinned (or any) geometry with four LODs taken from one
+  progressive mesh, positions and UVs indexed separately per corner as the
+  engine stores them, every glTF influence kept and renormalised.
+* ``.n3joint``: the skeleton in depth-first pre-order; one 30 fps timeline whose
+  frame 0 is the rest pose (the engine binds skins at frame 0) and whose later
+  frames hold each animation in turn.  ``.n3anim``: one clip per animation over
+  its frame range.
+* ``.n3cpart`` / ``.n3cplug`` / ``.n3chr``: a character is several files; the
+  ``.n3chr`` import returns the character and every file it references
+  (joint, clips, parts with their skins and textures, plugs with their meshes),
+  referenced as ``<folder>\\<file>`` the way the client names them (``chr\\``
+  for the skeleton and clips, ``item\\`` for parts, skins, plugs, meshes and
+  textures).  Every file is written beside the output; in a client tree the
+  ``item`` ones belong in ``Item/`` (potsherd's own export also finds them
+  beside the character).
+
+``like`` (the original file) keeps what glTF cannot carry: when the imported
+geometry, skeleton or clips are the ones the original exports to, the
+original's own records are written back unchanged (so an unedited round trip
+is byte-exact); otherwise its names, materials, flags and LOD distances are
+kept around the new data.
+"""
+from __future__ import annotations
+
+import copy
+import io
+import os
+from typing import Any
+
+import numpy as np
+
+from ...core.errors import FormatError, ValueFormatError
+from ...core.values import RawString
+from ...document import Document
+from ...scene import Scene, compute_normals, flip_winding, weld
+from ...scene.ops import sample_node_trs, triangle_sets, world_matrices
+from ...scene.xform import mirror_x, mirror_x_quat, quat_continuous, quat_normalize
+from .codecs import CP_DEFAULT, text
+from .pmgen import build_progressive, replay
+
+FRAME_RATE = 30.0
+MAX_VERTICES = 65535          #: indices are u16
+SKIN_LOD_FRACTIONS = (1.0, 0.5, 0.25, 0.125)
+PMESH_LOD_FRACTIONS = (1.0, 0.45, 0.1, 0.0)
+PMESH_LOD_DISTANCES = (12.0, 24.0, 60.0, 100.0)   #: times the bounding radius
+DEFAULT_MATERIAL = {"diffuse": [1.0, 1.0, 1.0, 1.0], "ambient": [0.5, 0.5, 0.5, 1.0],
+                    "specular": [0.0, 0.0, 0.0, 0.0], "emissive": [0.0, 0.0, 0.0, 0.0],
+                    "power": 0.0, "colorOp": 4, "colorArg1": 0, "colorArg2": 2,
+                    "renderFlags": 0, "sourceBlend": 5, "destinationBlend": 6}
+RF_ALPHA, RF_DOUBLE_SIDED, RF_NO_LIGHTING = 0x1, 0x4, 0x40
+
+
+class ImportError_(FormatError):
+    """The scene cannot become the requested Knight Online file."""
+
+
+def _raw(name: str) -> RawString:
+    try:
+        return RawString(name.encode(CP_DEFAULT))
+    except UnicodeEncodeError:
+        return RawString(name.encode("ascii", "replace"))
+
+
+def _original_name(obj: Any) -> str:
+    return str(obj.extras.get("originalName", obj.name) if obj.extras else obj.name)
+
+
+def _no_lod(options: dict) -> bool:
+    return bool(options.get("no_lod")) or options.get("lod", 1) in (0, "0", False)
+
+
+# ----------------------------------------------------------------------------
+# geometry gathering
+
+
+class Geometry:
+    """Triangles in N3 space, one vertex per unique (position, normal, uv, skin)."""
+
+    def __init__(self, positions, normals, uvs, triangles, joints=None, weights=None,
+                 material: int | None = None) -> None:
+        self.positions = positions      # (V, 3) float32, N3 space
+        self.normals = normals          # (V, 3) float32
+        self.uvs = uvs                  # (V, 2) float32
+        self.triangles = triangles      # (T, 3) int64, N3 (clockwise) winding
+        self.joints = joints            # (V, k) int64 skeleton indices, or None
+        self.weights = weights          # (V, k) float64
+        self.material = material
+
+    @property
+    def vertex_count(self) -> int:
+        return len(self.positions)
+
+
+def gather(scene: Scene, sets: list, what: str, joint_map: dict | None = None) -> Geometry:
+    """Merge triangle sets into one N3 mesh, welded on every attribute."""
+    if not sets:
+        raise ImportError_(f"the scene has no triangles to make {what} from")
+    pos, nrm, uv, tri, jn, wt = [], [], [], [], [], []
+    base = 0
+    lost_uv = False
+    skinned = joint_map is not None and any(s.joints is not None for s in sets)
+    k = max((s.joints.shape[1] for s in sets if s.joints is not None), default=1)
+    for s in sets:
+        p = np.asarray(s.positions, np.float64)
+        idx = np.asarray(s.indices, np.int64).reshape(-1, 3)
+        n = s.normals if s.normals is not None else compute_normals(p, idx.reshape(-1))
+        u = np.asarray(s.uvs[0], np.float64) if s.uvs else np.zeros((len(p), 2))
+        lost_uv |= len(s.uvs) > 1
+        pos.append(p)
+        nrm.append(np.asarray(n, np.float64))
+        uv.append(u)
+        tri.append(idx + base)
+        if skinned:
+            j = np.zeros((len(p), k), np.int64)
+            w = np.zeros((len(p), k))
+            if s.joints is not None and s.skin is not None:
+                sj = np.asarray(s.joints, np.int64)
+                mapping = joint_map.get(s.skin)
+                if mapping is None:
+                    raise ImportError_(f"{what}: a primitive is bound to a skin that is not "
+                                       "the character's skeleton")
+                j[:, :sj.shape[1]] = mapping[np.clip(sj, 0, len(mapping) - 1)]
+                w[:, :sj.shape[1]] = np.asarray(s.weights, np.float64)
+            else:  # a rigid primitive inside a skinned import: bound to the root
+                w[:, 0] = 1.0
+            jn.append(j)
+            wt.append(w)
+        base += len(p)
+    if lost_uv:
+        scene.warnings.append(f"{what}: only the first UV set is kept (TEXCOORD_1+ dropped)")
+    for name, arrays in (("positions", pos), ("UVs", uv)):
+        bad = sum(int((~np.isfinite(a)).any(axis=1).sum()) for a in arrays)
+        if bad:
+            raise ImportError_(f"{what}: {bad} vertices have non-finite {name}", path=name)
+    pos_a = mirror_x(np.concatenate(pos)).astype(np.float32)
+    nrm_a = mirror_x(np.concatenate(nrm)).astype(np.float32)
+    uv_a = np.concatenate(uv).astype(np.float32)
+    tri_a = np.concatenate(tri)
+    tri_a = tri_a[:, [0, 2, 1]]                               # back to clockwise fronts
+    degenerate = (tri_a[:, 0] == tri_a[:, 1]) | (tri_a[:, 1] == tri_a[:, 2]) | \
+        (tri_a[:, 0] == tri_a[:, 2])
+    joints = weights = None
+    keys = [pos_a, nrm_a, uv_a]
+    if skinned:
+        joints, weights = _normalise_weights(np.concatenate(jn), np.concatenate(wt))
+        keys += [joints, weights.astype(np.float32)]
+    first, remap = weld(*keys)
+    tri_a = remap[tri_a]
+    # degenerate after welding too (coincident corners)
+    degenerate |= (tri_a[:, 0] == tri_a[:, 1]) | (tri_a[:, 1] == tri_a[:, 2]) | \
+        (tri_a[:, 0] == tri_a[:, 2])
+    if degenerate.any():
+        scene.warnings.append(f"{what}: {int(degenerate.sum())} degenerate triangles dropped")
+        tri_a = tri_a[~degenerate]
+    used = np.zeros(len(first), bool)
+    used[tri_a.reshape(-1)] = True
+    keep = np.flatnonzero(used)
+    renumber = np.full(len(first), -1, np.int64)
+    renumber[keep] = np.arange(len(keep))
+    sel = first[keep]
+    geo = Geometry(pos_a[sel], nrm_a[sel], uv_a[sel], renumber[tri_a],
+                   None if joints is None else joints[sel],
+                   None if weights is None else weights[sel],
+                   material=sets[0].material)
+    if geo.vertex_count > MAX_VERTICES:
+        raise ImportError_(f"{what}: {geo.vertex_count} vertices; the engine's 16-bit indices "
+                           f"hold at most {MAX_VERTICES}")
+    return geo
+
+
+def _normalise_weights(joints: np.ndarray, weights: np.ndarray) -> tuple:
+    """Merge repeated joints, drop zero weights (sorted largest first), renormalise."""
+    n, k = joints.shape
+    w = np.where(weights > 0, weights, 0.0)
+    total = w.sum(axis=1, keepdims=True)
+    w = np.where(total > 0, w / np.where(total > 0, total, 1.0), 0.0)
+    w[total[:, 0] <= 0, 0] = 1.0
+    order = np.argsort(-w, axis=1, kind="stable")
+    j = np.take_along_axis(joints, order, 1)
+    w = np.take_along_axis(w, order, 1)
+    j = np.where(w > 0, j, 0)
+    return j, w
+
+
+def _mesh_sets(scene: Scene, skinned: bool | None = None) -> list:
+    if not scene.nodes:
+        return []
+    sets = triangle_sets(scene)
+    if skinned is True:
+        return [s for s in sets if s.skin is not None]
+    if skinned is False:
+        return [s for s in sets if s.skin is None]
+    return sets
+
+
+# ----------------------------------------------------------------------------
+# .n3pmesh
+
+
+def _lod_records(geo: Geometry, p, like: dict | None) -> list:
+    n = geo.vertex_count
+    if like is not None and like.get("lods"):
+        dists = [float(l["distance"]) for l in like["lods"]]
+        fr = [int(l["vertexCount"]) / max(int(like["vertexCount"]), 1) for l in like["lods"]]
+    else:
+        radius = float(np.linalg.norm(np.ptp(geo.positions, axis=0))) / 2 or 1.0
+        dists = [radius * d for d in PMESH_LOD_DISTANCES]
+        fr = list(PMESH_LOD_FRACTIONS)
+    return [{"distance": float(np.float32(d)), "vertexCount": int(round(f * n))}
+            for d, f in zip(dists, fr)]
+
+
+def pmesh_root(geo: Geometry, name: str, *, progressive: bool,
+               like: dict | None = None) -> dict:
+    """The n3pmesh record of ``geo`` (vertices x, y, z, nx, ny, nz, u, v)."""
+    verts = np.concatenate([geo.positions, geo.normals, geo.uvs], axis=1).astype(np.float32)
+    tris = geo.triangles
+    if progressive and len(tris):
+        p = build_progressive(geo.positions, tris)
+        verts = verts[p.order]
+        indices, collapses, changes = p.indices, p.collapses, p.index_changes
+        min_v, min_i = p.min_vertices, p.min_indices
+        lods = _lod_records(geo, p, like)
+    else:
+        indices = tris.reshape(-1)
+        collapses, changes = [], np.zeros(0, np.int32)
+        min_v, min_i = len(verts), len(indices)
+        lods = []
+    return {"name": _raw(name), "collapseCount": len(collapses), "changeCount": len(changes),
+            "vertexCount": len(verts), "indexCount": len(indices), "minVertexCount": min_v,
+            "minIndexCount": min_i, "vertices": verts.reshape(-1),
+            "indices": np.asarray(indices, np.uint16),
+            "collapses": collapses, "indexChanges": np.asarray(changes, np.int32),
+            "lodCount": len(lods), "lods": lods}
+
+
+def _same_pmesh_geometry(geo: Geometry, like: dict) -> bool:
+    """The imported triangles are the ones the original exports to (full detail,
+    positions and UVs to float32 precision)."""
+    from .codecs import replay_pmesh
+    verts = np.asarray(like["vertices"], np.float32).reshape(-1, 8)
+    nv, ni, idx = replay_pmesh(like)
+    tris = idx[:ni].reshape(-1, 3)
+    if len(tris) != len(geo.triangles) or ni <= 0:
+        return False
+    a = np.concatenate([verts[tris.reshape(-1), :3], verts[tris.reshape(-1), 6:8]], 1)
+    b = np.concatenate([geo.positions[geo.triangles.reshape(-1)],
+                        geo.uvs[geo.triangles.reshape(-1)]], 1)
+    return bool(np.allclose(a, b, atol=1e-5, rtol=1e-6))
+
+
+def import_pmesh(scene: Scene, *, like: Document | None = None, out_name: str = "",
+                 **options: Any) -> Document:
+    geo = gather(scene, _mesh_sets(scene), "n3pmesh")
+    _warn_static(scene, "n3pmesh")
+    return _pmesh_doc(scene, geo, like, options, _stem(out_name) or scene.name or "mesh")
+
+
+def _warn_static(scene: Scene, what: str) -> None:
+    """Name what a static mesh format cannot hold."""
+    if scene.animations:
+        scene.warnings.append(f"{what}: {len(scene.animations)} animation(s) dropped (a static "
+                              "mesh; import to .n3chr for skinned animation)")
+    if any(p.targets for m in scene.meshes for p in m.primitives):
+        scene.warnings.append(f"{what}: morph targets dropped (the format has none)")
+    if scene.skins:
+        scene.warnings.append(f"{what}: skin dropped; the mesh is written in its bind pose")
+
+
+def _pmesh_doc(scene: Scene, geo: Geometry, like: Document | None, options: dict,
+               fallback: str) -> Document:
+    if like is not None and like.format == "n3pmesh" and _same_pmesh_geometry(geo, like.root):
+        return Document("n3pmesh", copy.deepcopy(like.root), dict(like.params),
+                        bytes(like.trailing), [], dict(like.meta))
+    lroot = like.root if like is not None and like.format == "n3pmesh" else None
+    name = options.get("name") or (text(lroot["name"]) if lroot else fallback)
+    root = pmesh_root(geo, name, progressive=not _no_lod(options), like=lroot)
+    if lroot is not None:
+        scene.warnings.append("n3pmesh: geometry edited; progressive mesh regenerated "
+                              "(name and LOD distances kept from the original)")
+    return Document("n3pmesh", root, {}, b"", [], {})
+
+
+# ----------------------------------------------------------------------------
+# .n3cskins
+
+
+def _skin_lod(geo: Geometry, tris: np.ndarray, name: str) -> dict:
+    """One n3cskin record over the vertices ``tris`` uses: positions (with normals
+    and bindings) and UVs indexed separately per face corner."""
+    vert_sel = np.unique(tris.reshape(-1))
+    corners = np.searchsorted(vert_sel, tris.reshape(-1))
+    vkeys = [geo.positions[vert_sel], geo.normals[vert_sel]]
+    if geo.joints is not None:
+        vkeys += [geo.joints[vert_sel], geo.weights[vert_sel].astype(np.float32)]
+    pfirst, premap = weld(*vkeys)
+    ufirst, uremap = weld(geo.uvs[vert_sel])
+    pos_src = vert_sel[pfirst]
+    rec: dict = {"skinBindings": 1, "name": _raw(name), "faceCount": len(tris),
+                 "vertexCount": len(pfirst) if len(tris) else 0,
+                 "uvCount": len(ufirst) if len(tris) else 0}
+    if not len(tris):
+        rec["vertexCount"] = rec["uvCount"] = 0
+        return rec
+    rec["positionNormals"] = np.concatenate([geo.positions[pos_src], geo.normals[pos_src]],
+                                            1).astype(np.float32).reshape(-1)
+    rec["vertexIndices"] = premap[corners].astype(np.uint16)
+    rec["uvs"] = geo.uvs[vert_sel[ufirst]].astype(np.float32).reshape(-1)
+    rec["uvIndices"] = uremap[corners].astype(np.uint16)
+    bindings = []
+    for v in pos_src.tolist():
+        if geo.joints is None:
+            j, w = np.zeros(1, np.int32), np.ones(1, np.float32)
+        else:
+            live = geo.weights[v] > 0
+            j = geo.joints[v][live].astype(np.int32)
+            w = geo.weights[v][live].astype(np.float32)
+        b = {"origin": [float(x) for x in geo.positions[v]], "count": len(j),
+             "pointerPlaceholders": b"\x00" * 8, "joints": j}
+        if len(j) > 1:
+            b["weights"] = w
+        bindings.append(b)
+    rec["bindings"] = bindings
+    return rec
+
+
+def skins_root(geo: Geometry, name: str, *, progressive: bool,
+               lod_names: list | None = None) -> dict:
+    """Four LODs: the full mesh, then snapshots of one progressive mesh at
+    half, a quarter and an eighth of its vertices."""
+    names = lod_names or [name] * 4
+    lods = []
+    if progressive and len(geo.triangles):
+        p = build_progressive(geo.positions, geo.triangles)
+        for k, f in enumerate(SKIN_LOD_FRACTIONS):
+            nv, ni, idx = replay(p, max(int(round(f * geo.vertex_count)), 3) if k else None)
+            tris = p.order[idx[:ni]].reshape(-1, 3)
+            lods.append(_skin_lod(geo, tris, names[k]))
+    else:
+        for k in range(4):
+            lods.append(_skin_lod(geo, geo.triangles, names[k]))
+    return {"name": _raw(name), "lods": lods}
+
+
+def _same_skin_geometry(geo: Geometry, lod: dict) -> bool:
+    """LOD 0 of the original has the imported corners (origin, UV, weights)."""
+    if int(lod.get("faceCount", 0)) <= 0 or "bindings" not in lod:
+        return False
+    vi = np.asarray(lod["vertexIndices"], np.int64)
+    if len(vi) != geo.triangles.size:
+        return False
+    origin = np.array([b["origin"] for b in lod["bindings"]], np.float32)
+    uv = np.asarray(lod["uvs"], np.float32).reshape(-1, 2) if int(lod["uvCount"]) > 0 else None
+    corners = geo.triangles.reshape(-1)
+    if not np.allclose(origin[vi], geo.positions[corners], atol=1e-5, rtol=1e-6):
+        return False
+    if uv is not None:
+        ui = np.asarray(lod["uvIndices"], np.int64)
+        if not np.allclose(uv[ui], geo.uvs[corners], atol=1e-6):
+            return False
+    return True
+
+
+def import_skins(scene: Scene, *, like: Document | None = None, out_name: str = "",
+                 **options: Any) -> Document:
+    joint_map = None
+    if scene.skins:
+        order = skeleton_order(scene)
+        joint_map = _joint_maps(scene, order)
+    sets = _mesh_sets(scene)
+    geo = gather(scene, sets, "n3cskins", joint_map)
+    return _skins_doc(scene, geo, like, options, _stem(out_name) or scene.name or "skin")
+
+
+def _skins_doc(scene: Scene, geo: Geometry, like: Document | None, options: dict,
+               fallback: str) -> Document:
+    lroot = like.root if like is not None and like.format == "n3cskins" else None
+    if lroot is not None and _same_skin_geometry(geo, lroot["lods"][0]):
+        return Document("n3cskins", copy.deepcopy(lroot), dict(like.params),
+                        bytes(like.trailing), [], dict(like.meta))
+    name = options.get("name") or (text(lroot["name"]) if lroot else fallback)
+    names = [text(l["name"]) for l in lroot["lods"]] if lroot else None
+    if lroot is not None:
+        scene.warnings.append("n3cskins: geometry edited; LODs regenerated (names kept)")
+    return Document("n3cskins", skins_root(geo, name, progressive=not _no_lod(options),
+                                           lod_names=names), {"skinBindings": 1}, b"", [], {})
+
+
+# ----------------------------------------------------------------------------
+# skeleton and animation
+
+
+def skeleton_order(scene: Scene) -> list[int]:
+    """Node indices of the (first) skin's joints in depth-first pre-order, the
+    order every N3 joint index refers to.  A skeleton with several roots gets
+    them in file order under the first."""
+    if not scene.skins:
+        raise ImportError_("the scene has no skin (no skeleton to write)")
+    joints = set(scene.skins[0].joints)
+    for sk in scene.skins[1:]:
+        joints |= set(sk.joints)
+    parents = scene.parents()
+    roots = [j for j in sorted(joints) if parents[j] not in joints]
+    # the roots in scene order (roots list first, then node order)
+    out: list[int] = []
+    seen: set = set()
+
+    def visit(n: int) -> None:
+        stack = [n]
+        while stack:
+            v = stack.pop()
+            if v in seen:
+                continue
+            seen.add(v)
+            out.append(v)
+            kids = [c for c in scene.nodes[v].children if c in joints]
+            stack.extend(reversed(kids))
+
+    for r in roots:
+        visit(r)
+    if len(roots) > 1:
+        scene.warnings.append(f"skeleton: {len(roots)} root joints; the N3 skeleton has one, "
+                              f"the others hang under {scene.nodes[roots[0]].name!r}")
+    return out
+
+
+def _joint_maps(scene: Scene, order: list[int]) -> dict:
+    index = {n: i for i, n in enumerate(order)}
+    return {si: np.array([index.get(j, 0) for j in sk.joints], np.int64)
+            for si, sk in enumerate(scene.skins)}
+
+
+def clip_layout(scene: Scene) -> list[dict]:
+    """Where each animation goes on the joint timeline: frame 0 is the rest pose,
+    then clip k covers [start, end] played at its fps."""
+    out, frame = [], 1.0
+    for a in scene.animations:
+        fps = a.extras.get("fps") if a.extras else None
+        fps = float(fps) if isinstance(fps, (int, float)) and fps > 0 else FRAME_RATE
+        n = max(int(round(a.duration * fps)), 0)   # a one-frame pose (start == end) is 0
+        out.append({"start": frame, "end": frame + n, "fps": fps, "frames": n})
+        frame += n + 1
+    return out
+
+
+def joint_root(scene: Scene, order: list[int], name: str | None = None) -> tuple[dict, int]:
+    """The n3joint tree (pre-order ``order``) and the timeline's frame count."""
+    layout = clip_layout(scene)
+    total = int(layout[-1]["end"]) + 1 if layout else 0
+    frames = np.arange(total, dtype=np.float64)
+    index = {n: i for i, n in enumerate(order)}
+    parents = scene.parents()
+    animated = {(c.node, c.path) for a in scene.animations for c in a.channels}
+    records = []
+    for node in order:
+        nd = scene.nodes[node]
+        t0, r0, s0 = sample_node_trs(scene, _EMPTY, node, [0.0])
+        keys = [{"count": 0, "values": np.zeros((0, 0), np.float32)} for _ in range(4)]
+        if total:
+            tr = np.tile(t0[0], (total, 1))
+            ro = np.tile(r0[0], (total, 1))
+            sc = np.tile(s0[0], (total, 1))
+            for a, lay in zip(scene.animations, layout):
+                f = frames[int(lay["start"]):int(lay["end"]) + 1]
+                t, r, s = sample_node_trs(scene, a, node, (f - lay["start"]) / lay["fps"])
+                tr[int(lay["start"]):int(lay["end"]) + 1] = t
+                ro[int(lay["start"]):int(lay["end"]) + 1] = r
+                sc[int(lay["start"]):int(lay["end"]) + 1] = s
+            if (node, "translation") in animated:
+                keys[0] = _key(0, mirror_x(tr))
+            if (node, "rotation") in animated:
+                keys[1] = _key(1, quat_continuous(mirror_x_quat(quat_normalize(ro))))
+            if (node, "scale") in animated:
+                keys[2] = _key(0, sc)
+        records.append({"name": _raw(_original_name(nd) or f"joint{len(records)}"),
+                        "position": [float(x) for x in mirror_x(t0[0])],
+                        "rotation": [float(x) for x in mirror_x_quat(quat_normalize(r0[0]))],
+                        "scale": [float(x) for x in s0[0]], "keys": keys,
+                        "childCount": 0, "children": [], "_parent": parents[node]})
+    root = None
+    for node, rec in zip(order, records):
+        parent = rec.pop("_parent")
+        if parent in index:
+            p = records[index[parent]]
+            p["children"].append(rec)
+            p["childCount"] += 1
+        elif root is None:
+            root = rec
+        else:  # a second root: hang it under the first (warned in skeleton_order)
+            root["children"].append(rec)
+            root["childCount"] += 1
+    if name:
+        root["name"] = _raw(name)
+    return root, total
+
+
+class _NoAnimation:
+    channels: list = []
+
+
+_EMPTY = _NoAnimation()
+
+
+def _key(kind: int, values: np.ndarray) -> dict:
+    return {"count": len(values), "keyType": kind, "samplingRate": FRAME_RATE,
+            "values": np.asarray(values, np.float32)}
+
+
+def anim_root(scene: Scene) -> dict:
+    clips = []
+    for a, lay in zip(scene.animations, clip_layout(scene)):
+        ex = a.extras or {}
+
+        def pair(key: str) -> list:
+            v = ex.get(key)
+            return [float(x) if isinstance(x, (int, float)) else 0.0 for x in v][:2] \
+                if isinstance(v, list) and len(v) == 2 else [0.0, 0.0]
+        blend = ex.get("blendTime")
+        clips.append({"recordId": 0, "start": lay["start"], "end": lay["end"], "fps": lay["fps"],
+                      "metadata": np.array([*pair("traceFrames"), *pair("soundFrames"),
+                                            float(blend) if isinstance(blend, (int, float))
+                                            else 0.25], np.float32),
+                      "flags": int(ex.get("blendFlags", 0) or 0),
+                      "strikeValues": np.array(pair("strikeFrames"), np.float32),
+                      "name": _raw(_original_name(a) or f"clip{len(clips)}")})
+    return {"count": len(clips), "clips": clips}
+
+
+def _same_motion(scene: Scene, like_scene: Scene, order: list[int],
+                 like_order: list[int]) -> bool:
+    """Rest pose and every clip of the imported skeleton match the original's
+    export (names, counts, durations, sampled values)."""
+    if len(order) != len(like_order) or len(scene.animations) != len(like_scene.animations):
+        return False
+    for a, b in zip(order, like_order):
+        if _original_name(scene.nodes[a]) != _original_name(like_scene.nodes[b]):
+            return False
+    for n_a, n_b in zip(order, like_order):
+        for anim_a, anim_b in [(_EMPTY, _EMPTY), *zip(scene.animations, like_scene.animations)]:
+            if anim_a is not _EMPTY and abs(anim_a.duration - anim_b.duration) > 1e-4:
+                return False
+            d = 0.0 if anim_a is _EMPTY else anim_a.duration
+            times = np.linspace(0.0, d, 5)
+            ta, ra, sa = sample_node_trs(scene, anim_a, n_a, times)
+            tb, rb, sb = sample_node_trs(like_scene, anim_b, n_b, times)
+            dots = np.abs(np.einsum("ij,ij->i", quat_normalize(ra), quat_normalize(rb)))
+            if not (np.allclose(ta, tb, atol=1e-4) and np.allclose(sa, sb, atol=1e-4)
+                    and (dots > 1 - 1e-6).all()):
+                return False
+    return True
+
+
+def _copy_doc(doc: Document) -> Document:
+    return Document(doc.format, copy.deepcopy(doc.root), dict(doc.params), bytes(doc.trailing),
+                    [], dict(doc.meta))
+
+
+def import_joint(scene: Scene, *, like: Document | None = None, out_name: str = "",
+                 **options: Any) -> Document:
+    order = skeleton_order(scene) if scene.skins else _all_joint_nodes(scene)
+    if like is not None and like.format == "n3joint":
+        like_scene = like.codec.to_scene(like)
+        # to_scene's one "timeline" animation spans the whole key range
+        if _same_motion(scene, like_scene, order, list(range(len(like_scene.nodes)))):
+            return _copy_doc(like)
+    root, _ = joint_root(scene, order, options.get("name"))
+    return Document("n3joint", root, {"jointKeys": 4}, b"", [], {})
+
+
+def _all_joint_nodes(scene: Scene) -> list[int]:
+    """Without a skin, the skeleton is the first root's whole tree (pre-order)."""
+    if not scene.roots:
+        raise ImportError_("the scene has no nodes (no skeleton to write)")
+    out, stack = [], [scene.roots[0]]
+    while stack:
+        v = stack.pop()
+        out.append(v)
+        stack.extend(reversed(scene.nodes[v].children))
+    return out
+
+
+def import_anim(scene: Scene, *, like: Document | None = None, out_name: str = "",
+                **options: Any) -> Document:
+    if not scene.animations:
+        raise ImportError_("the scene has no animations (nothing to write to .n3anim)")
+    root = anim_root(scene)
+    if like is not None and like.format == "n3anim" and _same_clips(root, like.root):
+        return Document("n3anim", copy.deepcopy(like.root), dict(like.params),
+                        bytes(like.trailing), [], dict(like.meta))
+    return Document("n3anim", root, {}, b"", [], {})
+
+
+def _same_clips(new: dict, old: dict) -> bool:
+    if new["count"] != len(old["clips"]):
+        return False
+    for a, b in zip(new["clips"], old["clips"]):
+        da = (a["end"] - a["start"]) / a["fps"]
+        db = (float(b["end"]) - float(b["start"])) / float(b["fps"]) if b["fps"] else -1
+        if abs(da - db) > 1e-4 or bytes(a["name"]).rstrip(b"\0") != bytes(b["name"]).rstrip(b"\0"):
+            return False
+    return True
+
+
+# ----------------------------------------------------------------------------
+# materials and textures
+
+
+def material_record(scene: Scene, index: int | None, like: dict | None = None) -> dict:
+    """An N3 material: the original's when given, else from the glTF material
+    (its exported ``n3Material`` extras first)."""
+    if like is not None:
+        return copy.deepcopy(like)
+    out = copy.deepcopy(DEFAULT_MATERIAL)
+    if index is None or not 0 <= index < len(scene.materials):
+        return out
+    mat = scene.materials[index]
+    n3 = mat.extras.get("n3Material") if mat.extras else None
+    if isinstance(n3, dict):
+        for k in out:
+            v = n3.get(k)
+            if isinstance(out[k], list) and isinstance(v, list) and len(v) == len(out[k]):
+                out[k] = [float(x) if x is not None else 0.0 for x in v]
+            elif isinstance(v, (int, float)):
+                out[k] = type(out[k])(v)
+        return out
+    flags = 0
+    if mat.alpha_mode == "BLEND":
+        flags |= RF_ALPHA
+    if mat.double_sided:
+        flags |= RF_DOUBLE_SIDED
+    if mat.unlit:
+        flags |= RF_NO_LIGHTING
+    out["renderFlags"] = flags
+    out["diffuse"] = [float(x) for x in mat.base_color]
+    return out
+
+
+def texture_file(scene: Scene, material: int | None, stem: str,
+                 options: dict) -> tuple[str, Document] | None:
+    """The material's base colour image as an NTF .dxt document, or None."""
+    if material is None or not 0 <= material < len(scene.materials):
+        return None
+    ref = scene.materials[material].base_color_texture
+    if ref is None or not 0 <= ref.image < len(scene.images):
+        return None
+    img = scene.images[ref.image]
+    if img.data is None:
+        scene.warnings.append(f"texture {img.name or img.uri!r}: not embedded; not converted")
+        return None
+    from .textures_encode import encode_ntf
+    from PIL import Image as PILImage
+    try:
+        pic = PILImage.open(io.BytesIO(img.data))
+        pic.load()
+    except Exception as e:  # noqa: BLE001 - Pillow raises many kinds
+        scene.warnings.append(f"texture {img.name!r}: cannot be read ({e}); not converted")
+        return None
+    rec = encode_ntf(pic, stem, encrypt=bool(options.get("encrypt")))
+    return f"{stem}.dxt", Document("dxt", rec, {}, b"", [], {"text_encoding": CP_DEFAULT})
+
+
+# ----------------------------------------------------------------------------
+# parts, plugs, characters
+
+
+def _stem(name: str) -> str:
+    return os.path.splitext(os.path.basename(name))[0] if name else ""
+
+
+def _ref(folder: str, file: str) -> RawString:
+    return _raw(f"{folder}\\{file}" if folder else file)
+
+
+def import_part(scene: Scene, *, like: Document | None = None, out_name: str = "",
+                **options: Any) -> list:
+    stem = _stem(out_name) or scene.name or "part"
+    joint_map = _joint_maps(scene, skeleton_order(scene)) if scene.skins else None
+    sets = _mesh_sets(scene)
+    if len({s.material for s in sets}) > 1:
+        scene.warnings.append("n3cpart: a part has one material; the first one's is used "
+                              "(import to .n3chr for one part per material)")
+    geo = gather(scene, sets, "n3cpart", joint_map)
+    folder = str(options.get("folder", "item"))
+    like_skins = _like_ref(like, "n3cpart", "geometry", "n3cskins")
+    return _part_files(scene, geo, stem, folder, like, like_skins, options)
+
+
+def _like_ref(like: Document | None, fmt: str, field: str, target: str) -> Document | None:
+    """The document the original ``like`` references in ``field`` (found from
+    beside the original, as the export found it), or None."""
+    if like is None or not like.format.startswith(fmt):
+        return None
+    from .scene import Resolver
+    doc = Resolver(like.source, None).load(like.root[field], Scene(), target)
+    return doc if doc is not None and doc.format == target else None
+
+
+def _part_files(scene: Scene, geo: Geometry, stem: str, folder: str,
+                like: Document | None, like_skins: Document | None, options: dict) -> list:
+    lroot = like.root if like is not None and like.format == "n3cpart" else None
+    skins = _skins_doc(scene, geo, like_skins, options, stem)
+    files: list = []
+    tex_ref = lroot["texture"] if lroot is not None else _raw("")
+    if options.get("textures", True) and lroot is None:
+        tex = texture_file(scene, geo.material, stem, options)
+        if tex is not None:
+            files.append(tex)
+            tex_ref = _ref(folder, tex[0])
+    root = {"name": lroot["name"] if lroot is not None else _raw(options.get("name") or stem),
+            "reserved": int(lroot["reserved"]) if lroot is not None else 0,
+            "material": material_record(scene, geo.material,
+                                        lroot["material"] if lroot is not None else None),
+            "texture": tex_ref,
+            "geometry": lroot["geometry"] if lroot is not None else _ref(folder, f"{stem}.n3cskins")}
+    part = Document("n3cpart", root, dict(like.params) if lroot is not None else {},
+                    bytes(like.trailing) if lroot is not None else b"", [],
+                    dict(like.meta) if lroot is not None else {})
+    skins_name = os.path.basename(text(root["geometry"]).replace("\\", "/")) or f"{stem}.n3cskins"
+    return [(f"{stem}.n3cpart", part), (skins_name, skins), *files]
+
+
+def _plug_matrix_n3(local: np.ndarray) -> np.ndarray:
+    """glTF local matrix (column vectors) -> the N3 row-vector matrix."""
+    from ...scene.xform import mirror_x_matrix
+    return mirror_x_matrix(local).T
+
+
+def import_plug(scene: Scene, *, like: Document | None = None, out_name: str = "",
+                **options: Any) -> list:
+    stem = _stem(out_name) or scene.name or "plug"
+    sets = _mesh_sets(scene, skinned=False)
+    if not sets:
+        raise ImportError_("the scene has no rigid mesh to make a plug from")
+    # the plug's transform is its mesh node's (the first one); geometry in that frame
+    world = world_matrices(scene)
+    node = sets[0].node
+    inv = np.linalg.inv(world[node])
+    for s in sets:
+        s.positions = s.positions @ inv[:3, :3].T + inv[:3, 3]
+        if s.normals is not None:
+            s.normals = s.normals @ world[node][:3, :3]
+    geo = gather(scene, sets, "n3cplug")
+    joint = int(scene.nodes[node].extras.get("joint", 0)) if scene.nodes[node].extras else 0
+    like_mesh = _like_ref(like, "n3cplug", "geometry", "n3pmesh")
+    return _plug_files(scene, geo, stem, str(options.get("folder", "item")), like, like_mesh,
+                       world[node], joint, options)
+
+
+def _plug_files(scene: Scene, geo: Geometry, stem: str, folder: str, like: Document | None,
+                like_mesh: Document | None, local: np.ndarray, joint: int,
+                options: dict) -> list:
+    lroot = like.root if like is not None and like.format.startswith("n3cplug") else None
+    mesh = _pmesh_doc(scene, geo, like_mesh, options, stem)
+    files: list = []
+    if lroot is not None:
+        root = copy.deepcopy(lroot)
+        m = _plug_matrix_n3(local)
+        scale = np.asarray(lroot["scale"], np.float64)
+        old = np.asarray(lroot["rotation"], np.float64).reshape(4, 4)
+        rebuilt = np.diag([*scale, 1.0]) @ old
+        rebuilt[3, :3] = np.asarray(lroot["position"], np.float64) * scale
+        rebuilt[3, 3] = 1.0
+        if not np.allclose(rebuilt, m, atol=1e-5):
+            root["position"] = [float(x) for x in m[3, :3]]
+            rot = m.copy()
+            rot[3, :3] = 0.0
+            root["rotation"] = np.asarray(rot.reshape(-1), np.float32)
+            root["scale"] = [1.0, 1.0, 1.0]
+            scene.warnings.append(f"{stem}: plug moved; its transform is written unscaled")
+        root["joint"] = int(joint) if joint >= 0 else int(lroot["joint"])
+    else:
+        tex_ref = _raw("")
+        if options.get("textures", True):
+            tex = texture_file(scene, geo.material, stem, options)
+            if tex is not None:
+                files.append(tex)
+                tex_ref = _ref(folder, tex[0])
+        m = _plug_matrix_n3(local)
+        rot = m.copy()
+        rot[3, :3] = 0.0
+        root = {"plugTrailer": 1, "name": _raw(options.get("name") or stem), "type": 0,
+                "joint": int(joint), "position": [float(x) for x in m[3, :3]],
+                "rotation": np.asarray(rot.reshape(-1), np.float32), "scale": [1.0, 1.0, 1.0],
+                "material": material_record(scene, geo.material), "geometry":
+                _ref(folder, f"{stem}.n3pmesh"), "texture": tex_ref, "traceStep": 0,
+                "useVMesh": 0}
+    mesh_name = os.path.basename(text(root["geometry"]).replace("\\", "/")) or f"{stem}.n3pmesh"
+    plug = Document("n3cplug", root, dict(like.params) if lroot is not None else {"plugTrailer": 1},
+                    bytes(like.trailing) if lroot is not None else b"", [],
+                    dict(like.meta) if lroot is not None else {})
+    return [(f"{stem}.n3cplug", plug), (mesh_name, mesh), *files]
+
+
+def import_chr(scene: Scene, *, like: Document | None = None, out_name: str = "",
+               **options: Any) -> list:
+    """The character and every file it references (see the module docstring)."""
+    stem = _stem(out_name) or scene.name or "character"
+    folder = str(options.get("folder", "chr"))
+    originals = _like_set(like)
+    rigged = bool(scene.skins)
+    if not rigged and not originals:
+        raise ImportError_("the scene has no skin: a character needs a skeleton (export the "
+                           "armature with the mesh)")
+    order = skeleton_order(scene) if rigged else []
+    joint_map = _joint_maps(scene, order) if rigged else None
+    index = {n: i for i, n in enumerate(order)}
+    files: list = []
+
+    # skeleton and clips: the original's when the motion is unchanged
+    ljoint, lanim = originals.get("joint"), originals.get("anim")
+    anim_doc = None
+    if rigged:
+        motion_kept = False
+        if ljoint is not None and (lanim is not None or not scene.animations):
+            try:
+                like_scene = like.codec.to_scene(like, source_path=like.source)
+                motion_kept = _same_motion(scene, like_scene, order, skeleton_order(like_scene))
+            except FormatError:
+                motion_kept = False
+        if motion_kept:
+            joint_doc = _copy_doc(ljoint)
+            anim_doc = _copy_doc(lanim) if lanim is not None else None
+        else:
+            if ljoint is not None:
+                scene.warnings.append("n3joint/n3anim: skeleton or clips edited; rewritten on "
+                                      "a new timeline")
+            joint_doc = Document("n3joint", joint_root(scene, order, options.get("name"))[0],
+                                 {"jointKeys": 4}, b"", [], {})
+            anim_doc = Document("n3anim", anim_root(scene), {}, b"", [], {}) \
+                if scene.animations else None
+        files.append((_file_of(like, "joint", f"{stem}.n3joint"), joint_doc))
+        if anim_doc is not None:
+            files.append((_file_of(like, "animationControl", f"{stem}.n3anim"), anim_doc))
+
+    # parts: one per skinned (or, without a skeleton, bind-pose) mesh node
+    all_sets = _mesh_sets(scene)
+    parts_like = [x for x in originals.get("parts", []) if x[0] is not None]
+    part_nodes = [i for i, n in enumerate(scene.nodes) if n.mesh is not None
+                  and (n.skin is not None or not rigged and n.extras.get("lods") is not None)]
+    part_refs: list = []
+    # a part has one material and texture: a mesh with several becomes several parts
+    groups: list = []
+    for node in part_nodes:
+        node_sets = [s for s in all_sets if s.node == node]
+        mats = list(dict.fromkeys(s.material for s in node_sets))
+        for m in mats:
+            base = _original_name(scene.nodes[node]) or f"part{len(groups)}"
+            name = base if len(mats) == 1 else f"{base}_{_material_name(scene, m, mats.index(m))}"
+            groups.append((name, [s for s in node_sets if s.material == m]))
+    for k, (pname, node_sets) in enumerate(groups):
+        geo = gather(scene, node_sets, f"part {pname}", joint_map)
+        lpart, lskins = parts_like[k] if k < len(parts_like) else (None, None)
+        pstem = _stem(text(lpart.root["geometry"]).replace("\\", "/")) if lpart is not None \
+            else f"{stem}_{_safe(pname)}"
+        pfiles = _part_files(scene, geo, pstem, "item", lpart, lskins,
+                             {**options, "name": pname})
+        if lpart is not None:
+            pfiles[0] = (os.path.basename(lpart.source or pfiles[0][0]), pfiles[0][1])
+        files.extend(pfiles)
+        part_refs.append(_ref("item", pfiles[0][0]))
+
+    # plugs: rigid mesh nodes under a joint
+    plugs_like = [x for x in originals.get("plugs", []) if x[0] is not None]
+    world = world_matrices(scene)
+    parents = scene.parents()
+    plug_refs: list = []
+    rigid = [i for i, n in enumerate(scene.nodes) if n.mesh is not None and n.skin is None
+             and i not in part_nodes]
+    for k, node in enumerate(rigid):
+        j = parents[node]
+        while j is not None and j not in index:
+            j = parents[j]
+        if j is None:
+            scene.warnings.append(f"mesh {scene.nodes[node].name!r} is neither skinned nor "
+                                  "under a joint; not written")
+            continue
+        node_sets = [s for s in all_sets if s.node == node]
+        local = np.linalg.inv(world[j]) @ world[node]
+        inv = np.linalg.inv(world[node])      # geometry back in the plug's own frame
+        for s in node_sets:
+            s.positions = s.positions @ inv[:3, :3].T + inv[:3, 3]
+            if s.normals is not None:
+                s.normals = s.normals @ world[node][:3, :3]
+        pname = _original_name(scene.nodes[node]) or f"plug{k}"
+        geo = gather(scene, node_sets, f"plug {pname}")
+        lplug, lmesh = plugs_like[k] if k < len(plugs_like) else (None, None)
+        pfiles = _plug_files(scene, geo, f"{stem}_{_safe(pname)}", "item", lplug, lmesh, local,
+                             index[j], {**options, "name": pname})
+        if lplug is not None:
+            pfiles[0] = (os.path.basename(lplug.source or pfiles[0][0]), pfiles[0][1])
+        files.extend(pfiles)
+        plug_refs.append(_ref("item", pfiles[0][0]))
+
+    if not part_refs and not plug_refs:
+        raise ImportError_("the scene has no skinned mesh or plug to make a character from")
+    chr_doc = _chr_doc(scene, like, originals, stem, folder, files, part_refs, plug_refs,
+                       anim_doc is not None, options)
+    out = [(f"{stem}.n3chr", chr_doc)]
+    seen = {out[0][0].lower()}
+    for name, doc in files:
+        if name.lower() not in seen:
+            seen.add(name.lower())
+            out.append((name, doc))
+    return out
+
+
+def _chr_doc(scene: Scene, like: Document | None, originals: dict, stem: str, folder: str,
+             files: list, part_refs: list, plug_refs: list, has_anim: bool,
+             options: dict) -> Document:
+    """The .n3chr: the original's when its resolvable parts and plugs are the
+    ones imported (references it could not resolve are kept as they were)."""
+    if like is not None and like.format == "n3chr":
+        lr = like.root
+        resolved_parts = [i for i, x in enumerate(originals["parts"]) if x[0] is not None]
+        resolved_plugs = [i for i, x in enumerate(originals["plugs"]) if x[0] is not None]
+        if len(resolved_parts) == len(part_refs) and len(resolved_plugs) == len(plug_refs):
+            return _copy_doc(like)
+        scene.warnings.append("n3chr: parts or plugs added or removed; references rewritten")
+        root = copy.deepcopy(lr)
+        root["parts"], root["partCount"] = part_refs, len(part_refs)
+        root["plugs"], root["plugCount"] = plug_refs, len(plug_refs)
+        return Document("n3chr", root, dict(like.params), b"", [], dict(like.meta))
+    joint_file = next((n for n, d in files if d.format == "n3joint"), f"{stem}.n3joint")
+    anim_file = next((n for n, d in files if d.format == "n3anim"), f"{stem}.n3anim")
+    t = {"name": _raw(options.get("name") or stem), "position": [0.0, 0.0, 0.0],
+         "rotation": [0.0, 0.0, 0.0, 1.0], "scale": [1.0, 1.0, 1.0],
+         "keys": [{"count": 0, "values": np.zeros((0, 0), np.float32)} for _ in range(3)],
+         "collisionMesh": _raw(""), "climbMesh": _raw("")}
+    root = {"transform": t, "joint": _ref(folder, joint_file), "partCount": len(part_refs),
+            "parts": part_refs, "plugCount": len(plug_refs), "plugs": plug_refs,
+            "animationControl": _ref(folder, anim_file) if has_anim else _raw(""),
+            "jointPartStarts": np.array([-1, -1], np.int32),
+            "jointPartEnds": np.array([-1, -1], np.int32), "fxPlug": _raw("")}
+    return Document("n3chr", root, {}, b"", [], {})
+
+
+def _material_name(scene: Scene, index: int | None, position: int) -> str:
+    if index is not None and 0 <= index < len(scene.materials) and scene.materials[index].name:
+        return _safe(scene.materials[index].name)
+    return f"m{position}"
+
+
+def _safe(name: str) -> str:
+    keep = "".join(c if c.isalnum() or c in "-_" else "_" for c in name)
+    return keep.strip("_") or "part"
+
+
+def _file_of(like: Document | None, field: str, default: str) -> str:
+    if like is None or like.format != "n3chr":
+        return default
+    ref = text(like.root[field]).replace("\\", "/")
+    return os.path.basename(ref) or default
+
+
+def _like_set(like: Document | None) -> dict:
+    """The original character's referenced documents (from beside its file)."""
+    if like is None or like.format != "n3chr":
+        return {}
+    from .scene import Resolver
+    res = Resolver(like.source, None)
+    sink = Scene()
+
+    def load(ref: Any, fmt: str):
+        doc = res.load(ref, sink, fmt)
+        return doc if doc is not None and doc.format.startswith(fmt) else None
+    out: dict = {"joint": load(like.root["joint"], "n3joint"),
+                 "anim": load(like.root["animationControl"], "n3anim"), "parts": [], "plugs": []}
+    for ref in like.root["parts"]:
+        p = load(ref, "n3cpart")
+        out["parts"].append((p, load(p.root["geometry"], "n3cskins") if p is not None else None))
+    for ref in like.root["plugs"]:
+        p = load(ref, "n3cplug")
+        out["plugs"].append((p, load(p.root["geometry"], "n3pmesh") if p is not None else None))
+    return out
+
+
+IMPORTERS = {"n3pmesh": import_pmesh, "n3cskins": import_skins, "n3cpart": import_part,
+             "n3cplug": import_plug, "n3joint": import_joint, "n3anim": import_anim,
+             "n3chr": import_chr}

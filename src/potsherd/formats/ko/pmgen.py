@@ -1,0 +1,318 @@
+"""Progressive mesh generation for ``.n3pmesh`` (and skin LODs), as the N3 engine
+replays it.
+
+The engine (``CN3PMeshInstance``) stores the *lowest* detail index buffer and a
+list of collapse records; reaching more detail means "splitting" the records in
+file order: ``numIndices += indicesToLose``, ``numVertices += verticesToLose``
+and every index position listed in ``indexChanges[offset:offset+count]`` is set
+to ``numVertices - 1``.  Going down, the same positions are set back to
+``collapseTo``.  For that to work the generator (the engine's own tool is
+``CN3PMeshCreate``) keeps three invariants, reproduced here:
+
+* the vertex removed by a collapse is swapped to the end of the live vertex
+  range, so it is the last vertex restored by its split; vertices left
+  unreferenced by the collapse go just below it;
+* triangles that degenerate are swapped to the end of the live index range, so
+  a split restores them by growing the range;
+* index changes name index-buffer positions in the final slot order.
+
+The edge choice is a quadric error metric (Garland-Heckbert) on half-edge
+collapses (vertices never move: the file has one vertex buffer), with planes
+along open edges so borders and UV seams hold, a penalty for flipped faces,
+and vertices at the same position (split by UVs or normals) collapsed together
+onto a neighbour at the partner's target, like the engine's own same-position
+rule.  The engine's tool flags a record ``shouldCollapse`` when the collapse
+made right after it added no cost (its same-position follow-ups); here exactly
+the follow-ups are flagged, so the engine never stops between the two sides of
+a seam, while flat regions (zero quadric error) still stop anywhere.
+Collapses continue until no triangle is left, as the engine's tool does.
+"""
+from __future__ import annotations
+
+import heapq
+import itertools
+from dataclasses import dataclass
+
+import numpy as np
+
+BORDER_WEIGHT = 10.0    #: weight of the border-keeping planes relative to face planes
+FLIP_PENALTY = 1e3      #: added cost (times the mesh scale squared) for a flipped face
+
+
+@dataclass
+class Progressive:
+    """A progressive mesh in the file's terms (vertex order already final)."""
+
+    order: np.ndarray            #: (V,) original vertex index at each final position
+    indices: np.ndarray          #: (3T,) index buffer, lowest detail first region
+    collapses: list              #: file-order records (dicts of the layout's fields)
+    index_changes: np.ndarray    #: (C,) int32 index-buffer positions
+    min_vertices: int
+    min_indices: int
+
+
+def _plane_quadrics(pos: np.ndarray, tris: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per-face (T, 4, 4) area-weighted plane quadrics and unit normals."""
+    a, b, c = pos[tris[:, 0]], pos[tris[:, 1]], pos[tris[:, 2]]
+    n = np.cross(b - a, c - a)
+    area = np.linalg.norm(n, axis=1)
+    unit = n / np.where(area > 0, area, 1.0)[:, None]
+    d = -np.einsum("ij,ij->i", unit, a)
+    p = np.concatenate([unit, d[:, None]], axis=1)
+    q = np.einsum("ti,tj->tij", p, p) * (area / 2)[:, None, None]
+    return q, unit
+
+
+def _border_quadrics(pos: np.ndarray, tris: np.ndarray, normals: np.ndarray,
+                     nverts: int) -> np.ndarray:
+    """(V, 4, 4) quadrics of planes through open edges, perpendicular to their face."""
+    out = np.zeros((nverts, 4, 4))
+    edges = np.concatenate([tris[:, [0, 1]], tris[:, [1, 2]], tris[:, [2, 0]]])
+    face = np.tile(np.arange(len(tris)), 3)
+    key = np.sort(edges, axis=1)
+    _, inverse, counts = np.unique(key, axis=0, return_inverse=True, return_counts=True)
+    open_ = counts[inverse.reshape(-1)] == 1
+    if not open_.any():
+        return out
+    e, f = edges[open_], face[open_]
+    a, b = pos[e[:, 0]], pos[e[:, 1]]
+    along = b - a
+    length = np.linalg.norm(along, axis=1)
+    n = np.cross(along, normals[f])
+    nl = np.linalg.norm(n, axis=1)
+    n = n / np.where(nl > 0, nl, 1.0)[:, None]
+    d = -np.einsum("ij,ij->i", n, a)
+    p = np.concatenate([n, d[:, None]], axis=1)
+    q = np.einsum("ti,tj->tij", p, p) * (BORDER_WEIGHT * length * length)[:, None, None]
+    np.add.at(out, e[:, 0], q)
+    np.add.at(out, e[:, 1], q)
+    return out
+
+
+class _Mesh:
+    """Mutable connectivity for the collapse loop (vertex ids are input indices)."""
+
+    def __init__(self, pos: np.ndarray, tris: np.ndarray) -> None:
+        self.pos = pos
+        self.tris = tris.copy()
+        self.alive_tri = np.ones(len(tris), bool)
+        self.vert_tris: list[set] = [set() for _ in range(len(pos))]
+        for t, (a, b, c) in enumerate(tris.tolist()):
+            self.vert_tris[a].add(t)
+            self.vert_tris[b].add(t)
+            self.vert_tris[c].add(t)
+
+    def neighbours(self, v: int) -> set:
+        out: set = set()
+        for t in self.vert_tris[v]:
+            out.update(self.tris[t].tolist())
+        out.discard(v)
+        return out
+
+
+def _cross(u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Cross product over the last axis (np.cross is slow on many tiny arrays)."""
+    return np.stack([u[..., 1] * v[..., 2] - u[..., 2] * v[..., 1],
+                     u[..., 2] * v[..., 0] - u[..., 0] * v[..., 2],
+                     u[..., 0] * v[..., 1] - u[..., 1] * v[..., 0]], axis=-1)
+
+
+def _candidates(m: _Mesh, q: np.ndarray, a: int, scale2: float) -> list[tuple[float, int]]:
+    """Costs of collapsing ``a`` onto each neighbour: quadric error of the combined
+    quadric at the neighbour's position, plus a penalty when a kept face flips."""
+    nbrs = sorted(m.neighbours(a))
+    if not nbrs:
+        return []
+    nb = np.array(nbrs, dtype=np.int64)
+    targets = m.pos[nb]                                          # (k, 3)
+    h = np.concatenate([targets, np.ones((len(nb), 1))], axis=1)
+    combined = q[a][None] + q[nb]
+    cost = np.einsum("ki,kij,kj->k", h, combined, h)
+    tris = np.fromiter(m.vert_tris[a], dtype=np.int64)
+    corners = m.tris[tris]                                       # (t, 3)
+    pts = m.pos[corners]                                         # (t, 3, 3)
+    old = _cross(pts[:, 1] - pts[:, 0], pts[:, 2] - pts[:, 0])   # (t, 3)
+    which = corners == a                                         # (t, 3), one per row
+    moved = np.repeat(pts[None], len(nb), axis=0)                # (k, t, 3, 3)
+    moved[:, which] = targets[:, None, :]
+    new = _cross(moved[:, :, 1] - moved[:, :, 0], moved[:, :, 2] - moved[:, :, 0])
+    keep = ~(corners[None] == nb[:, None, None]).any(axis=2)     # (k, t): faces that stay
+    flips = ((np.einsum("ktj,tj->kt", new, old) <= 0) & keep).any(axis=1)
+    cost = cost + np.where(flips, FLIP_PENALTY * scale2, 0.0)
+    return [(max(float(c), 0.0), b) for c, b in zip(cost.tolist(), nbrs)]
+
+
+def build_progressive(positions: np.ndarray, triangles: np.ndarray,
+                      coincident: np.ndarray | None = None) -> Progressive:
+    """Collapse ``triangles`` (T, 3) over ``positions`` (V, 3) down to nothing and
+    lay the result out as the engine expects.  ``coincident`` (V,) labels
+    vertices at the same position (collapsed together); default: by position."""
+    pos = np.asarray(positions, np.float64)
+    tris = np.asarray(triangles, np.int64).reshape(-1, 3)
+    nv_total = len(pos)
+    if coincident is None:
+        _, coincident = np.unique(pos, axis=0, return_inverse=True)
+    coincident = np.asarray(coincident).reshape(-1)
+    groups: dict[int, list[int]] = {}
+    for v, g in enumerate(coincident.tolist()):
+        groups.setdefault(g, []).append(v)
+    face_q, face_n = _plane_quadrics(pos, tris)
+    q = np.zeros((nv_total, 4, 4))
+    for k in range(3):
+        np.add.at(q, tris[:, k], face_q)
+    q += _border_quadrics(pos, tris, face_n, nv_total)
+    ext = np.ptp(pos, axis=0).max() if len(pos) else 1.0
+    scale2 = float(ext * ext) or 1.0
+
+    m = _Mesh(pos, tris)
+    # --- engine bookkeeping state -------------------------------------------------
+    pos_of = np.arange(nv_total)            # vertex id -> position in the vertex buffer
+    vert_at = np.arange(nv_total)           # position -> vertex id
+    slot_of = np.arange(len(tris))          # triangle id -> slot in the index buffer
+    tri_at = np.arange(len(tris))           # slot -> triangle id
+    live_v, live_t = nv_total, len(tris)
+    refcount = np.bincount(tris.reshape(-1), minlength=nv_total)
+    records: list[dict] = []                # creation order
+    changes: list[tuple[int, int]] = []     # (triangle id, corner)
+
+    def swap_vertex_to_end(v: int) -> None:
+        nonlocal live_v
+        p, last = pos_of[v], live_v - 1
+        w = vert_at[last]
+        vert_at[p], vert_at[last] = w, v
+        pos_of[w], pos_of[v] = p, last
+        live_v -= 1
+
+    def kill_triangle(t: int) -> None:
+        nonlocal live_t
+        s, last = slot_of[t], live_t - 1
+        u = tri_at[last]
+        tri_at[s], tri_at[last] = u, t
+        slot_of[u], slot_of[t] = s, last
+        live_t -= 1
+
+    # vertices no triangle uses never take part (the caller welds them away)
+    for v in np.flatnonzero(refcount == 0)[::-1].tolist():
+        swap_vertex_to_end(int(v))
+
+    version = np.zeros(nv_total, np.int64)
+    alive_v = refcount > 0
+    counter = itertools.count()     # ties pop in insertion order (deterministic)
+    heap = [(cost, next(counter), a, b, 0, 0) for a in np.flatnonzero(alive_v).tolist()
+            for cost, b in _candidates(m, q, a, scale2)]
+    heapq.heapify(heap)
+
+    def collapse(a: int, b: int, cost: float, partner: bool = False) -> None:
+        """Vertex ``a`` onto ``b`` with the engine's bookkeeping."""
+        first_change = len(changes)
+        swap_vertex_to_end(a)
+        dying, moved = [], []
+        for t in sorted(m.vert_tris[a], key=lambda t: slot_of[t]):
+            corners = m.tris[t]
+            if (corners == b).any():
+                dying.append(t)
+            else:
+                moved.append(t)
+        for t in dying:
+            kill_triangle(t)
+            m.alive_tri[t] = False
+            for v in m.tris[t].tolist():
+                m.vert_tris[v].discard(t)
+                refcount[v] -= 1
+        for t in moved:
+            k = int(np.flatnonzero(m.tris[t] == a)[0])
+            m.tris[t, k] = b
+            changes.append((t, k))
+            m.vert_tris[a].discard(t)
+            m.vert_tris[b].add(t)
+            refcount[a] -= 1
+            refcount[b] += 1
+        alive_v[a] = False
+        lost = 1
+        touched = {b}
+        for t in dying:
+            touched.update(m.tris[t].tolist())
+        touched.discard(a)
+        for v in sorted(touched, key=lambda v: pos_of[v]):
+            if alive_v[v] and refcount[v] == 0:
+                swap_vertex_to_end(v)
+                alive_v[v] = False
+                lost += 1
+        q[b] += q[a]
+        n_changes = len(changes) - first_change
+        records.append({"indicesToLose": 3 * len(dying), "indicesToChange": n_changes,
+                        "verticesToLose": lost, "indexChangesOffset": first_change if n_changes else 0,
+                        "collapseTo": b, "partner": partner})
+        around = {b} | m.neighbours(b)
+        for v in around:
+            version[v] += 1
+        for v in around:
+            if alive_v[v]:
+                for c, w in _candidates(m, q, v, scale2):
+                    heapq.heappush(heap, (c, next(counter), v, w, version[v], version[w]))
+
+    while heap:
+        cost, _, a, b, va, vb = heapq.heappop(heap)
+        if not (alive_v[a] and alive_v[b]) or version[a] != va or version[b] != vb:
+            continue
+        if b not in m.neighbours(a):
+            continue
+        pa = pos[a]
+        collapse(a, b, cost)
+        # the same-position partners of a follow it onto a partner of b (free)
+        for a2 in groups[int(coincident[a])]:
+            if a2 == a or not alive_v[a2]:
+                continue
+            nb = m.neighbours(a2)
+            target = [b2 for b2 in groups[int(coincident[b])] if b2 in nb and alive_v[b2]]
+            if not target:
+                target = [b2 for b2 in nb if np.array_equal(pos[b2], pos[b])]
+            if target and np.array_equal(pos[a2], pa):
+                collapse(a2, target[0], 0.0, partner=True)
+
+    if live_t:  # not reachable for a proper mesh; kept for degenerate input
+        raise ValueError("progressive mesh generation left triangles uncollapsed")
+
+    # --- lay out in file terms ------------------------------------------------------
+    final_idx = np.empty(len(tris) * 3, np.int64)
+    final_tris = m.tris  # dead triangles keep their corners from the moment they died
+    final_idx.reshape(-1, 3)[:] = pos_of[final_tris[tri_at]]
+    change_pos = np.array([slot_of[t] * 3 + k for t, k in changes], np.int64)
+    out = []
+    next_is_partner = False   # file order is creation order reversed
+    for r in reversed(records):
+        out.append({"indicesToLose": r["indicesToLose"], "indicesToChange": r["indicesToChange"],
+                    "verticesToLose": r["verticesToLose"],
+                    "indexChangesOffset": r["indexChangesOffset"],
+                    "collapseTo": int(pos_of[r["collapseTo"]]),
+                    "shouldCollapse": int(next_is_partner),
+                    "padding": b"\x00\x00\x00"})
+        next_is_partner = r["partner"]
+    return Progressive(order=vert_at.copy(), indices=final_idx, collapses=out,
+                       index_changes=change_pos.astype(np.int32), min_vertices=live_v,
+                       min_indices=live_t * 3)
+
+
+def replay(p: Progressive, target_vertices: int | None = None) -> tuple[int, int, np.ndarray]:
+    """The engine's split replay of ``p`` (for checks): (vertices, indices, buffer)."""
+    idx = p.indices.copy()
+    nv, ni = p.min_vertices, p.min_indices
+    k = 0
+    cs = p.collapses
+    while k < len(cs) and (target_vertices is None or nv < target_vertices):
+        c = cs[k]
+        if target_vertices is not None and nv + c["verticesToLose"] > target_vertices:
+            break
+        ni += c["indicesToLose"]
+        nv += c["verticesToLose"]
+        lo = c["indexChangesOffset"]
+        idx[p.index_changes[lo:lo + c["indicesToChange"]]] = nv - 1
+        k += 1
+    while k < len(cs) and cs[k]["shouldCollapse"]:
+        c = cs[k]
+        ni += c["indicesToLose"]
+        nv += c["verticesToLose"]
+        lo = c["indexChangesOffset"]
+        idx[p.index_changes[lo:lo + c["indicesToChange"]]] = nv - 1
+        k += 1
+    return nv, ni, idx
