@@ -40,10 +40,6 @@ GLB_MAGIC = 0x46546C67
 CHUNK_JSON = 0x4E4F534A
 CHUNK_BIN = 0x004E4942
 
-#: CLI arguments that are not exporter options
-_NOT_OPTIONS = {"func", "command", "input", "output", "to", "jobs", "format", "param",
-                "max_depth", "max_elements", "max_inflated", "binary", "external_images",
-                "validate", "option"}
 
 
 _jsonable = plain_json  # extras: see potsherd.core.plainjson
@@ -701,7 +697,7 @@ def document_scene(doc: Any, options: dict | None = None) -> Scene:
     if to_scene is None:
         raise NoSceneError(f"{codec.name} files cannot be exported to glTF (no to_scene "
                            f"in the {codec.family} family yet)")
-    opts = {k: v for k, v in (options or {}).items() if k not in _NOT_OPTIONS and v is not None}
+    opts = {k: v for k, v in (options or {}).items() if v is not None}
     opts.setdefault("source_path", doc.source)
     try:
         scene = to_scene(doc, **opts)
@@ -729,10 +725,16 @@ def export_document(doc: Any, out_path: str | os.PathLike, *, binary: bool = Tru
                     options: dict | None = None) -> dict:
     """Convert a decoded document to glTF at ``out_path``; returns a summary
     (``path``, ``bytes``, counts, ``warnings``)."""
-    scene = document_scene(doc, options)
+    return write_exported(document_scene(doc, options), out_path, binary=binary)
+
+
+def write_exported(scene: Scene, out_path: str | os.PathLike, *, binary: bool = True) -> dict:
+    """Write an exported scene; returns the summary of :func:`export_document`.
+    File-system errors stay ``OSError`` (naming the path); anything else
+    unexpected is a :class:`SceneExportError`."""
     try:
         size = write_glb(scene, out_path) if binary else write_gltf(scene, out_path)
-    except FormatError:
+    except (FormatError, OSError):
         raise
     except Exception as e:  # noqa: BLE001
         raise SceneExportError(f"internal error writing glTF: {type(e).__name__}: {e}") from e

@@ -40,7 +40,7 @@ from ...core.layout import (GROUPS, PRIMS, JsonCtx, Layout, Storage, String, Tai
 from ...core.limits import DEFAULT_LIMITS, Limits
 from ...core.values import RawString
 from ...document import Document
-from ...registry import LayoutCodec
+from ...registry import LayoutCodec, Option
 
 try:  # the texture engineer's NTF storage (gtd lightmaps)
     from .ntf import NTF_STORAGE
@@ -194,6 +194,28 @@ SCENE_FORMATS = ("n3pmesh", "n3shape", "n3joint", "n3cskins", "n3skin", "n3cpart
                  "n3cplug_cloak", "n3chr")
 
 
+_DATA_ROOT = Option("data_root", str, "game data folder where referenced files are looked up "
+                    "(besides the file's own folder and its parents)")
+_SKIN_OPTIONS = (
+    _DATA_ROOT,
+    Option("lod", int, "level of detail of the skins (0 is the finest)", 0),
+    Option("skeleton", str, "a .n3joint to bind the skin to (a path, or a name found like a "
+                            "reference)"),
+    Option("animation", str, "a .n3anim whose clips are added to the skeleton (with skeleton=)"),
+)
+_PLUG_OPTIONS = (_DATA_ROOT,
+                 Option("fx_meshes", bool, "also export the plug's effect meshes", False))
+
+#: options each format's ``to_scene`` reads (``--option name=value``)
+SCENE_OPTIONS: dict[str, tuple[Option, ...]] = {
+    "n3pmesh": (_DATA_ROOT,), "n3shape": (_DATA_ROOT,), "n3joint": (_DATA_ROOT,),
+    "n3cskins": _SKIN_OPTIONS, "n3skin": _SKIN_OPTIONS, "n3cpart": _SKIN_OPTIONS,
+    "n3cplug": _PLUG_OPTIONS, "n3cplug_cloak": _PLUG_OPTIONS,
+    "n3chr": (_DATA_ROOT, Option("lod", int, "level of detail of the parts' skins", 0),
+              Option("fx_meshes", bool, "also export the plugs' effect meshes", False)),
+}
+
+
 def _scene_exporter(name: str):
     def to_scene(doc: Document, **options: Any):
         from .scene import SCENES  # scene.py imports this module
@@ -222,6 +244,7 @@ class KoCodec(LayoutCodec):
         self._check = check
         if name in SCENE_FORMATS:
             self.to_scene = _scene_exporter(name)
+            self.export_options = SCENE_OPTIONS[name]
 
     # --- decode / encode ------------------------------------------------
     def decode(self, data: bytes, *, limits: Limits = DEFAULT_LIMITS, **params: Any) -> Document:
