@@ -17,8 +17,8 @@ import sys
 from typing import IO, Any, Iterable, Iterator
 
 from . import registry
-from .core.errors import LimitError
-from .core.fileio import atomic_write
+from .core.errors import LimitError, UnknownFormatError
+from .core.fileio import atomic_write, output_target
 from .core.limits import DEFAULT_LIMITS, Limits
 
 #: the path that means standard input (reading commands) or standard output (writing ones)
@@ -103,9 +103,28 @@ def read_doc(path: str, *, limits: Limits = DEFAULT_LIMITS, format: str | None =
              params: dict | None = None) -> tuple[bytes, Any]:
     """``(bytes, Document)`` of a file (``-``: standard input)."""
     data = read_input(path, limits)
-    doc = registry.decode(data, format=format, path=None if path == STDIO else path,
-                          limits=limits, **(params or {}))
+    try:
+        doc = registry.decode(data, format=format, path=None if path == STDIO else path,
+                              limits=limits, **(params or {}))
+    except UnknownFormatError as e:
+        if path == STDIO and format is None:
+            e.message = (f"{e.message} (standard input has no file name: say the format "
+                         "with --format)")
+            e.args = (e.message,)
+        raise
     return data, doc
+
+
+def summary_stream(output: str) -> IO[str]:
+    """Where to print a command's one-line summary: stderr when the output
+    itself goes to a stream (``-``, ``/dev/stdout``, a FIFO), else stdout."""
+    if output == STDIO:
+        return sys.stderr
+    try:
+        kind, _ = output_target(output)
+    except OSError:
+        return sys.stdout
+    return sys.stderr if kind == "stream" else sys.stdout
 
 
 def write_output(path: str, data: bytes) -> None:

@@ -189,7 +189,7 @@ def cmd_build(args) -> int:
     data = doc.encode()
     api.write_output(args.output, data)
     print(f"{display_path(args.output)}: {len(data)} bytes ({doc.format})",
-          file=sys.stderr if args.output == api.STDIO else sys.stdout)
+          file=api.summary_stream(args.output))
     return 0
 
 
@@ -330,9 +330,9 @@ def cmd_render(args) -> int:
         raise FormatError(f"{args.input}: cannot render ({type(e).__name__}: {e})") from None
     buf = io.BytesIO()
     img.save(buf, format="PNG")
+    stream = api.summary_stream(args.output)
     api.write_output(args.output, buf.getvalue())
-    if args.output != api.STDIO:
-        print(display_path(args.output))
+    print(display_path(args.output), file=stream)
     return 0
 
 

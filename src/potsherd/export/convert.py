@@ -475,11 +475,12 @@ def run(args) -> int:
         stem = os.path.splitext(os.path.basename(args.input))[0]
         ext = ("." + target) if target in GLTF_TARGETS else os.path.splitext(args.input)[1]
         output = os.path.join(output, stem + ext)
+    stream = api.summary_stream(output)
     summary = convert_file(args.input, output, target, settings)
     for w in summary.get("warnings", []):
         print(f"potsherd: warning: {w}", file=sys.stderr)
     print(f"{display_path(output)}: {summary['bytes']} bytes", flush=True,
-          file=sys.stderr if output == api.STDIO else sys.stdout)
+          file=stream)
     if getattr(args, "validate", False) and target in GLTF_TARGETS and output != api.STDIO:
         return validate_outputs([output])
     return 0
