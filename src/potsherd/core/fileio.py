@@ -48,16 +48,32 @@ def output_target(path: str | os.PathLike) -> tuple[str, str]:
     mode = st.st_mode
     if stat.S_ISDIR(mode):
         raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
-    real = os.path.realpath(path)
     if stat.S_ISCHR(mode) or stat.S_ISFIFO(mode):
         return "stream", path
     if stat.S_ISREG(mode):
-        if real.startswith(("/proc/", "/dev/fd/")):   # /dev/stdout redirected to a file
+        if _descriptor_alias(path):     # /dev/stdout of a shell redirection to a file
             return "stream", path
-        return "file", real if os.path.islink(path) else path
+        return "file", os.path.realpath(path) if os.path.islink(path) else path
     what = "a block device" if stat.S_ISBLK(mode) else "a socket" if stat.S_ISSOCK(mode) \
         else "a special file"
     raise OSError(errno.EINVAL, f"is {what}; refusing to write to it", path)
+
+
+def _descriptor_alias(path: str) -> bool:
+    """True for names of an open descriptor (``/dev/stdout``, ``/dev/fd/N``,
+    ``/proc/self/fd/N``): replacing what they resolve to would detach the file
+    from the descriptor the caller redirected."""
+    absolute = os.path.abspath(path)
+    if absolute.startswith(("/dev/fd/", "/proc/")) or absolute in ("/dev/stdout", "/dev/stderr"):
+        return True
+    link = absolute
+    for _ in range(8):                  # follow the link chain by hand, stopping at /proc
+        if not os.path.islink(link):
+            return False
+        link = os.path.join(os.path.dirname(link), os.readlink(link))
+        if link.startswith(("/proc/", "/dev/fd/")):
+            return True
+    return False
 
 
 @contextlib.contextmanager
