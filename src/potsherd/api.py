@@ -76,11 +76,11 @@ def make_limits(**changes: int | None) -> Limits:
     return DEFAULT_LIMITS.replace(**changes) if changes else DEFAULT_LIMITS
 
 
-def read_input(path: str, limits: Limits = DEFAULT_LIMITS) -> bytes:
-    """The bytes of ``path`` (``-``: standard input), refusing before reading
-    what is larger than ``limits.max_input``.  A folder or a device is an
-    ``OSError`` naming the path; a FIFO named explicitly is read."""
-    if path == STDIO:
+def read_input(path: str, limits: Limits = DEFAULT_LIMITS, *, stdio: bool = True) -> bytes:
+    """The bytes of ``path`` (``-``: standard input unless ``stdio`` is False),
+    refusing before reading what is larger than ``limits.max_input``.  A folder
+    or a device is an ``OSError`` naming the path; a FIFO named explicitly is read."""
+    if stdio and path == STDIO:
         data = sys.stdin.buffer.read(limits.max_input + 1)
         if len(data) > limits.max_input:
             raise LimitError(f"standard input exceeds the limit of {limits.max_input} bytes "
@@ -95,7 +95,7 @@ def read_input(path: str, limits: Limits = DEFAULT_LIMITS) -> bytes:
         size = os.fstat(f.fileno()).st_size
         if size > limits.max_input:  # refuse before reading it into memory
             raise LimitError(f"input of {size} bytes exceeds the limit of {limits.max_input} "
-                             f"(--max-input)", offset=0)
+                             f"(--max-input)", offset=0, path=None if stdio else path)
         return f.read(limits.max_input + 1)
 
 

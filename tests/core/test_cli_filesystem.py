@@ -630,3 +630,37 @@ def test_info_and_dump_of_a_big_zero_file_stay_within_a_memory_bound(tmp_path):
     assert tail.endswith(b'"lods": []\n }\n}')
     r, _ = _peak_kib("dump", z, "-o", out, "--compact")
     assert r.returncode == 0
+
+
+def test_permission_denied_output_is_one_line_not_an_internal_error(tmp_path, cube):
+    prefix = _without_dac(tmp_path)
+    if prefix is None:
+        pytest.skip("cannot drop permission overrides here")
+    locked = tmp_path / "ro"
+    locked.mkdir()
+    locked.chmod(0o555)
+    try:
+        # a .gltf writes its .bin first: that is the file named
+        for target, named in (("x.glb", "x.glb"), ("x.gltf", "x.bin")):
+            r = potsherd("convert", cube, locked / target, prefix=prefix)
+            assert (r.returncode, err_text(r)) == (1, f"potsherd: error: {locked / named}: "
+                                                      "Permission denied\n"), target
+        r = potsherd("dump", cube, "-o", locked / "x.json", prefix=prefix)
+        assert (r.returncode, err_text(r)) == (1, f"potsherd: error: {locked / 'x.json'}: "
+                                                  "Permission denied\n")
+    finally:
+        locked.chmod(0o755)
+    assert os.listdir(locked) == []
+
+
+def test_a_model_whose_references_are_missing_is_an_error():
+    from potsherd.export.convert import NoGeometryError, _check_geometry
+    from potsherd.scene import Scene
+    s = Scene(name="chr")
+    s.add_node(name="character")
+    s.warnings.append("part 'item\\\\armor.n3cpart' not found")
+    with pytest.raises(NoGeometryError, match=r"no geometry to export: 1 referenced file\(s\) "
+                                              r"not found .*pass --data-root"):
+        _check_geometry("a.n3chr", s)
+    # negative controls: an empty scene without missing references (a skeleton) is fine
+    _check_geometry("a.n3joint", Scene(name="joint"))

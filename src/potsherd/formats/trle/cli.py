@@ -17,17 +17,7 @@ from ...core.errors import FormatError
 from ...core.fileio import atomic_write
 
 
-def _moveable_id(text: str) -> int:
-    from .catalog import TR4_MOVEABLES
-    try:
-        return int(text, 0)
-    except ValueError:
-        pass
-    by_name = {v: k for k, v in TR4_MOVEABLES.items()}
-    key = text.strip().upper()
-    if key not in by_name:
-        raise FormatError(f"{text!r} is neither a moveable id nor a TR4 slot name")
-    return by_name[key]
+from .catalog import moveable_id as _moveable_id  # noqa: E402  (kept for callers)
 
 
 def _limits(args):
