@@ -94,7 +94,7 @@ def _check_geometry(src: str, scene) -> None:
         return
     missing = [w for w in scene.warnings if w.endswith(" not found")]
     if missing:
-        raise NoGeometryError(f"{display_path(src)}: no geometry to export: {len(missing)} "
+        raise NoGeometryError(f"no geometry to export: {len(missing)} "
                               f"referenced file(s) not found (first: {missing[0]}); pass "
                               "--data-root with the game's data folder")
 
@@ -130,30 +130,70 @@ def _worker(src: str, dst: str, target: str, options: dict) -> tuple:
         return "failed", f"{type(e).__name__}: {e}"
 
 
-def _child(conn, src: str, dst: str, target: str, options: dict) -> None:
-    """Worker process body: Ctrl-C is the parent's to handle; SIGTERM (a
-    timeout or an interrupted batch) unwinds so the atomic writer removes its
-    temporary file."""
+def _serve(conn, target: str, options: dict) -> None:
+    """Worker process body: convert the ``(src, dst)`` pairs received until
+    ``None``.  Ctrl-C is the parent's to handle; SIGTERM (a timeout or an
+    interrupted batch) unwinds so the atomic writer removes its temporary file."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
     def _term(signum, frame):
         raise SystemExit(143)
     signal.signal(signal.SIGTERM, _term)
     try:
-        conn.send(_worker(src, dst, target, options))
+        while True:
+            job = conn.recv()
+            if job is None:
+                break
+            conn.send(_worker(job[0], job[1], target, options))
+    except (EOFError, BrokenPipeError):
+        pass
     finally:
         conn.close()
 
 
-def _stop(proc, dst: str) -> None:
-    """End a worker (SIGTERM, then SIGKILL) and remove what it left half-written."""
-    if proc.is_alive():
-        proc.terminate()
-        proc.join(2.0)
+class _Slot:
+    """One worker process and the file it is converting."""
+
+    def __init__(self, ctx, target: str, options: dict) -> None:
+        self.conn, child = ctx.Pipe(duplex=True)
+        self.proc = ctx.Process(target=_serve, args=(child, target, options), daemon=True)
+        self.proc.start()
+        child.close()
+        self.job: tuple | None = None
+        self.t0 = 0.0
+
+    def give(self, src: str, dst: str) -> None:
+        self.job = (src, dst)
+        self.t0 = time.monotonic()
+        self.conn.send(self.job)
+
+    def stop(self) -> None:
+        """End the process (SIGTERM, then SIGKILL) and remove what it left half-written."""
+        with _suppress():
+            self.conn.close()
+        proc = self.proc
         if proc.is_alive():
-            proc.kill()
-    proc.join()
-    remove_temporaries(os.path.dirname(os.path.abspath(dst)), proc.pid)
+            proc.terminate()
+            proc.join(2.0)
+            if proc.is_alive():
+                proc.kill()
+        proc.join()
+        if self.job is not None:
+            remove_temporaries(os.path.dirname(os.path.abspath(self.job[1])), proc.pid)
+
+    def close(self) -> None:
+        """Let an idle worker exit on its own."""
+        with _suppress():
+            self.conn.send(None)
+            self.conn.close()
+        self.proc.join(5.0)
+        if self.proc.is_alive():
+            self.stop()
+
+
+def _suppress():
+    import contextlib
+    return contextlib.suppress(OSError, ValueError, EOFError)
 
 
 def run_in_workers(plan: list, target: str, options: dict, workers: int,
@@ -161,48 +201,56 @@ def run_in_workers(plan: list, target: str, options: dict, workers: int,
     """Convert ``plan`` [(src, dst)] in worker processes, yielding
     ``(src, status, result)`` as files finish.
 
-    Each file gets a process of its own (forked: nothing is imported again), so
-    a file still running after ``timeout`` seconds is killed and reported
-    (status "failed") while the others go on.  Closing the generator (a fatal
-    error, Ctrl-C) stops every running worker and removes its temporary files."""
+    Workers are forked (nothing is imported again) and live for the batch; a
+    file still running after ``timeout`` seconds has its worker killed (and its
+    temporary files removed) and is reported as failed, a fresh worker taking
+    its place, so the batch goes on.  Closing the generator (a fatal error,
+    Ctrl-C) stops every worker."""
     ctx = multiprocessing.get_context("fork")
     pending = collections.deque(plan)
-    running: dict = {}
+    slots = [_Slot(ctx, target, options) for _ in range(max(1, min(workers, len(plan))))]
     try:
-        while pending or running:
-            while pending and len(running) < workers:
-                src, dst = pending.popleft()
-                recv, send = ctx.Pipe(duplex=False)
-                proc = ctx.Process(target=_child, args=(send, src, dst, target, options),
-                                   daemon=True)
-                proc.start()
-                send.close()
-                running[recv] = (proc, src, dst, time.monotonic())
-                if started is not None:
-                    started(src)
+        while pending or any(s.job for s in slots):
+            for i, slot in enumerate(slots):
+                if slot.job is None and pending:
+                    src, dst = pending.popleft()
+                    try:
+                        slot.give(src, dst)
+                    except OSError:                # the worker died while idle
+                        slot.stop()
+                        slots[i] = slot = _Slot(ctx, target, options)
+                        slot.give(src, dst)
+                    if started is not None:
+                        started(src)
+            busy = {s.conn: s for s in slots if s.job is not None}
             wait = 0.5 if timeout is None else max(0.01, min(0.5, timeout / 4))
-            for recv in multiprocessing.connection.wait(list(running), timeout=wait):
-                proc, src, dst, _ = running.pop(recv)
+            for conn in multiprocessing.connection.wait(list(busy), timeout=wait):
+                slot = busy[conn]
+                src = slot.job[0]
                 try:
-                    status, res = recv.recv()
+                    status, res = conn.recv()
+                    slot.job = None
                 except (EOFError, OSError):
-                    proc.join()
-                    status, res = "failed", f"worker process died (exit code {proc.exitcode})"
-                recv.close()
-                _stop(proc, dst)
+                    slot.proc.join(1.0)
+                    status, res = "failed", f"worker process died (exit code {slot.proc.exitcode})"
+                    slot.stop()
+                    slots[slots.index(slot)] = _Slot(ctx, target, options)
                 yield src, status, res
             if timeout is not None:
                 now = time.monotonic()
-                for recv, (proc, src, dst, t0) in list(running.items()):
-                    if now - t0 > timeout:
-                        del running[recv]
-                        recv.close()
-                        _stop(proc, dst)
+                for i, slot in enumerate(slots):
+                    if slot.job is not None and now - slot.t0 > timeout:
+                        src = slot.job[0]
+                        slot.stop()
+                        slots[i] = _Slot(ctx, target, options)
                         yield src, "failed", f"timed out after {timeout:g} s (--timeout)"
-    finally:
-        for recv, (proc, src, dst, _) in running.items():
-            recv.close()
-            _stop(proc, dst)
+    except BaseException:
+        for slot in slots:
+            slot.stop()
+        raise
+    else:
+        for slot in slots:
+            slot.close()
 
 
 def _can_reach(path: str, target: str) -> bool:
