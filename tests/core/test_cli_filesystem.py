@@ -664,3 +664,27 @@ def test_a_model_whose_references_are_missing_is_an_error():
         _check_geometry("a.n3chr", s)
     # negative controls: an empty scene without missing references (a skeleton) is fine
     _check_geometry("a.n3joint", Scene(name="joint"))
+
+
+CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
+
+
+def test_full_disk_fbx_to_ascii_and_trle_insert(tmp_path, tiny_tmpfs):
+    fbx = sorted((CORPUS / "fbx").glob("*binary.fbx"))[:1]
+    wad = sorted((CORPUS / "tr4wad").rglob("*.WAD"))[:1] + sorted((CORPUS / "tr4wad").rglob("*.wad"))[:1]
+    if not fbx or not wad:
+        pytest.skip("corpus absent (../shared/corpus/fbx, tr4wad)")
+    trwad = tmp_path / "m.trwad"
+    r = potsherd("trle", "extract", wad[0], "--moveable", "0", "-o", trwad)
+    assert r.returncode == 0, r.stderr
+    (tiny_tmpfs / "keep.wad").write_bytes(b"old")
+    fill(tiny_tmpfs)
+    for args, out in ((["convert", fbx[0], tiny_tmpfs / "x.fbx", "--to", "ascii"],
+                       tiny_tmpfs / "x.fbx"),
+                      (["trle", "insert", "-", trwad, "-o", tiny_tmpfs / "keep.wad"],
+                       tiny_tmpfs / "keep.wad")):
+        r = potsherd(*args)
+        assert (r.returncode, err_text(r)) == (1, f"potsherd: error: {out}: No space left on "
+                                                  "device\n"), args
+    assert (tiny_tmpfs / "keep.wad").read_bytes() == b"old"
+    assert sorted(os.listdir(tiny_tmpfs)) == ["filler", "keep.wad"]
