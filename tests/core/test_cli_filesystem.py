@@ -617,10 +617,11 @@ def test_info_and_dump_of_a_big_zero_file_stay_within_a_memory_bound(tmp_path):
     r, dump_peak = _peak_kib("dump", z, "-o", out)
     assert r.returncode == 0
     mib = 1024
-    # the bytes read plus the trailing copy the document keeps; the JSON text (128 MiB of
-    # hex here) is streamed to the file, never held whole
-    assert info_peak - base < 2.3 * (size >> 10), (base / mib, info_peak / mib)
-    assert dump_peak - base < 2.3 * (size >> 10), (base / mib, dump_peak / mib)
+    # the bytes read, once: the trailing bytes are a view of them, and the JSON text
+    # (128 MiB of hex here) is streamed to the file, never held whole.  Before: info
+    # peaked at 2.1 x and dump at 8.4 x the file size.
+    assert info_peak - base < 1.3 * (size >> 10), (base / mib, info_peak / mib)
+    assert dump_peak - base < 1.3 * (size >> 10), (base / mib, dump_peak / mib)
     assert out.stat().st_size > 2 * size
     with open(out, "rb") as f:
         head = f.read(200)
