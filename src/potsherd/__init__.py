@@ -37,13 +37,9 @@ def read(source: str | os.PathLike | bytes, format: str | None = None, *,
     keyword parameters override layout parameters (e.g. ``gridCell=16``)."""
     if isinstance(source, (bytes, bytearray, memoryview)):
         return _registry.decode(bytes(source), format=format, limits=limits, **params)
+    from .api import read_input
     path = os.fspath(source)
-    with open(path, "rb") as f:
-        size = os.fstat(f.fileno()).st_size
-        if size > limits.max_input:  # refuse before reading it into memory
-            raise LimitError(f"input of {size} bytes exceeds the limit of {limits.max_input}",
-                             offset=0, path=path)
-        data = f.read(limits.max_input + 1)
+    data = read_input(path, limits, stdio=False)
     return _registry.decode(data, format=format, path=path, limits=limits, **params)
 
 

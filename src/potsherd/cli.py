@@ -11,69 +11,47 @@ import os
 import sys
 from typing import Any, Iterator
 
-from . import __version__, registry
-from .core.errors import FormatError, LimitError
-from .core.fileio import atomic_write
+from . import __version__, api, registry
+from .api import UsageError, display_path, parse_params
+from .core.errors import FormatError
 from .core.plainjson import plain_json
-from .core.limits import DEFAULT_LIMITS, Limits
+from .core.limits import Limits
 
-
-class UsageError(Exception):
-    pass
-
-
-def parse_params(items: list[str] | None) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for item in items or []:
-        if "=" not in item:
-            raise UsageError(f"--param expects name=value, got {item!r}")
-        k, v = item.split("=", 1)
-        val: Any = v
-        for conv in (int, float):
-            try:
-                val = conv(v)
-                break
-            except ValueError:
-                continue
-        out[k.strip()] = val
-    return out
+__all__ = ["main", "build_parser", "UsageError", "parse_params", "read_doc", "iter_inputs"]
 
 
 def limits_from_args(args) -> Limits:
-    changes = {}
-    for name in ("max_depth", "max_elements", "max_inflated", "max_input"):
-        v = getattr(args, name, None)
-        if v is not None:
-            changes[name] = v
-    return DEFAULT_LIMITS.replace(**changes) if changes else DEFAULT_LIMITS
+    return api.make_limits(**{name: getattr(args, name, None) for name in
+                              ("max_depth", "max_elements", "max_inflated", "max_input")})
 
 
 def read_doc(path: str, args):
-    limits = limits_from_args(args)
-    with open(path, "rb") as f:
-        size = os.fstat(f.fileno()).st_size
-        if size > limits.max_input:  # refuse before reading it into memory
-            raise LimitError(f"input of {size} bytes exceeds the limit of {limits.max_input} "
-                             f"(--max-input)", offset=0)
-        data = f.read(limits.max_input + 1)
-    doc = registry.decode(data, format=getattr(args, "format", None), path=path,
-                          limits=limits, **parse_params(getattr(args, "param", None)))
-    return data, doc
+    """``(bytes, Document)`` of ``path`` with the limits, format and params of ``args``."""
+    return api.read_doc(path, limits=limits_from_args(args), format=getattr(args, "format", None),
+                        params=parse_params(getattr(args, "param", None)))
 
 
 def iter_inputs(paths: list[str], *, skip_unknown: bool) -> Iterator[str]:
-    """Files named, and files under named folders (sorted; unknown extensions
-    skipped when walking folders)."""
-    for p in paths:
-        if os.path.isdir(p):
-            for root, dirs, files in os.walk(p):
-                dirs.sort()
-                for name in sorted(files):
-                    fp = os.path.join(root, name)
-                    if not skip_unknown or registry.known_extension(fp):
-                        yield fp
-        else:
-            yield p
+    """Readable files named or under named folders (what walks skip is dropped
+    silently here; commands that report it use :func:`api.walk_inputs`)."""
+    want = registry.known_extension if skip_unknown else None
+    for entry in api.walk_inputs(paths, want):
+        if entry.ok:
+            yield entry.path
+
+
+def _walk(paths: list[str], *, json_out: bool = False) -> Iterator[api.Entry]:
+    """Walk inputs for ``roundtrip``/``validate``: skipped names are listed on
+    stderr; files and failures are yielded to the command."""
+    for entry in api.walk_inputs(paths, registry.known_extension):
+        if entry.skipped is not None:
+            print(f"skip  {api.display_path(entry.path)}: {entry.skipped}", file=sys.stderr)
+            continue
+        yield entry
+
+
+def _os_error(e: OSError) -> dict:
+    return {"error": type(e).__name__, "message": e.strerror or str(e)}
 
 
 def _print_tree(value: Any, indent: int = 0, out=None) -> None:
@@ -101,7 +79,8 @@ def _print_tree(value: Any, indent: int = 0, out=None) -> None:
 
 def summary(path: str, data: bytes, doc) -> dict:
     codec = doc.codec
-    out = {"file": path, "family": codec.family, "format": codec.name, "bytes": len(data)}
+    out = {"file": display_path(path), "family": codec.family, "format": codec.name,
+           "bytes": len(data)}
     if doc.params:
         out["params"] = dict(doc.params)
     out.update(codec.info(doc))
@@ -111,12 +90,22 @@ def summary(path: str, data: bytes, doc) -> dict:
     return plain_json(out)
 
 
+def _error_line(path: str, reason: Any) -> str:
+    return f"potsherd: error: {display_path(path)}: {reason}"
+
+
 # ----------------------------------------------------------------------------
 # commands
 
 def cmd_formats(args) -> int:
     from . import list_formats
     rows = list_formats()
+    by_name = {c.name: c for c in registry.codecs()}
+    for r in rows:
+        c = by_name.get(r["name"])
+        r["export_options"] = [{"name": o.name, "type": o.type.__name__, "help": o.help,
+                                "default": o.default}
+                               for o in (c.export_options if c else ())]
     if args.json:
         print(json.dumps(rows, indent=1))
         return 0
@@ -127,7 +116,30 @@ def cmd_formats(args) -> int:
         print(f"{fam}:")
         for r in fam_rows:
             print(f"  {r['name']:<16} {' '.join(r['extensions']):<24} {r['description']}")
+        for line in _family_option_lines(fam):
+            print(line)
     return 0
+
+
+def _family_option_lines(family: str, indent: str = "    ") -> list[str]:
+    """The glTF export options of one family's codecs, grouped by identical sets."""
+    groups: dict = {}
+    for c in registry.codecs():
+        if c.family == family and c.export_options:
+            groups.setdefault(tuple(c.export_options), []).append(c.name)
+    lines = []
+    for opts, names in groups.items():
+        lines.append(f"{indent[:-2]}convert --option for {', '.join(names)}:")
+        lines += [f"{indent}{x}" for x in api.describe_options(opts)]
+    return lines
+
+
+def options_epilog() -> str:
+    """``convert --help`` text listing every family's options."""
+    lines = ["family options (--option NAME=VALUE; an unknown name is an error):"]
+    for fam in registry.FAMILIES:
+        lines += _family_option_lines(fam, indent="      ")
+    return "\n".join(lines)
 
 
 def cmd_info(args) -> int:
@@ -136,10 +148,15 @@ def cmd_info(args) -> int:
         try:
             data, doc = read_doc(path, args)
         except FormatError as e:
-            print(f"{path}: error: {e}", file=sys.stderr)
+            print(_error_line(path, e), file=sys.stderr)
+            status = 1
+            continue
+        except OSError as e:
+            print(_error_line(e.filename or path, e.strerror or e), file=sys.stderr)
             status = 1
             continue
         s = summary(path, data, doc)
+        del data, doc
         if args.json:
             print(json.dumps(s, ensure_ascii=False))
         else:
@@ -149,23 +166,30 @@ def cmd_info(args) -> int:
 
 def cmd_dump(args) -> int:
     data, doc = read_doc(args.file, args)
-    text = json.dumps(doc.to_json(args.form), indent=None if args.compact else 1,
-                      ensure_ascii=False)
-    if args.output:
-        atomic_write(args.output, text.encode("utf-8"))
+    del data                      # the document holds what it needs
+    indent = None if args.compact else 1
+    if args.output and args.output != api.STDIO:
+        from .core.fileio import atomic_open
+        import io
+        with atomic_open(args.output) as f:
+            text = io.TextIOWrapper(f, encoding="utf-8", newline="\n")
+            api.write_json(doc, args.form, text, indent=indent)
+            text.flush()
+            text.detach()
     else:
-        sys.stdout.write(text + "\n")
+        api.write_json(doc, args.form, sys.stdout, indent=indent)
+        sys.stdout.write("\n")
     return 0
 
 
 def cmd_build(args) -> int:
     from . import from_json
-    with open(args.document, "rb") as f:
-        raw = f.read()
+    raw = api.read_input(args.document)
     doc = from_json(raw)
     data = doc.encode()
-    atomic_write(args.output, data)
-    print(f"{args.output}: {len(data)} bytes ({doc.format})")
+    api.write_output(args.output, data)
+    print(f"{display_path(args.output)}: {len(data)} bytes ({doc.format})",
+          file=api.summary_stream(args.output))
     return 0
 
 
@@ -183,38 +207,44 @@ def _first_diff(a: bytes, b: bytes) -> int:
 
 def cmd_roundtrip(args) -> int:
     ok = bad = 0
-    for path in iter_inputs(args.files, skip_unknown=True):
-        rec: dict[str, Any] = {"path": path}
-        try:
-            data, doc = read_doc(path, args)
-            rec.update(format=doc.format, bytes=len(data))
-            out = doc.encode()
-            if args.via_json:
-                from . import from_json
-                out = from_json(json.loads(json.dumps(doc.to_json(args.via_json)))).encode()
-            if out == data:
-                rec["ok"] = True
-            else:
-                rec.update(ok=False, first_difference=_first_diff(data, out), out_bytes=len(out))
-        except FormatError as e:
-            rec.update(ok=False, error=e.to_dict())
-        except OSError as e:
-            rec.update(ok=False, error={"error": "OSError", "message": str(e)})
+    for entry in _walk(args.files):
+        path = entry.path
+        rec: dict[str, Any] = {"path": display_path(path)}
+        if entry.error is not None:
+            rec.update(ok=False, error={"error": "OSError", "message": entry.error})
+        else:
+            try:
+                data, doc = read_doc(path, args)
+                rec.update(format=doc.format, bytes=len(data))
+                out = doc.encode()
+                if args.via_json:
+                    from . import from_json
+                    out = from_json(json.loads(json.dumps(doc.to_json(args.via_json)))).encode()
+                if out == data:
+                    rec["ok"] = True
+                else:
+                    rec.update(ok=False, first_difference=_first_diff(data, out),
+                               out_bytes=len(out))
+            except FormatError as e:
+                rec.update(ok=False, error=e.to_dict())
+            except OSError as e:
+                rec.update(ok=False, error=_os_error(e))
         if rec["ok"]:
             ok += 1
         else:
             bad += 1
+        shown = rec["path"]
         if args.json:
             print(json.dumps(rec, ensure_ascii=False))
         elif rec["ok"]:
             if not args.quiet:
-                print(f"ok    {path} ({rec['format']}, {rec['bytes']} bytes)")
+                print(f"ok    {shown} ({rec['format']}, {rec['bytes']} bytes)")
         elif "error" in rec:
             e = rec["error"]
             where = f" at offset {e['offset']}" if "offset" in e else ""
-            print(f"FAIL  {path}: {e['message']}{where}" + (f" [{e['path']}]" if "path" in e else ""))
+            print(f"FAIL  {shown}: {e['message']}{where}" + (f" [{e['path']}]" if "path" in e else ""))
         else:
-            print(f"DIFF  {path}: first difference at offset {rec['first_difference']}")
+            print(f"DIFF  {shown}: first difference at offset {rec['first_difference']}")
     if not args.json:
         print(f"{ok} byte-exact, {bad} failed")
     return 0 if bad == 0 else 1
@@ -222,27 +252,43 @@ def cmd_roundtrip(args) -> int:
 
 def cmd_validate(args) -> int:
     status = 0
-    for path in iter_inputs(args.files, skip_unknown=True):
-        rec: dict[str, Any] = {"path": path}
+    for entry in _walk(args.files):
+        path = entry.path
+        rec: dict[str, Any] = {"path": display_path(path)}
         try:
+            if entry.error is not None:
+                raise OSError(entry.error)
             data, doc = read_doc(path, args)
             opaque = doc.codec.opaque_bytes(doc)
             rec.update(ok=True, format=doc.format, family=doc.codec.family,
                        variant=plain_json(doc.params), bytes=len(data), opaque_bytes=opaque,
+                       trailing_bytes=len(doc.trailing),
                        understood=round(1 - opaque / len(data), 4) if data else 1.0,
                        warnings=list(doc.warnings))
+            share = api.trailing_share(doc, len(data))
+            if share > api.MAX_TRAILING_SHARE:
+                rec.update(ok=False, error={
+                    "error": "TrailingBytes",
+                    "message": f"{len(doc.trailing)} of {len(data)} bytes ({share:.1%}) are "
+                               f"undecoded trailing bytes after the {doc.format} structure"})
+                status = 1
+            del data, doc
         except FormatError as e:
             rec.update(ok=False, error=e.to_dict())
+            status = 1
+        except OSError as e:
+            rec.update(ok=False, error=_os_error(e) if e.strerror else
+                       {"error": "OSError", "message": str(e)})
             status = 1
         if args.json:
             print(json.dumps(rec, ensure_ascii=False))
         elif rec["ok"]:
-            print(f"{path}: {rec['format']} {rec['variant'] or ''} ok, "
+            print(f"{rec['path']}: {rec['format']} {rec['variant'] or ''} ok, "
                   f"{rec['opaque_bytes']} of {rec['bytes']} bytes opaque"
                   + "".join(f"\n  warning: {w}" for w in rec["warnings"]))
         else:
             e = rec["error"]
-            print(f"{path}: INVALID {e['message']}"
+            print(f"{rec['path']}: INVALID {e['message']}"
                   + (f" at offset {e['offset']}" if "offset" in e else "")
                   + (f" [{e['path']}]" if "path" in e else ""))
     return status
@@ -265,6 +311,8 @@ def cmd_render(args) -> int:
     import io
     import struct
     from .export import render as rend
+    if os.path.isdir(args.input):
+        raise IsADirectoryError(21, os.strerror(21), args.input)
     try:
         g = rend.Gltf(args.input)
     except (ValueError, KeyError, IndexError, TypeError, struct.error) as e:
@@ -282,8 +330,9 @@ def cmd_render(args) -> int:
         raise FormatError(f"{args.input}: cannot render ({type(e).__name__}: {e})") from None
     buf = io.BytesIO()
     img.save(buf, format="PNG")
-    atomic_write(args.output, buf.getvalue())
-    print(args.output)
+    stream = api.summary_stream(args.output)
+    api.write_output(args.output, buf.getvalue())
+    print(display_path(args.output), file=stream)
     return 0
 
 
@@ -368,16 +417,22 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("folder", help="where to write them")
     sp.set_defaults(func=cmd_example)
 
-    sp = sub.add_parser("convert", help="convert to glTF (.glb/.gltf) or between encodings")
+    sp = sub.add_parser("convert", help="convert to glTF (.glb/.gltf) or between encodings",
+                        epilog=options_epilog(),
+                        formatter_class=argparse.RawDescriptionHelpFormatter)
     sp.add_argument("input", help="a file or a folder")
     sp.add_argument("output", help="a file or a folder")
     sp.add_argument("--to", help="target: glb, gltf, binary, ascii (default: from OUTPUT)")
     sp.add_argument("--version", dest="target_version", type=int,
                     help="FBX version of the output (7100-7700)")
-    sp.add_argument("--detail", type=int, default=0, help="Darkstar detail level")
-    sp.add_argument("--lod", type=int, default=0, help="Knight Online LOD")
-    sp.add_argument("--data-root", help="game data folder for resolving references")
+    sp.add_argument("--detail", type=int, help="Darkstar detail level (same as --option detail=N)")
+    sp.add_argument("--lod", type=int, help="Knight Online LOD (same as --option lod=N)")
+    sp.add_argument("--data-root", help="Knight Online game data folder for resolving "
+                                        "references (same as --option data_root=DIR)")
     sp.add_argument("--jobs", type=int, default=0, help="parallel jobs (0: all cores)")
+    sp.add_argument("--timeout", type=float, metavar="SECONDS",
+                    help="folder batches: a file still converting after this long is stopped "
+                         "and reported as failed; the batch goes on")
     sp.add_argument("--option", action="append", metavar="NAME=VALUE",
                     help="exporter option for the family's glTF converter (e.g. "
                          "moveable=LARA, unit_scale=0.001, fx_meshes=1)")
@@ -392,7 +447,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp = sub.add_parser("render", help="draw a .glb/.gltf to PNG (front, right, top, 3/4 views; "
                                        "back faces magenta) to check conventions by eye")
     sp.add_argument("input", help="a .glb or .gltf file")
-    sp.add_argument("output", help="PNG to write (atomically)")
+    sp.add_argument("output", help="PNG to write (atomically; '-': standard output)")
     sp.add_argument("--time", type=float, default=0.0, help="animation time in seconds")
     sp.add_argument("--animation", type=int, default=0, help="animation index (-1: none)")
     sp.add_argument("--size", type=int, default=256, help="tile size in pixels")
@@ -418,13 +473,25 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _tolerant_streams() -> None:
+    """Print names that are not UTF-8 instead of failing on them."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.reconfigure(errors="backslashreplace")
+        except (AttributeError, ValueError, OSError):
+            pass
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if not getattr(args, "func", None):
-        parser.print_help()
-        return 2
+    """Run one command; exit codes: 0 success, 1 a data or file-system error,
+    2 a usage error, 130 interrupted (Ctrl-C)."""
+    _tolerant_streams()
     try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        if not getattr(args, "func", None):
+            parser.print_help()
+            return 2
         return args.func(args)
     except UsageError as e:
         print(f"potsherd: {e}", file=sys.stderr)
@@ -432,11 +499,20 @@ def main(argv: list[str] | None = None) -> int:
     except FormatError as e:
         print(f"potsherd: error: {e}", file=sys.stderr)
         return 1
-    except FileNotFoundError as e:
-        print(f"potsherd: {e}", file=sys.stderr)
-        return 2
     except BrokenPipeError:
+        # the reader went away: stop quietly, and keep Python's exit-time flush quiet too
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError):
+            pass
         return 0
+    except OSError as e:
+        where = e.filename if e.filename is not None else "-"
+        print(_error_line(where, e.strerror or e), file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("potsherd: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

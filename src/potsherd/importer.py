@@ -187,8 +187,9 @@ def split_options(items: Iterable[str] | None) -> dict:
 
 def run_cli(args: Any, target: str) -> int:
     """``potsherd convert IN.glb OUT.EXT``: the import branch of the command."""
-    from .cli import UsageError, limits_from_args
-    limits = limits_from_args(args)
+    from .api import UsageError, make_limits
+    limits = make_limits(**{k: getattr(args, k, None) for k in
+                            ("max_depth", "max_elements", "max_inflated", "max_input")})
     try:
         options = split_options(getattr(args, "option", None))
         like = _load_like(getattr(args, "like", None), limits)
@@ -222,17 +223,19 @@ def goes_through_scene(doc: Document, target: str) -> bool:
 
 
 def convert_via_scene(doc: Document, dst: str | os.PathLike, target: str,
-                      options: dict) -> dict:
+                      options: dict, *, version: int | None = None) -> dict:
     """``potsherd convert IN.n3chr OUT.fbx``: ``to_scene`` then the target's
-    ``from_scene``.  ``options`` are the command line's; the names the target
-    declares in ``import_options`` go to ``from_scene`` (``--version`` as
-    ``version``), the rest to ``to_scene``."""
+    ``from_scene``.  ``options`` are the family options as given; the names the
+    target declares in ``import_options`` go to ``from_scene`` (``--version`` as
+    ``version``), the others are checked against the source codec's
+    ``export_options`` and go to ``to_scene``."""
+    from .api import scene_options
     from .export.gltf import document_scene
     codec = target_codec(dst, target)
     declared = {o.name for o in codec.import_options}
     imp = {k: v for k, v in options.items() if k in declared and v is not None}
-    if options.get("target_version") is not None and "version" in declared:
-        imp["version"] = options["target_version"]
-    exp = {k: v for k, v in options.items() if k not in declared}
+    if version is not None and "version" in declared:
+        imp["version"] = version
+    exp = scene_options(doc.codec, {k: v for k, v in options.items() if k not in declared})
     scene = document_scene(doc, exp)
     return scene_to_files(scene, dst, codec, options=imp)

@@ -161,6 +161,14 @@ class Codec:
         return Envelope(ctx, dict(meta), dict(params), trailing)
 
 
+def _tail(data: bytes, end: int):
+    """The bytes after ``end``: a read-only zero-copy view when large, so a file
+    that is mostly undecoded bytes costs its size in memory once, not twice."""
+    if len(data) - end >= 1 << 20 and isinstance(data, bytes):
+        return memoryview(data)[end:]
+    return data[end:]
+
+
 class Envelope(NamedTuple):
     """The parts of a JSON document around its root, checked."""
 
@@ -239,7 +247,7 @@ class LayoutCodec(Codec):
             root, end, p, warnings = results[0]
             warnings.append(f"{len(data) - end} bytes after the end of the {self.root} record "
                             f"(offset {end}) kept raw")
-            return Document(self.name, root, p, data[end:], warnings)
+            return Document(self.name, root, p, _tail(data, end), warnings)
         if results:
             end = results[0][1]
             raise FormatError(f"{len(data) - end} unexpected bytes after the {self.root} record",

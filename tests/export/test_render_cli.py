@@ -83,7 +83,11 @@ def test_bad_inputs_exit_cleanly_and_keep_the_old_output(scenes, capsys):
     err = capsys.readouterr().err
     assert err.startswith("potsherd: error: ") and "not a readable glTF" in err
     assert "Traceback" not in err
-    assert main(["render", str(scenes / "missing.glb"), str(out)]) == 2
+    capsys.readouterr()
+    # a missing file is a file-system error like the others: one line, exit 1
+    assert main(["render", str(scenes / "missing.glb"), str(out)]) == 1
+    assert capsys.readouterr().err == (f"potsherd: error: {scenes / 'missing.glb'}: "
+                                       "No such file or directory\n")
     assert main(["render", str(scenes / "skin.glb"), str(out), "--animation", "3"]) == 2
     assert "has 1 animation(s)" in capsys.readouterr().err
     assert main(["render", str(scenes / "skin.glb"), str(out), "--size", "8"]) == 2

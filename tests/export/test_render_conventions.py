@@ -70,10 +70,12 @@ class Model:
         return world[self.names.index(name)][:3, 3]
 
     def node_points(self, world: list, name: str) -> np.ndarray:
-        """World vertices of the meshes on the nodes called ``name``."""
+        """World vertices of the meshes on the nodes called ``name`` (the stored
+        name: the writer makes repeated names unique and keeps it in extras)."""
         out = []
         for i, n in enumerate(self.gltf.json["nodes"]):
-            if n.get("name") == name and "mesh" in n and world[i] is not None:
+            stored = (n.get("extras") or {}).get("originalName", n.get("name"))
+            if stored == name and "mesh" in n and world[i] is not None:
                 for p in self.gltf.json["meshes"][n["mesh"]]["primitives"]:
                     pos = self.gltf.accessor(p["attributes"]["POSITION"]).astype(float)
                     out.append(pos @ world[i][:3, :3].T + world[i][:3, 3])
@@ -114,7 +116,8 @@ def facing_masks(tris: list, size: int = SIZE) -> tuple:
     exactly the renderer's magenta tint, so the classification is exact (no
     colour guessing on textured pixels)."""
     basis, bounds = front_view(tris, size)
-    black = [dict(t, color=np.zeros_like(t["color"]), tex=None) for t in tris]
+    # opaque: the renderer now cuts MASK/BLEND fragments by alpha, and black has alpha 0
+    black = [dict(t, color=np.zeros_like(t["color"]), tex=None, alpha="OPAQUE") for t in tris]
     img = rd._raster(black, basis, size, bounds)
     covered = ~np.all(np.abs(img - BACKGROUND) < 1e-9, axis=2)
     back = np.all(np.abs(img - BACK_TINT) < 1e-9, axis=2)

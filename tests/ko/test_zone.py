@@ -402,8 +402,9 @@ def test_convert_cli_writes_one_glb(zone, tmp_path):
     data = out.read_bytes()
     n = struct.unpack_from("<I", data, 12)[0]
     g = json.loads(data[20:20 + n])
-    names = [nd.get("name") for nd in g["nodes"]]
+    names = [(nd.get("extras") or {}).get("originalName", nd.get("name")) for nd in g["nodes"]]
     assert names.count("box") == 2 and "collision" in names and "terrain" in names
+    assert len({nd.get("name") for nd in g["nodes"]}) == len(g["nodes"])   # unique in the glTF
     box_parts = [g["nodes"][g["nodes"][i]["children"][0]] for i, nm in enumerate(names) if nm == "box"]
     assert box_parts[0]["mesh"] == box_parts[1]["mesh"]
     pair = [m for m in g["materials"] if m.get("name") == "tile0+1"][0]

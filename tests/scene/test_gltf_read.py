@@ -495,3 +495,16 @@ def test_external_uri_cases(tmp_path):
     with pytest.raises(FormatError) as e:                 # bytes: no folder to look in
         read_gltf((tmp_path / "q.gltf").read_bytes())
     assert e.value.path == "$.buffers[0].uri" and "no folder" in e.value.message
+
+
+def test_names_the_writer_made_unique_read_back_as_stored():
+    s = Scene(name="names")
+    s.add_node(Node(name="joint"))
+    s.add_node(Node(name="joint"))
+    s.add_node(Node(name="b.001"))                       # a real name that looks renamed
+    s.add_node(Node(name="joint.001", extras={"originalName": "other"}))
+    gl, _ = scene_to_gltf(s, True)
+    assert [n["name"] for n in gl["nodes"]] == ["joint", "joint.002", "b.001", "joint.001"]
+    back = roundtrip(s)
+    assert [n.name for n in back.nodes] == ["joint", "joint", "b.001", "joint.001"]
+    assert [n.extras for n in back.nodes] == [{}, {}, {}, {"originalName": "other"}]

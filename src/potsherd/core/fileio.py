@@ -1,10 +1,28 @@
-"""Atomic output: a temp file in the destination folder, renamed on success."""
+"""Output files that are never half-written and never replace what is not a file.
+
+A regular file is written to a temporary file beside it and renamed into
+place only on success, so an interrupted or failing write leaves the old file
+(or nothing) and no temporary file.  The rename only ever replaces a regular
+file: a symbolic link is written *through* (the temporary file sits beside its
+target, the link stays), and a character device or FIFO is written directly
+(a FIFO without a reader is refused at once instead of blocking).  A folder,
+a block device or a socket is refused.
+
+Temporary names carry the writing process's id (``.potsherd-PID-*.part``) so
+that a batch driver that had to kill a worker can remove what it left.
+"""
 from __future__ import annotations
 
 import contextlib
+import errno
+import glob
 import os
+import stat
 import tempfile
 from typing import Iterator
+
+TEMP_PREFIX = ".potsherd-"
+TEMP_SUFFIX = ".part"
 
 
 def atomic_write(path: str | os.PathLike, data: bytes) -> None:
@@ -12,23 +30,124 @@ def atomic_write(path: str | os.PathLike, data: bytes) -> None:
         f.write(data)
 
 
+def output_target(path: str | os.PathLike) -> tuple[str, str]:
+    """``(kind, real_path)`` for an output path: ``"file"`` (regular, or absent;
+    ``real_path`` is the symlink's target when ``path`` is a link), or
+    ``"stream"`` (a character device, a FIFO, or a ``/proc`` / ``/dev/fd``
+    descriptor alias such as ``/dev/stdout``).  Raises ``OSError`` (naming
+    ``path``) for a folder, a block device, a socket or a symlink loop."""
+    path = os.fspath(path)
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        if os.path.islink(path):            # dangling link: create its target
+            return "file", os.path.realpath(path)
+        return "file", path
+    except OSError as e:
+        raise _named(e, path) from None
+    mode = st.st_mode
+    if stat.S_ISDIR(mode):
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
+    if stat.S_ISCHR(mode) or stat.S_ISFIFO(mode):
+        return "stream", path
+    if stat.S_ISREG(mode):
+        if _descriptor_alias(path):     # /dev/stdout of a shell redirection to a file
+            return "stream", path
+        return "file", os.path.realpath(path) if os.path.islink(path) else path
+    what = "a block device" if stat.S_ISBLK(mode) else "a socket" if stat.S_ISSOCK(mode) \
+        else "a special file"
+    raise OSError(errno.EINVAL, f"is {what}; refusing to write to it", path)
+
+
+def _descriptor_alias(path: str) -> bool:
+    """True for names of an open descriptor (``/dev/stdout``, ``/dev/fd/N``,
+    ``/proc/self/fd/N``): replacing what they resolve to would detach the file
+    from the descriptor the caller redirected."""
+    absolute = os.path.abspath(path)
+    if absolute.startswith(("/dev/fd/", "/proc/")) or absolute in ("/dev/stdout", "/dev/stderr"):
+        return True
+    link = absolute
+    for _ in range(8):                  # follow the link chain by hand, stopping at /proc
+        if not os.path.islink(link):
+            return False
+        link = os.path.join(os.path.dirname(link), os.readlink(link))
+        if link.startswith(("/proc/", "/dev/fd/")):
+            return True
+    return False
+
+
 @contextlib.contextmanager
 def atomic_open(path: str | os.PathLike) -> Iterator:
-    """Yield a binary file; it replaces ``path`` only if the block succeeds."""
+    """Yield a binary file; it replaces ``path`` only if the block succeeds.
+
+    OS errors raised while writing name ``path`` (not the temporary file), so
+    callers can print ``PATH: reason``."""
     path = os.fspath(path)
-    folder = os.path.dirname(os.path.abspath(path))
-    os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".potsherd-", suffix=".part", dir=folder)
+    kind, real = output_target(path)
+    if kind == "stream":
+        with _open_stream(path) as f:
+            yield f
+        return
+    folder = os.path.dirname(os.path.abspath(real))
     try:
-        os.chmod(tmp, 0o666 & ~_umask())    # mkstemp makes 0600; outputs get normal modes
+        os.makedirs(folder, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f"{TEMP_PREFIX}{os.getpid()}-", suffix=TEMP_SUFFIX,
+                                   dir=folder)
+    except OSError as e:
+        raise _named(e, path) from None
+    try:
+        try:
+            mode = stat.S_IMODE(os.stat(real).st_mode)   # keep the mode of the file replaced
+        except OSError:
+            mode = 0o666 & ~_umask()          # mkstemp makes 0600; new outputs get normal modes
+        os.chmod(tmp, mode)
         with os.fdopen(fd, "wb") as f:
             yield f
             f.flush()
-        os.replace(tmp, path)
-    except BaseException:
+        os.replace(tmp, real)
+    except BaseException as e:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
+        if isinstance(e, OSError) and e.filename in (None, tmp):
+            raise _named(e, path) from None
         raise
+
+
+@contextlib.contextmanager
+def _open_stream(path: str) -> Iterator:
+    """A device or FIFO opened for writing without blocking on a FIFO with no reader."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK)
+    except OSError as e:
+        if e.errno == errno.ENXIO:
+            raise OSError(errno.ENXIO, "FIFO has no reader", path) from None
+        raise _named(e, path) from None
+    os.set_blocking(fd, True)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            yield f
+            f.flush()
+    except OSError as e:
+        if e.filename is None:
+            raise _named(e, path) from None
+        raise
+
+
+def _named(e: OSError, path: str) -> OSError:
+    """The same OS error, naming ``path``."""
+    err = type(e)(e.errno, e.strerror or str(e), path)
+    return err
+
+
+def remove_temporaries(folder: str | os.PathLike, pid: int) -> list[str]:
+    """Delete the temporary files a (killed) process ``pid`` left in ``folder``."""
+    removed = []
+    pattern = os.path.join(glob.escape(os.fspath(folder)), f"{TEMP_PREFIX}{pid}-*{TEMP_SUFFIX}")
+    for p in glob.glob(pattern):
+        with contextlib.suppress(OSError):
+            os.unlink(p)
+            removed.append(p)
+    return removed
 
 
 def _umask() -> int:

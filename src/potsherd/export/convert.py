@@ -9,20 +9,29 @@ complete files.
 """
 from __future__ import annotations
 
-import argparse
-import concurrent.futures as cf
+import collections
+import errno
+import multiprocessing
+import multiprocessing.connection
 import os
+import signal
 import sys
 import time
-from typing import Any
+from typing import Any, Iterator
 
+from .. import api
+from ..api import UsageError, display_path
 from ..core.errors import FormatError
-from ..core.fileio import atomic_write
+from ..core.fileio import atomic_write, remove_temporaries
 
 GLTF_TARGETS = ("glb", "gltf")
 
-#: argparse fields that are safe and useful to ship to worker processes
-_PLAIN = (str, int, float, bool, type(None), list, tuple)
+#: OS errors after which a batch stops at once (every later file would fail the same way)
+FATAL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS})
+
+
+class NoGeometryError(FormatError):
+    """A model whose geometry lives in referenced files, none of which were found."""
 
 
 def _target_of(args) -> str:
@@ -32,41 +41,83 @@ def _target_of(args) -> str:
     return ext
 
 
-def _plain_options(args) -> dict:
-    """CLI values for workers and ``to_scene``; ``--option k=v`` become top-level keys."""
-    from ..cli import parse_params
-    out = {k: v for k, v in vars(args).items() if isinstance(v, _PLAIN) and k != "func"}
-    extra = parse_params(out.pop("option", None) or [])
-    out.update(extra)
-    return out
+def settings_from_args(args) -> dict:
+    """What a conversion needs from the command line, as plain data for workers:
+    limits, ``format``, layout ``params``, the family options as text
+    (``--option`` plus ``--lod``/``--detail``/``--data-root``), and the FBX
+    re-encoding settings."""
+    given = api.parse_options(getattr(args, "option", None))
+    for flag, name in (("lod", "lod"), ("detail", "detail"), ("data_root", "data_root")):
+        value = getattr(args, flag, None)
+        if value is not None:
+            given.setdefault(name, value)
+    return {
+        "limits": {k: getattr(args, k, None) for k in
+                   ("max_depth", "max_elements", "max_inflated", "max_input")},
+        "format": getattr(args, "format", None),
+        "params": api.parse_params(getattr(args, "param", None)),
+        "scene_options": given,
+        "target_version": getattr(args, "target_version", None),
+        "param": list(getattr(args, "param", None) or []),
+    }
 
 
 def convert_file(src: str, dst: str, target: str, options: dict) -> dict:
-    """Convert one file; returns a summary dict.  Raises FormatError on bad data."""
-    from ..cli import read_doc, UsageError
-    args = argparse.Namespace(**options)
-    data, doc = read_doc(src, args)
+    """Convert one file; returns a summary dict.  Raises FormatError on bad data,
+    :class:`~potsherd.api.UsageError` for an undeclared option, OSError for the
+    file system."""
+    limits = api.make_limits(**(options.get("limits") or {}))
+    data, doc = api.read_doc(src, limits=limits, format=options.get("format"),
+                             params=options.get("params"))
+    given = options.get("scene_options") or {}
     if target in GLTF_TARGETS:
+        opts = api.scene_options(doc.codec, given, strict=options.get("strict_options", True))
         from . import gltf
-        summary = gltf.export_document(doc, dst, binary=(target == "glb"), options=options)
+        scene = gltf.document_scene(doc, opts)
+        _check_geometry(src, scene)
+        summary = api.export_gltf(doc, dst, binary=(target == "glb"), options=None,
+                                  scene=scene)
         summary["in_bytes"] = len(data)
         return summary
     from .. import importer
     if importer.goes_through_scene(doc, target):       # e.g. IN.n3chr OUT.fbx
-        summary = importer.convert_via_scene(doc, dst, target, options)
+        summary = importer.convert_via_scene(doc, dst, target, given,
+                                             version=options.get("target_version"))
         summary["in_bytes"] = len(data)
         return summary
     conv = getattr(doc.codec, "convert", None)
     if conv is None:
         raise UsageError(f"{doc.format} cannot be converted to {target!r}")
-    out = conv(doc, target, options=options)
-    atomic_write(dst, out)
+    out = conv(doc, target, options={"target_version": options.get("target_version"),
+                                     "param": options.get("param"), **given})
+    api.write_output(dst, out)
     return {"path": dst, "bytes": len(out), "in_bytes": len(data), "warnings": []}
 
 
+def _check_geometry(src: str, scene) -> None:
+    """Refuse to write an empty model when its referenced files were not found."""
+    if scene.meshes:
+        return
+    missing = [w for w in scene.warnings if w.endswith(" not found")]
+    if missing:
+        raise NoGeometryError(f"no geometry to export: {len(missing)} "
+                              f"referenced file(s) not found (first: {missing[0]}); pass "
+                              "--data-root with the game's data folder")
+
+
+def _fatal(e: OSError) -> bool:
+    return e.errno in FATAL_ERRNOS
+
+
+def _os_message(e: OSError) -> str:
+    where = f"{display_path(e.filename)}: " if e.filename is not None else ""
+    return f"{type(e).__name__}: {where}{e.strerror or e}"
+
+
 def _worker(src: str, dst: str, target: str, options: dict) -> tuple:
-    """Process-pool entry: never raises; returns (status, summary-or-error-text) with
-    status "ok", "failed" or "skipped" (a valid file with nothing to export)."""
+    """Convert one file and never raise: ``(status, summary-or-error-text)`` with
+    status "ok", "failed", "skipped" (a valid file with nothing to export) or
+    "fatal" (an OS error such as a full disk that stops the batch)."""
     from .gltf import NoSceneError
     try:
         return "ok", convert_file(src, dst, target, options)
@@ -74,10 +125,138 @@ def _worker(src: str, dst: str, target: str, options: dict) -> tuple:
         return "skipped", str(e)
     except FormatError as e:
         return "failed", f"{type(e).__name__}: {e}"
+    except OSError as e:
+        if _fatal(e):
+            return "fatal", (e.errno, display_path(e.filename if e.filename is not None
+                                                   else dst), e.strerror or str(e))
+        return "failed", _os_message(e)
     except KeyboardInterrupt:
         raise
     except Exception as e:  # noqa: BLE001 - keep the batch going, report the file
         return "failed", f"{type(e).__name__}: {e}"
+
+
+def _serve(conn, target: str, options: dict) -> None:
+    """Worker process body: convert the ``(src, dst)`` pairs received until
+    ``None``.  Ctrl-C is the parent's to handle; SIGTERM (a timeout or an
+    interrupted batch) unwinds so the atomic writer removes its temporary file."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    def _term(signum, frame):
+        raise SystemExit(143)
+    signal.signal(signal.SIGTERM, _term)
+    try:
+        while True:
+            job = conn.recv()
+            if job is None:
+                break
+            conn.send(_worker(job[0], job[1], target, options))
+    except (EOFError, BrokenPipeError):
+        pass
+    finally:
+        conn.close()
+
+
+class _Slot:
+    """One worker process and the file it is converting."""
+
+    def __init__(self, ctx, target: str, options: dict) -> None:
+        self.conn, child = ctx.Pipe(duplex=True)
+        self.proc = ctx.Process(target=_serve, args=(child, target, options), daemon=True)
+        self.proc.start()
+        child.close()
+        self.job: tuple | None = None
+        self.t0 = 0.0
+
+    def give(self, src: str, dst: str) -> None:
+        self.job = (src, dst)
+        self.t0 = time.monotonic()
+        self.conn.send(self.job)
+
+    def stop(self) -> None:
+        """End the process (SIGTERM, then SIGKILL) and remove what it left half-written."""
+        with _suppress():
+            self.conn.close()
+        proc = self.proc
+        if proc.is_alive():
+            proc.terminate()
+            proc.join(2.0)
+            if proc.is_alive():
+                proc.kill()
+        proc.join()
+        if self.job is not None:
+            remove_temporaries(os.path.dirname(os.path.abspath(self.job[1])), proc.pid)
+
+    def close(self) -> None:
+        """Let an idle worker exit on its own."""
+        with _suppress():
+            self.conn.send(None)
+            self.conn.close()
+        self.proc.join(5.0)
+        if self.proc.is_alive():
+            self.stop()
+
+
+def _suppress():
+    import contextlib
+    return contextlib.suppress(OSError, ValueError, EOFError)
+
+
+def run_in_workers(plan: list, target: str, options: dict, workers: int,
+                   timeout: float | None = None, started=None) -> Iterator[tuple]:
+    """Convert ``plan`` [(src, dst)] in worker processes, yielding
+    ``(src, status, result)`` as files finish.
+
+    Workers are forked (nothing is imported again) and live for the batch; a
+    file still running after ``timeout`` seconds has its worker killed (and its
+    temporary files removed) and is reported as failed, a fresh worker taking
+    its place, so the batch goes on.  Closing the generator (a fatal error,
+    Ctrl-C) stops every worker."""
+    ctx = multiprocessing.get_context("fork")
+    pending = collections.deque(plan)
+    slots = [_Slot(ctx, target, options) for _ in range(max(1, min(workers, len(plan))))]
+    try:
+        while pending or any(s.job for s in slots):
+            for i, slot in enumerate(slots):
+                if slot.job is None and pending:
+                    src, dst = pending.popleft()
+                    try:
+                        slot.give(src, dst)
+                    except OSError:                # the worker died while idle
+                        slot.stop()
+                        slots[i] = slot = _Slot(ctx, target, options)
+                        slot.give(src, dst)
+                    if started is not None:
+                        started(src)
+            busy = {s.conn: s for s in slots if s.job is not None}
+            wait = 0.5 if timeout is None else max(0.01, min(0.5, timeout / 4))
+            for conn in multiprocessing.connection.wait(list(busy), timeout=wait):
+                slot = busy[conn]
+                src = slot.job[0]
+                try:
+                    status, res = conn.recv()
+                    slot.job = None
+                except (EOFError, OSError):
+                    slot.proc.join(1.0)
+                    status, res = "failed", f"worker process died (exit code {slot.proc.exitcode})"
+                    slot.stop()
+                    slots[slots.index(slot)] = _Slot(ctx, target, options)
+                yield src, status, res
+            if timeout is not None:
+                now = time.monotonic()
+                for i, slot in enumerate(slots):
+                    if slot.job is not None and now - slot.t0 > timeout:
+                        src = slot.job[0]
+                        slot.stop()
+                        slots[i] = _Slot(ctx, target, options)
+                        yield src, "failed", f"timed out after {timeout:g} s (--timeout)"
+    except BaseException:
+        for slot in slots:
+            slot.stop()
+        raise
+    else:
+        for slot in slots:
+            slot.close()
 
 
 def _can_reach(path: str, target: str) -> bool:
@@ -92,18 +271,27 @@ def _can_reach(path: str, target: str) -> bool:
 
 def plan_folder(src_dir: str, dst_dir: str, target: str) -> tuple:
     """(jobs [(src, dst)], skipped [(src, reason)]) mirroring ``src_dir`` in ``dst_dir``."""
+    plan, skipped, _ = plan_folder_walk(src_dir, dst_dir, target)
+    return plan, skipped
+
+
+def plan_folder_walk(src_dir: str, dst_dir: str, target: str) -> tuple:
+    """:func:`plan_folder` plus what the walk skipped or could not read:
+    ``(plan, skipped, walk_notes)`` with walk notes ``(path, reason, is_error)``."""
     from .. import registry
-    jobs, skipped = [], []
-    for root, dirs, files in os.walk(src_dir):
-        dirs.sort()
-        for name in sorted(files):
-            src = os.path.join(root, name)
-            if not registry.known_extension(src):
-                continue
-            if not _can_reach(src, target):
-                skipped.append((src, f"no {target} conversion for this format"))
-                continue
-            jobs.append(src)
+    jobs, skipped, notes = [], [], []
+    for entry in api.walk_inputs([src_dir], registry.known_extension):
+        if entry.error is not None:
+            notes.append((entry.path, entry.error, True))
+            continue
+        if entry.skipped is not None:
+            notes.append((entry.path, entry.skipped, False))
+            continue
+        src = entry.path
+        if not _can_reach(src, target):
+            skipped.append((src, f"no {target} conversion for this format"))
+            continue
+        jobs.append(src)
     out_ext = "." + target if target in GLTF_TARGETS else None
     dsts: dict = {}
     for src in jobs:
@@ -119,12 +307,27 @@ def plan_folder(src_dir: str, dst_dir: str, target: str) -> tuple:
         if len(dsts[os.path.normcase(dst)]) > 1:   # a.n3chr and a.n3pmesh: keep both
             dst = stem + "_" + ext.lstrip(".") + (out_ext or ext)
         plan.append((src, os.path.join(dst_dir, dst)))
-    return plan, skipped
+    return plan, skipped, notes
+
+
+def _check_batch_options(plan: list, given: dict) -> None:
+    """Every option name must be declared by some format the batch will convert."""
+    from .. import registry
+    if not given:
+        return
+    exts = {os.path.splitext(src)[1].lower() for src, _ in plan}
+    declared = {o.name for c in registry.codecs() if set(c.extensions) & exts
+                for o in c.export_options}
+    unknown = sorted(set(given) - declared)
+    if unknown:
+        raise UsageError(f"unknown option {unknown[0]!r} for the formats of this folder; "
+                         f"valid options: {', '.join(sorted(declared)) or 'none'}")
 
 
 class Progress:
     """A progress line on stderr: a bar when stderr is a terminal, else a
-    plain line every few seconds (and at the end)."""
+    plain line every few seconds (and at the end).  The line names a file
+    being worked on, so a slow or stuck file is visible while it runs."""
 
     def __init__(self, total: int, stream=None, interval: float = 5.0) -> None:
         self.total = total
@@ -134,22 +337,41 @@ class Progress:
         self.last = 0.0
         self.interval = 0.1 if self.tty else interval
         self.done = self.failed = self.bytes = 0
+        self.running: dict[str, float] = {}
 
-    def update(self, ok: bool, nbytes: int) -> None:
+    def started(self, src: str) -> None:
+        """A file began converting (shown when the line is next due)."""
+        self.running[src] = time.monotonic()
+        now = time.monotonic()
+        if now - self.last >= self.interval:
+            self.last = now
+            self.show()
+
+    def update(self, ok: bool, nbytes: int, src: str | None = None) -> None:
         self.done += 1
         self.failed += 0 if ok else 1
         self.bytes += nbytes
+        if src is not None:
+            self.running.pop(src, None)
         now = time.monotonic()
         if now - self.last >= self.interval or self.done == self.total:
             self.last = now
             self.show()
+
+    def current(self) -> str:
+        """The file running longest (and how many others run beside it)."""
+        if not self.running or self.done == self.total:
+            return ""
+        src, t0 = min(self.running.items(), key=lambda kv: kv[1])
+        more = f" (+{len(self.running) - 1} more)" if len(self.running) > 1 else ""
+        return f", working on {display_path(src)} for {time.monotonic() - t0:.1f} s{more}"
 
     def line(self) -> str:
         el = max(time.monotonic() - self.start, 1e-9)
         pct = 100.0 * self.done / self.total if self.total else 100.0
         return (f"{self.done}/{self.total} files ({pct:.0f}%), {self.failed} failed, "
                 f"{self.done / el:.1f} files/s, {self.bytes / el / 1e6:.2f} MB/s in, "
-                f"{el:.1f} s")
+                f"{el:.1f} s{self.current()}")
 
     def show(self) -> None:
         if self.tty:
@@ -184,107 +406,138 @@ def validate_outputs(paths: list, stream=None) -> int:
 
 
 def convert_folder(src_dir: str, dst_dir: str, target: str, options: dict, *,
-                   jobs: int = 0, stream=None, validate: bool = False) -> int:
-    """Batch conversion; returns the exit code (0 all converted, 1 some failed)."""
+                   jobs: int = 0, stream=None, validate: bool = False,
+                   timeout: float | None = None) -> int:
+    """Batch conversion; returns the exit code (0 all converted, 1 some failed,
+    130 interrupted).  A full disk (or a read-only or over-quota one) stops the
+    batch at once with one line; earlier outputs stay complete."""
     err = stream or sys.stderr
-    plan, skipped = plan_folder(src_dir, dst_dir, target)
+    plan, skipped, notes = plan_folder_walk(src_dir, dst_dir, target)
+    _check_batch_options(plan, options.get("scene_options") or {})
+    options = {**options, "strict_options": False}
+    walk_errors = [(p, r) for p, r, is_error in notes if is_error]
+    for p, r, is_error in notes:
+        if not is_error:
+            print(f"convert: skip {display_path(p)}: {r}", file=err)
     if not plan:
-        print(f"convert: nothing to convert to {target} in {src_dir} "
+        print(f"convert: nothing to convert to {target} in {display_path(src_dir)} "
               f"({len(skipped)} files of formats without a {target} conversion)", file=err)
-        return 0
-    sizes = {src: os.path.getsize(src) for src, _ in plan}
+        for p, r in walk_errors:
+            print(f"  {display_path(p)}: {r}", file=err)
+        return 1 if walk_errors else 0
+    sizes = {}
+    for src, _ in plan:
+        try:
+            sizes[src] = os.path.getsize(src)
+        except OSError:
+            sizes[src] = 0
     progress = Progress(len(plan), err)
-    failures: list = []
+    failures: list = list(walk_errors)
     not_exported: list = []
     written: list = []
-    warned = 0
+    warned: list = []
     workers = jobs if jobs and jobs > 0 else (os.cpu_count() or 1)
     workers = min(workers, len(plan))
 
     def record(src: str, status: str, res: Any) -> None:
-        nonlocal warned
         if status == "ok":
-            warned += 1 if res.get("warnings") else 0
+            if res.get("warnings"):
+                warned.append((src, list(res["warnings"])))
             written.append(res["path"])
         elif status == "skipped":
             not_exported.append((src, res))
         else:
             failures.append((src, res))
-        progress.update(status != "failed", sizes[src])
+        progress.update(status != "failed", sizes[src], src)
 
-    if workers <= 1:
-        try:
-            for src, dst in plan:
-                status, res = _worker(src, dst, target, options)
-                record(src, status, res)
-        except KeyboardInterrupt:
-            print(f"\nconvert: interrupted after {progress.done} of {len(plan)} files; "
-                  "written files are complete, no partial files were left", file=err)
-            return 130
+    def interrupted() -> int:
+        print(("\n" if progress.tty else "")
+              + f"potsherd: interrupted after {progress.done} of {len(plan)} files; written "
+                "files are complete, no partial files were left", file=err)
+        return 130
+
+    if workers <= 1 and timeout is None:
+        results = _in_process(plan, target, options, progress.started)
     else:
-        pool = cf.ProcessPoolExecutor(max_workers=workers)
-        try:
-            futs = {pool.submit(_worker, src, dst, target, options): src for src, dst in plan}
-            for fut in cf.as_completed(futs):
-                src = futs[fut]
-                try:
-                    status, res = fut.result()
-                except cf.process.BrokenProcessPool as e:
-                    status, res = "failed", f"worker process died: {e}"
-                record(src, status, res)
-        except KeyboardInterrupt:
-            pool.shutdown(wait=True, cancel_futures=True)
-            print(f"\nconvert: interrupted after {progress.done} of {len(plan)} files; "
-                  "written files are complete, no partial files were left", file=err)
-            return 130
-        finally:
-            pool.shutdown(wait=True, cancel_futures=True)
-    print(f"convert: {len(written)} of {len(plan)} files converted to {target} in {dst_dir}"
-          + (f" ({warned} with warnings)" if warned else "")
+        results = run_in_workers(plan, target, options, workers, timeout, progress.started)
+    try:
+        for src, status, res in results:
+            if status == "fatal":
+                _, where, reason = res
+                print(("\n" if progress.tty else "")
+                      + f"potsherd: error: {where}: {reason}", file=err)
+                return 1
+            record(src, status, res)
+    except KeyboardInterrupt:
+        return interrupted()
+    finally:
+        results.close()
+    print(f"convert: {len(written)} of {len(plan)} files converted to {target} in "
+          f"{display_path(dst_dir)}"
+          + (f" ({len(warned)} with warnings)" if warned else "")
           + (f"; {len(skipped)} files skipped (format has no {target} conversion)"
              if skipped else ""), file=err)
+    if warned:
+        print(f"convert: {len(warned)} files converted with warnings:", file=err)
+        for src, ws in sorted(warned):
+            more = f" (+{len(ws) - 3} more)" if len(ws) > 3 else ""
+            print(f"  {display_path(src)}: {'; '.join(ws[:3])}{more}", file=err)
     if not_exported:
         print(f"convert: {len(not_exported)} files hold nothing to export:", file=err)
         for src, msg in sorted(not_exported):
-            print(f"  {src}: {msg}", file=err)
+            print(f"  {display_path(src)}: {msg}", file=err)
     rc = 0
     if failures:
         print(f"convert: {len(failures)} files failed:", file=err)
         for src, msg in sorted(failures):
-            print(f"  {src}: {msg}", file=err)
+            print(f"  {display_path(src)}: {msg}", file=err)
         rc = 1
     if validate and target in GLTF_TARGETS and written:
         rc = max(rc, validate_outputs(sorted(written), err))
     return rc
 
 
+def _in_process(plan: list, target: str, options: dict, started) -> Iterator[tuple]:
+    for src, dst in plan:
+        started(src)
+        status, res = _worker(src, dst, target, options)
+        yield src, status, res
+
+
 def run(args) -> int:
-    from ..cli import UsageError
-    options = _plain_options(args)
-    if os.path.isdir(args.input):
+    settings = settings_from_args(args)
+    if args.timeout is not None and args.timeout <= 0:
+        raise UsageError(f"--timeout {args.timeout:g}: give a positive number of seconds")
+    is_folder = args.input != api.STDIO and os.path.isdir(args.input)
+    if is_folder:
         if os.path.exists(args.output) and not os.path.isdir(args.output):
-            raise UsageError(f"{args.output} exists and is not a folder")
+            raise UsageError(f"{display_path(args.output)} exists and is not a folder")
         if not args.to:
             raise UsageError("folder conversion needs --to (e.g. --to glb)")
     target = _target_of(args)
     if not target:
         raise UsageError("say the target with --to (glb, gltf, binary, ascii) or an output "
                          "file extension")
-    if os.path.isdir(args.input):
-        return convert_folder(args.input, args.output, target, options, jobs=args.jobs or 0,
-                              validate=bool(getattr(args, "validate", False)))
+    if is_folder:
+        return convert_folder(args.input, args.output, target, settings, jobs=args.jobs or 0,
+                              validate=bool(getattr(args, "validate", False)),
+                              timeout=args.timeout)
     from .. import importer
     if target not in GLTF_TARGETS and importer.is_gltf_path(args.input):
         return importer.run_cli(args, target)      # glTF -> a game format
     output = args.output
-    if os.path.isdir(output):
+    if output != api.STDIO and os.path.isdir(output):
+        if args.input == api.STDIO:
+            raise UsageError("reading standard input: name the output file, not a folder")
         stem = os.path.splitext(os.path.basename(args.input))[0]
         ext = ("." + target) if target in GLTF_TARGETS else os.path.splitext(args.input)[1]
         output = os.path.join(output, stem + ext)
-    summary = convert_file(args.input, output, target, options)
+    stream = api.summary_stream(output)
+    summary = convert_file(args.input, output, target, settings)
     for w in summary.get("warnings", []):
         print(f"potsherd: warning: {w}", file=sys.stderr)
-    print(f"{output}: {summary['bytes']} bytes", flush=True)
-    if getattr(args, "validate", False) and target in GLTF_TARGETS:
+    print(f"{display_path(output)}: {summary['bytes']} bytes", flush=True,
+          file=stream)
+    if getattr(args, "validate", False) and target in GLTF_TARGETS and output != api.STDIO:
         return validate_outputs([output])
     return 0

@@ -40,10 +40,6 @@ GLB_MAGIC = 0x46546C67
 CHUNK_JSON = 0x4E4F534A
 CHUNK_BIN = 0x004E4942
 
-#: CLI arguments that are not exporter options
-_NOT_OPTIONS = {"func", "command", "input", "output", "to", "jobs", "format", "param",
-                "max_depth", "max_elements", "max_inflated", "binary", "external_images",
-                "validate", "option"}
 
 
 _jsonable = plain_json  # extras: see potsherd.core.plainjson
@@ -634,7 +630,90 @@ class _Writer:
         self.flush_warnings()
         if self.warnings:
             gl["asset"]["extras"] = {"warnings": list(self.warnings)}
-        return gl
+        unique_names(gl)
+        return valid_text(gl)
+
+
+def unique_names(gl: dict) -> None:
+    """Give nodes (joints included) and animations names unique in their list.
+
+    Importers such as assimp refuse a file whose skeleton repeats a joint name
+    (Knight Online skeletons repeat ``end_site``, clip lists repeat ``run``).
+    The first holder keeps the name; later ones become ``name.001``, ... and
+    keep the stored name in ``extras.originalName``."""
+    for key in ("nodes", "animations"):
+        items = gl.get(key) or []
+        taken = {d["name"] for d in items if isinstance(d.get("name"), str)}
+        seen: set = set()
+        for d in items:
+            name = d.get("name")
+            if not isinstance(name, str):
+                continue
+            if name not in seen:
+                seen.add(name)
+                continue
+            k = 1
+            while f"{name}.{k:03d}" in taken:
+                k += 1
+            new = f"{name}.{k:03d}"
+            taken.add(new)
+            seen.add(new)
+            d["name"] = new
+            extras = d.get("extras")
+            if not isinstance(extras, dict):
+                extras = {} if extras is None else {"value": extras}
+            d["extras"] = {**extras, "originalName": name}
+
+
+def valid_text(value: Any) -> Any:
+    """``value`` with every string made valid UTF-8.
+
+    Names taken from file names the OS gave as undecodable bytes (cp949 file
+    names of Korean clients on a UTF-8 system) arrive as surrogate escapes,
+    which JSON cannot encode.  Their bytes are read as cp949 when that decodes,
+    else as UTF-8 with replacement characters."""
+    if isinstance(value, str):
+        return _valid_str(value)
+    if isinstance(value, dict):
+        return {_valid_str(k) if isinstance(k, str) else k: valid_text(v)
+                for k, v in value.items()}
+    if isinstance(value, list):
+        return [valid_text(v) for v in value]
+    return value
+
+
+def _valid_str(text: str) -> str:
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        pass
+    raw = text.encode("utf-8", "surrogateescape") if _only_escapes(text) else \
+        text.encode("utf-8", "surrogatepass")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        pass
+    try:
+        return raw.decode("cp949")
+    except UnicodeDecodeError:
+        return raw.decode("utf-8", "replace")
+
+
+def _only_escapes(text: str) -> bool:
+    """True when every surrogate in ``text`` is a surrogateescape of one byte."""
+    return all(not 0xD800 <= ord(c) <= 0xDFFF or 0xDC80 <= ord(c) <= 0xDCFF for c in text)
+
+
+def _uri_stem(stem: str) -> str:
+    """A file-name stem as URI text: unchanged when it is valid UTF-8, else its
+    raw bytes percent-encoded (so the URI still names the file on disk)."""
+    try:
+        stem.encode("utf-8")
+        return stem
+    except UnicodeEncodeError:
+        from urllib.parse import quote
+        return quote(os.fsencode(stem))
 
 
 def _finite(values: list, default: float) -> list:
@@ -688,14 +767,14 @@ def write_gltf(scene: Scene, path: str | os.PathLike, *, external_images: bool =
     folder = os.path.dirname(os.path.abspath(path))
     stem = os.path.splitext(os.path.basename(path))[0]
     files: dict = {} if external_images else None  # type: ignore[assignment]
-    gl, b = scene_to_gltf(scene, False, image_files=files, bin_uri=stem + ".bin")
+    uri_stem = _uri_stem(stem)
+    gl, b = scene_to_gltf(scene, False, image_files=files, bin_uri=uri_stem + ".bin")
     if files:
         renamed = {}
         for img in gl.get("images", []):
             if "uri" in img and img["uri"] in files:
-                new = f"{stem}_{img['uri']}"
-                renamed[new] = files[img["uri"]]
-                img["uri"] = new
+                renamed[f"{stem}_{img['uri']}"] = files[img["uri"]]
+                img["uri"] = f"{uri_stem}_{img['uri']}"
         files = renamed
     text = json.dumps(gl, indent=1, ensure_ascii=False, allow_nan=False).encode("utf-8")
     total = len(text)
@@ -724,7 +803,7 @@ def document_scene(doc: Any, options: dict | None = None) -> Scene:
     if to_scene is None:
         raise NoSceneError(f"{codec.name} files cannot be exported to glTF (no to_scene "
                            f"in the {codec.family} family yet)")
-    opts = {k: v for k, v in (options or {}).items() if k not in _NOT_OPTIONS and v is not None}
+    opts = {k: v for k, v in (options or {}).items() if v is not None}
     opts.setdefault("source_path", doc.source)
     try:
         scene = to_scene(doc, **opts)
@@ -752,10 +831,16 @@ def export_document(doc: Any, out_path: str | os.PathLike, *, binary: bool = Tru
                     options: dict | None = None) -> dict:
     """Convert a decoded document to glTF at ``out_path``; returns a summary
     (``path``, ``bytes``, counts, ``warnings``)."""
-    scene = document_scene(doc, options)
+    return write_exported(document_scene(doc, options), out_path, binary=binary)
+
+
+def write_exported(scene: Scene, out_path: str | os.PathLike, *, binary: bool = True) -> dict:
+    """Write an exported scene; returns the summary of :func:`export_document`.
+    File-system errors stay ``OSError`` (naming the path); anything else
+    unexpected is a :class:`SceneExportError`."""
     try:
         size = write_glb(scene, out_path) if binary else write_gltf(scene, out_path)
-    except FormatError:
+    except (FormatError, OSError):
         raise
     except Exception as e:  # noqa: BLE001
         raise SceneExportError(f"internal error writing glTF: {type(e).__name__}: {e}") from e

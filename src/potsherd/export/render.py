@@ -4,6 +4,9 @@ Renders a .glb/.gltf from four orthographic views (front = camera on +Z,
 right = camera on +X, top = camera on +Y, and a 3/4 view) into one PNG:
 z-buffer, Lambert shading, base colour factor x texture (nearest) x vertex
 colour, skinning and morph weights evaluated at a chosen animation time.
+Alpha is honoured as a viewer does: ``MASK`` drops fragments below the
+cutoff, ``BLEND`` surfaces are composited over the opaque ones, ``OPAQUE``
+ignores alpha.
 BACK faces are drawn magenta-tinted so wrong winding shows at a glance; a
 small RGB axis tripod (X red, Y green, Z blue) is drawn in each view.
 
@@ -237,7 +240,9 @@ def scene_triangles(g: Gltf, animation: int | None = None, t: float = 0.0) -> li
             out.append({"pos": pw[idx], "nrm": None if nw is None else nw[idx], "uv": uv,
                         "color": col[idx], "tex": tex, "double": mat.get("doubleSided", False),
                         "blend": mat.get("alphaMode") == "BLEND", "etex": etex, "euv": euv,
-                        "emissive": np.array(mat.get("emissiveFactor", [0.0, 0.0, 0.0]), float)})
+                        "emissive": np.array(mat.get("emissiveFactor", [0.0, 0.0, 0.0]), float),
+                        "alpha": mat.get("alphaMode", "OPAQUE"),
+                        "cutoff": float(mat.get("alphaCutoff", 0.5))})
     return out
 
 
@@ -268,7 +273,9 @@ def _raster(tris: list, basis: np.ndarray, size: int, bounds: tuple) -> np.ndarr
     zbuf = np.full(size * size, np.inf)
     light = -basis[2] * 0.6 + basis[1] * 0.6 + basis[0] * 0.3
     light /= np.linalg.norm(light)
-    for tr in tris:
+    # blended surfaces last, over what is opaque (they test depth but do not write it)
+    for tr in sorted(tris, key=lambda t: t.get("alpha") == "BLEND"):
+        mode = tr.get("alpha", "OPAQUE")
         p = tr["pos"] @ basis.T                      # (T, 3, 3): x, y screen, z depth
         sx = (p[..., 0] - cx) * scale + size / 2
         sy = size / 2 - (p[..., 1] - cy) * scale     # image rows go down
@@ -311,6 +318,11 @@ def _raster(tris: list, basis: np.ndarray, size: int, bounds: tuple) -> np.ndarr
             b2 = 1 - b0 - b1
             inside = (b0 >= -1e-9) & (b1 >= -1e-9) & (b2 >= -1e-9)
             tri, px, py, b0, b1, b2 = (x[inside] for x in (tri, px, py, b0, b1, b2))
+            if mode in ("MASK", "BLEND"):
+                # a texel cut out by its alpha is not there: what is behind shows through
+                alpha = _fragment_rgba(tr, tri, np.stack([b0, b1, b2], 1)[:, :, None])[:, 3]
+                keep = alpha >= tr.get("cutoff", 0.5) if mode == "MASK" else alpha > 1.0 / 512
+                tri, px, py, b0, b1, b2 = (x[keep] for x in (tri, px, py, b0, b1, b2))
             depth = b0 * z[tri, 0] + b1 * z[tri, 1] + b2 * z[tri, 2]
             pix = py * size + px
             o = np.lexsort((depth, pix))
@@ -322,15 +334,10 @@ def _raster(tris: list, basis: np.ndarray, size: int, bounds: tuple) -> np.ndarr
             pix, depth, tri, b0, b1, b2 = (x[win] for x in (pix, depth, tri, b0, b1, b2))
             if not len(pix):
                 continue
-            zbuf[pix] = depth
+            if mode != "BLEND":
+                zbuf[pix] = depth
             bc = np.stack([b0, b1, b2], 1)[:, :, None]
-            col = (tr["color"][tri] * bc).sum(1)
-            if tr["tex"] is not None:
-                uv = (tr["uv"][tri] * bc).sum(1)
-                th, tw = tr["tex"].shape[:2]
-                u = np.floor(np.mod(uv[:, 0], 1.0) * tw).astype(int).clip(0, tw - 1)
-                v = np.floor(np.mod(uv[:, 1], 1.0) * th).astype(int).clip(0, th - 1)
-                col = col * tr["tex"][v, u]
+            col = _fragment_rgba(tr, tri, bc)
             if tr["nrm"] is not None:
                 n = (tr["nrm"][tri] * bc).sum(1)
             else:
@@ -348,8 +355,23 @@ def _raster(tris: list, basis: np.ndarray, size: int, bounds: tuple) -> np.ndarr
                 rgb = rgb + tr["etex"][ev, eu][:, :3] * tr["emissive"][:3]
             back = ~fr
             rgb[back] = rgb[back] * 0.5 + np.array([0.5, 0.0, 0.5])
+            if mode == "BLEND":
+                a = np.clip(col[:, 3:4], 0.0, 1.0)
+                rgb = rgb * a + img.reshape(-1, 3)[pix] * (1.0 - a)
             img.reshape(-1, 3)[pix] = rgb
     return img
+
+
+def _fragment_rgba(tr: dict, tri: np.ndarray, bc: np.ndarray) -> np.ndarray:
+    """Base colour (vertex colour x factor x nearest texel) of fragments, RGBA."""
+    col = (tr["color"][tri] * bc).sum(1)
+    if tr["tex"] is not None:
+        uv = (tr["uv"][tri] * bc).sum(1)
+        th, tw = tr["tex"].shape[:2]
+        u = np.floor(np.mod(uv[:, 0], 1.0) * tw).astype(int).clip(0, tw - 1)
+        v = np.floor(np.mod(uv[:, 1], 1.0) * th).astype(int).clip(0, th - 1)
+        col = col * tr["tex"][v, u]
+    return col
 
 
 def render(path: str, *, animation: int | None = 0, time: float = 0.0, size: int = 256,

@@ -14,6 +14,7 @@ import os
 import re
 import sys
 
+from .. import api
 from ..core.errors import FormatError
 from ..core.fileio import atomic_write
 
@@ -43,10 +44,17 @@ def _has_texture_codec(path: str) -> bool:
 
 def _jobs(inputs: list[str]):
     """(path, output subfolder, named explicitly) for every input file."""
-    from ..cli import iter_inputs
+    from .. import registry
     for p in inputs:
         if os.path.isdir(p):
-            for fp in iter_inputs([p], skip_unknown=True):
+            for entry in api.walk_inputs([p], registry.known_extension):
+                fp = entry.path
+                if entry.skipped is not None:
+                    print(f"skip  {api.display_path(fp)}: {entry.skipped}", file=sys.stderr)
+                    continue
+                if entry.error is not None:
+                    yield fp, entry.error, None
+                    continue
                 if not _has_texture_codec(fp):
                     continue
                 rel = os.path.relpath(os.path.dirname(fp), p)
@@ -56,20 +64,32 @@ def _jobs(inputs: list[str]):
 
 
 def run(args) -> int:
-    from ..cli import read_doc
+    limits = api.make_limits(**{k: getattr(args, k, None) for k in
+                                ("max_depth", "max_elements", "max_inflated", "max_input")})
+    params = api.parse_params(getattr(args, "param", None))
     out_dir = args.output
-    os.makedirs(out_dir, exist_ok=True)
+    if os.path.exists(out_dir) and not os.path.isdir(out_dir):
+        raise NotADirectoryError(20, os.strerror(20), out_dir)
+    try:
+        os.makedirs(out_dir, exist_ok=True)
+    except OSError as e:
+        raise OSError(e.errno, e.strerror, out_dir) from None
     files = written = failed = 0
     used: set[str] = set()
     for path, sub, explicit in _jobs(args.inputs):
+        if explicit is None:      # an unreadable folder of the walk
+            print(f"FAIL  {api.display_path(path)}: {sub}", file=sys.stderr)
+            failed += 1
+            continue
         try:
-            _, doc = read_doc(path, args)
+            _, doc = api.read_doc(path, limits=limits, format=getattr(args, "format", None),
+                                  params=params)
         except FormatError as e:
-            print(f"FAIL  {path}: {e}", file=sys.stderr)
+            print(f"FAIL  {api.display_path(path)}: {e}", file=sys.stderr)
             failed += 1
             continue
         except OSError as e:
-            print(f"FAIL  {path}: {e}", file=sys.stderr)
+            print(f"FAIL  {api.display_path(path)}: {e.strerror or e}", file=sys.stderr)
             failed += 1
             continue
         extract = getattr(doc.codec, "textures", None)
@@ -82,7 +102,7 @@ def run(args) -> int:
         try:
             images = extract(doc)
         except FormatError as e:
-            print(f"FAIL  {path}: {e}", file=sys.stderr)
+            print(f"FAIL  {api.display_path(path)}: {e}", file=sys.stderr)
             failed += 1
             continue
         for w in doc.warnings:

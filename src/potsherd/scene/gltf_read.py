@@ -23,6 +23,7 @@ from __future__ import annotations
 import base64
 import json
 import math
+import re
 import os
 import struct
 import urllib.parse
@@ -100,6 +101,9 @@ def _kind(value: Any) -> str:
         type(value), "number" if isinstance(value, (int, float)) else "null")
 
 
+#: the suffix ``export.gltf.unique_names`` gives a repeated name
+UNIQUE_SUFFIX = re.compile(r"\.\d{3}")
+
 class _Reader:
     def __init__(self, data: bytes, folder: Optional[str], limits: Limits) -> None:
         self.data = data
@@ -175,6 +179,18 @@ class _Reader:
         if isinstance(e, dict):
             return dict(e)
         return {} if e is None else {"value": e}
+
+    def named(self, d: dict, path: str) -> tuple[str, dict]:
+        """A node's or animation's name and extras, undoing the writer's renaming of
+        repeated names (``run.001`` with ``extras.originalName = "run"``)."""
+        name = self.get(d, "name", path, "string", "")
+        extras = self.extras(d)
+        orig = extras.get("originalName")
+        if isinstance(orig, str) and UNIQUE_SUFFIX.fullmatch(name[len(orig):] or "-") \
+                and name.startswith(orig):
+            del extras["originalName"]
+            name = orig
+        return name, extras
 
     # container ------------------------------------------------------------------
     def parse_container(self) -> None:
@@ -740,7 +756,8 @@ class _Reader:
 
     def node(self, i: int, d: dict) -> Node:
         path = f"$.nodes[{i}]"
-        n = Node(name=self.get(d, "name", path, "string", ""), extras=self.extras(d))
+        name, extras = self.named(d, path)
+        n = Node(name=name, extras=extras)
         kids = self.get(d, "children", path, "array", [])
         nn = len(self.gl.get("nodes") or [])
         for k, c in enumerate(kids):
@@ -834,7 +851,8 @@ class _Reader:
         path = f"$.animations[{ai}]"
         samplers = self.get(d, "samplers", path, "array", required=True)
         channels = self.get(d, "channels", path, "array", required=True)
-        anim = Animation(name=self.get(d, "name", path, "string", ""), extras=self.extras(d))
+        name, extras = self.named(d, path)
+        anim = Animation(name=name, extras=extras)
         for ci, c in enumerate(channels):
             cpath = f"{path}.channels[{ci}]"
             if not isinstance(c, dict):

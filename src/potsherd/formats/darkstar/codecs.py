@@ -11,7 +11,7 @@ from ...core.spans import SpanMap
 from ...core.limits import DEFAULT_LIMITS, Limits
 from ...core.stream import Reader, Writer
 from ...document import Document
-from ...registry import Codec
+from ...registry import Codec, Option
 from .pers import BLOCK, TAG
 
 
@@ -110,6 +110,11 @@ class DarkstarCodec(Codec):
 
 class ShapeCodec(DarkstarCodec):
     """``.dts``: shapes also export to glTF (:mod:`.scene`)."""
+
+    export_options = (
+        Option("detail", int, "detail level to export (0 is the most detailed)", 0),
+        Option("bounds", bool, "also export the shape's 'bounds' object", False),
+    )
 
     def to_scene(self, doc: Document, **options: Any):
         from .scene import to_scene

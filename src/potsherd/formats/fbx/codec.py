@@ -64,6 +64,12 @@ class _FbxCodec(Codec):
         from .convert import convert_document
         return convert_document(doc, target, options or {})
 
+    export_options = (
+        Option("keep_units", bool, "keep the file's unit scale instead of converting to "
+                                   "metres", False),
+        Option("name", str, "name of the exported scene", "fbx"),
+    )
+
     def to_scene(self, doc: Document, **options: Any):
         from .scene import to_scene
         return to_scene(doc, **options)

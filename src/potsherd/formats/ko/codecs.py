@@ -201,17 +201,16 @@ _DATA_ROOT = Option("data_root", str, "client data folder for resolving referenc
 _RIG = (Option("skeleton", str, ".n3joint (path or client reference) to bind the skin to"),
         Option("animation", str, ".n3anim whose clips animate that skeleton"))
 _FX = Option("fx_meshes", bool, "also export a plug's inline effect mesh (fx_...)", False)
-_SOURCE = Option("source_path", str, "path of the input (for resolving references)")
 EXPORT_OPTIONS = {
-    "n3pmesh": (_LOD, _DATA_ROOT, _SOURCE),
-    "n3shape": (_DATA_ROOT, _SOURCE),
-    "n3joint": (_DATA_ROOT, _SOURCE),
-    "n3cskins": (_LOD, _DATA_ROOT, *_RIG, _SOURCE),
-    "n3skin": (_LOD, _DATA_ROOT, *_RIG, _SOURCE),
-    "n3cpart": (_LOD, _DATA_ROOT, *_RIG, _SOURCE),
-    "n3cplug": (_DATA_ROOT, _FX, _SOURCE),
-    "n3cplug_cloak": (_DATA_ROOT, _FX, _SOURCE),
-    "n3chr": (_LOD, _DATA_ROOT, _FX, _SOURCE),
+    "n3pmesh": (_LOD, _DATA_ROOT),
+    "n3shape": (_DATA_ROOT,),
+    "n3joint": (_DATA_ROOT,),
+    "n3cskins": (_LOD, _DATA_ROOT, *_RIG),
+    "n3skin": (_LOD, _DATA_ROOT, *_RIG),
+    "n3cpart": (_LOD, _DATA_ROOT, *_RIG),
+    "n3cplug": (_DATA_ROOT, _FX),
+    "n3cplug_cloak": (_DATA_ROOT, _FX),
+    "n3chr": (_LOD, _DATA_ROOT, _FX),
 }
 
 

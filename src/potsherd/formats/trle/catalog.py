@@ -96,3 +96,17 @@ TR4_MOVEABLES.update({460: "TARGET_GRAPHICS", 461: "SKY_GRAPHICS", 462: "BINOCUL
 def moveable_name(object_id: int) -> str | None:
     """The TR4 slot name of ``object_id`` (None when not in the table)."""
     return TR4_MOVEABLES.get(int(object_id))
+
+
+def moveable_id(text: str) -> int:
+    """An object id given as a number (``0``, ``0x1F``) or a TR4 slot name (``LARA``)."""
+    from ...core.errors import FormatError
+    try:
+        return int(text, 0)
+    except ValueError:
+        pass
+    by_name = {v: k for k, v in TR4_MOVEABLES.items()}
+    key = text.strip().upper()
+    if key not in by_name:
+        raise FormatError(f"{text!r} is neither a moveable id nor a TR4 slot name")
+    return by_name[key]

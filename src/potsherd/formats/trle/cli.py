@@ -12,28 +12,22 @@ import json
 import os
 import sys
 
+from ... import api
 from ...core.errors import FormatError
 from ...core.fileio import atomic_write
 
 
-def _moveable_id(text: str) -> int:
-    from .catalog import TR4_MOVEABLES
-    try:
-        return int(text, 0)
-    except ValueError:
-        pass
-    by_name = {v: k for k, v in TR4_MOVEABLES.items()}
-    key = text.strip().upper()
-    if key not in by_name:
-        raise FormatError(f"{text!r} is neither a moveable id nor a TR4 slot name")
-    return by_name[key]
+from .catalog import moveable_id as _moveable_id  # noqa: E402  (kept for callers)
+
+
+def _limits(args):
+    return api.make_limits(**{k: getattr(args, k, None) for k in
+                              ("max_depth", "max_elements", "max_inflated", "max_input")})
 
 
 def _read(path: str, args, fmt: str | None = None):
-    from ...cli import read_doc
-    if fmt and not getattr(args, "format", None):
-        args.format = fmt
-    return read_doc(path, args)[1]
+    return api.read_doc(path, limits=_limits(args), format=getattr(args, "format", None) or fmt,
+                        params=api.parse_params(getattr(args, "param", None)))[1]
 
 
 def cmd_extract(args) -> int:
@@ -61,14 +55,13 @@ def cmd_extract(args) -> int:
 
 
 def cmd_insert(args) -> int:
-    from ...cli import read_doc
     from ...document import Document
     from .moveables import empty_wad, insert
     if args.wad == "-":
         root = empty_wad()
     else:
         root = _read(args.wad, args, "tr4wad").root
-    _, trwad = read_doc(args.trwad, argparse_namespace(format="trwad"))
+    _, trwad = api.read_doc(args.trwad, limits=_limits(args), format="trwad")
     new = insert(root, trwad.root)
     data = Document("tr4wad", new, {"mesh_pad": 1}).encode()
     atomic_write(args.output, data)
@@ -76,11 +69,6 @@ def cmd_insert(args) -> int:
     print(f"{args.output}: moveable {m['object_id']} inserted, {new['moveable_count']} moveables, "
           f"{len(data)} bytes")
     return 0
-
-
-def argparse_namespace(**kw):
-    import argparse
-    return argparse.Namespace(**kw)
 
 
 def cmd_textures(args) -> int:

@@ -9,10 +9,14 @@ from ...core.errors import FormatError, JsonFormatError, MagicError
 from ...core.layout import JsonCtx, text_or_hex, text_or_hex_back
 from ...core.limits import DEFAULT_LIMITS, Limits
 from ...document import Document
-from ...registry import Codec, LayoutCodec
+from ...registry import Codec, LayoutCodec, Option
 from . import model
 from .catalog import moveable_name
 from .layouts import SFX_LAYOUT, SWD_LAYOUT, TRWAD_LAYOUT, WAD_LAYOUT
+
+_UNIT = Option("unit_scale", float, "metres per TRLE unit", 1.0 / 512.0)
+_SPACING = Option("spacing", float, "distance between moveables laid out side by side, in "
+                                    "TRLE units", 2048.0)
 
 TRWAD_VERSION = 170
 
@@ -35,6 +39,10 @@ def mesh_summary(meshes: Any) -> dict:
 
 class WadCodec(LayoutCodec):
     """TR4 ``.wad`` (versions 129 and 130)."""
+
+    export_options = (_UNIT, _SPACING,
+                      Option("moveable", str, "export only this moveable (object id or TR4 "
+                                              "slot name, e.g. LARA)"))
 
     def __init__(self) -> None:
         super().__init__("tr4wad", WAD_LAYOUT, "wad", family="trle", extensions=(".wad",),
@@ -116,6 +124,8 @@ def wad_warnings(root: dict) -> list[str]:
 class TrwadCodec(LayoutCodec):
     """WadMerger ``.trwad``: one moveable.  The mesh-pad variant is detected per
     file (``mesh_pad`` parameter) and recorded in the document."""
+
+    export_options = (_UNIT, _SPACING)
 
     def __init__(self) -> None:
         super().__init__("trwad", TRWAD_LAYOUT, "trwad", family="trle", extensions=(".trwad",),

@@ -66,8 +66,8 @@ def to_scene(doc: Any, **options: Any) -> Scene:
             raise FormatError("this wad's mesh blob did not parse; nothing to export")
         ids = [int(m["object_id"]) for m in root["moveables"]]
         if wanted is not None:
-            from .cli import _moveable_id
-            oid = _moveable_id(str(wanted))
+            from .catalog import moveable_id
+            oid = moveable_id(str(wanted))
             if oid not in ids:
                 raise FormatError(f"no moveable with id {oid} in this wad")
             ids = [oid]

@@ -1,0 +1,323 @@
+"""Plain functions under the command line: read a path with limits, walk
+inputs, parse ``name=value`` items, check conversion options, write outputs,
+stream a document's JSON.
+
+The command line (``cli.py``) is argparse and printing on top of these; the
+conversion and texture commands and the family command lines use them too, so
+no library module needs to import the command line.
+"""
+from __future__ import annotations
+
+import dataclasses
+import errno
+import json
+import os
+import stat
+import sys
+from typing import IO, Any, Iterable, Iterator
+
+from . import registry
+from .core.errors import LimitError, UnknownFormatError
+from .core.fileio import atomic_write, output_target
+from .core.limits import DEFAULT_LIMITS, Limits
+
+#: the path that means standard input (reading commands) or standard output (writing ones)
+STDIO = "-"
+
+#: validate fails a file when more than this share of it is undecoded trailing bytes
+MAX_TRAILING_SHARE = 0.5
+
+
+class UsageError(Exception):
+    """A mistake in how a command was called (exit code 2)."""
+
+
+def display_path(path: str | os.PathLike) -> str:
+    """A path as printable text: names that are not valid UTF-8 (cp949 bytes,
+    say) show their undecodable bytes as ``\\xNN`` instead of failing to print."""
+    raw = os.fsencode(path)
+    return raw.decode("utf-8", "backslashreplace")
+
+
+def parse_params(items: Iterable[str] | None, flag: str = "--param") -> dict[str, Any]:
+    """``name=value`` items to a dict; values that read as int or float become numbers."""
+    out: dict[str, Any] = {}
+    for item in items or []:
+        if "=" not in item:
+            raise UsageError(f"{flag} expects name=value, got {item!r}")
+        k, v = item.split("=", 1)
+        val: Any = v
+        for conv in (int, float):
+            try:
+                val = conv(v)
+                break
+            except ValueError:
+                continue
+        out[k.strip()] = val
+    return out
+
+
+def parse_options(items: Iterable[str] | None, flag: str = "--option") -> dict[str, str]:
+    """``name=value`` items as text; conversion options are typed by their declaration."""
+    out: dict[str, str] = {}
+    for item in items or []:
+        if "=" not in item:
+            raise UsageError(f"{flag} expects name=value, got {item!r}")
+        k, v = item.split("=", 1)
+        if not k.strip():
+            raise UsageError(f"{flag} expects name=value, got {item!r}")
+        out[k.strip()] = v
+    return out
+
+
+def make_limits(**changes: int | None) -> Limits:
+    """Default limits with the given (non-None) fields replaced."""
+    changes = {k: v for k, v in changes.items() if v is not None}
+    return DEFAULT_LIMITS.replace(**changes) if changes else DEFAULT_LIMITS
+
+
+def read_input(path: str, limits: Limits = DEFAULT_LIMITS, *, stdio: bool = True) -> bytes:
+    """The bytes of ``path`` (``-``: standard input unless ``stdio`` is False),
+    refusing before reading what is larger than ``limits.max_input``.  A folder
+    or a device is an ``OSError`` naming the path; a FIFO named explicitly is read."""
+    if stdio and path == STDIO:
+        data = sys.stdin.buffer.read(limits.max_input + 1)
+        if len(data) > limits.max_input:
+            raise LimitError(f"standard input exceeds the limit of {limits.max_input} bytes "
+                             f"(--max-input)", offset=0)
+        return data
+    st = os.stat(path)
+    if stat.S_ISDIR(st.st_mode):
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
+    if not (stat.S_ISREG(st.st_mode) or stat.S_ISFIFO(st.st_mode)):
+        raise OSError(errno.EINVAL, "not a regular file", path)
+    with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        if size > limits.max_input:  # refuse before reading it into memory
+            raise LimitError(f"input of {size} bytes exceeds the limit of {limits.max_input} "
+                             f"(--max-input)", offset=0, path=None if stdio else path)
+        return f.read(limits.max_input + 1)
+
+
+def read_doc(path: str, *, limits: Limits = DEFAULT_LIMITS, format: str | None = None,
+             params: dict | None = None) -> tuple[bytes, Any]:
+    """``(bytes, Document)`` of a file (``-``: standard input)."""
+    data = read_input(path, limits)
+    try:
+        doc = registry.decode(data, format=format, path=None if path == STDIO else path,
+                              limits=limits, **(params or {}))
+    except UnknownFormatError as e:
+        if path == STDIO and format is None:
+            e.message = (f"{e.message} (standard input has no file name: say the format "
+                         "with --format)")
+            e.args = (e.message,)
+        raise
+    return data, doc
+
+
+def summary_stream(output: str) -> IO[str]:
+    """Where to print a command's one-line summary: stderr when the output
+    itself goes to a stream (``-``, ``/dev/stdout``, a FIFO), else stdout."""
+    if output == STDIO:
+        return sys.stderr
+    try:
+        kind, _ = output_target(output)
+    except OSError:
+        return sys.stdout
+    return sys.stderr if kind == "stream" else sys.stdout
+
+
+def write_output(path: str, data: bytes) -> None:
+    """Write ``data`` atomically to ``path`` (``-``: standard output)."""
+    if path == STDIO:
+        sys.stdout.flush()
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+    else:
+        atomic_write(path, data)
+
+
+# ----------------------------------------------------------------------------
+# walking inputs
+
+@dataclasses.dataclass(frozen=True)
+class Entry:
+    """One input of a folder walk: a file to process, one skipped (with why),
+    or a failure (an unreadable folder, with the reason)."""
+
+    path: str
+    skipped: str | None = None
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.skipped is None and self.error is None
+
+
+def walk_inputs(paths: Iterable[str], want=None) -> Iterator[Entry]:
+    """Files named, and the regular files under named folders (sorted).
+
+    Walks never follow a symbolic link to a folder (so a link loop cannot
+    trap them), follow links to regular files, skip FIFOs, devices, sockets
+    and dangling or looping links with the reason, and report an unreadable
+    folder as an error.  ``want(path)`` filters walked files by name (files
+    named explicitly are always yielded)."""
+    for p in paths:
+        if p != STDIO and os.path.isdir(p) and not _is_link_loop(p):
+            yield from _walk_folder(p, want)
+        else:
+            yield Entry(p)
+
+
+def _is_link_loop(p: str) -> bool:
+    try:
+        os.stat(p)
+        return False
+    except OSError:
+        return True
+
+
+def _walk_folder(top: str, want) -> Iterator[Entry]:
+    errors: list[OSError] = []
+    for root, dirs, files in os.walk(top, onerror=errors.append):
+        while errors:
+            e = errors.pop(0)
+            yield Entry(e.filename or root, error=e.strerror or str(e))
+        dirs.sort()
+        for d in list(dirs):
+            full = os.path.join(root, d)
+            if os.path.islink(full):
+                dirs.remove(d)
+                yield Entry(full, skipped="symbolic link to a folder (not followed)")
+        names = sorted(files)
+        for name in names:
+            full = os.path.join(root, name)
+            if want is not None and not want(full):
+                continue
+            reason = _not_regular(full)
+            yield Entry(full, skipped=reason) if reason else Entry(full)
+    while errors:
+        e = errors.pop(0)
+        yield Entry(e.filename or top, error=e.strerror or str(e))
+
+
+def _not_regular(path: str) -> str | None:
+    """Why a walked name is not a regular file to read, or None."""
+    try:
+        st = os.stat(path)
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            return "symbolic link loop"
+        if e.errno == errno.ENOENT and os.path.islink(path):
+            return "dangling symbolic link"
+        return e.strerror or str(e)
+    m = st.st_mode
+    if stat.S_ISREG(m):
+        return None
+    if stat.S_ISFIFO(m):
+        return "FIFO (not read)"
+    if stat.S_ISCHR(m) or stat.S_ISBLK(m):
+        return "device (not read)"
+    if stat.S_ISSOCK(m):
+        return "socket (not read)"
+    if stat.S_ISDIR(m):
+        return "folder"
+    return "not a regular file"
+
+
+# ----------------------------------------------------------------------------
+# conversion options
+
+def describe_options(declared: Iterable[registry.Option]) -> list[str]:
+    """One line per option: ``name=TYPE  help (default ...)``."""
+    out = []
+    for o in declared:
+        default = f" (default {o.default})" if o.default is not None else ""
+        out.append(f"{o.name}={o.type.__name__.upper()}  {o.help}{default}")
+    return out
+
+
+def scene_options(codec: registry.Codec, given: dict, *, strict: bool = True) -> dict:
+    """``given`` checked against ``codec.export_options`` and typed.
+
+    ``strict``: an undeclared name is a :class:`UsageError` naming the valid
+    ones; otherwise (a batch over several formats) undeclared names are left
+    out, the batch having checked that some format declares them."""
+    declared = tuple(codec.export_options)
+    if not strict:
+        names = {o.name for o in declared}
+        given = {k: v for k, v in given.items() if k in names}
+    try:
+        return registry.coerce_options(declared, given, what=codec.name)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+
+
+def export_gltf(doc: Any, out_path: str, *, binary: bool = True,
+                options: dict | None = None, scene: Any = None) -> dict:
+    """Export a decoded document (or its already converted ``scene``) to glTF;
+    ``-`` writes a .glb to standard output."""
+    from .export import gltf
+    if scene is None:
+        scene = gltf.document_scene(doc, options)
+    if out_path == STDIO:
+        if not binary:
+            raise UsageError("a .gltf needs a file beside its .bin: write a .glb to "
+                             "standard output (--to glb)")
+        data = gltf.glb_bytes(*gltf.scene_to_gltf(scene, True))
+        write_output(STDIO, data)
+        return {"path": STDIO, "bytes": len(data), "nodes": len(scene.nodes),
+                "meshes": len(scene.meshes), "animations": len(scene.animations),
+                "warnings": list(scene.warnings)}
+    return gltf.write_exported(scene, out_path, binary=binary)
+
+
+# ----------------------------------------------------------------------------
+# JSON output without building the whole text
+
+_CHUNK = 1 << 20
+
+
+def trailing_share(doc: Any, size: int) -> float:
+    """The share of a file that is undecoded trailing bytes."""
+    return len(doc.trailing) / size if size else 0.0
+
+
+def write_json(doc: Any, form: str, out: IO[str], *, indent: int | None = 1) -> None:
+    """Write ``doc``'s JSON form to a text stream piece by piece.
+
+    The trailing bytes are written as hex in 1 MiB slices and the root is
+    encoded incrementally, so a file of mostly opaque bytes costs about its own
+    size in memory instead of several times the JSON text."""
+    trailing = doc.trailing
+    doc.trailing = b""
+    try:
+        obj = doc.to_json(form)
+    finally:
+        doc.trailing = trailing
+    enc = json.JSONEncoder(ensure_ascii=False, indent=indent)
+    nl = "\n" if indent is not None else ""
+    pad = " " * (indent or 0)
+    sep = "," + nl
+    out.write("{" + nl)
+    first = True
+    for key, value in obj.items():
+        if not first:
+            out.write(sep)
+        first = False
+        out.write(f"{pad}{json.dumps(key)}:{' ' if indent is not None else ''}")
+        if key == "trailing" and trailing:
+            out.write('"')
+            view = memoryview(trailing)
+            for i in range(0, len(view), _CHUNK):
+                out.write(view[i:i + _CHUNK].hex())
+            out.write('"')
+            continue
+        if indent is None:
+            for chunk in enc.iterencode(value):
+                out.write(chunk)
+        else:
+            text_iter = enc.iterencode(value)
+            for chunk in text_iter:
+                out.write(chunk.replace("\n", "\n" + pad))
+    out.write(nl + "}")

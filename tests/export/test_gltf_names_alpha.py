@@ -1,0 +1,127 @@
+"""glTF names (unique, valid UTF-8) and the renderer's alpha modes."""
+from __future__ import annotations
+
+import io
+import json
+import os
+import struct
+
+import numpy as np
+import pytest
+from PIL import Image as PILImage
+
+from potsherd.export import render as rd
+from potsherd.export.gltf import scene_to_gltf, valid_text, write_glb, write_gltf
+from potsherd.scene import (Animation, Channel, Image, Material, Mesh, Node, Primitive, Scene,
+                            TextureRef)
+
+
+def _rig_scene() -> Scene:
+    s = Scene(name="rig")
+    root = s.add_node(Node(name="end_site"))
+    for name in ("hip", "end_site", "end_site", "end_site.001", "end_site"):
+        s.add_node(Node(name=name), parent=root)
+    times = np.array([0.0, 1.0], np.float32)
+    for name in ("run", "walk", "run"):
+        s.add_animation(Animation(name=name, channels=[Channel(
+            1, "translation", times, np.zeros((2, 3), np.float32), "LINEAR")]))
+    return s
+
+
+def test_node_joint_and_animation_names_are_made_unique():
+    gl, _ = scene_to_gltf(_rig_scene())
+    names = [n["name"] for n in gl["nodes"]]
+    assert names == ["end_site", "hip", "end_site.002", "end_site.003", "end_site.001",
+                     "end_site.004"]
+    assert len(set(names)) == len(names)
+    assert [n.get("extras", {}).get("originalName") for n in gl["nodes"]] == \
+        [None, None, "end_site", "end_site", None, "end_site"]
+    assert [a["name"] for a in gl["animations"]] == ["run", "walk", "run.001"]
+    assert gl["animations"][2]["extras"] == {"originalName": "run"}
+    assert "extras" not in gl["animations"][0]
+
+
+def test_unique_names_leave_distinct_names_alone():
+    s = Scene(name="plain")
+    s.add_node(Node(name="a", extras={"k": 1}))
+    s.add_node(Node(name="b"))
+    gl, _ = scene_to_gltf(s)
+    assert gl["nodes"] == [{"name": "a", "extras": {"k": 1}}, {"name": "b"}]
+
+
+def test_names_from_undecodable_file_names_become_valid_utf8(tmp_path):
+    cp949 = os.fsdecode("갑옷".encode("cp949"))              # surrogate escapes
+    junk = os.fsdecode(b"\xff\xfe")                          # neither UTF-8 nor cp949
+    assert valid_text({"name": cp949, "list": [junk, "ok"], cp949: 1}) == \
+        {"name": "갑옷", "list": ["\ufffd\ufffd", "ok"], "갑옷": 1}
+    s = Scene(name=cp949 + ".n3pmesh")
+    s.add_node(Node(name=cp949))
+    path = tmp_path / (cp949 + ".glb")
+    write_glb(s, path)
+    data = path.read_bytes()
+    gl = json.loads(data[20:20 + struct.unpack_from("<I", data, 12)[0]].decode("utf-8"))
+    assert gl["scenes"][0]["name"] == "갑옷.n3pmesh" and gl["nodes"][0]["name"] == "갑옷"
+
+
+# ---- render alpha ------------------------------------------------------------------
+
+def _png(pixels) -> bytes:
+    buf = io.BytesIO()
+    PILImage.fromarray(np.array(pixels, np.uint8)).save(buf, format="PNG")
+    return buf.getvalue()
+
+
+def _quad(z: float, material: int) -> Primitive:
+    pos = np.array([[-1, -1, z], [1, -1, z], [1, 1, z], [-1, 1, z]], np.float32)
+    uv = np.array([[0, 1], [1, 1], [1, 0], [0, 0]], np.float32)
+    return Primitive(positions=pos, normals=np.tile([0.0, 0.0, 1.0], (4, 1)).astype(np.float32),
+                     uvs=[uv], indices=np.array([0, 1, 2, 0, 2, 3], np.uint8), material=material)
+
+
+def _alpha_scene(mode: str, left_alpha: int) -> Scene:
+    """A red quad behind a quad whose texture's left texel is magenta with
+    ``left_alpha`` and whose right texel is opaque green."""
+    s = Scene(name="alpha")
+    img = s.add_image(Image(name="keyed", data=_png([[[255, 0, 255, left_alpha],
+                                                       [0, 255, 0, 255]]])))
+    red = s.add_material(Material(name="red", base_color=(1.0, 0.0, 0.0, 1.0)))
+    keyed = s.add_material(Material(name="keyed", base_color_texture=TextureRef(img),
+                                    alpha_mode=mode, double_sided=True))
+    s.add_node(Node(name="back", mesh=s.add_mesh(Mesh(primitives=[_quad(-0.5, red)]))))
+    s.add_node(Node(name="front", mesh=s.add_mesh(Mesh(primitives=[_quad(0.0, keyed)]))))
+    return s
+
+
+def _front_pixels(tmp_path, mode: str, left_alpha: int) -> tuple:
+    path = tmp_path / f"{mode}_{left_alpha}.glb"
+    write_glb(_alpha_scene(mode, left_alpha), path)
+    g = rd.Gltf(str(path))
+    tris = rd.scene_triangles(g, None)
+    d, up = rd.VIEWS["front (+Z)"]
+    basis = rd._basis(d, up)
+    q = np.concatenate([t["pos"].reshape(-1, 3) for t in tris]) @ basis.T
+    img = rd._raster(tris, basis, 64, (q.min(0), q.max(0)))
+    return img[32, 16], img[32, 48]            # left half, right half
+
+
+@pytest.mark.parametrize("mode", ["MASK", "BLEND"])
+def test_alpha_cut_texels_show_what_is_behind(tmp_path, mode):
+    left, right = _front_pixels(tmp_path, mode, 0)
+    assert left[0] > 0.3 and left[1] < 0.01 and left[2] < 0.01        # the red quad behind
+    assert right[1] > 0.3 and right[0] < 0.01 and right[2] < 0.01     # opaque green texel
+
+
+def test_opaque_ignores_alpha_negative_control(tmp_path):
+    left, _ = _front_pixels(tmp_path, "OPAQUE", 0)
+    assert left[0] > 0.3 and abs(left[0] - left[2]) < 1e-9 and left[1] < 0.01   # magenta
+
+
+def test_blend_mixes_half_transparent_texels(tmp_path):
+    left, _ = _front_pixels(tmp_path, "BLEND", 128)
+    red, _ = _front_pixels(tmp_path, "BLEND", 0)
+    magenta, _ = _front_pixels(tmp_path, "OPAQUE", 0)
+    a = 128 / 255
+    assert np.allclose(left, a * magenta + (1 - a) * red, atol=1e-6)
+    # MASK with the default cutoff 0.5 keeps a texel of alpha 128/255 (> 0.5) whole
+    kept, _ = _front_pixels(tmp_path, "MASK", 128)
+    assert np.allclose(kept, magenta)
