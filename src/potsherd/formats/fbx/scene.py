@@ -2,7 +2,7 @@
 
 Objects are wired by ``Connections``; models become nodes (full FBX local
 transform with pivots, offsets and pre/post rotation, decomposed to TRS),
-meshes are split by material, fan-triangulated and welded with per-corner
+meshes are split by material, triangulated (fans, earcut for concave n-gons) and welded with per-corner
 normals / UVs / colours de-indexed by mapping and reference mode, skins come
 from clusters (inverse bind = TransformLink^-1 · Transform), blend shapes
 become morph targets and animation stacks (6.x/5.x: Takes) become animations
@@ -24,6 +24,7 @@ from ...scene import (Animation, Channel, Image, Material, Mesh, MorphTarget, Pr
                       Scene, Skin, TextureRef, decompose_matrix, fan_triangulate,
                       mat4_from_gltf, matrix_to_quat, quat_continuous, quat_from_euler,
                       trs_to_matrix, weld)
+from ...scene.geometry import triangulate_polygons
 from .model import FbxNode
 
 KTIME_PER_SECOND = 46186158000
@@ -780,82 +781,11 @@ class _Builder:
 
 def triangulate(sizes: np.ndarray, cidx: np.ndarray, corner_pos: np.ndarray) -> np.ndarray:
     """Triangles (flat corner indices) for polygons of ``sizes`` whose corners are
-    consecutive in ``cidx``: fans, except concave quads (split on the other
-    diagonal) and concave n-gons (ear clipping in the polygon's plane)."""
-    tri = fan_triangulate(sizes, cidx).reshape(-1, 3)
-    if not len(tri):
-        return tri.reshape(-1)
-    ntri = np.maximum(sizes - 2, 0)
-    first_tri = np.concatenate([[0], np.cumsum(ntri)[:-1]]).astype(np.int64)
-    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
-    quads = np.flatnonzero(sizes == 4)
-    if len(quads):
-        c = cidx[starts[quads][:, None] + np.arange(4)]
-        p = corner_pos[c]
-        n1 = np.cross(p[:, 1] - p[:, 0], p[:, 2] - p[:, 0])
-        n2 = np.cross(p[:, 2] - p[:, 0], p[:, 3] - p[:, 0])
-        bad = np.einsum("ij,ij->i", n1, n2) < 0  # diagonal 0-2 lies outside
-        if bad.any():
-            t = first_tri[quads[bad]]
-            cb = c[bad]
-            tri[t] = cb[:, [0, 1, 3]]
-            tri[t + 1] = cb[:, [1, 2, 3]]
-    for poly in np.flatnonzero(sizes > 4):
-        c = cidx[starts[poly]:starts[poly] + sizes[poly]]
-        ears = _ear_clip(corner_pos[c])
-        if ears is not None:
-            tri[first_tri[poly]:first_tri[poly] + len(ears)] = c[ears]
-    return tri.reshape(-1)
-
-
-def _ear_clip(p: np.ndarray) -> np.ndarray | None:
-    """Ear clipping of one planar polygon (k, 3); None when it is convex
-    (the fan is then right) or degenerate."""
-    normal = np.sum(np.cross(p, np.roll(p, -1, axis=0)), axis=0)  # Newell
-    if not np.any(normal):
-        return None
-    axis = int(np.argmax(np.abs(normal)))
-    q = np.delete(p, axis, axis=1)
-    if normal[axis] < 0:
-        q = q[:, ::-1]
-    d1 = np.roll(q, -1, axis=0) - q
-    turn = d1[:, 0] * np.roll(d1, 1, axis=0)[:, 1] - d1[:, 1] * np.roll(d1, 1, axis=0)[:, 0]
-    if np.all(turn <= 0):
-        return None  # convex: keep the fan
-    idx = list(range(len(q)))
-    out = []
-    guard = 0
-    while len(idx) > 3 and guard < 4 * len(q) * len(q):
-        guard += 1
-        found = False
-        for k in range(len(idx)):
-            a, b, c = idx[k - 1], idx[k], idx[(k + 1) % len(idx)]
-            pa, pb, pc = q[a], q[b], q[c]
-            cross = (pb[0] - pa[0]) * (pc[1] - pa[1]) - (pb[1] - pa[1]) * (pc[0] - pa[0])
-            if cross <= 0:
-                continue  # reflex corner
-            inside = False
-            for o in idx:
-                if o in (a, b, c):
-                    continue
-                po = q[o]
-                d1_ = (pb[0] - pa[0]) * (po[1] - pa[1]) - (pb[1] - pa[1]) * (po[0] - pa[0])
-                d2_ = (pc[0] - pb[0]) * (po[1] - pb[1]) - (pc[1] - pb[1]) * (po[0] - pb[0])
-                d3_ = (pa[0] - pc[0]) * (po[1] - pc[1]) - (pa[1] - pc[1]) * (po[0] - pc[0])
-                if d1_ >= 0 and d2_ >= 0 and d3_ >= 0:
-                    inside = True
-                    break
-            if inside:
-                continue
-            out.append((a, b, c))
-            idx.pop(k)
-            found = True
-            break
-        if not found:
-            return None
-    if len(idx) == 3:
-        out.append(tuple(idx))
-    return np.array(out, dtype=np.int64) if len(out) == len(q) - 2 else None
+    consecutive in ``cidx`` (``corner_pos`` indexed by corner): see
+    :func:`potsherd.scene.geometry.triangulate_polygons`."""
+    cidx = np.asarray(cidx, dtype=np.int64)
+    tri = triangulate_polygons(sizes, np.asarray(corner_pos)[cidx])
+    return cidx[tri].reshape(-1)
 
 
 class _Curve:
