@@ -295,8 +295,54 @@ class _Writer:
                 self.extensions.add("KHR_materials_unlit")
             if m.extras:
                 d["extras"] = _jsonable(m.extras)
+            self.texture_slots(m, mi, d, textures, samplers, tex_key, samp_key)
             mats.append(d)
         return mats, textures, samplers
+
+    def texture_slots(self, m: Any, mi: int, d: dict, textures: list, samplers: list,
+                      tex_key: dict, samp_key: dict) -> None:
+        """The normal, occlusion, emissive and metallic-roughness textures
+        (``scale`` and ``strength`` come from the ref's extras, as the glTF
+        reader puts them)."""
+        slots = (("normal_texture", "normalTexture", d),
+                 ("occlusion_texture", "occlusionTexture", d),
+                 ("emissive_texture", "emissiveTexture", d),
+                 ("metallic_roughness_texture", "metallicRoughnessTexture",
+                  d["pbrMetallicRoughness"]))
+        for attr, key, target in slots:
+            t = getattr(m, attr, None)
+            if t is None:
+                continue
+            if not 0 <= t.image < len(self.scene.images):
+                raise EncodeError(f"texture image {t.image} does not exist",
+                                  path=f"materials[{mi}].{attr}")
+            sk = (t.mag_filter, t.min_filter, t.wrap_s, t.wrap_t)
+            if sk not in samp_key:
+                s: dict = {"wrapS": t.wrap_s, "wrapT": t.wrap_t}
+                if t.mag_filter is not None:
+                    s["magFilter"] = t.mag_filter
+                if t.min_filter is not None:
+                    s["minFilter"] = t.min_filter
+                samp_key[sk] = len(samplers)
+                samplers.append(s)
+            tk = (t.image, samp_key[sk])
+            if tk not in tex_key:
+                tex_key[tk] = len(textures)
+                textures.append({"source": t.image, "sampler": samp_key[sk]})
+            ref: dict = {"index": tex_key[tk]}
+            if t.texcoord:
+                ref["texCoord"] = int(t.texcoord)
+            extras = dict(t.extras)
+            for name in (("scale",) if attr == "normal_texture" else
+                         ("strength",) if attr == "occlusion_texture" else ()):
+                value = extras.pop(name, None)
+                if isinstance(value, (int, float)) and math.isfinite(value) and value != 1:
+                    ref[name] = float(value)
+            if extras:
+                ref["extras"] = _jsonable(extras)
+            target[key] = ref
+            if attr == "emissive_texture" and "emissiveFactor" not in d:
+                d["emissiveFactor"] = [1.0, 1.0, 1.0]  # glTF multiplies the texture by it
 
     def meshes(self) -> tuple:
         """Returns (glTF meshes, map scene mesh index -> glTF index or None)."""
@@ -325,8 +371,8 @@ class _Writer:
                 mat = self.scene.materials[p.material] if p.material is not None else None
                 if p.material is not None and not 0 <= p.material < len(self.scene.materials):
                     raise EncodeError(f"material {p.material} does not exist", path=where)
-                if mat is not None and mat.base_color_texture is not None:
-                    need = mat.base_color_texture.texcoord + 1
+                if mat is not None and _texcoords_needed(mat):
+                    need = _texcoords_needed(mat)
                     if len(uvs) < need:
                         self.warn(where, "textured material without its TEXCOORD set; zero UVs added")
                         uvs += [np.zeros((nv, 2), np.float32)] * (need - len(uvs))
@@ -747,3 +793,11 @@ class NoSceneError(FormatError):
 
 class SceneExportError(FormatError):
     """A bug in a family's ``to_scene`` or in the writer, wrapped."""
+
+
+def _texcoords_needed(m: Any) -> int:
+    """How many TEXCOORD sets the textures of material ``m`` read (0: none)."""
+    refs = [getattr(m, a, None) for a in ("base_color_texture", "normal_texture",
+                                          "occlusion_texture", "emissive_texture",
+                                          "metallic_roughness_texture")]
+    return max((r.texcoord + 1 for r in refs if r is not None), default=0)

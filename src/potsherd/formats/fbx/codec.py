@@ -13,7 +13,7 @@ from typing import Any
 from ...core.errors import EncodeError, FormatError, JsonFormatError
 from ...core.limits import DEFAULT_LIMITS, Limits
 from ...document import Document
-from ...registry import Codec
+from ...registry import Codec, Option
 from . import ascii as fbx_ascii
 from . import binary as fbx_binary
 from .jsonform import tree_from_json, tree_to_json
@@ -62,6 +62,16 @@ class _FbxCodec(Codec):
     def convert(self, doc: Document, target: str, options: dict | None = None) -> bytes:
         from .convert import convert_document
         return convert_document(doc, target, options or {})
+
+    #: what :func:`potsherd.formats.fbx.scene.to_scene` reads (``source_path``
+    #: is set by the exporter from the document, not by the user)
+    export_options = (
+        Option("data_root", str, "folder searched (case-insensitively) for external texture "
+               "files not found beside the FBX"),
+        Option("keep_units", bool, "keep FBX units (centimetres for most exporters) instead "
+               "of scaling to metres", False),
+        Option("name", str, "name of the glTF scene", "fbx"),
+    )
 
     def to_scene(self, doc: Document, **options: Any):
         from .scene import to_scene

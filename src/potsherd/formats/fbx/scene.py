@@ -20,12 +20,13 @@ from typing import Any
 import numpy as np
 
 from ...core.errors import FormatError, ValueFormatError
-from ...scene import (Animation, Channel, Image, Material, Mesh, MorphTarget, Primitive,
-                      Scene, Skin, TextureRef, decompose_matrix, fan_triangulate,
+from ...scene import (Animation, Channel, Mesh, MorphTarget, Primitive,
+                      Scene, Skin, decompose_matrix,
                       mat4_from_gltf, matrix_to_quat, quat_continuous, quat_from_euler,
                       trs_to_matrix, weld)
 from ...scene.geometry import triangulate_polygons
 from .model import FbxNode
+from .scene_materials import MaterialBuilder, TextureFiles
 
 KTIME_PER_SECOND = 46186158000
 ROTATION_ORDERS = ("XYZ", "XZY", "YZX", "YXZ", "ZXY", "ZYX", "XYZ")
@@ -278,7 +279,17 @@ class _Builder:
         self.image_of: dict[int, int] = {}
         #: mesh index -> BlendShapeChannel ids, in morph-target order
         self.mesh_targets: dict[int, list] = {}
-        self.external: dict[int, str] = {}
+        creator = root.find(b"Creator")
+        header = root.find(b"FBXHeaderExtension")
+        if creator is None and header is not None:
+            creator = header.find(b"Creator")
+        blender = creator is not None and bool(creator.props) and \
+            b"Blender" in bytes(creator.props[0][1] if isinstance(creator.props[0][1], bytes)
+                                else b"")
+        self.materials = MaterialBuilder(
+            self.scene, self.material_textures, lambda tex: self.linked(tex.id, "Video"),
+            [o for o in self.objects.values() if o.kind == "Video"],
+            TextureFiles(options.get("source_path"), options.get("data_root")), blender)
         self.mesh_of: dict[int, tuple] = {}
         #: model id -> FBX world matrix (before the axis/unit wrapper)
         self.world: dict[int, np.ndarray] = {}
@@ -385,53 +396,33 @@ class _Builder:
         color = _vec(mo, "DiffuseColor", (0.8, 0.8, 0.8))
         if "DiffuseColor" not in mo.props and "Diffuse" in mo.props:
             color = _vec(mo, "Diffuse", (0.8, 0.8, 0.8))
+        for pbr in ("3dsMax|main|basecolor", "3dsMax|Parameters|base_color", "Maya|base_color",
+                    "Maya|baseColor"):
+            if pbr in mo.props:  # the PBR colour when the material has one
+                color = _vec(mo, pbr, (0.8, 0.8, 0.8))
+                break
         factor = mo.number("DiffuseFactor", 1.0)
         opacity = mo.number("Opacity", 1.0 - mo.number("TransparencyFactor", 0.0))
         emissive = _vec(mo, "EmissiveColor", (0, 0, 0)) * mo.number("EmissiveFactor", 1.0)
-        mat = Material(name=mo.name, base_color=tuple(np.clip(color * factor, 0, 1).tolist())
-                       + (float(np.clip(opacity, 0, 1)),),
-                       emissive=tuple(np.clip(emissive, 0, 1).tolist()),
-                       alpha_mode="BLEND" if opacity < 0.999 else "OPAQUE")
-        for tex in self.linked(mo.id, "Texture", prop="DiffuseColor"):
-            img = self.image(tex)
-            if img is not None:
-                mat.base_color_texture = TextureRef(image=img)
-                break
-            if tex.id in self.external:
-                mat.extras["fbx_diffuse_texture"] = self.external[tex.id]
+        mat = self.materials.material(mo, tuple(np.clip(color * factor, 0, 1).tolist()),
+                                      float(np.clip(opacity, 0, 1)), emissive)
         idx = self.scene.add_material(mat)
         self.material_of[mo.id] = idx
         return idx
 
-    def image(self, tex: _Object) -> int | None:
-        for video in self.linked(tex.id, "Video"):
-            if video.id in self.image_of:
-                return self.image_of[video.id]
-            content = video.child("Content")
-            data = b"".join(v for c, v in (content.props if content else []) if c == "R")
-            fname = _text(video.child("RelativeFilename").props[0][1]) \
-                if video.child("RelativeFilename") and video.child("RelativeFilename").props \
-                else ""
-            if data[:8] == b"\x89PNG\r\n\x1a\n":
-                im = Image(name=video.name, data=data, mime_type="image/png")
-            elif data[:3] == b"\xff\xd8\xff":
-                im = Image(name=video.name, data=data, mime_type="image/jpeg")
-            elif data:
-                try:
-                    import io
-                    from PIL import Image as PILImage
-                    im = Image.from_pil(PILImage.open(io.BytesIO(data)), name=video.name)
-                except Exception:  # noqa: BLE001 - an undecodable texture is skipped
-                    self.scene.warnings.append(f"texture {video.name!r}: unreadable content")
-                    continue
-            else:  # an external file we do not have: keep its name, embed nothing
-                if fname:
-                    self.scene.warnings.append(f"texture {fname!r} is external, not embedded")
-                    self.external[tex.id] = fname
+    def material_textures(self, mo: _Object) -> list:
+        """(texture, material property) pairs; a layered texture stands for its first layer."""
+        out = []
+        for tid, prop in self.children[mo.id]:
+            tex = self.objects.get(tid)
+            if tex is None or prop is None:
                 continue
-            self.image_of[video.id] = self.scene.add_image(im)
-            return self.image_of[video.id]
-        return None
+            if tex.kind == "LayeredTexture":
+                layers = self.linked(tex.id, "Texture")
+                tex = layers[0] if layers else None
+            if tex is not None and tex.kind == "Texture":
+                out.append((tex, prop))
+        return out
 
     # ------------------------------------------------------------------
     def mesh(self, g: _Object, model: _Object) -> tuple[int | None, int | None]:
