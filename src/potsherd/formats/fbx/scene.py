@@ -27,6 +27,7 @@ from ...scene import (Animation, Channel, Mesh, MorphTarget, Primitive,
 from ...scene.geometry import triangulate_polygons
 from .model import FbxNode
 from .scene_materials import MaterialBuilder, TextureFiles
+from .scene_rig import as_time_series, evaluate, inherit_mode, layer_blend, varies
 
 KTIME_PER_SECOND = 46186158000
 ROTATION_ORDERS = ("XYZ", "XZY", "YZX", "YXZ", "ZXY", "ZYX", "XYZ")
@@ -216,9 +217,10 @@ def _vec(obj: _Object, name: str, default: tuple) -> np.ndarray:
     return _numbers(v[:3], obj.path(name)).astype(np.float64)
 
 
-def local_matrices(obj: _Object, t=None, r=None, s=None) -> np.ndarray:
+def local_matrices(obj: _Object, t=None, r=None, s=None, rq=None) -> np.ndarray:
     """``T·Roff·Rp·Rpre·R·Rpost^-1·Rp^-1·Soff·Sp·S·Sp^-1`` (vectorised over
-    the leading axis of animated t/r/s)."""
+    the leading axis of animated t/r/s; ``rq`` gives R as quaternions instead
+    of Euler angles, for blended animation layers)."""
     t = _vec(obj, "Lcl Translation", (0, 0, 0)) if t is None else t
     r = _vec(obj, "Lcl Rotation", (0, 0, 0)) if r is None else r
     s = _vec(obj, "Lcl Scaling", (1, 1, 1)) if s is None else s
@@ -239,8 +241,16 @@ def local_matrices(obj: _Object, t=None, r=None, s=None) -> np.ndarray:
     soff = tr(_vec(obj, "ScalingOffset", (0, 0, 0)))
     sp = tr(_vec(obj, "ScalingPivot", (0, 0, 0)))
     S = trs_to_matrix(scale=np.asarray(s, dtype=np.float64))
-    return (tr(t) @ roff @ rp @ rpre @ rot(r, order) @ inv(rpost) @ inv(rp) @ soff @ sp @ S
+    R = rot(r, order) if rq is None else trs_to_matrix(rotation=np.asarray(rq, np.float64))
+    return (tr(t) @ roff @ rp @ rpre @ R @ inv(rpost) @ inv(rp) @ soff @ sp @ S
             @ inv(sp))
+
+
+def local_trs(obj: _Object, t=None, r=None, s=None, rq=None) -> tuple:
+    """The FBX local transform as (t (T, 3), q (T, 4), s (T, 3)); pivots and
+    pre/post rotations leave no shear, so this is exact."""
+    m = local_matrices(obj, t, r, s, rq)
+    return decompose_matrix(m if m.ndim == 3 else m[None])
 
 
 def _axis_matrix(gs: dict) -> np.ndarray:
@@ -293,7 +303,32 @@ class _Builder:
         self.mesh_of: dict[int, tuple] = {}
         #: model id -> FBX world matrix (before the axis/unit wrapper)
         self.world: dict[int, np.ndarray] = {}
+        #: model id -> parent model id, inherit mode, rest local (t, q, s)
+        self.parent_of: dict = {}
+        self.mode_of: dict = {}
+        self.rest_trs: dict = {}
+        self.order: list = []
+        self.apply_templates()
         self._last_channels: list = []
+
+    def apply_templates(self) -> None:
+        """Property defaults from ``Definitions/ObjectType/PropertyTemplate``
+        (e.g. ``InheritType`` 0 for every MotionBuilder model), under each
+        object's own properties, as FBX readers resolve them."""
+        defs = self.root.find(b"Definitions")
+        templates: dict = {}
+        for ot in defs.find_all(b"ObjectType") if defs is not None else ():
+            kind = _text(ot.props[0][1]) if ot.props and ot.props[0][0] == "S" else ""
+            for pt in ot.find_all(b"PropertyTemplate"):
+                props = _p70(pt)
+                if props:
+                    templates.setdefault(kind, {}).update(props)
+        if not templates:
+            return
+        for o in self.objects.values():
+            base = templates.get(o.kind)
+            if base:
+                o.props = {**base, **o.props}
 
     def linked(self, oid: int, kind: str | None = None, sub: str | None = None,
                up: bool = False, prop: Any = False) -> list[_Object]:
@@ -324,13 +359,18 @@ class _Builder:
             for c in reversed(chain):
                 seen.add(c.id)
                 order.append(c)
+        self.order = order
         for m in order:
             ups = self.linked(m.id, "Model", up=True, prop=None)
-            parent = self.node_of.get(ups[0].id) if ups else None
-            local = local_matrices(m)
-            self.world[m.id] = (self.world[ups[0].id] @ local
-                                if ups and ups[0].id in self.world else local)
-            t, q, s = decompose_matrix(local)
+            self.parent_of[m.id] = ups[0].id if ups and ups[0].id in self.rest_trs else None
+            self.mode_of[m.id] = inherit_mode(m.number("InheritType", -1))
+            self.rest_trs[m.id] = local_trs(m)
+        states, gltf_local = evaluate([m.id for m in order], self.parent_of, self.mode_of,
+                                     self.rest_trs)
+        for m in order:
+            parent = self.node_of.get(self.parent_of[m.id])
+            self.world[m.id] = states[m.id].world[0]
+            t, q, s = (x[0] for x in gltf_local[m.id])
             self.node_of[m.id] = sc.add_node(name=m.name, parent=parent,
                                              translation=t.tolist(), rotation=q.tolist(),
                                              scale=s.tolist(), extras={"fbx_class": m.sub})
@@ -634,9 +674,10 @@ class _Builder:
             self.take_animations()
         for stack in stacks:
             anim = Animation(name=stack.name)
-            per_model: dict[int, dict] = defaultdict(dict)
+            per_model: dict[int, dict] = defaultdict(lambda: defaultdict(list))
             weights: dict[int, dict] = defaultdict(dict)
-            for layer in self.linked(stack.id, "AnimationLayer"):
+            for layer_index, layer in enumerate(self.linked(stack.id, "AnimationLayer")):
+                blend = _Layer(layer_index, layer)
                 for cn in self.linked(layer.id, "AnimationCurveNode"):
                     for target, prop in self.parents[cn.id]:
                         o = self.objects.get(target)
@@ -656,12 +697,11 @@ class _Builder:
                             continue
                         if o.kind == "Model" and prop in ("Lcl Translation", "Lcl Rotation",
                                                            "Lcl Scaling"):
-                            per_model[o.id][prop] = (cn, curves)
+                            per_model[o.id][prop].append((blend, cn, curves))
                         elif o.kind == "Deformer" and prop == "DeformPercent":
                             weights[o.id] = curves
-            for mid, props in per_model.items():
-                if mid in self.node_of:
-                    self.model_channels(anim, self.objects[mid], props)
+            self.stack_channels(anim, {mid: props for mid, props in per_model.items()
+                                       if mid in self.node_of})
             self.weight_channels(anim, weights)
             if anim.channels:
                 self.scene.add_animation(anim)
@@ -674,6 +714,7 @@ class _Builder:
                    if o.kind == "Model" and o.node.props and o.node.props[0][0] == "S"}
         for take in takes.find_all(b"Take") if takes is not None else ():
             anim = Animation(name=_text(take.props[0][1]) if take.props else "Take")
+            per_model: dict = {}
             for mnode in take.find_all(b"Model"):
                 m = by_name.get(mnode.props[0][1]) if mnode.props else None
                 if m is None or m.id not in self.node_of:
@@ -698,20 +739,28 @@ class _Builder:
                         if curve is not None:
                             curves[key] = curve
                     if curves:
-                        props[prop] = (_Defaults(defaults), curves)
+                        props[prop] = [(_Layer(0, None), _Defaults(defaults), curves)]
                 if props:
-                    self.model_channels(anim, m, props)
+                    per_model[m.id] = props
+            self.stack_channels(anim, per_model)
             if anim.channels:
                 self.scene.add_animation(anim)
 
-    def model_channels(self, anim: Animation, m: _Object, props: dict) -> None:
-        times = np.unique(np.concatenate([c.t for _, curves in props.values()
-                                          for c in curves.values()]))
+    def stack_channels(self, anim: Animation, per_model: dict) -> None:
+        """Channels of one animation: every animated model's layers sampled on
+        one time grid (key times plus 30 fps), blended, then the whole
+        hierarchy evaluated with its inherit modes (a child of a scaled,
+        animated parent may move without curves of its own)."""
+        curves_all = [c.t for props in per_model.values() for layers in props.values()
+                      for _, _, curves in layers for c in curves.values()]
+        if not curves_all:
+            return
+        times = np.unique(np.concatenate(curves_all))
         secs = times / KTIME_PER_SECOND
         span = (times[-1] - times[0]) / KTIME_PER_SECOND if len(times) else 0.0
         if len(times) > 1 and span * GRID_FPS > MAX_GRID_SAMPLES:
             # a key time far away (hostile or broken) must not size the grid
-            self.scene.warnings.append(f"animation of {m.name!r} spans {span:.3g} s: "
+            self.scene.warnings.append(f"animation {anim.name!r} spans {span:.3g} s: "
                                        "sampled at its key times only")
         elif len(times) > 1:  # add a 30 fps grid so Euler -> quaternion stays faithful
             grid = np.arange(secs[0], secs[-1], 1 / GRID_FPS)
@@ -721,32 +770,73 @@ class _Builder:
             grid = grid[np.minimum(lo, hi) > 1e-3]
             secs = np.unique(np.concatenate([secs, grid]))
             secs = secs[np.concatenate([[True], np.diff(secs.astype(np.float32)) > 0])]
+        if len(secs) * max(len(per_model), 1) > MAX_GRID_SAMPLES * 20:
+            secs = np.unique(times / KTIME_PER_SECOND)
+            self.scene.warnings.append(f"animation {anim.name!r}: {len(per_model)} models "
+                                       "sampled at their key times only")
         ticks = secs * KTIME_PER_SECOND
-        sampled = {}
+        local = dict(self.rest_trs)
+        for mid, props in per_model.items():
+            local[mid] = self.sampled_local(self.objects[mid], props, ticks)
+        _, gltf_local = evaluate([m.id for m in self.order], self.parent_of, self.mode_of, local)
+        times_f = secs.astype(np.float32)
+        n = len(secs)
+        for m in self.order:
+            t, q, s = gltf_local[m.id]
+            if m.id not in per_model and not any(varies(as_time_series(x, n))
+                                                 for x in (t, q, s)):
+                continue
+            node = self.node_of[m.id]
+            # all three: with pivots, animating one property moves the others
+            anim.channels.append(Channel(node, "translation", times_f,
+                                         as_time_series(t, n).astype(np.float32)))
+            anim.channels.append(Channel(node, "rotation", times_f, quat_continuous(
+                as_time_series(q, n)).astype(np.float32)))
+            anim.channels.append(Channel(node, "scale", times_f,
+                                         as_time_series(s, n).astype(np.float32)))
+
+    def sampled_local(self, m: _Object, props: dict, ticks: np.ndarray) -> tuple:
+        """A model's local (t, q, s) at ``ticks``, its layers blended."""
+        order = ROTATION_ORDERS[int(m.number("RotationOrder", 0)) % 7]
         defaults = {"Lcl Translation": _vec(m, "Lcl Translation", (0, 0, 0)),
                     "Lcl Rotation": _vec(m, "Lcl Rotation", (0, 0, 0)),
                     "Lcl Scaling": _vec(m, "Lcl Scaling", (1, 1, 1))}
+        sampled: dict = {}
+        rq = None
         for prop, default in defaults.items():
-            vals = np.tile(default, (len(ticks), 1))
-            if prop in props:
-                cn, curves = props[prop]
+            layers = props.get(prop, [])
+            result = np.tile(default, (len(ticks), 1))
+            quat = prop == "Lcl Rotation" and any(
+                layer.index > 0 and layer.compose_rotation for layer, _, _ in layers)
+            if quat:
+                result = quat_from_euler(result, order, degrees=True)
+            for layer, cn, curves in layers:
+                vals = np.tile(default, (len(ticks), 1))
                 for axis, key in enumerate(("d|X", "d|Y", "d|Z")):
                     if key in curves:
                         vals[:, axis] = curves[key].sample(ticks)
                     elif key in cn.props:
                         vals[:, axis] = _number(cn.props[key], cn.path(key)
                                                 if isinstance(cn, _Object) else key)
-            sampled[prop] = vals
-        mats = local_matrices(m, sampled["Lcl Translation"], sampled["Lcl Rotation"],
-                              sampled["Lcl Scaling"])
-        t, q, s = decompose_matrix(mats)
-        node = self.node_of[m.id]
-        times_f = secs.astype(np.float32)
-        # all three: with pivots, animating one property moves the others
-        anim.channels.append(Channel(node, "translation", times_f, t.astype(np.float32)))
-        anim.channels.append(Channel(node, "rotation", times_f,
-                                     quat_continuous(q).astype(np.float32)))
-        anim.channels.append(Channel(node, "scale", times_f, s.astype(np.float32)))
+                if quat:
+                    vals = quat_from_euler(vals, order, degrees=True)
+                if layer.index == 0:
+                    result = vals
+                elif prop == "Lcl Scaling" and not layer.compose_scale:
+                    result = layer_blend("Lcl Translation", result, vals, layer.weight,
+                                         layer.blend_mode, order)
+                elif prop == "Lcl Rotation" and not quat:
+                    result = layer_blend("Lcl Translation", result, vals, layer.weight,
+                                         layer.blend_mode, order)
+                else:
+                    result = layer_blend(prop, result, vals, layer.weight, layer.blend_mode,
+                                         order)
+            if quat:
+                rq = result
+            sampled[prop] = result
+        return local_trs(m, sampled["Lcl Translation"],
+                         None if rq is not None else sampled["Lcl Rotation"],
+                         sampled["Lcl Scaling"], rq)
 
     def weight_channels(self, anim: Animation, weights: dict) -> None:
         if not weights:
@@ -848,6 +938,18 @@ class _Curve:
         out = np.where(inside & cubic, bez, out)
         out = np.where(inside & const & (ticks < t1), v0, out)
         return out
+
+
+class _Layer:
+    """How one AnimationLayer blends (see :mod:`.scene_rig`); 6.x takes are one layer."""
+
+    def __init__(self, index: int, layer: "_Object | None") -> None:
+        self.index = index
+        weight = layer.number("Weight", 100.0) / 100.0 if layer is not None else 1.0
+        self.weight = 1.0 if weight > 0.99999 else max(weight, 0.0)
+        self.blend_mode = int(layer.number("BlendMode", 0)) if layer is not None else 1
+        self.compose_rotation = layer is None or layer.number("RotationAccumulationMode", 0) == 0
+        self.compose_scale = layer is None or layer.number("ScaleAccumulationMode", 0) == 0
 
 
 class _Defaults:

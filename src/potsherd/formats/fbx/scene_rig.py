@@ -1,0 +1,151 @@
+"""FBX node transforms as ufbx and the FBX SDK evaluate them, made into glTF TRS.
+
+Scale inheritance (``InheritType``): 1 (RSrs) is the plain matrix product;
+0 (RrSs, the FBX template default, MotionBuilder's and 3ds Max's) scales
+component-wise: the child's translation is scaled by its parent's scale
+vector and its scale multiplied by the scale its "scale parent" carries, then
+placed in the parent's *unscaled* frame, so a non-uniformly scaled parent does
+not shear its rotated children; 2 (Rrs, Maya's segment scale compensate)
+ignores the immediate parent's scale.  glTF only has the plain product, so
+each node's glTF local is ``inverse(parent's glTF world) · FBX world``: node
+world positions match FBX exactly, and only a shear FBX itself produces is
+lost.  Everything is vectorised over a leading time axis (length 1 for the
+rest pose, the sample grid for an animation); nodes that do not change over
+time stay length 1.
+
+Animation layers blend as ufbx blends them: the stack's first layer sets the
+value, each later layer that animates the property combines with the result by
+its weight (``Weight``, percent) and ``BlendMode``: 0 additive (translation
+added, scale multiplied by ``|v|^w``, rotation composed with a slerp from
+identity), 1 override (replace), 2 override-passthrough (a weighted blend:
+lerp, geometric scale, slerp).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ...scene import decompose_matrix, quat_from_euler, quat_multiply, quat_slerp, trs_to_matrix
+
+NORMAL, COMPONENTWISE_SCALE, IGNORE_PARENT_SCALE = "RSrs", "RrSs", "Rrs"
+IDENTITY = np.array([0.0, 0.0, 0.0, 1.0])
+
+
+def inherit_mode(value: float | None) -> str:
+    """The FBX ``InheritType`` enum (0 RrSs, 1 RSrs, 2 Rrs) as ufbx reads it:
+    anything else, or no value at all, is the plain product."""
+    if value == 0:
+        return COMPONENTWISE_SCALE
+    if value == 2:
+        return IGNORE_PARENT_SCALE
+    return NORMAL
+
+
+class NodeState:
+    """One node over time: its FBX world, world without its own scale, the
+    scale it hands to children that inherit component-wise, and its glTF world."""
+
+    __slots__ = ("world", "unscaled", "inherit_scale", "scale_parent", "gltf_world")
+
+    def __init__(self, world, unscaled, inherit_scale, scale_parent, gltf_world) -> None:
+        self.world = world
+        self.unscaled = unscaled
+        self.inherit_scale = inherit_scale
+        self.scale_parent = scale_parent
+        self.gltf_world = gltf_world
+
+
+def evaluate(order: list, parent_of: dict, mode_of: dict, local_trs: dict) -> tuple[dict, dict]:
+    """FBX worlds and glTF locals of nodes ``order`` (parents first).
+
+    ``local_trs[id]`` is ``(t (T, 3), q (T, 4), s (T, 3))`` with T = 1 for a
+    constant node; ``parent_of[id]`` the parent id or None; ``mode_of[id]`` an
+    inherit mode.  Returns ``(state by id, glTF (t, q, s) by id)``.
+    """
+    states: dict = {}
+    gltf: dict = {}
+    for nid in order:
+        t, q, s = local_trs[nid]
+        parent = states.get(parent_of.get(nid))
+        mode = mode_of.get(nid, NORMAL)
+        if parent is None:
+            world = trs_to_matrix(t, q, s)
+            unscaled = trs_to_matrix(t, q, None)
+            st = NodeState(world, unscaled, s, None, world)
+            gltf[nid] = (t, q, s)
+            states[nid] = st
+            continue
+        if mode == NORMAL:
+            world = parent.world @ trs_to_matrix(t, q, s)
+            unscaled = parent.world @ trs_to_matrix(t, q, None)
+            inherit, scale_parent = s, None
+        else:
+            scale_parent = parent if mode == COMPONENTWISE_SCALE else parent.scale_parent
+            ps = scale_parent.inherit_scale if scale_parent is not None else np.ones(3)
+            s2 = s * ps
+            t2 = t * parent.inherit_scale
+            world = parent.unscaled @ trs_to_matrix(t2, q, s2)
+            unscaled = parent.unscaled @ trs_to_matrix(t2, q, None)
+            inherit = s2
+        if mode == NORMAL and parent.gltf_world is parent.world:
+            local = (t, q, s)  # the parent is exact in glTF: the FBX local is the glTF one
+            gltf_world = world
+        else:
+            local = decompose_matrix(np.linalg.inv(parent.gltf_world) @ world)
+            realised = parent.gltf_world @ trs_to_matrix(*local)
+            gltf_world = world if np.allclose(realised, world, rtol=1e-9, atol=1e-9) \
+                else realised
+        states[nid] = NodeState(world, unscaled, inherit, scale_parent, gltf_world)
+        gltf[nid] = local
+    return states, gltf
+
+
+# ---- animation layers --------------------------------------------------------
+
+def layer_blend(prop: str, result: np.ndarray, value: np.ndarray, weight: float,
+                blend_mode: int, order: str) -> np.ndarray:
+    """``result`` (T, 3) combined with one later layer's ``value`` (T, 3).
+
+    Rotations are Euler angles in degrees in and out only for translation and
+    scale; for ``Lcl Rotation`` both are quaternions (T, 4) here, composed in
+    quaternion space as ufbx does (it converts back to Euler in between, which
+    does not change the rotation)."""
+    w = float(np.clip(weight, 0.0, 1.0))
+    if blend_mode == 0:  # additive
+        if prop == "Lcl Scaling":
+            return result * _pow_abs(value, w)
+        if prop == "Lcl Rotation":
+            return quat_multiply(result, quat_slerp(np.broadcast_to(IDENTITY, value.shape),
+                                                    value, w))
+        return result + value * w
+    if blend_mode == 2:  # override passthrough
+        if prop == "Lcl Scaling":
+            return _pow_abs(result, 1.0 - w) * _pow_abs(value, w)
+        if prop == "Lcl Rotation":
+            a, b = np.broadcast_arrays(result, value)
+            return quat_slerp(a, b, w)
+        return result * (1.0 - w) + value * w
+    return value  # override (1) and unknown modes replace
+
+
+def _pow_abs(v: np.ndarray, e: float) -> np.ndarray:
+    if e <= 0.0:
+        return np.ones_like(v)
+    if e >= 1.0:
+        return v
+    return np.sign(v) * np.abs(v) ** e
+
+
+def euler_quat(r: np.ndarray, order: str) -> np.ndarray:
+    return quat_from_euler(np.asarray(r, dtype=np.float64), order, degrees=True)
+
+
+def varies(a: np.ndarray, tol: float = 1e-9) -> bool:
+    """Whether a (T, k) sample array is not constant."""
+    return len(a) > 1 and bool(np.any(np.abs(a - a[:1]) > tol))
+
+
+def as_time_series(x: Any, length: int) -> np.ndarray:
+    a = np.asarray(x, dtype=np.float64)
+    return np.broadcast_to(a, (length,) + a.shape[1:]) if a.shape[0] == 1 else a
