@@ -27,7 +27,8 @@ from ...scene import (Animation, Channel, Mesh, MorphTarget, Primitive,
 from ...scene.geometry import triangulate_polygons
 from .model import FbxNode
 from .scene_materials import MaterialBuilder, TextureFiles
-from .scene_rig import as_time_series, evaluate, inherit_mode, layer_blend, varies
+from .scene_rig import (as_time_series, euler_quat, evaluate, inherit_mode, layer_blend,
+                        quat_euler, varies)
 
 KTIME_PER_SECOND = 46186158000
 ROTATION_ORDERS = ("XYZ", "XZY", "YZX", "YXZ", "ZXY", "ZYX", "XYZ")
@@ -677,7 +678,7 @@ class _Builder:
             per_model: dict[int, dict] = defaultdict(lambda: defaultdict(list))
             weights: dict[int, dict] = defaultdict(dict)
             for layer_index, layer in enumerate(self.linked(stack.id, "AnimationLayer")):
-                blend = _Layer(layer_index, layer)
+                blend = _Layer(layer_index, layer, self.curve_of(layer.id, "Weight"))
                 for cn in self.linked(layer.id, "AnimationCurveNode"):
                     for target, prop in self.parents[cn.id]:
                         o = self.objects.get(target)
@@ -693,8 +694,8 @@ class _Builder:
                                     curves[cprop] = _Curve(t, v, c.array("KeyAttrFlags"),
                                                            c.array("KeyAttrDataFloat"),
                                                            c.array("KeyAttrRefCount"))
-                        if not curves:
-                            continue
+                        if not curves and o.kind != "Model":
+                            continue  # a curve node's constant values still set the model's
                         if o.kind == "Model" and prop in ("Lcl Translation", "Lcl Rotation",
                                                            "Lcl Scaling"):
                             per_model[o.id][prop].append((blend, cn, curves))
@@ -705,6 +706,21 @@ class _Builder:
             self.weight_channels(anim, weights)
             if anim.channels:
                 self.scene.add_animation(anim)
+
+    def curve_of(self, oid: int, prop: str) -> "_Curve | None":
+        """The first curve of the AnimationCurveNode driving ``prop`` of object ``oid``."""
+        for cid, p in self.children[oid]:
+            cn = self.objects.get(cid)
+            if p != prop or cn is None or cn.kind != "AnimationCurveNode":
+                continue
+            for kid, kprop in self.children[cn.id]:
+                c = self.objects.get(kid)
+                if c is not None and c.kind == "AnimationCurve" and kprop:
+                    t, v = c.array("KeyTime"), c.array("KeyValueFloat")
+                    if t is not None and v is not None and len(t) == len(v) and len(t):
+                        return _Curve(t, v, c.array("KeyAttrFlags"), c.array("KeyAttrDataFloat"),
+                                      c.array("KeyAttrRefCount"))
+        return None
 
     def take_animations(self) -> None:
         """FBX 6.x: Takes/Take/Model/Channel "Transform"/T|R|S/X|Y|Z with Key lists
@@ -804,13 +820,9 @@ class _Builder:
         sampled: dict = {}
         rq = None
         for prop, default in defaults.items():
-            layers = props.get(prop, [])
             result = np.tile(default, (len(ticks), 1))
-            quat = prop == "Lcl Rotation" and any(
-                layer.index > 0 and layer.compose_rotation for layer, _, _ in layers)
-            if quat:
-                result = quat_from_euler(result, order, degrees=True)
-            for layer, cn, curves in layers:
+            is_quat = False  # rotations switch to quaternions for composing layers
+            for layer, cn, curves in props.get(prop, []):
                 vals = np.tile(default, (len(ticks), 1))
                 for axis, key in enumerate(("d|X", "d|Y", "d|Z")):
                     if key in curves:
@@ -818,20 +830,23 @@ class _Builder:
                     elif key in cn.props:
                         vals[:, axis] = _number(cn.props[key], cn.path(key)
                                                 if isinstance(cn, _Object) else key)
-                if quat:
-                    vals = quat_from_euler(vals, order, degrees=True)
+                compose = prop == "Lcl Rotation" and layer.compose_rotation and \
+                    layer.blend_mode in (0, 2)
                 if layer.index == 0:
-                    result = vals
-                elif prop == "Lcl Scaling" and not layer.compose_scale:
-                    result = layer_blend("Lcl Translation", result, vals, layer.weight,
-                                         layer.blend_mode, order)
-                elif prop == "Lcl Rotation" and not quat:
-                    result = layer_blend("Lcl Translation", result, vals, layer.weight,
-                                         layer.blend_mode, order)
+                    result, is_quat = vals, False
+                elif compose:
+                    if not is_quat:
+                        result, is_quat = euler_quat(result, order), True
+                    result = layer_blend(prop, result, euler_quat(vals, order),
+                                         layer.weight_at(ticks), layer.blend_mode)
                 else:
-                    result = layer_blend(prop, result, vals, layer.weight, layer.blend_mode,
-                                         order)
-            if quat:
+                    if is_quat:
+                        result, is_quat = quat_euler(result, order), False
+                    plain = prop == "Lcl Rotation" or (prop == "Lcl Scaling"
+                                                       and not layer.compose_scale)
+                    result = layer_blend("Lcl Translation" if plain else prop, result, vals,
+                                         layer.weight_at(ticks), layer.blend_mode)
+            if is_quat:
                 rq = result
             sampled[prop] = result
         return local_trs(m, sampled["Lcl Translation"],
@@ -943,13 +958,21 @@ class _Curve:
 class _Layer:
     """How one AnimationLayer blends (see :mod:`.scene_rig`); 6.x takes are one layer."""
 
-    def __init__(self, index: int, layer: "_Object | None") -> None:
+    def __init__(self, index: int, layer: "_Object | None", weight_curve=None) -> None:
         self.index = index
+        self.weight_curve = weight_curve
         weight = layer.number("Weight", 100.0) / 100.0 if layer is not None else 1.0
         self.weight = 1.0 if weight > 0.99999 else max(weight, 0.0)
         self.blend_mode = int(layer.number("BlendMode", 0)) if layer is not None else 1
         self.compose_rotation = layer is None or layer.number("RotationAccumulationMode", 0) == 0
         self.compose_scale = layer is None or layer.number("ScaleAccumulationMode", 0) == 0
+
+    def weight_at(self, ticks: np.ndarray) -> Any:
+        """The weight (0..1) at ``ticks``: animated only for blending modes, as in ufbx."""
+        if self.weight_curve is None or self.blend_mode not in (0, 2):
+            return self.weight
+        w = self.weight_curve.sample(ticks) / 100.0
+        return np.where(w > 0.99999, 1.0, np.clip(w, 0.0, 1.0))
 
 
 class _Defaults:

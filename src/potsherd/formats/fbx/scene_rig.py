@@ -103,42 +103,55 @@ def evaluate(order: list, parent_of: dict, mode_of: dict, local_trs: dict) -> tu
 
 # ---- animation layers --------------------------------------------------------
 
-def layer_blend(prop: str, result: np.ndarray, value: np.ndarray, weight: float,
-                blend_mode: int, order: str) -> np.ndarray:
-    """``result`` (T, 3) combined with one later layer's ``value`` (T, 3).
-
-    Rotations are Euler angles in degrees in and out only for translation and
-    scale; for ``Lcl Rotation`` both are quaternions (T, 4) here, composed in
-    quaternion space as ufbx does (it converts back to Euler in between, which
-    does not change the rotation)."""
-    w = float(np.clip(weight, 0.0, 1.0))
+def layer_blend(prop: str, result: np.ndarray, value: np.ndarray, weight: Any,
+                blend_mode: int) -> np.ndarray:
+    """``result`` combined with one later layer's ``value`` (both (T, 3), or
+    (T, 4) quaternions for ``Lcl Rotation``: ufbx composes rotations in
+    quaternion space, converting back to Euler in between, which does not
+    change the rotation).  ``weight`` is a number or a (T,) array (an
+    animated layer weight), 0..1."""
+    w = np.clip(np.asarray(weight, dtype=np.float64), 0.0, 1.0)
+    wv = w[..., None] if w.ndim else w
     if blend_mode == 0:  # additive
         if prop == "Lcl Scaling":
-            return result * _pow_abs(value, w)
+            return result * _pow_abs(value, wv)
         if prop == "Lcl Rotation":
-            return quat_multiply(result, quat_slerp(np.broadcast_to(IDENTITY, value.shape),
-                                                    value, w))
-        return result + value * w
+            ident = np.broadcast_to(IDENTITY, value.shape)
+            return quat_multiply(result, quat_slerp(ident, value, np.broadcast_to(
+                w, value.shape[:-1])))
+        return result + value * wv
     if blend_mode == 2:  # override passthrough
         if prop == "Lcl Scaling":
-            return _pow_abs(result, 1.0 - w) * _pow_abs(value, w)
+            return _pow_abs(result, 1.0 - wv) * _pow_abs(value, wv)
         if prop == "Lcl Rotation":
             a, b = np.broadcast_arrays(result, value)
-            return quat_slerp(a, b, w)
-        return result * (1.0 - w) + value * w
+            return quat_slerp(a, b, np.broadcast_to(w, a.shape[:-1]))
+        return result * (1.0 - wv) + value * wv
     return value  # override (1) and unknown modes replace
 
 
-def _pow_abs(v: np.ndarray, e: float) -> np.ndarray:
-    if e <= 0.0:
-        return np.ones_like(v)
-    if e >= 1.0:
-        return v
-    return np.sign(v) * np.abs(v) ** e
+def _pow_abs(v: np.ndarray, e: Any) -> np.ndarray:
+    """``sign(v) |v|^e`` with ufbx's ends: 1 at e <= 0, v at e >= 1."""
+    e = np.broadcast_to(np.asarray(e, dtype=np.float64), np.shape(v))
+    mid = np.sign(v) * np.abs(v) ** np.clip(e, 0.0, 1.0)
+    return np.where(e <= 0.0, 1.0, np.where(e >= 1.0, v, mid))
 
 
 def euler_quat(r: np.ndarray, order: str) -> np.ndarray:
     return quat_from_euler(np.asarray(r, dtype=np.float64), order, degrees=True)
+
+
+def quat_euler(q: np.ndarray, order: str) -> np.ndarray:
+    """Euler angles in degrees (the inverse of :func:`euler_quat`): ``order``
+    names the axes in the order they apply, R = R3 · R2 · R1."""
+    r = trs_to_matrix(rotation=np.asarray(q, dtype=np.float64))[..., :3, :3]
+    i, j, k = ("XYZ".index(order[0]), "XYZ".index(order[1]), "XYZ".index(order[2]))
+    parity = 1.0 if (j - i) % 3 == 1 else -1.0
+    out = np.zeros(r.shape[:-2] + (3,))
+    out[..., j] = np.arcsin(np.clip(-parity * r[..., k, i], -1.0, 1.0))
+    out[..., i] = np.arctan2(parity * r[..., k, j], r[..., k, k])
+    out[..., k] = np.arctan2(parity * r[..., j, i], r[..., i, i])
+    return np.degrees(out)
 
 
 def varies(a: np.ndarray, tol: float = 1e-9) -> bool:
