@@ -214,7 +214,9 @@ def test_node_and_skin_positions_match_ufbx(path: Path):
         if names[i] in unique:
             err = np.linalg.norm(w[:3, 3] - ref["rest"][names[i]])
             assert err <= tol, f"rest pose: {names[i]} off by {err:.4g} (tolerance {tol:.3g})"
-    assert _compare_skins(_skinned(sc, worlds), ref["skins"], tol, "rest pose") >= 0
+    compared = _compare_skins(_skinned(sc, worlds), ref["skins"], tol, "rest pose")
+    # every skin ufbx sees is compared (a dropped skin must not pass unnoticed)
+    assert compared >= len([r for r in ref["skins"] if r["rest"]]), "skins not compared"
     assert len(ref["stacks"]) >= len(sc.animations)
     for k, anim in enumerate(sc.animations):
         stack = next((s for s in ref["stacks"] if s["name"] == anim.name), ref["stacks"][k])

@@ -95,10 +95,35 @@ def upgrade_fbx5(root: FbxNode) -> FbxNode:
         objects.children.append(FbxNode(b"Model", [("S", name), ("S", sub)], kids))
         connections.children.append(FbxNode(b"Connect", [("S", b"OO"), ("S", name),
                                                          ("S", parent_of.get(name, b"Scene"))]))
+        _fbx5_skin(m, name, objects, connections)
     out = FbxNode(b"", [], [objects, connections])
     if takes is not None:
         out.children.append(takes)  # type: ignore[union-attr]
     return out
+
+
+def _fbx5_skin(model: FbxNode, name: bytes, objects: FbxNode, connections: FbxNode) -> None:
+    """FBX 5.x skins: ``Link "Bone"`` children of the mesh model (Indexes,
+    Weights, Transform, TransformLink as scalar lists) become a 6.x Skin
+    deformer with one Cluster per bone."""
+    links = [ln for ln in model.find_all(b"Link") if ln.props and ln.props[0][0] == "S"]
+    if not links:
+        return
+    skin_id = b"Deformer::Skin " + name
+    objects.children.append(FbxNode(b"Deformer", [("S", skin_id), ("S", b"Skin")], []))
+    connections.children.append(FbxNode(b"Connect", [("S", b"OO"), ("S", skin_id),
+                                                     ("S", name)]))
+    for k, link in enumerate(links):
+        bone = link.props[0][1]
+        cluster_id = b"SubDeformer::Cluster %d " % k + name + b" " + bone
+        kids = [c for c in link.children or ()
+                if c.name in (b"Indexes", b"Weights", b"Transform", b"TransformLink")]
+        objects.children.append(FbxNode(b"Deformer", [("S", cluster_id), ("S", b"Cluster")],
+                                        kids))
+        connections.children.append(FbxNode(b"Connect", [("S", b"OO"), ("S", cluster_id),
+                                                         ("S", skin_id)]))
+        connections.children.append(FbxNode(b"Connect", [("S", b"OO"), ("S", bone),
+                                                         ("S", cluster_id)]))
 
 
 def _layer(name: bytes, mapping: bytes, reference: bytes, *data: FbxNode) -> FbxNode:
@@ -600,10 +625,11 @@ class _Builder:
         if not skins:
             return None
         n = len(g.array("Vertices")) // 3
-        geometry_world = self.world.get(model.id, np.eye(4)) @ trs_to_matrix(
+        geometric = trs_to_matrix(
             _vec(model, "GeometricTranslation", (0, 0, 0)),
             quat_from_euler(_vec(model, "GeometricRotation", (0, 0, 0)), "XYZ", degrees=True),
             _vec(model, "GeometricScaling", (1, 1, 1)))
+        geometry_world = self.world.get(model.id, np.eye(4)) @ geometric
         joints, ibms = [], []
         cps, js, ws = [], [], []
         for cl in self.linked(skins[0].id, "Deformer", "Cluster"):
@@ -612,15 +638,9 @@ class _Builder:
                 continue
             idx = cl.array("Indexes")
             wts = cl.array("Weights")
-            tl = cl.array("TransformLink")
             j = len(joints)
             joints.append(self.node_of[bones[0].id])
-            # vertices are geometry space: the mesh node's world (as ufbx evaluates
-            # it, not the cluster's Transform) times the geometric transform
-            if tl is not None and len(tl) == 16:
-                ibms.append(np.linalg.inv(mat4_from_gltf(tl)) @ geometry_world)
-            else:
-                ibms.append(np.eye(4))
+            ibms.append(self.bind_matrix(cl, bones[0], model, geometric, geometry_world))
             if idx is not None and wts is not None and len(idx) == len(wts):
                 ok = (idx >= 0) & (idx < n)
                 cps.append(idx[ok].astype(np.int64))
@@ -647,6 +667,51 @@ class _Builder:
             self.scene.warnings.append(f"{int(none.sum())} skinned vertices without weights "
                                        "bound to the first joint")
         return Skin(joints=joints, inverse_bind_matrices=np.stack(ibms), name=g.name), J, W
+
+    def bind_matrix(self, cl: _Object, bone: _Object, model: _Object, geometric: np.ndarray,
+                    geometry_world: np.ndarray) -> np.ndarray:
+        """The inverse bind matrix (geometry -> bone at bind time) stored with
+        the skin: the cluster's ``Transform`` (mesh node to bone, as exporters
+        write it) times the geometric transform; without it, the bone's bind
+        matrix (``TransformLink``, else the BindPose, else its current world)
+        inverted, times the mesh's current world."""
+        transform = cl.array("Transform")
+        if transform is not None and len(transform) == 16 and np.any(transform):
+            m = mat4_from_gltf(transform.astype(np.float64))
+            if np.all(np.isfinite(m)):
+                return m @ geometric
+        link = cl.array("TransformLink")
+        bind = None
+        if link is not None and len(link) == 16 and np.any(link):
+            bind = mat4_from_gltf(link.astype(np.float64))
+        if bind is None:
+            bind = self.bind_poses().get(bone.id)
+        if bind is None:
+            bind = self.world.get(bone.id, np.eye(4))
+        mesh_world = self.bind_poses().get(model.id)
+        mesh_world = geometry_world if mesh_world is None else mesh_world @ geometric
+        try:
+            return np.linalg.inv(bind) @ mesh_world
+        except np.linalg.LinAlgError:
+            self.scene.warnings.append(f"cluster {cl.name!r}: singular bind matrix")
+            return np.eye(4)
+
+    def bind_poses(self) -> dict:
+        """Model id -> world matrix from the BindPose ``Pose`` objects."""
+        if getattr(self, "_bind_poses", None) is None:
+            self._bind_poses = {}
+            for pose in self.objects.values():
+                if pose.kind != "Pose" or pose.sub != "BindPose":
+                    continue
+                for pn in pose.node.find_all(b"PoseNode"):
+                    node, matrix = pn.find(b"Node"), pn.find(b"Matrix")
+                    if node is None or matrix is None or not node.props:
+                        continue
+                    values = _values(matrix, f"Objects/Pose::{pose.name}/PoseNode/Matrix")
+                    if len(values) == 16:
+                        self._bind_poses.setdefault(node.props[0][1],
+                                                    mat4_from_gltf(values.astype(np.float64)))
+        return self._bind_poses
 
     def blend_shapes(self, g: _Object, n: int) -> list:
         out = []
