@@ -984,6 +984,48 @@ class _Curve:
                     left = (packed >> 16) / 10000.0
                     self.weights[:, 0] = np.where(self.mode & 0x01000000, right, 1.0 / 3.0)
                     self.weights[:, 1] = np.where(self.mode & 0x02000000, left, 1.0 / 3.0)
+                self._auto_tangents()
+
+    def _auto_tangents(self) -> None:
+        """Cubic keys with automatic tangents (neither user 0x400 nor TCB
+        0x200) store an auto *bias* in their slope fields: the slopes are
+        recomputed from the neighbouring keys, as Maya and ufbx do (clamped
+        with 0x1000, progressive clamp with 0x4000, time-independent 0x2000)."""
+        n = len(self.t)
+        mode = self.mode
+        auto = ((mode & 0x08) != 0) & ((mode & 0x02) == 0) & ((mode & 0x600) == 0)
+        if n < 2 or not auto.any():
+            return
+        t = self.t.astype(np.float64) / KTIME_PER_SECOND
+        v = self.v
+        k = np.arange(n)
+        stored_left = np.concatenate([[0.0], self.slopes[:-1, 1]])
+        stored_right = self.slopes[:, 0].copy()
+        weight_left = np.concatenate([[1.0 / 3.0], self.weights[:-1, 1]])
+        weight_right = self.weights[:, 0]
+        pk, nk = np.maximum(k - 1, 0), np.minimum(k + 1, n - 1)
+        pt, nt, pv, nv = t[pk], t[nk], v[pk], v[nk]
+        interior = (k > 0) & (k < n - 1) & (t > pt) & (nt > t)
+        first_only = ~interior & (k + 1 < n) & (nt > t) & ~((k > 0) & (t > pt))
+        last_only = ~interior & (k > 0) & (t > pt)
+        flags = mode
+        with np.errstate(divide="ignore", invalid="ignore"):
+            unified = np.abs(stored_left + stored_right) <= 1e-4
+            right_in = _auto_slope(pt, t, nt, pv, v, nv, weight_left, weight_right,
+                                   stored_right, flags)
+            left_in = np.where(unified, right_in, _auto_slope(
+                pt, t, nt, pv, v, nv, weight_left, weight_right, -stored_left, flags))
+            one_side_left = _one_side_slope(pt, t, pv, v, -stored_left, flags)
+            one_side_right = _one_side_slope(t, nt, v, nv, stored_right, flags)
+        left = np.where(interior, left_in, np.where(last_only, one_side_left,
+                                                    np.where(first_only, one_side_right, 0.0)))
+        right = np.where(interior, right_in, np.where(last_only, one_side_left,
+                                                      np.where(first_only, one_side_right, 0.0)))
+        left = np.where(np.isfinite(left), left, 0.0)
+        right = np.where(np.isfinite(right), right, 0.0)
+        self.slopes[:, 0] = np.where(auto, right, self.slopes[:, 0])
+        prev_left = np.where(auto[1:], left[1:], self.slopes[:-1, 1])
+        self.slopes[:-1, 1] = prev_left
 
     def sample(self, ticks: np.ndarray) -> np.ndarray:
         t = self.t.astype(np.float64)
@@ -1018,6 +1060,48 @@ class _Curve:
         out = np.where(inside & cubic, bez, out)
         out = np.where(inside & const & (ticks < t1), v0, out)
         return out
+
+
+def _auto_slope(pt, t, nt, pv, v, nv, wl, wr, bias, flags) -> np.ndarray:
+    """Automatic tangent slope at an interior key (Maya's rule, as ufbx solves it)."""
+    slope = (nv - pv) / (nt - pt)
+    dependent = (flags & 0x2000) == 0
+    sl = (v - pv) / (t - pt)
+    sr = (nv - v) / (nt - t)
+    delta = (t - pt) / (nt - pt)
+    blended = slope * 0.5 + (sl * (1.0 - delta) + sr * delta) * 0.5
+    bias_weight = np.abs(bias) / 100.0
+    target = np.where(bias > 0.0, sr, sl)
+    biased = np.where(bias_weight > 0.0001, blended * (1.0 - bias_weight) + target * bias_weight,
+                      blended)
+    extra = bias_weight - 5.0
+    sign = np.where(np.abs(target - blended) > 0.00001, target - blended, bias)
+    biased = biased + np.where(extra > 0.0, extra * extra * np.where(sign > 0, 1.0, -1.0) * 40.0,
+                               0.0)
+    slope = np.where(dependent, biased, slope)
+    progressive = (flags & 0x4000) != 0
+    ssign = np.where(slope >= 0.0, 1.0, -1.0)
+    range_left, range_right = wl * (t - pt), wr * (nt - t)
+    max_left = np.where(range_left > 0, ssign * (v - pv) / np.where(range_left > 0, range_left, 1),
+                        0.0)
+    max_right = np.where(range_right > 0, ssign * (nv - v) /
+                         np.where(range_right > 0, range_right, 1), 0.0)
+    max_left = np.where(max_left > 0.0, max_left, 0.0)
+    max_right = np.where(max_right > 0.0, max_right, 0.0)
+    clamped = ssign * np.minimum(np.minimum(ssign * slope, max_left), max_right)
+    slope = np.where(progressive, clamped, slope)
+    flat = ((flags & 0x1000) != 0) & (np.minimum(np.abs(pv - v), np.abs(nv - v)) <= 0.0)
+    return np.where(flat, 0.0, slope)
+
+
+def _one_side_slope(t0, t1, v0, v1, bias, flags) -> np.ndarray:
+    """Automatic slope at the first or last key: the chord, plus the large-bias term."""
+    slope = (v1 - v0) / (t1 - t0)
+    extra = np.abs(bias) / 100.0 - 5.0
+    slope = slope + np.where(((flags & 0x2000) == 0) & (extra > 0.0),
+                             extra * extra * np.where(bias > 0, 1.0, -1.0) * 40.0, 0.0)
+    slope = np.where((flags & 0x4000) != 0, 0.0, slope)
+    return np.where(((flags & 0x1000) != 0) & (np.abs(v1 - v0) <= 0.0), 0.0, slope)
 
 
 class _Layer:
