@@ -334,6 +334,10 @@ class _Builder:
         self.mode_of: dict = {}
         self.rest_trs: dict = {}
         self.order: list = []
+        #: model id -> glTF node its mesh, joint use and plain children attach to
+        #: (a scale helper for nodes in ``split``)
+        self.attach_of: dict = {}
+        self.split: set = set()
         self.apply_templates()
         self._last_channels: list = []
 
@@ -391,15 +395,23 @@ class _Builder:
             self.parent_of[m.id] = ups[0].id if ups and ups[0].id in self.rest_trs else None
             self.mode_of[m.id] = inherit_mode(m.number("InheritType", -1))
             self.rest_trs[m.id] = local_trs(m)
-        states, gltf_local = evaluate([m.id for m in order], self.parent_of, self.mode_of,
-                                     self.rest_trs)
+        self.split = self.scale_split_nodes()
+        states, gltf_local, helper = evaluate([m.id for m in order], self.parent_of,
+                                              self.mode_of, self.rest_trs, self.split)
         for m in order:
-            parent = self.node_of.get(self.parent_of[m.id])
+            pid = self.parent_of[m.id]
+            parent = (self.attach_of.get(pid) if self.mode_of[m.id] == "RSrs"
+                      else self.node_of.get(pid))
             self.world[m.id] = states[m.id].world[0]
             t, q, s = (x[0] for x in gltf_local[m.id])
             self.node_of[m.id] = sc.add_node(name=m.name, parent=parent,
                                              translation=t.tolist(), rotation=q.tolist(),
                                              scale=s.tolist(), extras={"fbx_class": m.sub})
+            self.attach_of[m.id] = self.node_of[m.id]
+            if m.id in helper:  # carries the scale; mesh, joint and plain children hang here
+                self.attach_of[m.id] = sc.add_node(
+                    name=m.name + "_scale", parent=self.node_of[m.id],
+                    scale=helper[m.id][0].tolist(), extras={"fbx_scale_helper": True})
         skinned = []
         for m in order:
             geometries = self.linked(m.id, "Geometry", "Mesh")
@@ -442,11 +454,27 @@ class _Builder:
         self.animations()
         return sc
 
+    def scale_split_nodes(self) -> set:
+        """Models whose scale must not reach their RrSs/Rrs children through
+        glTF's plain product: non-uniform (at rest) or animated scale, with at
+        least one such child."""
+        out = set()
+        for nid, pid in self.parent_of.items():
+            if pid is None or self.mode_of[nid] == "RSrs" or pid in out:
+                continue
+            s = self.rest_trs[pid][2][0]
+            animated = any(p == "Lcl Scaling" and self.objects.get(c) is not None and
+                           self.objects[c].kind == "AnimationCurveNode"
+                           for c, p in self.children[pid])
+            if animated or np.ptp(s) > 1e-9 * max(1.0, float(np.abs(s).max())):
+                out.add(pid)
+        return out
+
     def attach(self, m: _Object, mesh: int) -> None:
         gt = _vec(m, "GeometricTranslation", (0, 0, 0))
         gr = _vec(m, "GeometricRotation", (0, 0, 0))
         gsc = _vec(m, "GeometricScaling", (1, 1, 1))
-        node = self.node_of[m.id]
+        node = self.attach_of[m.id]
         if np.any(gt != 0) or np.any(gr != 0) or np.any(gsc != 1):
             q = quat_from_euler(gr, "XYZ", degrees=True)
             self.scene.add_node(name=m.name + "_geometry", parent=node, mesh=mesh,
@@ -639,7 +667,7 @@ class _Builder:
             idx = cl.array("Indexes")
             wts = cl.array("Weights")
             j = len(joints)
-            joints.append(self.node_of[bones[0].id])
+            joints.append(self.attach_of[bones[0].id])
             ibms.append(self.bind_matrix(cl, bones[0], model, geometric, geometry_world))
             if idx is not None and wts is not None and len(idx) == len(wts):
                 ok = (idx >= 0) & (idx < n)
@@ -859,11 +887,15 @@ class _Builder:
         local = dict(self.rest_trs)
         for mid, props in per_model.items():
             local[mid] = self.sampled_local(self.objects[mid], props, ticks)
-        _, gltf_local = evaluate([m.id for m in self.order], self.parent_of, self.mode_of, local)
+        _, gltf_local, helper = evaluate([m.id for m in self.order], self.parent_of,
+                                         self.mode_of, local, self.split)
         times_f = secs.astype(np.float32)
         n = len(secs)
         for m in self.order:
             t, q, s = gltf_local[m.id]
+            if m.id in helper and varies(as_time_series(helper[m.id], n)):
+                anim.channels.append(Channel(self.attach_of[m.id], "scale", times_f,
+                                             as_time_series(helper[m.id], n).astype(np.float32)))
             if m.id not in per_model and not any(varies(as_time_series(x, n))
                                                  for x in (t, q, s)):
                 continue

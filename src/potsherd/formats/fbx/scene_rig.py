@@ -44,61 +44,88 @@ def inherit_mode(value: float | None) -> str:
 
 class NodeState:
     """One node over time: its FBX world, world without its own scale, the
-    scale it hands to children that inherit component-wise, and its glTF world."""
+    scale it hands to children that inherit component-wise, and the glTF
+    worlds its children attach to (``gltf_world`` for plain children,
+    ``gltf_unscaled`` for RrSs/Rrs children; the same unless the node is split)."""
 
-    __slots__ = ("world", "unscaled", "inherit_scale", "scale_parent", "gltf_world")
+    __slots__ = ("world", "unscaled", "inherit_scale", "scale_parent", "gltf_world",
+                 "gltf_unscaled", "split")
 
-    def __init__(self, world, unscaled, inherit_scale, scale_parent, gltf_world) -> None:
+    def __init__(self, world, unscaled, inherit_scale, scale_parent, gltf_world,
+                 gltf_unscaled, split) -> None:
         self.world = world
         self.unscaled = unscaled
         self.inherit_scale = inherit_scale
         self.scale_parent = scale_parent
         self.gltf_world = gltf_world
+        self.gltf_unscaled = gltf_unscaled
+        self.split = split
 
 
-def evaluate(order: list, parent_of: dict, mode_of: dict, local_trs: dict) -> tuple[dict, dict]:
+def evaluate(order: list, parent_of: dict, mode_of: dict, local_trs: dict,
+             split: frozenset | set = frozenset()) -> tuple[dict, dict, dict]:
     """FBX worlds and glTF locals of nodes ``order`` (parents first).
 
     ``local_trs[id]`` is ``(t (T, 3), q (T, 4), s (T, 3))`` with T = 1 for a
     constant node; ``parent_of[id]`` the parent id or None; ``mode_of[id]`` an
-    inherit mode.  Returns ``(state by id, glTF (t, q, s) by id)``.
+    inherit mode.  A node in ``split`` becomes two glTF nodes: itself without
+    its scale (its RrSs/Rrs children attach there) and a scale helper child
+    (its mesh, joint and plain children attach there), which keeps a
+    non-uniformly scaled parent from shearing such children, exactly as FBX
+    evaluates them.  Returns ``(state by id, glTF (t, q, s) by id, helper
+    scale by id for split nodes)``.
     """
     states: dict = {}
     gltf: dict = {}
+    helper: dict = {}
     for nid in order:
         t, q, s = local_trs[nid]
         parent = states.get(parent_of.get(nid))
-        mode = mode_of.get(nid, NORMAL)
+        mode = mode_of.get(nid, NORMAL) if parent is not None else NORMAL
         if parent is None:
             world = trs_to_matrix(t, q, s)
             unscaled = trs_to_matrix(t, q, None)
-            st = NodeState(world, unscaled, s, None, world)
-            gltf[nid] = (t, q, s)
-            states[nid] = st
-            continue
-        if mode == NORMAL:
+            inherit, scale_parent = s, None
+            ref, ref_exact, lt, ls = None, True, t, s
+        elif mode == NORMAL:
             world = parent.world @ trs_to_matrix(t, q, s)
             unscaled = parent.world @ trs_to_matrix(t, q, None)
             inherit, scale_parent = s, None
+            ref = parent.gltf_world
+            ref_exact, lt, ls = ref is parent.world, t, s
         else:
             scale_parent = parent if mode == COMPONENTWISE_SCALE else parent.scale_parent
             ps = scale_parent.inherit_scale if scale_parent is not None else np.ones(3)
-            s2 = s * ps
-            t2 = t * parent.inherit_scale
-            world = parent.unscaled @ trs_to_matrix(t2, q, s2)
-            unscaled = parent.unscaled @ trs_to_matrix(t2, q, None)
-            inherit = s2
-        if mode == NORMAL and parent.gltf_world is parent.world:
-            local = (t, q, s)  # the parent is exact in glTF: the FBX local is the glTF one
-            gltf_world = world
+            ls = s * ps
+            lt = t * parent.inherit_scale
+            world = parent.unscaled @ trs_to_matrix(lt, q, ls)
+            unscaled = parent.unscaled @ trs_to_matrix(lt, q, None)
+            inherit = ls
+            ref = parent.gltf_unscaled
+            ref_exact = ref is parent.unscaled
+        is_split = nid in split
+        target = unscaled if is_split else world
+        if ref_exact:  # the FBX local is the glTF one
+            local = (lt, q, np.ones_like(ls) if is_split else ls)
+            realised = target
         else:
-            local = decompose_matrix(np.linalg.inv(parent.gltf_world) @ world)
-            realised = parent.gltf_world @ trs_to_matrix(*local)
-            gltf_world = world if np.allclose(realised, world, rtol=1e-9, atol=1e-9) \
-                else realised
-        states[nid] = NodeState(world, unscaled, inherit, scale_parent, gltf_world)
+            local = decompose_matrix(np.linalg.inv(ref) @ target)
+            realised = ref @ trs_to_matrix(*local)
+            if np.allclose(realised, target, rtol=1e-9, atol=1e-9):
+                realised = target
+        if is_split:
+            helper[nid] = ls
+            gltf_unscaled = realised
+            gltf_world = world if realised is unscaled else realised @ trs_to_matrix(scale=ls)
+        else:
+            gltf_unscaled = gltf_world = realised
+        st = NodeState(world, unscaled, inherit, scale_parent, gltf_world,
+                       gltf_world if not is_split else gltf_unscaled, is_split)
+        if not is_split:
+            st.gltf_unscaled = gltf_world
+        states[nid] = st
         gltf[nid] = local
-    return states, gltf
+    return states, gltf, helper
 
 
 # ---- animation layers --------------------------------------------------------
