@@ -132,7 +132,9 @@ def triangulate_polygons(sizes: Any, positions: Any) -> np.ndarray:
     the 10^4-corner n-gons real exporters write).  The triangle count always
     matches the fan's (the count ufbx gives), so corners earcut drops as exactly
     collinear get zero-area triangles on the polygon's edge and a polygon it
-    cannot cut (self-intersecting, degenerate) keeps its fan.
+    cannot cut at all (degenerate) keeps its fan; when earcut's repair of a
+    near self-touching outline leaves one triangle fewer, a zero-area
+    triangle on a polygon edge fills the count.
     """
     sizes = np.asarray(sizes, dtype=np.int64)
     p = np.asarray(positions, dtype=np.float64).reshape(-1, 3)
@@ -212,6 +214,7 @@ def earcut_polygon(points: Any) -> np.ndarray | None:
         idle = np.flatnonzero(~used)
         slivers = np.stack([(idle - 1) % n, idle, (idle + 1) % n], axis=1)
         cut = np.concatenate([cut, slivers])[:n - 2]
-        if len(cut) < n - 2:
-            return None
+    if len(cut) < n - 2:  # earcut cured a near self-touch: pad with empty triangles
+        k = np.arange(n - 2 - len(cut))
+        cut = np.concatenate([cut, np.stack([k, k, k + 1], axis=1)])
     return cut[:n - 2]
