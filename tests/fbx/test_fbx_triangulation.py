@@ -206,3 +206,38 @@ def test_corpus_ngon_files_convert_fast(name):
     tris, elapsed = _scene_triangles(found[0])
     assert elapsed < 10
     assert tris == _ufbx_triangles(found[0])
+
+
+@pytest.mark.parametrize("name", ["maya_ngon_maze_7700_binary.fbx",
+                                  "blender_300_ngon_big_7400_binary.fbx"])
+def test_corpus_ngons_have_no_backward_triangles(name):
+    """Every n-gon's triangles keep its winding seen along its normal (the old
+    fallback fan of blender_300_ngon_big, whose outline crosses itself once,
+    had 3,283 backward triangles)."""
+    found = [p for p in CORPUS.glob(f"*{name}")] if CORPUS.is_dir() else []
+    extra = os.environ.get("POTSHERD_FBX_EXTRA")
+    if not found and extra and (Path(extra) / name).is_file():
+        found = [Path(extra) / name]
+    if not found:
+        pytest.skip(f"{name} not in the FBX corpus")
+    doc = potsherd.read(found[0])
+    checked = 0
+    for g in doc.root.find(b"Objects").children:
+        if g.name != b"Geometry" or g.find(b"PolygonVertexIndex") is None:
+            continue
+        v = np.asarray(g.find(b"Vertices").props[0][1].values, dtype=np.float64).reshape(-1, 3)
+        pvi = np.asarray(g.find(b"PolygonVertexIndex").props[0][1].values)
+        p = v[np.where(pvi < 0, ~pvi, pvi)]
+        sizes = np.diff(np.concatenate([[-1], np.flatnonzero(pvi < 0)]))
+        tri = triangulate_polygons(sizes, p)
+        starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+        first = np.concatenate([[0], np.cumsum(sizes - 2)[:-1]])
+        for k in np.flatnonzero(sizes > 4):
+            q = p[starts[k]:starts[k] + sizes[k]]
+            normal = np.sum(np.cross(q - q[0], np.roll(q, -1, axis=0) - q[0]), axis=0)
+            axis = int(np.argmax(np.abs(normal)))  # seen along the normal's main axis
+            t = p[tri[first[k]:first[k] + sizes[k] - 2]]
+            area = np.cross(t[:, 1] - t[:, 0], t[:, 2] - t[:, 0])[:, axis] * np.sign(normal[axis])
+            assert area.min() >= -1e-12 * abs(normal[axis]), f"polygon {k}"
+            checked += 1
+    assert checked >= 1
