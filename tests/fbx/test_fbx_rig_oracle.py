@@ -228,3 +228,23 @@ def test_node_and_skin_positions_match_ufbx(path: Path):
                     assert err <= tol, (f"{anim.name} t={t:.4g}: {names[i]} off by {err:.4g} "
                                         f"(tolerance {tol:.3g})")
             _compare_skins(_skinned(sc, worlds), answer["skins"], tol, f"{anim.name} t={t:.4g}")
+
+
+def test_hierarchy_evaluated_in_time_slices_gives_the_same_channels(monkeypatch):
+    """The memory bound (time slices of the hierarchy evaluation) changes nothing."""
+    import potsherd.formats.fbx.scene as fbx_scene
+    path = CORPUS / "ufbx__maya_kenney_character_7700_binary.fbx"
+    if not path.is_file():
+        pytest.skip("FBX corpus not present")
+
+    def channels():
+        doc = potsherd.read(path)
+        return [(c.node, c.path, c.times, c.values)
+                for a in doc.codec.to_scene(doc).animations for c in a.channels]
+    whole = channels()
+    monkeypatch.setattr(fbx_scene, "MAX_EVAL_MATRICES", 7)  # slices of 2-3 samples
+    sliced = channels()
+    assert len(whole) == len(sliced) > 100
+    for (n1, p1, t1, v1), (n2, p2, t2, v2) in zip(whole, sliced):
+        assert (n1, p1) == (n2, p2) and np.array_equal(t1, t2)
+        assert np.allclose(v1, v2, atol=1e-6)

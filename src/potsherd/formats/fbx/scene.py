@@ -35,6 +35,8 @@ ROTATION_ORDERS = ("XYZ", "XZY", "YZX", "YXZ", "ZXY", "ZYX", "XYZ")
 GRID_FPS = 30.0
 #: longest sampling grid (about 55 minutes at 30 fps); longer spans keep key times only
 MAX_GRID_SAMPLES = 100_000
+#: node-time samples evaluated at once (4x4 matrices; about 50 MB each kind)
+MAX_EVAL_MATRICES = 400_000
 
 
 def to_scene(doc: Any, **options: Any) -> Scene:
@@ -887,8 +889,24 @@ class _Builder:
         local = dict(self.rest_trs)
         for mid, props in per_model.items():
             local[mid] = self.sampled_local(self.objects[mid], props, ticks)
-        _, gltf_local, helper = evaluate([m.id for m in self.order], self.parent_of,
-                                         self.mode_of, local, self.split)
+        # the hierarchy is evaluated a slice of time at a time, so its 4x4
+        # matrices never exceed about MAX_EVAL_MATRICES at once
+        ids = [m.id for m in self.order]
+        step = max(2, MAX_EVAL_MATRICES // max(len(ids), 1))
+        bounds = list(range(0, len(ticks), step)) + [len(ticks)]
+        if len(bounds) > 2 and bounds[-1] - bounds[-2] == 1:
+            del bounds[-2]  # every slice holds 2+ samples: length 1 then means constant
+        parts = []
+        for lo, hi in zip(bounds[:-1], bounds[1:]):
+            sl = {k: tuple(x if len(x) == 1 else x[lo:hi] for x in v) for k, v in local.items()}
+            parts.append(evaluate(ids, self.parent_of, self.mode_of, sl, self.split)[1:])
+
+        def joined(values: list) -> np.ndarray:
+            return values[0] if len(values) == 1 or len(values[0]) == 1 else \
+                np.concatenate(values)
+        gltf_local = {k: tuple(joined([p[0][k][c] for p in parts]) for c in range(3))
+                      for k in ids}
+        helper = {k: joined([p[1][k] for p in parts]) for k in parts[0][1]}
         times_f = secs.astype(np.float32)
         n = len(secs)
         for m in self.order:
@@ -1143,7 +1161,7 @@ class _Layer:
         self.index = index
         self.weight_curve = weight_curve
         weight = layer.number("Weight", 100.0) / 100.0 if layer is not None else 1.0
-        self.weight = 1.0 if weight > 0.99999 else max(weight, 0.0)
+        self.weight = 1.0 if not weight <= 0.99999 else max(weight, 0.0)  # NaN: full
         self.blend_mode = int(layer.number("BlendMode", 0)) if layer is not None else 1
         self.compose_rotation = layer is None or layer.number("RotationAccumulationMode", 0) == 0
         self.compose_scale = layer is None or layer.number("ScaleAccumulationMode", 0) == 0
@@ -1153,7 +1171,7 @@ class _Layer:
         if self.weight_curve is None or self.blend_mode not in (0, 2):
             return self.weight
         w = self.weight_curve.sample(ticks) / 100.0
-        return np.where(w > 0.99999, 1.0, np.clip(w, 0.0, 1.0))
+        return np.where(~(w <= 0.99999), 1.0, np.clip(w, 0.0, 1.0))  # NaN: full weight
 
 
 class _Defaults:
