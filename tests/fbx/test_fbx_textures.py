@@ -158,6 +158,8 @@ def test_data_root_and_missing_files_warn(tmp_path):
     px = _max_pbr_textures(tmp_path / "game" / "data" / "deep", upper=False)
     sc = doc.codec.to_scene(doc, source_path=str(fbx), data_root=str(tmp_path / "game"))
     assert sc.warnings == [] and len(sc.images) == 5
+    only_root = doc.codec.to_scene(doc, data_root=str(tmp_path / "game"))  # no source path
+    assert only_root.warnings == [] and len(only_root.images) == 5
     m = sc.materials[0]
     assert np.array_equal(_pixels(sc.images[m.normal_texture.image].data), px["normal"])
     # the CLI's --data-root reaches the converter (declared option)

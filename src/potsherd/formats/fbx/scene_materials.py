@@ -92,9 +92,11 @@ class TextureFiles:
                 self.roots.append(Path(os.fsdecode(source_path)).resolve().parent)
             except (OSError, ValueError):
                 pass
+        self.data_root: Path | None = None
         if data_root:
             try:
-                self.roots.append(Path(os.fsdecode(data_root)).resolve())
+                self.data_root = Path(os.fsdecode(data_root)).resolve()
+                self.roots.append(self.data_root)
             except (OSError, ValueError):
                 pass
         self._listing: dict = {}
@@ -118,11 +120,8 @@ class TextureFiles:
                 hit = self._walk(root, tail)
                 if hit is not None:
                     return hit
-        for tail in tails[-1:] if tails else ():
-            for root in self.roots[1:]:  # data_root: anywhere below it, by file name
-                hit = self._indexed(root, tail[-1])
-                if hit is not None:
-                    return hit
+        if tails and self.data_root is not None:  # anywhere below data_root, by file name
+            return self._indexed(self.data_root, tails[-1][-1])
         return None
 
     def _entries(self, folder: Path) -> dict:
