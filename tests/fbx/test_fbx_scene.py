@@ -225,7 +225,8 @@ def test_skin_animation_and_morph_targets():
 def test_embedded_texture_becomes_image():
     doc = potsherd.read(_corpus("ufbx__blender_293_embedded_textures_7400_binary.fbx"))
     sc = doc.codec.to_scene(doc)
-    assert len(sc.images) == 1 and sc.images[0].data[:4] == b"\x89PNG"
+    # base colour + alpha (packed), emissive, metallic-roughness (packed)
+    assert len(sc.images) == 3 and all(i.data[:4] == b"\x89PNG" for i in sc.images)
     assert any(m.base_color_texture is not None for m in sc.materials)
 
 
@@ -252,7 +253,13 @@ def test_corpus_exports_validate(tmp_path):
         outs.append(out)
     assert len(outs) == len([p for p in CORPUS.glob('*') if p.suffix.lower() == '.fbx'])
     reports = validate.validate_many(outs)
-    bad = [(r["file"], r["messages"][:3]) for r in reports if r["errors"] or r["warnings"]]
+    # a normal map without TANGENT leaves MikkTSpace to the viewer, as the glTF
+    # spec asks (Blender's exporter does the same): that one warning is expected
+    tolerated = {"MESH_PRIMITIVE_GENERATED_TANGENT_SPACE"}
+    bad = [(r["file"], [m for m in r["messages"] if m["code"] not in tolerated][:3])
+           for r in reports
+           if any(m["severity"] in ("error", "warning") and m["code"] not in tolerated
+                  for m in r["messages"])]
     assert bad == []
 
 

@@ -311,6 +311,8 @@ class _Writer:
             if extras:
                 ref["extras"] = _jsonable(extras)
             into[key] = ref
+            if attr == "emissive_texture" and not any(_floats(m.emissive)):
+                d["emissiveFactor"] = [1.0, 1.0, 1.0]  # glTF multiplies the texture by it
 
     def meshes(self) -> tuple:
         """Returns (glTF meshes, map scene mesh index -> glTF index or None)."""
@@ -339,15 +341,10 @@ class _Writer:
                 mat = self.scene.materials[p.material] if p.material is not None else None
                 if p.material is not None and not 0 <= p.material < len(self.scene.materials):
                     raise EncodeError(f"material {p.material} does not exist", path=where)
-                if mat is not None and mat.base_color_texture is not None:
-                    need = mat.base_color_texture.texcoord + 1
+                if mat is not None and _texcoords_needed(mat):
+                    need = _texcoords_needed(mat)
                     if len(uvs) < need:
                         self.warn(where, "textured material without its TEXCOORD set; zero UVs added")
-                        uvs += [np.zeros((nv, 2), np.float32)] * (need - len(uvs))
-                if mat is not None and mat.emissive_texture is not None:
-                    need = mat.emissive_texture.texcoord + 1
-                    if len(uvs) < need:
-                        self.warn(where, "emissive texture without its TEXCOORD set; zero UVs added")
                         uvs += [np.zeros((nv, 2), np.float32)] * (need - len(uvs))
                 for ui, uv in enumerate(uvs):
                     attrs[f"TEXCOORD_{ui}"] = self.vec_f32(uv, 2, f"{where}.TEXCOORD_{ui}")
@@ -855,3 +852,11 @@ class NoSceneError(FormatError):
 
 class SceneExportError(FormatError):
     """A bug in a family's ``to_scene`` or in the writer, wrapped."""
+
+
+def _texcoords_needed(m: Any) -> int:
+    """How many TEXCOORD sets the textures of material ``m`` read (0: none)."""
+    refs = [getattr(m, a, None) for a in ("base_color_texture", "normal_texture",
+                                          "occlusion_texture", "emissive_texture",
+                                          "metallic_roughness_texture")]
+    return max((r.texcoord + 1 for r in refs if r is not None), default=0)

@@ -118,3 +118,103 @@ def rigid_influences(vertex_joint: Any) -> tuple:
     j[:, 0] = vj
     w[:, 0] = 1.0
     return j, w
+
+
+def triangulate_polygons(sizes: Any, positions: Any) -> np.ndarray:
+    """Triangles for planar-ish polygons, ``n - 2`` per polygon of ``n >= 3`` corners.
+
+    ``sizes`` (P,) are corner counts; ``positions`` (C, 3) the corner positions,
+    polygon after polygon.  Returns (T, 3) corner indices (into ``positions``)
+    in the polygons' winding.  Triangles and convex polygons are fans; a concave
+    quad is split on its inside diagonal; every other concave polygon is
+    projected on the plane of its Newell normal and cut by mapbox-earcut
+    (O(n log n) with its z-order index: a quadratic ear clipper took minutes on
+    the 10^4-corner n-gons real exporters write).  The triangle count always
+    matches the fan's (the count ufbx gives), so corners earcut drops as exactly
+    collinear get zero-area triangles on the polygon's edge and a polygon it
+    cannot cut at all (degenerate) keeps its fan; when earcut's repair of a
+    near self-touching outline leaves one triangle fewer, a zero-area
+    triangle on a polygon edge fills the count.
+    """
+    sizes = np.asarray(sizes, dtype=np.int64)
+    p = np.asarray(positions, dtype=np.float64).reshape(-1, 3)
+    tri = fan_triangulate(sizes).reshape(-1, 3)
+    if not len(tri):
+        return tri
+    ntri = np.maximum(sizes - 2, 0)
+    first_tri = np.concatenate([[0], np.cumsum(ntri)[:-1]]).astype(np.int64)
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+    quads = np.flatnonzero(sizes == 4)
+    if len(quads):
+        c = starts[quads][:, None] + np.arange(4)
+        q = p[c]
+        n1 = np.cross(q[:, 1] - q[:, 0], q[:, 2] - q[:, 0])
+        n2 = np.cross(q[:, 2] - q[:, 0], q[:, 3] - q[:, 0])
+        bad = np.einsum("ij,ij->i", n1, n2) < 0  # diagonal 0-2 lies outside
+        if bad.any():
+            t = first_tri[quads[bad]]
+            cb = c[bad]
+            tri[t] = cb[:, [0, 1, 3]]
+            tri[t + 1] = cb[:, [1, 2, 3]]
+    for poly in _concave_ngons(sizes, starts, p):
+        s, n = int(starts[poly]), int(sizes[poly])
+        cut = earcut_polygon(p[s:s + n])
+        if cut is not None:
+            tri[first_tri[poly]:first_tri[poly] + n - 2] = cut + s
+    return tri
+
+
+def _concave_ngons(sizes: np.ndarray, starts: np.ndarray, p: np.ndarray) -> np.ndarray:
+    """Indices of polygons with more than 4 corners having a reflex corner
+    (relative to their Newell normal), found for all polygons at once."""
+    big = np.flatnonzero(sizes > 4)
+    if not len(big):
+        return big
+    n = sizes[big]
+    poly = np.repeat(np.arange(len(big)), n)
+    local_start = np.concatenate([[0], np.cumsum(n)[:-1]])
+    k = np.arange(int(n.sum())) - local_start[poly]
+    cur = starts[big][poly] + k
+    nxt = starts[big][poly] + (k + 1) % n[poly]
+    prv = starts[big][poly] + (k - 1) % n[poly]
+    origin = p[starts[big][poly]]  # relative to the first corner, for precision
+    normal = np.add.reduceat(np.cross(p[cur] - origin, p[nxt] - origin), local_start, axis=0)
+    turn = np.cross(p[cur] - p[prv], p[nxt] - p[cur])
+    reflex = np.einsum("ij,ij->i", turn, normal[poly]) < 0
+    return big[np.add.reduceat(reflex.astype(np.int64), local_start) > 0]
+
+
+def earcut_polygon(points: Any) -> np.ndarray | None:
+    """(n - 2, 3) triangles of one polygon (n, 3) in its winding, or None when
+    it has no area to cut."""
+    import mapbox_earcut
+
+    p = np.asarray(points, dtype=np.float64)
+    n = len(p)
+    p = p - p[0]
+    normal = np.sum(np.cross(p, np.roll(p, -1, axis=0)), axis=0)  # Newell
+    if not np.all(np.isfinite(normal)) or not np.any(normal):
+        return None
+    axis = int(np.argmax(np.abs(normal)))
+    flat = np.ascontiguousarray(np.delete(p, axis, axis=1))
+    # (y, z), (z, x), (x, y) are right-handed seen along +x, +y, +z: dropping y
+    # leaves (x, z), mirrored; look from the front so the winding is counter-clockwise
+    if (normal[axis] < 0) != (axis == 1):
+        flat = np.ascontiguousarray(flat[:, ::-1])
+    cut = np.asarray(mapbox_earcut.triangulate_float64(flat, np.array([n], np.uint32)),
+                     dtype=np.int64).reshape(-1, 3)
+    if not len(cut):
+        return None
+    a, b, c = flat[cut[:, 0]], flat[cut[:, 1]], flat[cut[:, 2]]
+    area = (b[:, 0] - a[:, 0]) * (c[:, 1] - a[:, 1]) - (b[:, 1] - a[:, 1]) * (c[:, 0] - a[:, 0])
+    cut[area < 0] = cut[area < 0][:, [0, 2, 1]]  # the polygon's (counter-clockwise) winding
+    if len(cut) < n - 2:  # exactly collinear or repeated corners it skipped
+        used = np.zeros(n, bool)
+        used[cut.reshape(-1)] = True
+        idle = np.flatnonzero(~used)
+        slivers = np.stack([(idle - 1) % n, idle, (idle + 1) % n], axis=1)
+        cut = np.concatenate([cut, slivers])[:n - 2]
+    if len(cut) < n - 2:  # earcut cured a near self-touch: pad with empty triangles
+        k = np.arange(n - 2 - len(cut))
+        cut = np.concatenate([cut, np.stack([k, k, k + 1], axis=1)])
+    return cut[:n - 2]

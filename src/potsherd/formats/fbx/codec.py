@@ -64,10 +64,14 @@ class _FbxCodec(Codec):
         from .convert import convert_document
         return convert_document(doc, target, options or {})
 
+    #: what :func:`potsherd.formats.fbx.scene.to_scene` reads (``source_path``
+    #: is set by the exporter from the document, not by the user)
     export_options = (
-        Option("keep_units", bool, "keep the file's unit scale instead of converting to "
-                                   "metres", False),
-        Option("name", str, "name of the exported scene", "fbx"),
+        Option("data_root", str, "folder searched (case-insensitively) for external texture "
+               "files not found beside the FBX"),
+        Option("keep_units", bool, "keep FBX units (centimetres for most exporters) instead "
+               "of scaling to metres", False),
+        Option("name", str, "name of the glTF scene", "fbx"),
     )
 
     def to_scene(self, doc: Document, **options: Any):

@@ -2,7 +2,7 @@
 
 Objects are wired by ``Connections``; models become nodes (full FBX local
 transform with pivots, offsets and pre/post rotation, decomposed to TRS),
-meshes are split by material, fan-triangulated and welded with per-corner
+meshes are split by material, triangulated (fans, earcut for concave n-gons) and welded with per-corner
 normals / UVs / colours de-indexed by mapping and reference mode, skins come
 from clusters (inverse bind = TransformLink^-1 · Transform), blend shapes
 become morph targets and animation stacks (6.x/5.x: Takes) become animations
@@ -20,17 +20,23 @@ from typing import Any
 import numpy as np
 
 from ...core.errors import FormatError, ValueFormatError
-from ...scene import (Animation, Channel, Image, Material, Mesh, MorphTarget, Primitive,
-                      Scene, Skin, TextureRef, decompose_matrix, fan_triangulate,
+from ...scene import (Animation, Channel, Mesh, MorphTarget, Primitive,
+                      Scene, Skin, decompose_matrix,
                       mat4_from_gltf, matrix_to_quat, quat_continuous, quat_from_euler,
                       trs_to_matrix, weld)
+from ...scene.geometry import triangulate_polygons
 from .model import FbxNode
+from .scene_materials import MaterialBuilder, TextureFiles
+from .scene_rig import (as_time_series, euler_quat, evaluate, inherit_mode, layer_blend,
+                        quat_euler, varies)
 
 KTIME_PER_SECOND = 46186158000
 ROTATION_ORDERS = ("XYZ", "XZY", "YZX", "YXZ", "ZXY", "ZYX", "XYZ")
 GRID_FPS = 30.0
 #: longest sampling grid (about 55 minutes at 30 fps); longer spans keep key times only
 MAX_GRID_SAMPLES = 100_000
+#: node-time samples evaluated at once (4x4 matrices; about 50 MB each kind)
+MAX_EVAL_MATRICES = 400_000
 
 
 def to_scene(doc: Any, **options: Any) -> Scene:
@@ -91,10 +97,35 @@ def upgrade_fbx5(root: FbxNode) -> FbxNode:
         objects.children.append(FbxNode(b"Model", [("S", name), ("S", sub)], kids))
         connections.children.append(FbxNode(b"Connect", [("S", b"OO"), ("S", name),
                                                          ("S", parent_of.get(name, b"Scene"))]))
+        _fbx5_skin(m, name, objects, connections)
     out = FbxNode(b"", [], [objects, connections])
     if takes is not None:
         out.children.append(takes)  # type: ignore[union-attr]
     return out
+
+
+def _fbx5_skin(model: FbxNode, name: bytes, objects: FbxNode, connections: FbxNode) -> None:
+    """FBX 5.x skins: ``Link "Bone"`` children of the mesh model (Indexes,
+    Weights, Transform, TransformLink as scalar lists) become a 6.x Skin
+    deformer with one Cluster per bone."""
+    links = [ln for ln in model.find_all(b"Link") if ln.props and ln.props[0][0] == "S"]
+    if not links:
+        return
+    skin_id = b"Deformer::Skin " + name
+    objects.children.append(FbxNode(b"Deformer", [("S", skin_id), ("S", b"Skin")], []))
+    connections.children.append(FbxNode(b"Connect", [("S", b"OO"), ("S", skin_id),
+                                                     ("S", name)]))
+    for k, link in enumerate(links):
+        bone = link.props[0][1]
+        cluster_id = b"SubDeformer::Cluster %d " % k + name + b" " + bone
+        kids = [c for c in link.children or ()
+                if c.name in (b"Indexes", b"Weights", b"Transform", b"TransformLink")]
+        objects.children.append(FbxNode(b"Deformer", [("S", cluster_id), ("S", b"Cluster")],
+                                        kids))
+        connections.children.append(FbxNode(b"Connect", [("S", b"OO"), ("S", cluster_id),
+                                                         ("S", skin_id)]))
+        connections.children.append(FbxNode(b"Connect", [("S", b"OO"), ("S", bone),
+                                                         ("S", cluster_id)]))
 
 
 def _layer(name: bytes, mapping: bytes, reference: bytes, *data: FbxNode) -> FbxNode:
@@ -214,9 +245,10 @@ def _vec(obj: _Object, name: str, default: tuple) -> np.ndarray:
     return _numbers(v[:3], obj.path(name)).astype(np.float64)
 
 
-def local_matrices(obj: _Object, t=None, r=None, s=None) -> np.ndarray:
+def local_matrices(obj: _Object, t=None, r=None, s=None, rq=None) -> np.ndarray:
     """``T·Roff·Rp·Rpre·R·Rpost^-1·Rp^-1·Soff·Sp·S·Sp^-1`` (vectorised over
-    the leading axis of animated t/r/s)."""
+    the leading axis of animated t/r/s; ``rq`` gives R as quaternions instead
+    of Euler angles, for blended animation layers)."""
     t = _vec(obj, "Lcl Translation", (0, 0, 0)) if t is None else t
     r = _vec(obj, "Lcl Rotation", (0, 0, 0)) if r is None else r
     s = _vec(obj, "Lcl Scaling", (1, 1, 1)) if s is None else s
@@ -237,8 +269,16 @@ def local_matrices(obj: _Object, t=None, r=None, s=None) -> np.ndarray:
     soff = tr(_vec(obj, "ScalingOffset", (0, 0, 0)))
     sp = tr(_vec(obj, "ScalingPivot", (0, 0, 0)))
     S = trs_to_matrix(scale=np.asarray(s, dtype=np.float64))
-    return (tr(t) @ roff @ rp @ rpre @ rot(r, order) @ inv(rpost) @ inv(rp) @ soff @ sp @ S
+    R = rot(r, order) if rq is None else trs_to_matrix(rotation=np.asarray(rq, np.float64))
+    return (tr(t) @ roff @ rp @ rpre @ R @ inv(rpost) @ inv(rp) @ soff @ sp @ S
             @ inv(sp))
+
+
+def local_trs(obj: _Object, t=None, r=None, s=None, rq=None) -> tuple:
+    """The FBX local transform as (t (T, 3), q (T, 4), s (T, 3)); pivots and
+    pre/post rotations leave no shear, so this is exact."""
+    m = local_matrices(obj, t, r, s, rq)
+    return decompose_matrix(m if m.ndim == 3 else m[None])
 
 
 def _axis_matrix(gs: dict) -> np.ndarray:
@@ -277,11 +317,50 @@ class _Builder:
         self.image_of: dict[int, int] = {}
         #: mesh index -> BlendShapeChannel ids, in morph-target order
         self.mesh_targets: dict[int, list] = {}
-        self.external: dict[int, str] = {}
+        creator = root.find(b"Creator")
+        header = root.find(b"FBXHeaderExtension")
+        if creator is None and header is not None:
+            creator = header.find(b"Creator")
+        blender = creator is not None and bool(creator.props) and \
+            b"Blender" in bytes(creator.props[0][1] if isinstance(creator.props[0][1], bytes)
+                                else b"")
+        self.materials = MaterialBuilder(
+            self.scene, self.material_textures, lambda tex: self.linked(tex.id, "Video"),
+            [o for o in self.objects.values() if o.kind == "Video"],
+            TextureFiles(options.get("source_path"), options.get("data_root")), blender)
         self.mesh_of: dict[int, tuple] = {}
         #: model id -> FBX world matrix (before the axis/unit wrapper)
         self.world: dict[int, np.ndarray] = {}
+        #: model id -> parent model id, inherit mode, rest local (t, q, s)
+        self.parent_of: dict = {}
+        self.mode_of: dict = {}
+        self.rest_trs: dict = {}
+        self.order: list = []
+        #: model id -> glTF node its mesh, joint use and plain children attach to
+        #: (a scale helper for nodes in ``split``)
+        self.attach_of: dict = {}
+        self.split: set = set()
+        self.apply_templates()
         self._last_channels: list = []
+
+    def apply_templates(self) -> None:
+        """Property defaults from ``Definitions/ObjectType/PropertyTemplate``
+        (e.g. ``InheritType`` 0 for every MotionBuilder model), under each
+        object's own properties, as FBX readers resolve them."""
+        defs = self.root.find(b"Definitions")
+        templates: dict = {}
+        for ot in defs.find_all(b"ObjectType") if defs is not None else ():
+            kind = _text(ot.props[0][1]) if ot.props and ot.props[0][0] == "S" else ""
+            for pt in ot.find_all(b"PropertyTemplate"):
+                props = _p70(pt)
+                if props:
+                    templates.setdefault(kind, {}).update(props)
+        if not templates:
+            return
+        for o in self.objects.values():
+            base = templates.get(o.kind)
+            if base:
+                o.props = {**base, **o.props}
 
     def linked(self, oid: int, kind: str | None = None, sub: str | None = None,
                up: bool = False, prop: Any = False) -> list[_Object]:
@@ -312,16 +391,29 @@ class _Builder:
             for c in reversed(chain):
                 seen.add(c.id)
                 order.append(c)
+        self.order = order
         for m in order:
             ups = self.linked(m.id, "Model", up=True, prop=None)
-            parent = self.node_of.get(ups[0].id) if ups else None
-            local = local_matrices(m)
-            self.world[m.id] = (self.world[ups[0].id] @ local
-                                if ups and ups[0].id in self.world else local)
-            t, q, s = decompose_matrix(local)
+            self.parent_of[m.id] = ups[0].id if ups and ups[0].id in self.rest_trs else None
+            self.mode_of[m.id] = inherit_mode(m.number("InheritType", -1))
+            self.rest_trs[m.id] = local_trs(m)
+        self.split = self.scale_split_nodes()
+        states, gltf_local, helper = evaluate([m.id for m in order], self.parent_of,
+                                              self.mode_of, self.rest_trs, self.split)
+        for m in order:
+            pid = self.parent_of[m.id]
+            parent = (self.attach_of.get(pid) if self.mode_of[m.id] == "RSrs"
+                      else self.node_of.get(pid))
+            self.world[m.id] = states[m.id].world[0]
+            t, q, s = (x[0] for x in gltf_local[m.id])
             self.node_of[m.id] = sc.add_node(name=m.name, parent=parent,
                                              translation=t.tolist(), rotation=q.tolist(),
                                              scale=s.tolist(), extras={"fbx_class": m.sub})
+            self.attach_of[m.id] = self.node_of[m.id]
+            if m.id in helper:  # carries the scale; mesh, joint and plain children hang here
+                self.attach_of[m.id] = sc.add_node(
+                    name=m.name + "_scale", parent=self.node_of[m.id],
+                    scale=helper[m.id][0].tolist(), extras={"fbx_scale_helper": True})
         skinned = []
         for m in order:
             geometries = self.linked(m.id, "Geometry", "Mesh")
@@ -364,11 +456,27 @@ class _Builder:
         self.animations()
         return sc
 
+    def scale_split_nodes(self) -> set:
+        """Models whose scale must not reach their RrSs/Rrs children through
+        glTF's plain product: non-uniform (at rest) or animated scale, with at
+        least one such child."""
+        out = set()
+        for nid, pid in self.parent_of.items():
+            if pid is None or self.mode_of[nid] == "RSrs" or pid in out:
+                continue
+            s = self.rest_trs[pid][2][0]
+            animated = any(p == "Lcl Scaling" and self.objects.get(c) is not None and
+                           self.objects[c].kind == "AnimationCurveNode"
+                           for c, p in self.children[pid])
+            if animated or np.ptp(s) > 1e-9 * max(1.0, float(np.abs(s).max())):
+                out.add(pid)
+        return out
+
     def attach(self, m: _Object, mesh: int) -> None:
         gt = _vec(m, "GeometricTranslation", (0, 0, 0))
         gr = _vec(m, "GeometricRotation", (0, 0, 0))
         gsc = _vec(m, "GeometricScaling", (1, 1, 1))
-        node = self.node_of[m.id]
+        node = self.attach_of[m.id]
         if np.any(gt != 0) or np.any(gr != 0) or np.any(gsc != 1):
             q = quat_from_euler(gr, "XYZ", degrees=True)
             self.scene.add_node(name=m.name + "_geometry", parent=node, mesh=mesh,
@@ -384,53 +492,33 @@ class _Builder:
         color = _vec(mo, "DiffuseColor", (0.8, 0.8, 0.8))
         if "DiffuseColor" not in mo.props and "Diffuse" in mo.props:
             color = _vec(mo, "Diffuse", (0.8, 0.8, 0.8))
+        for pbr in ("3dsMax|main|basecolor", "3dsMax|Parameters|base_color", "Maya|base_color",
+                    "Maya|baseColor"):
+            if pbr in mo.props:  # the PBR colour when the material has one
+                color = _vec(mo, pbr, (0.8, 0.8, 0.8))
+                break
         factor = mo.number("DiffuseFactor", 1.0)
         opacity = mo.number("Opacity", 1.0 - mo.number("TransparencyFactor", 0.0))
         emissive = _vec(mo, "EmissiveColor", (0, 0, 0)) * mo.number("EmissiveFactor", 1.0)
-        mat = Material(name=mo.name, base_color=tuple(np.clip(color * factor, 0, 1).tolist())
-                       + (float(np.clip(opacity, 0, 1)),),
-                       emissive=tuple(np.clip(emissive, 0, 1).tolist()),
-                       alpha_mode="BLEND" if opacity < 0.999 else "OPAQUE")
-        for tex in self.linked(mo.id, "Texture", prop="DiffuseColor"):
-            img = self.image(tex)
-            if img is not None:
-                mat.base_color_texture = TextureRef(image=img)
-                break
-            if tex.id in self.external:
-                mat.extras["fbx_diffuse_texture"] = self.external[tex.id]
+        mat = self.materials.material(mo, tuple(np.clip(color * factor, 0, 1).tolist()),
+                                      float(np.clip(opacity, 0, 1)), emissive)
         idx = self.scene.add_material(mat)
         self.material_of[mo.id] = idx
         return idx
 
-    def image(self, tex: _Object) -> int | None:
-        for video in self.linked(tex.id, "Video"):
-            if video.id in self.image_of:
-                return self.image_of[video.id]
-            content = video.child("Content")
-            data = b"".join(v for c, v in (content.props if content else []) if c == "R")
-            fname = _text(video.child("RelativeFilename").props[0][1]) \
-                if video.child("RelativeFilename") and video.child("RelativeFilename").props \
-                else ""
-            if data[:8] == b"\x89PNG\r\n\x1a\n":
-                im = Image(name=video.name, data=data, mime_type="image/png")
-            elif data[:3] == b"\xff\xd8\xff":
-                im = Image(name=video.name, data=data, mime_type="image/jpeg")
-            elif data:
-                try:
-                    import io
-                    from PIL import Image as PILImage
-                    im = Image.from_pil(PILImage.open(io.BytesIO(data)), name=video.name)
-                except Exception:  # noqa: BLE001 - an undecodable texture is skipped
-                    self.scene.warnings.append(f"texture {video.name!r}: unreadable content")
-                    continue
-            else:  # an external file we do not have: keep its name, embed nothing
-                if fname:
-                    self.scene.warnings.append(f"texture {fname!r} is external, not embedded")
-                    self.external[tex.id] = fname
+    def material_textures(self, mo: _Object) -> list:
+        """(texture, material property) pairs; a layered texture stands for its first layer."""
+        out = []
+        for tid, prop in self.children[mo.id]:
+            tex = self.objects.get(tid)
+            if tex is None or prop is None:
                 continue
-            self.image_of[video.id] = self.scene.add_image(im)
-            return self.image_of[video.id]
-        return None
+            if tex.kind == "LayeredTexture":
+                layers = self.linked(tex.id, "Texture")
+                tex = layers[0] if layers else None
+            if tex is not None and tex.kind == "Texture":
+                out.append((tex, prop))
+        return out
 
     # ------------------------------------------------------------------
     def mesh(self, g: _Object, model: _Object) -> tuple[int | None, int | None]:
@@ -567,10 +655,11 @@ class _Builder:
         if not skins:
             return None
         n = len(g.array("Vertices")) // 3
-        geometry_world = self.world.get(model.id, np.eye(4)) @ trs_to_matrix(
+        geometric = trs_to_matrix(
             _vec(model, "GeometricTranslation", (0, 0, 0)),
             quat_from_euler(_vec(model, "GeometricRotation", (0, 0, 0)), "XYZ", degrees=True),
             _vec(model, "GeometricScaling", (1, 1, 1)))
+        geometry_world = self.world.get(model.id, np.eye(4)) @ geometric
         joints, ibms = [], []
         cps, js, ws = [], [], []
         for cl in self.linked(skins[0].id, "Deformer", "Cluster"):
@@ -579,15 +668,9 @@ class _Builder:
                 continue
             idx = cl.array("Indexes")
             wts = cl.array("Weights")
-            tl = cl.array("TransformLink")
             j = len(joints)
-            joints.append(self.node_of[bones[0].id])
-            # vertices are geometry space: the mesh node's world (as ufbx evaluates
-            # it, not the cluster's Transform) times the geometric transform
-            if tl is not None and len(tl) == 16:
-                ibms.append(np.linalg.inv(mat4_from_gltf(tl)) @ geometry_world)
-            else:
-                ibms.append(np.eye(4))
+            joints.append(self.attach_of[bones[0].id])
+            ibms.append(self.bind_matrix(cl, bones[0], model, geometric, geometry_world))
             if idx is not None and wts is not None and len(idx) == len(wts):
                 ok = (idx >= 0) & (idx < n)
                 cps.append(idx[ok].astype(np.int64))
@@ -614,6 +697,51 @@ class _Builder:
             self.scene.warnings.append(f"{int(none.sum())} skinned vertices without weights "
                                        "bound to the first joint")
         return Skin(joints=joints, inverse_bind_matrices=np.stack(ibms), name=g.name), J, W
+
+    def bind_matrix(self, cl: _Object, bone: _Object, model: _Object, geometric: np.ndarray,
+                    geometry_world: np.ndarray) -> np.ndarray:
+        """The inverse bind matrix (geometry -> bone at bind time) stored with
+        the skin: the cluster's ``Transform`` (mesh node to bone, as exporters
+        write it) times the geometric transform; without it, the bone's bind
+        matrix (``TransformLink``, else the BindPose, else its current world)
+        inverted, times the mesh's current world."""
+        transform = cl.array("Transform")
+        if transform is not None and len(transform) == 16 and np.any(transform):
+            m = mat4_from_gltf(transform.astype(np.float64))
+            if np.all(np.isfinite(m)):
+                return m @ geometric
+        link = cl.array("TransformLink")
+        bind = None
+        if link is not None and len(link) == 16 and np.any(link):
+            bind = mat4_from_gltf(link.astype(np.float64))
+        if bind is None:
+            bind = self.bind_poses().get(bone.id)
+        if bind is None:
+            bind = self.world.get(bone.id, np.eye(4))
+        mesh_world = self.bind_poses().get(model.id)
+        mesh_world = geometry_world if mesh_world is None else mesh_world @ geometric
+        try:
+            return np.linalg.inv(bind) @ mesh_world
+        except np.linalg.LinAlgError:
+            self.scene.warnings.append(f"cluster {cl.name!r}: singular bind matrix")
+            return np.eye(4)
+
+    def bind_poses(self) -> dict:
+        """Model id -> world matrix from the BindPose ``Pose`` objects."""
+        if getattr(self, "_bind_poses", None) is None:
+            self._bind_poses = {}
+            for pose in self.objects.values():
+                if pose.kind != "Pose" or pose.sub != "BindPose":
+                    continue
+                for pn in pose.node.find_all(b"PoseNode"):
+                    node, matrix = pn.find(b"Node"), pn.find(b"Matrix")
+                    if node is None or matrix is None or not node.props:
+                        continue
+                    values = _values(matrix, f"Objects/Pose::{pose.name}/PoseNode/Matrix")
+                    if len(values) == 16:
+                        self._bind_poses.setdefault(node.props[0][1],
+                                                    mat4_from_gltf(values.astype(np.float64)))
+        return self._bind_poses
 
     def blend_shapes(self, g: _Object, n: int) -> list:
         out = []
@@ -642,9 +770,10 @@ class _Builder:
             self.take_animations()
         for stack in stacks:
             anim = Animation(name=stack.name)
-            per_model: dict[int, dict] = defaultdict(dict)
+            per_model: dict[int, dict] = defaultdict(lambda: defaultdict(list))
             weights: dict[int, dict] = defaultdict(dict)
-            for layer in self.linked(stack.id, "AnimationLayer"):
+            for layer_index, layer in enumerate(self.linked(stack.id, "AnimationLayer")):
+                blend = _Layer(layer_index, layer, self.curve_of(layer.id, "Weight"))
                 for cn in self.linked(layer.id, "AnimationCurveNode"):
                     for target, prop in self.parents[cn.id]:
                         o = self.objects.get(target)
@@ -660,19 +789,33 @@ class _Builder:
                                     curves[cprop] = _Curve(t, v, c.array("KeyAttrFlags"),
                                                            c.array("KeyAttrDataFloat"),
                                                            c.array("KeyAttrRefCount"))
-                        if not curves:
-                            continue
+                        if not curves and o.kind != "Model":
+                            continue  # a curve node's constant values still set the model's
                         if o.kind == "Model" and prop in ("Lcl Translation", "Lcl Rotation",
                                                            "Lcl Scaling"):
-                            per_model[o.id][prop] = (cn, curves)
+                            per_model[o.id][prop].append((blend, cn, curves))
                         elif o.kind == "Deformer" and prop == "DeformPercent":
                             weights[o.id] = curves
-            for mid, props in per_model.items():
-                if mid in self.node_of:
-                    self.model_channels(anim, self.objects[mid], props)
+            self.stack_channels(anim, {mid: props for mid, props in per_model.items()
+                                       if mid in self.node_of})
             self.weight_channels(anim, weights)
             if anim.channels:
                 self.scene.add_animation(anim)
+
+    def curve_of(self, oid: int, prop: str) -> "_Curve | None":
+        """The first curve of the AnimationCurveNode driving ``prop`` of object ``oid``."""
+        for cid, p in self.children[oid]:
+            cn = self.objects.get(cid)
+            if p != prop or cn is None or cn.kind != "AnimationCurveNode":
+                continue
+            for kid, kprop in self.children[cn.id]:
+                c = self.objects.get(kid)
+                if c is not None and c.kind == "AnimationCurve" and kprop:
+                    t, v = c.array("KeyTime"), c.array("KeyValueFloat")
+                    if t is not None and v is not None and len(t) == len(v) and len(t):
+                        return _Curve(t, v, c.array("KeyAttrFlags"), c.array("KeyAttrDataFloat"),
+                                      c.array("KeyAttrRefCount"))
+        return None
 
     def take_animations(self) -> None:
         """FBX 6.x: Takes/Take/Model/Channel "Transform"/T|R|S/X|Y|Z with Key lists
@@ -682,6 +825,7 @@ class _Builder:
                    if o.kind == "Model" and o.node.props and o.node.props[0][0] == "S"}
         for take in takes.find_all(b"Take") if takes is not None else ():
             anim = Animation(name=_text(take.props[0][1]) if take.props else "Take")
+            per_model: dict = {}
             for mnode in take.find_all(b"Model"):
                 m = by_name.get(mnode.props[0][1]) if mnode.props else None
                 if m is None or m.id not in self.node_of:
@@ -706,20 +850,28 @@ class _Builder:
                         if curve is not None:
                             curves[key] = curve
                     if curves:
-                        props[prop] = (_Defaults(defaults), curves)
+                        props[prop] = [(_Layer(0, None), _Defaults(defaults), curves)]
                 if props:
-                    self.model_channels(anim, m, props)
+                    per_model[m.id] = props
+            self.stack_channels(anim, per_model)
             if anim.channels:
                 self.scene.add_animation(anim)
 
-    def model_channels(self, anim: Animation, m: _Object, props: dict) -> None:
-        times = np.unique(np.concatenate([c.t for _, curves in props.values()
-                                          for c in curves.values()]))
+    def stack_channels(self, anim: Animation, per_model: dict) -> None:
+        """Channels of one animation: every animated model's layers sampled on
+        one time grid (key times plus 30 fps), blended, then the whole
+        hierarchy evaluated with its inherit modes (a child of a scaled,
+        animated parent may move without curves of its own)."""
+        curves_all = [c.t for props in per_model.values() for layers in props.values()
+                      for _, _, curves in layers for c in curves.values()]
+        if not curves_all:
+            return
+        times = np.unique(np.concatenate(curves_all))
         secs = times / KTIME_PER_SECOND
         span = (times[-1] - times[0]) / KTIME_PER_SECOND if len(times) else 0.0
         if len(times) > 1 and span * GRID_FPS > MAX_GRID_SAMPLES:
             # a key time far away (hostile or broken) must not size the grid
-            self.scene.warnings.append(f"animation of {m.name!r} spans {span:.3g} s: "
+            self.scene.warnings.append(f"animation {anim.name!r} spans {span:.3g} s: "
                                        "sampled at its key times only")
         elif len(times) > 1:  # add a 30 fps grid so Euler -> quaternion stays faithful
             grid = np.arange(secs[0], secs[-1], 1 / GRID_FPS)
@@ -729,32 +881,92 @@ class _Builder:
             grid = grid[np.minimum(lo, hi) > 1e-3]
             secs = np.unique(np.concatenate([secs, grid]))
             secs = secs[np.concatenate([[True], np.diff(secs.astype(np.float32)) > 0])]
+        if len(secs) * max(len(per_model), 1) > MAX_GRID_SAMPLES * 20:
+            secs = np.unique(times / KTIME_PER_SECOND)
+            self.scene.warnings.append(f"animation {anim.name!r}: {len(per_model)} models "
+                                       "sampled at their key times only")
         ticks = secs * KTIME_PER_SECOND
-        sampled = {}
+        local = dict(self.rest_trs)
+        for mid, props in per_model.items():
+            local[mid] = self.sampled_local(self.objects[mid], props, ticks)
+        # the hierarchy is evaluated a slice of time at a time, so its 4x4
+        # matrices never exceed about MAX_EVAL_MATRICES at once
+        ids = [m.id for m in self.order]
+        step = max(2, MAX_EVAL_MATRICES // max(len(ids), 1))
+        bounds = list(range(0, len(ticks), step)) + [len(ticks)]
+        if len(bounds) > 2 and bounds[-1] - bounds[-2] == 1:
+            del bounds[-2]  # every slice holds 2+ samples: length 1 then means constant
+        parts = []
+        for lo, hi in zip(bounds[:-1], bounds[1:]):
+            sl = {k: tuple(x if len(x) == 1 else x[lo:hi] for x in v) for k, v in local.items()}
+            parts.append(evaluate(ids, self.parent_of, self.mode_of, sl, self.split)[1:])
+
+        def joined(values: list) -> np.ndarray:
+            return values[0] if len(values) == 1 or len(values[0]) == 1 else \
+                np.concatenate(values)
+        gltf_local = {k: tuple(joined([p[0][k][c] for p in parts]) for c in range(3))
+                      for k in ids}
+        helper = {k: joined([p[1][k] for p in parts]) for k in parts[0][1]}
+        times_f = secs.astype(np.float32)
+        n = len(secs)
+        for m in self.order:
+            t, q, s = gltf_local[m.id]
+            if m.id in helper and varies(as_time_series(helper[m.id], n)):
+                anim.channels.append(Channel(self.attach_of[m.id], "scale", times_f,
+                                             as_time_series(helper[m.id], n).astype(np.float32)))
+            if m.id not in per_model and not any(varies(as_time_series(x, n))
+                                                 for x in (t, q, s)):
+                continue
+            node = self.node_of[m.id]
+            # all three: with pivots, animating one property moves the others
+            anim.channels.append(Channel(node, "translation", times_f,
+                                         as_time_series(t, n).astype(np.float32)))
+            anim.channels.append(Channel(node, "rotation", times_f, quat_continuous(
+                as_time_series(q, n)).astype(np.float32)))
+            anim.channels.append(Channel(node, "scale", times_f,
+                                         as_time_series(s, n).astype(np.float32)))
+
+    def sampled_local(self, m: _Object, props: dict, ticks: np.ndarray) -> tuple:
+        """A model's local (t, q, s) at ``ticks``, its layers blended."""
+        order = ROTATION_ORDERS[int(m.number("RotationOrder", 0)) % 7]
         defaults = {"Lcl Translation": _vec(m, "Lcl Translation", (0, 0, 0)),
                     "Lcl Rotation": _vec(m, "Lcl Rotation", (0, 0, 0)),
                     "Lcl Scaling": _vec(m, "Lcl Scaling", (1, 1, 1))}
+        sampled: dict = {}
+        rq = None
         for prop, default in defaults.items():
-            vals = np.tile(default, (len(ticks), 1))
-            if prop in props:
-                cn, curves = props[prop]
+            result = np.tile(default, (len(ticks), 1))
+            is_quat = False  # rotations switch to quaternions for composing layers
+            for layer, cn, curves in props.get(prop, []):
+                vals = np.tile(default, (len(ticks), 1))
                 for axis, key in enumerate(("d|X", "d|Y", "d|Z")):
                     if key in curves:
                         vals[:, axis] = curves[key].sample(ticks)
                     elif key in cn.props:
                         vals[:, axis] = _number(cn.props[key], cn.path(key)
                                                 if isinstance(cn, _Object) else key)
-            sampled[prop] = vals
-        mats = local_matrices(m, sampled["Lcl Translation"], sampled["Lcl Rotation"],
-                              sampled["Lcl Scaling"])
-        t, q, s = decompose_matrix(mats)
-        node = self.node_of[m.id]
-        times_f = secs.astype(np.float32)
-        # all three: with pivots, animating one property moves the others
-        anim.channels.append(Channel(node, "translation", times_f, t.astype(np.float32)))
-        anim.channels.append(Channel(node, "rotation", times_f,
-                                     quat_continuous(q).astype(np.float32)))
-        anim.channels.append(Channel(node, "scale", times_f, s.astype(np.float32)))
+                compose = prop == "Lcl Rotation" and layer.compose_rotation and \
+                    layer.blend_mode in (0, 2)
+                if layer.index == 0:
+                    result, is_quat = vals, False
+                elif compose:
+                    if not is_quat:
+                        result, is_quat = euler_quat(result, order), True
+                    result = layer_blend(prop, result, euler_quat(vals, order),
+                                         layer.weight_at(ticks), layer.blend_mode)
+                else:
+                    if is_quat:
+                        result, is_quat = quat_euler(result, order), False
+                    plain = prop == "Lcl Rotation" or (prop == "Lcl Scaling"
+                                                       and not layer.compose_scale)
+                    result = layer_blend("Lcl Translation" if plain else prop, result, vals,
+                                         layer.weight_at(ticks), layer.blend_mode)
+            if is_quat:
+                rq = result
+            sampled[prop] = result
+        return local_trs(m, sampled["Lcl Translation"],
+                         None if rq is not None else sampled["Lcl Rotation"],
+                         sampled["Lcl Scaling"], rq)
 
     def weight_channels(self, anim: Animation, weights: dict) -> None:
         if not weights:
@@ -780,82 +992,11 @@ class _Builder:
 
 def triangulate(sizes: np.ndarray, cidx: np.ndarray, corner_pos: np.ndarray) -> np.ndarray:
     """Triangles (flat corner indices) for polygons of ``sizes`` whose corners are
-    consecutive in ``cidx``: fans, except concave quads (split on the other
-    diagonal) and concave n-gons (ear clipping in the polygon's plane)."""
-    tri = fan_triangulate(sizes, cidx).reshape(-1, 3)
-    if not len(tri):
-        return tri.reshape(-1)
-    ntri = np.maximum(sizes - 2, 0)
-    first_tri = np.concatenate([[0], np.cumsum(ntri)[:-1]]).astype(np.int64)
-    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
-    quads = np.flatnonzero(sizes == 4)
-    if len(quads):
-        c = cidx[starts[quads][:, None] + np.arange(4)]
-        p = corner_pos[c]
-        n1 = np.cross(p[:, 1] - p[:, 0], p[:, 2] - p[:, 0])
-        n2 = np.cross(p[:, 2] - p[:, 0], p[:, 3] - p[:, 0])
-        bad = np.einsum("ij,ij->i", n1, n2) < 0  # diagonal 0-2 lies outside
-        if bad.any():
-            t = first_tri[quads[bad]]
-            cb = c[bad]
-            tri[t] = cb[:, [0, 1, 3]]
-            tri[t + 1] = cb[:, [1, 2, 3]]
-    for poly in np.flatnonzero(sizes > 4):
-        c = cidx[starts[poly]:starts[poly] + sizes[poly]]
-        ears = _ear_clip(corner_pos[c])
-        if ears is not None:
-            tri[first_tri[poly]:first_tri[poly] + len(ears)] = c[ears]
-    return tri.reshape(-1)
-
-
-def _ear_clip(p: np.ndarray) -> np.ndarray | None:
-    """Ear clipping of one planar polygon (k, 3); None when it is convex
-    (the fan is then right) or degenerate."""
-    normal = np.sum(np.cross(p, np.roll(p, -1, axis=0)), axis=0)  # Newell
-    if not np.any(normal):
-        return None
-    axis = int(np.argmax(np.abs(normal)))
-    q = np.delete(p, axis, axis=1)
-    if normal[axis] < 0:
-        q = q[:, ::-1]
-    d1 = np.roll(q, -1, axis=0) - q
-    turn = d1[:, 0] * np.roll(d1, 1, axis=0)[:, 1] - d1[:, 1] * np.roll(d1, 1, axis=0)[:, 0]
-    if np.all(turn <= 0):
-        return None  # convex: keep the fan
-    idx = list(range(len(q)))
-    out = []
-    guard = 0
-    while len(idx) > 3 and guard < 4 * len(q) * len(q):
-        guard += 1
-        found = False
-        for k in range(len(idx)):
-            a, b, c = idx[k - 1], idx[k], idx[(k + 1) % len(idx)]
-            pa, pb, pc = q[a], q[b], q[c]
-            cross = (pb[0] - pa[0]) * (pc[1] - pa[1]) - (pb[1] - pa[1]) * (pc[0] - pa[0])
-            if cross <= 0:
-                continue  # reflex corner
-            inside = False
-            for o in idx:
-                if o in (a, b, c):
-                    continue
-                po = q[o]
-                d1_ = (pb[0] - pa[0]) * (po[1] - pa[1]) - (pb[1] - pa[1]) * (po[0] - pa[0])
-                d2_ = (pc[0] - pb[0]) * (po[1] - pb[1]) - (pc[1] - pb[1]) * (po[0] - pb[0])
-                d3_ = (pa[0] - pc[0]) * (po[1] - pc[1]) - (pa[1] - pc[1]) * (po[0] - pc[0])
-                if d1_ >= 0 and d2_ >= 0 and d3_ >= 0:
-                    inside = True
-                    break
-            if inside:
-                continue
-            out.append((a, b, c))
-            idx.pop(k)
-            found = True
-            break
-        if not found:
-            return None
-    if len(idx) == 3:
-        out.append(tuple(idx))
-    return np.array(out, dtype=np.int64) if len(out) == len(q) - 2 else None
+    consecutive in ``cidx`` (``corner_pos`` indexed by corner): see
+    :func:`potsherd.scene.geometry.triangulate_polygons`."""
+    cidx = np.asarray(cidx, dtype=np.int64)
+    tri = triangulate_polygons(sizes, np.asarray(corner_pos)[cidx])
+    return cidx[tri].reshape(-1)
 
 
 class _Curve:
@@ -893,6 +1034,48 @@ class _Curve:
                     left = (packed >> 16) / 10000.0
                     self.weights[:, 0] = np.where(self.mode & 0x01000000, right, 1.0 / 3.0)
                     self.weights[:, 1] = np.where(self.mode & 0x02000000, left, 1.0 / 3.0)
+                self._auto_tangents()
+
+    def _auto_tangents(self) -> None:
+        """Cubic keys with automatic tangents (neither user 0x400 nor TCB
+        0x200) store an auto *bias* in their slope fields: the slopes are
+        recomputed from the neighbouring keys, as Maya and ufbx do (clamped
+        with 0x1000, progressive clamp with 0x4000, time-independent 0x2000)."""
+        n = len(self.t)
+        mode = self.mode
+        auto = ((mode & 0x08) != 0) & ((mode & 0x02) == 0) & ((mode & 0x600) == 0)
+        if n < 2 or not auto.any():
+            return
+        t = self.t.astype(np.float64) / KTIME_PER_SECOND
+        v = self.v
+        k = np.arange(n)
+        stored_left = np.concatenate([[0.0], self.slopes[:-1, 1]])
+        stored_right = self.slopes[:, 0].copy()
+        weight_left = np.concatenate([[1.0 / 3.0], self.weights[:-1, 1]])
+        weight_right = self.weights[:, 0]
+        pk, nk = np.maximum(k - 1, 0), np.minimum(k + 1, n - 1)
+        pt, nt, pv, nv = t[pk], t[nk], v[pk], v[nk]
+        interior = (k > 0) & (k < n - 1) & (t > pt) & (nt > t)
+        first_only = ~interior & (k + 1 < n) & (nt > t) & ~((k > 0) & (t > pt))
+        last_only = ~interior & (k > 0) & (t > pt)
+        flags = mode
+        with np.errstate(divide="ignore", invalid="ignore"):
+            unified = np.abs(stored_left + stored_right) <= 1e-4
+            right_in = _auto_slope(pt, t, nt, pv, v, nv, weight_left, weight_right,
+                                   stored_right, flags)
+            left_in = np.where(unified, right_in, _auto_slope(
+                pt, t, nt, pv, v, nv, weight_left, weight_right, -stored_left, flags))
+            one_side_left = _one_side_slope(pt, t, pv, v, -stored_left, flags)
+            one_side_right = _one_side_slope(t, nt, v, nv, stored_right, flags)
+        left = np.where(interior, left_in, np.where(last_only, one_side_left,
+                                                    np.where(first_only, one_side_right, 0.0)))
+        right = np.where(interior, right_in, np.where(last_only, one_side_left,
+                                                      np.where(first_only, one_side_right, 0.0)))
+        left = np.where(np.isfinite(left), left, 0.0)
+        right = np.where(np.isfinite(right), right, 0.0)
+        self.slopes[:, 0] = np.where(auto, right, self.slopes[:, 0])
+        prev_left = np.where(auto[1:], left[1:], self.slopes[:-1, 1])
+        self.slopes[:-1, 1] = prev_left
 
     def sample(self, ticks: np.ndarray) -> np.ndarray:
         t = self.t.astype(np.float64)
@@ -927,6 +1110,68 @@ class _Curve:
         out = np.where(inside & cubic, bez, out)
         out = np.where(inside & const & (ticks < t1), v0, out)
         return out
+
+
+def _auto_slope(pt, t, nt, pv, v, nv, wl, wr, bias, flags) -> np.ndarray:
+    """Automatic tangent slope at an interior key (Maya's rule, as ufbx solves it)."""
+    slope = (nv - pv) / (nt - pt)
+    dependent = (flags & 0x2000) == 0
+    sl = (v - pv) / (t - pt)
+    sr = (nv - v) / (nt - t)
+    delta = (t - pt) / (nt - pt)
+    blended = slope * 0.5 + (sl * (1.0 - delta) + sr * delta) * 0.5
+    bias_weight = np.abs(bias) / 100.0
+    target = np.where(bias > 0.0, sr, sl)
+    biased = np.where(bias_weight > 0.0001, blended * (1.0 - bias_weight) + target * bias_weight,
+                      blended)
+    extra = bias_weight - 5.0
+    sign = np.where(np.abs(target - blended) > 0.00001, target - blended, bias)
+    biased = biased + np.where(extra > 0.0, extra * extra * np.where(sign > 0, 1.0, -1.0) * 40.0,
+                               0.0)
+    slope = np.where(dependent, biased, slope)
+    progressive = (flags & 0x4000) != 0
+    ssign = np.where(slope >= 0.0, 1.0, -1.0)
+    range_left, range_right = wl * (t - pt), wr * (nt - t)
+    max_left = np.where(range_left > 0, ssign * (v - pv) / np.where(range_left > 0, range_left, 1),
+                        0.0)
+    max_right = np.where(range_right > 0, ssign * (nv - v) /
+                         np.where(range_right > 0, range_right, 1), 0.0)
+    max_left = np.where(max_left > 0.0, max_left, 0.0)
+    max_right = np.where(max_right > 0.0, max_right, 0.0)
+    clamped = ssign * np.minimum(np.minimum(ssign * slope, max_left), max_right)
+    slope = np.where(progressive, clamped, slope)
+    flat = ((flags & 0x1000) != 0) & (np.minimum(np.abs(pv - v), np.abs(nv - v)) <= 0.0)
+    return np.where(flat, 0.0, slope)
+
+
+def _one_side_slope(t0, t1, v0, v1, bias, flags) -> np.ndarray:
+    """Automatic slope at the first or last key: the chord, plus the large-bias term."""
+    slope = (v1 - v0) / (t1 - t0)
+    extra = np.abs(bias) / 100.0 - 5.0
+    slope = slope + np.where(((flags & 0x2000) == 0) & (extra > 0.0),
+                             extra * extra * np.where(bias > 0, 1.0, -1.0) * 40.0, 0.0)
+    slope = np.where((flags & 0x4000) != 0, 0.0, slope)
+    return np.where(((flags & 0x1000) != 0) & (np.abs(v1 - v0) <= 0.0), 0.0, slope)
+
+
+class _Layer:
+    """How one AnimationLayer blends (see :mod:`.scene_rig`); 6.x takes are one layer."""
+
+    def __init__(self, index: int, layer: "_Object | None", weight_curve=None) -> None:
+        self.index = index
+        self.weight_curve = weight_curve
+        weight = layer.number("Weight", 100.0) / 100.0 if layer is not None else 1.0
+        self.weight = 1.0 if not weight <= 0.99999 else max(weight, 0.0)  # NaN: full
+        self.blend_mode = int(layer.number("BlendMode", 0)) if layer is not None else 1
+        self.compose_rotation = layer is None or layer.number("RotationAccumulationMode", 0) == 0
+        self.compose_scale = layer is None or layer.number("ScaleAccumulationMode", 0) == 0
+
+    def weight_at(self, ticks: np.ndarray) -> Any:
+        """The weight (0..1) at ``ticks``: animated only for blending modes, as in ufbx."""
+        if self.weight_curve is None or self.blend_mode not in (0, 2):
+            return self.weight
+        w = self.weight_curve.sample(ticks) / 100.0
+        return np.where(~(w <= 0.99999), 1.0, np.clip(w, 0.0, 1.0))  # NaN: full weight
 
 
 class _Defaults:
