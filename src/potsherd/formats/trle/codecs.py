@@ -12,6 +12,7 @@ from ...document import Document
 from ...registry import Codec, LayoutCodec
 from . import model
 from .catalog import moveable_name
+from .options import EXPORT_OPTIONS, IMPORT_OPTIONS
 from .layouts import SFX_LAYOUT, SWD_LAYOUT, TRWAD_LAYOUT, WAD_LAYOUT
 
 TRWAD_VERSION = 170
@@ -35,6 +36,8 @@ def mesh_summary(meshes: Any) -> dict:
 
 class WadCodec(LayoutCodec):
     """TR4 ``.wad`` (versions 129 and 130)."""
+
+    export_options = EXPORT_OPTIONS
 
     def __init__(self) -> None:
         super().__init__("tr4wad", WAD_LAYOUT, "wad", family="trle", extensions=(".wad",),
@@ -116,6 +119,8 @@ def wad_warnings(root: dict) -> list[str]:
 class TrwadCodec(LayoutCodec):
     """WadMerger ``.trwad``: one moveable.  The mesh-pad variant is detected per
     file (``mesh_pad`` parameter) and recorded in the document."""
+
+    export_options = EXPORT_OPTIONS
 
     def __init__(self) -> None:
         super().__init__("trwad", TRWAD_LAYOUT, "trwad", family="trle", extensions=(".trwad",),
