@@ -168,6 +168,18 @@ class TrwadCodec(LayoutCodec):
         })
         return out
 
+    import_options = IMPORT_OPTIONS
+
+    def from_scene(self, scene: Any, *, like: Document | None = None, out_name: str = "",
+                   **options: Any) -> Document:
+        """A glTF scene as a ``.trwad`` (see :mod:`.importer`); ``like`` (the
+        original ``.trwad``) supplies what the glTF does not carry."""
+        from ...registry import coerce_options
+        from .importer import from_scene
+        opts = coerce_options(IMPORT_OPTIONS, options, what="trwad import")
+        root = from_scene(scene, like=like.root if like is not None else None, **opts)
+        return Document(self.name, root, {"mesh_pad": 0}, b"", trwad_warnings(root))
+
     def textures(self, doc: Document) -> list:
         return [(f"texture{i:04d}", model.image(model.bgr_block(t)))
                 for i, t in enumerate(doc.root.get("textures", []))]

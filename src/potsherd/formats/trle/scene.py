@@ -102,15 +102,12 @@ def to_scene(doc: Any, **options: Any) -> Scene:
     image = scene.add_image(Image.from_pil(model.image(atlas, transparent_magenta=True),
                                            name="atlas"))
     tex = TextureRef(image=image, mag_filter=NEAREST, min_filter=NEAREST)
-    solid = scene.add_material(Material(name="textured", base_color_texture=tex,
-                                        alpha_mode="MASK"))
-    additive = scene.add_material(Material(name="additive", base_color_texture=tex,
-                                           alpha_mode="BLEND", extras={"additive": True}))
+    materials = _Materials(scene, tex)
     size = (atlas.shape[1], atlas.shape[0])
     top = scene.add_node(name="tr4", rotation=Y_DOWN_Z_FORWARD_TO_GLTF, scale=(unit, unit, unit),
                          extras={"source": "TR4 space: Y down, 1024 units per sector"})
     for i, (t, rects) in enumerate(zip(movs, rect_lists)):
-        _add_moveable(scene, top, t, rects, size, (solid, additive),
+        _add_moveable(scene, top, t, rects, size, materials,
                       offset=(i * spacing, 0.0, 0.0), prefix=len(movs) > 1, skinned=skinned)
     unique_names(scene)
     return scene
@@ -147,7 +144,33 @@ def _block_atlas(texture_lists: list) -> tuple[np.ndarray, list]:
     return atlas, [[rects[k] for k in row] for row in refs]
 
 
-def _mesh_primitives(m: dict, rects: list, size: tuple, materials: tuple) -> list:
+class _Materials:
+    """One material per polygon attribute byte: ``textured`` (0) and ``additive``
+    (1) always, others (shine bits set) on first use, named after the byte and
+    carrying it in ``extras.tr4_attributes``."""
+
+    def __init__(self, scene: Scene, tex: TextureRef) -> None:
+        self.scene, self.tex = scene, tex
+        self.by_attr: dict[int, int] = {}
+        self.get(0)
+        self.get(1)
+
+    def get(self, attr: int) -> int:
+        if attr not in self.by_attr:
+            label = ("additive" if attr & 1 else "textured") + (f"_attr{attr}" if attr > 1 else "")
+            extras: dict = {"additive": True} if attr & 1 else {}
+            if attr > 1:
+                extras["tr4_attributes"] = attr
+            self.by_attr[attr] = self.scene.add_material(Material(
+                name=label, base_color_texture=self.tex,
+                alpha_mode="BLEND" if attr & 1 else "MASK", extras=extras))
+        return self.by_attr[attr]
+
+    def labels(self) -> list[tuple[int, str]]:
+        return [(i, self.scene.materials[i].name) for i in sorted(self.by_attr.values())]
+
+
+def _mesh_primitives(m: dict, rects: list, size: tuple, materials: "_Materials") -> list:
     """Primitives of one TR mesh: per-corner UVs from the texture rectangles,
     quads split, winding reversed (TR faces are clockwise)."""
     polys = m["polygons"]
@@ -178,8 +201,9 @@ def _mesh_primitives(m: dict, rects: list, size: tuple, materials: tuple) -> lis
         raise FormatError("a polygon uses a vertex index beyond the mesh's vertices")
     nn = int(m["normal_count"])
     out = []
-    for flag, material in ((0, materials[0]), (1, materials[1])):
-        sel = np.flatnonzero((attrs & 1) == flag)
+    for value in sorted(set((attrs & 0xFF).tolist())):
+        material = materials.get(int(value))
+        sel = np.flatnonzero((attrs & 0xFF) == value)
         if not len(sel):
             continue
         q = quad[sel]
@@ -215,7 +239,7 @@ def _mesh_primitives(m: dict, rects: list, size: tuple, materials: tuple) -> lis
     return out
 
 
-def _add_moveable(scene: Scene, top: int, t: dict, rects: list, size: tuple, materials: tuple,
+def _add_moveable(scene: Scene, top: int, t: dict, rects: list, size: tuple, materials: Any,
                   offset: tuple, prefix: bool, skinned: bool = True) -> None:
     mov = t["moveable"]
     oid = int(mov["object_id"])
@@ -226,6 +250,8 @@ def _add_moveable(scene: Scene, top: int, t: dict, rects: list, size: tuple, mat
                                 k: int(mov[k]) for k in ("object_id", "mesh_count",
                                                          "first_mesh_pointer", "links_index",
                                                          "keyframe_offset", "anim_index")},
+                                "link_tail": [int(w) for w in np.asarray(
+                                    t["link_words"])[4 * max(n - 1, 0):]],
                                 "tr4_textures": [
                                     {"atlas": list(r), **{k: int(x[k]) for k in (
                                         "x", "y", "page", "flip_x", "w", "flip_y", "h")}}
@@ -283,14 +309,14 @@ def world_matrices(scene: Scene) -> list:
     return out
 
 
-def _add_skin(scene: Scene, name: str, joints: list, parts: list, materials: tuple) -> None:
+def _add_skin(scene: Scene, name: str, joints: list, parts: list, materials: Any) -> None:
     """One skinned mesh per material: every part's primitives posed by its
     joint's rest matrix, rigidly weighted to that joint."""
     world = world_matrices(scene)
     binds = np.stack([world[j] for j in joints])
     skin = scene.add_skin(Skin(joints=list(joints), inverse_bind_matrices=np.linalg.inv(binds),
                                skeleton=scene.parents()[joints[0]], name=f"{name}_skin"))
-    for material, label in zip(materials, ("textured", "additive")):
+    for material, label in materials.labels():
         pieces = [(j, p) for j, prims in enumerate(parts) for p in prims if p.material == material]
         if not pieces:
             continue
@@ -375,6 +401,10 @@ def _add_animations(scene: Scene, t: dict, nodes: list, prefix: str, decoded: li
             "next_anim": int(a["next_anim"]) - first,
             "next_frame": int(a["next_frame"]) - _frame_start(anims, int(a["next_anim"]) - first),
             "commands": [_rebased_command(c, fs) for c in cmds[ci:ci + nc]],
+            "source_indices": {"state_change_index": int(a["state_change_index"]),
+                               "command_offset": int(a["command_offset"]),
+                               "dispatch_index": [int(s["dispatch_index"])
+                                                  for s in changes[si:si + ns]]},
             "state_changes": [{"state_id": int(s["state_id"]), "dispatches": [
                 {"low": int(d[0]) - fs, "high": int(d[1]) - fs,
                  "next_anim": (int(d[2]) & 0xFFFF) - first,
@@ -425,6 +455,9 @@ def _frame_start(anims: list, rel: int) -> int:
 def _rebased_command(c: list, frame_start: int) -> dict:
     kind = int(c[0])
     out: dict[str, Any] = {"type": model.COMMAND_NAMES.get(kind, kind)}
+    used = 1 + model.COMMAND_PARAMS.get(kind, 3)
+    if any(int(x) for x in c[used:4]):
+        out["padding"] = [int(x) for x in c[used:4]]
     if kind == 1:
         out["position"] = [int(c[1]), int(c[2]), int(c[3])]
     elif kind == 2:
