@@ -62,11 +62,13 @@ def test_front_faces_plus_z_upright_and_not_mirrored():
 
 def test_uv_corners_winding_and_materials():
     s = _scene()
-    tri, quad = s.meshes[0].primitives
+    quad, tri = s.meshes[0].primitives   # one primitive per attribute byte: 1, then 22
     # texture 1 (1x3) packed at (0, 0), texture 0 (2x2) at (1, 0) of a 256x3 atlas (only the
     # used rows of the page are kept)
     assert s.images[0].data[16:24] == (256).to_bytes(4, "big") + (3).to_bytes(4, "big")
-    assert tri.material == 0 and quad.material == 1  # quad has the additive attribute
+    assert quad.material == 1 and tri.material == 2  # quad additive; tri shine (22 = 2 | 5 << 2)
+    assert s.materials[2].name == "textured_attr22"
+    assert s.materials[2].extras == {"tr4_attributes": 22} and s.materials[2].alpha_mode == "MASK"
     assert s.materials[1].alpha_mode == "BLEND" and s.materials[1].extras == {"additive": True}
     assert s.materials[0].alpha_mode == "MASK"
     # mirrored triangle with corner bits 2: v0, v1, v2 = nw, sw, ne; written v0, v2, v1

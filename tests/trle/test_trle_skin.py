@@ -32,8 +32,8 @@ def _skinned():
 def test_skinned_by_default_with_rest_pose_of_the_first_keyframe():
     s = _skinned()
     assert [n.name for n in s.nodes] == ["tr4", "MUMMY", "MUMMY_0", "MUMMY_1", "MUMMY_textured",
-                                         "MUMMY_additive"]
-    assert s.roots == [0, 4, 5]  # skinned mesh nodes are roots
+                                         "MUMMY_additive", "MUMMY_textured_attr22"]
+    assert s.roots == [0, 4, 5, 6]  # skinned mesh nodes are roots
     j0, j1 = s.nodes[2], s.nodes[3]
     # rest pose = keyframe 0 of animation 0: root offset (0, -100, 0), mesh 0 packed X = 256
     # (90 degrees), mesh 1 Y-only 1024 (90 degrees); mesh 1 keeps its link offset
@@ -44,27 +44,26 @@ def test_skinned_by_default_with_rest_pose_of_the_first_keyframe():
     assert j0.extras["tr4_sphere"] == [1, -2, 3, 300, 1] and j1.extras["link_flags"] == 2
     (skin,) = s.skins
     assert skin.joints == [2, 3] and skin.skeleton == 1
-    assert s.nodes[4].skin == 0 and s.nodes[5].skin == 0
-    assert s.meshes[s.nodes[4].mesh].primitives[0].material == 0
-    assert s.meshes[s.nodes[5].mesh].primitives[0].material == 1
+    assert s.nodes[4].skin == s.nodes[5].skin == s.nodes[6].skin == 0
+    assert [s.meshes[s.nodes[i].mesh].primitives[0].material for i in (4, 5, 6)] == [0, 1, 2]
 
 
 def test_skinned_vertices_are_the_rest_pose_and_rigidly_weighted():
     s = _skinned()
-    prim = s.meshes[s.nodes[4].mesh].primitives[0]   # textured: mesh 0's triangle + mesh 1
-    assert prim.joints[:, 0].tolist() == [0, 0, 0, 1, 1, 1]
-    assert prim.weights.tolist() == [[1, 0, 0, 0]] * 6
+    prim = s.meshes[s.nodes[4].mesh].primitives[0]   # textured (attribute 0): mesh 1 only
+    assert prim.joints[:, 0].tolist() == [1, 1, 1]
+    assert prim.weights.tolist() == [[1, 0, 0, 0]] * 3
     # mesh 1 vertex (0, 64, 0): R_y(90) keeps it, + link (10, -20, 30), R_x(90) ->
     # (10, -30, 44), + root (0, -100, 0) -> (10, -130, 44); TR -> glTF (-x, -y, z) / 512
     local = [0.0, 64.0, 0.0]
-    k = next(i for i in range(3, 6)
+    k = next(i for i in range(3)
              if np.allclose(s.skins[0].inverse_bind_matrices[1] @ [*prim.positions[i], 1],
                             [*local, 1], atol=1e-4))
     np.testing.assert_allclose(prim.positions[k] * 512, [-10, 130, 44], atol=1e-4)
     # the inverse bind matrices take every vertex back to its mesh's TR integers
     back = np.einsum("nij,nj->ni", s.skins[0].inverse_bind_matrices[prim.joints[:, 0]],
-                     np.c_[prim.positions, np.ones(6)])[:, :3]
-    assert sorted(map(tuple, np.round(back).astype(int).tolist()[3:])) == [
+                     np.c_[prim.positions, np.ones(3)])[:, :3]
+    assert sorted(map(tuple, np.round(back).astype(int).tolist())) == [
         (0, 0, 0), (0, 64, 0), (64, 0, 0)]
     assert np.abs(back - np.round(back)).max() < 1e-3
 

@@ -523,7 +523,56 @@ def _mesh(scene: Any, frame: np.ndarray, to_tr: np.ndarray, parts: list, texture
         mesh["normals"] = np.asarray(normals, np.int16).reshape(-1, 3)
     mesh["polygon_count"] = len(polygons)
     mesh["polygons"] = polygons
+    if like_mesh is not None and _same_mesh(mesh, like_mesh):
+        return {k: v for k, v in like_mesh.items() if k != "pad"}
     return mesh
+
+
+def _polygon_set(mesh: dict) -> list:
+    v = np.asarray(mesh["vertices"]).reshape(-1, 3).tolist()
+    return sorted((int(p["shape"]), tuple(tuple(v[int(i)]) for i in p["vertices"]),
+                   int(p["texture"]), int(p["attributes"])) for p in mesh["polygons"])
+
+
+def _same_mesh(mesh: dict, like_mesh: dict) -> bool:
+    """True when an imported mesh is the original one in another vertex and
+    polygon order (same polygons with textures and attributes; per position the
+    same shades, or the same normal directions, a zero original normal matching
+    any): the original is then kept as it was, unused vertices included."""
+    try:
+        nn, ln = int(mesh["normal_count"]), int(like_mesh["normal_count"])
+        if (nn < 0) != (ln < 0) or _polygon_set(mesh) != _polygon_set(like_mesh):
+            return False
+
+        def per_position(m: dict, used_only: bool) -> dict:
+            v = np.asarray(m["vertices"]).reshape(-1, 3).tolist()
+            used = {int(i) for p in m["polygons"] for i in p["vertices"]}
+            attr = np.asarray(m["shades"] if int(m["normal_count"]) < 0 else
+                              m.get("normals", np.zeros((len(v), 3))), np.float64)
+            out: dict = {}
+            for k, p in enumerate(v):
+                if used_only and k not in used or k >= len(attr):
+                    continue
+                out.setdefault(tuple(p), []).append(attr[k])
+            return out
+        mine, theirs = per_position(mesh, False), per_position(like_mesh, True)
+        if set(mine) != set(theirs):
+            return False
+        for pos, values in theirs.items():
+            for t in values:
+                if nn < 0:
+                    if not any(m == t for m in mine[pos]):
+                        return False
+                    continue
+                lt = np.linalg.norm(t)
+                if lt == 0 or ln == 0:
+                    continue
+                if not any(np.dot(m, t) / max(np.linalg.norm(m) * lt, 1e-12) > 1 - 1e-4
+                           for m in mine[pos]):
+                    return False
+        return True
+    except (KeyError, IndexError, ValueError, TypeError):
+        return False
 
 
 def _shaded(scene: Any, ts: Any, ours: bool, bone: int) -> bool:
@@ -740,10 +789,17 @@ def _animations(scene: Any, bones: list, parents: list, meshes: list, to_tr: np.
                 cb = np.asarray(carried, np.int64).reshape(count, 6)
                 if np.abs(cb - boxes).max(initial=0) <= 32:
                     boxes = cb
+            like_frames = _like_keyframes(like, ai, count, n)
             for f in range(count):
                 rot = rotation_words(angles[f])
-                frame_words.append([*boxes[f].tolist(), *offsets[f].tolist(),
-                                    *(w for r in rot for w in r)])
+                words_f = [*boxes[f].tolist(), *offsets[f].tolist(), *(w for r in rot for w in r)]
+                if like_frames is not None:
+                    lw, lq, loff = like_frames
+                    mine = quat_from_rel(rel[f])
+                    if loff[f].tolist() == offsets[f].tolist() and \
+                            np.all(np.abs((mine * lq[f]).sum(-1)) > 1 - 1e-9):
+                        words_f = [w & 0xFFFF for w in lw[f]]   # unchanged: the original words
+                frame_words.append(words_f)
         need = max((len(w) for w in frame_words), default=0)
         fsz = int(ex.get("frame_size", la["frame_size"] if la else need))
         if fsz < need or (count and fsz < 9):
@@ -782,6 +838,44 @@ def _animations(scene: Any, bones: list, parents: list, meshes: list, to_tr: np.
         cmds.extend(a_cmds)
         changes.extend(a_changes)
     return anims, cmds, changes, words
+
+
+def quat_from_rel(r: np.ndarray) -> np.ndarray:
+    """(n, 3, 3) rotations as (n, 4) quaternions of their quantised TR angles."""
+    angles = euler_yxz(r)
+    words = rotation_words(angles)
+    out = np.zeros((len(words), 3))
+    for k, w in enumerate(words):
+        if len(w) == 2:
+            p = (w[0] << 16) | w[1]
+            out[k] = [((p >> 20) & 0x3FF) * 2 * math.pi / 1024, ((p >> 10) & 0x3FF) * 2 * math.pi
+                      / 1024, (p & 0x3FF) * 2 * math.pi / 1024]
+        else:
+            out[k, (w[0] >> 14) - 1] = (w[0] & 0xFFF) * 2 * math.pi / 4096
+    return model.quaternions_yxz(out)
+
+
+def _like_keyframes(like: Any, ai: int, count: int, n: int) -> tuple | None:
+    """The original animation's keyframe words (padding included), decoded
+    rotations and offsets, when it has ``count`` keyframes of ``n`` meshes."""
+    if not like or ai >= len(like["animations"]) or int(like["moveable"]["mesh_count"]) != n:
+        return None
+    anims = like["animations"]
+    a = anims[ai]
+    base = int(like["moveable"]["keyframe_offset"])
+    total = 2 * len(like["keyframe_words"])
+    start = int(a["keyframe_offset"]) - base
+    end = (int(anims[ai + 1]["keyframe_offset"]) - base) if ai + 1 < len(anims) else total
+    fsz = int(a["frame_size"])
+    if start < 0 or start % 2 or model.keyframe_count(start, fsz, end) != count or not count:
+        return None
+    words = np.asarray(like["keyframe_words"], np.int16)[start // 2:]
+    try:
+        kf = model.decode_keyframes(words, fsz, count, n)
+    except FormatError:
+        return None
+    lw = words[:count * fsz].reshape(count, fsz).astype(np.int64).tolist()
+    return lw, model.quaternions_yxz(kf["rotation"]), kf["offset"].astype(np.int64)
 
 
 def _topological(scene: Any) -> list[int]:

@@ -114,22 +114,25 @@ def to_scene(doc: Any, **options: Any) -> Scene:
 
 
 def _block_atlas(texture_lists: list) -> tuple[np.ndarray, list]:
-    """Pack the texture blocks of every moveable (identical blocks once) onto
+    """Pack the texture blocks of every moveable (identical blocks of different
+    moveables once, so a polygon's rectangle names its texture) onto
     256-wide pages stacked vertically; the last page is cut to its used rows.
     Returns the atlas and, per moveable, each texture's (x, y, w, h)."""
-    blocks: dict[tuple, int] = {}
+    blocks: dict[tuple, list[int]] = {}
     sizes: list[tuple[int, int]] = []
     pixels: list[np.ndarray] = []
     refs = []
     for textures in texture_lists:
-        row = []
-        for t in textures:
+        row: list[int] = []
+        for t in textures:   # within a moveable every texture keeps its own rectangle
             key = (int(t["w"]), int(t["h"]), bytes(t["pixels"]))
-            if key not in blocks:
-                blocks[key] = len(sizes)
+            free = [b for b in blocks.get(key, ()) if b not in row]
+            if not free:
+                blocks.setdefault(key, []).append(len(sizes))
+                free = [len(sizes)]
                 sizes.append((int(t["w"]) + 1, int(t["h"]) + 1))
                 pixels.append(model.bgr_block(t))
-            row.append(blocks[key])
+            row.append(free[0])
         refs.append(row)
     if not sizes:
         return np.zeros((1, 1, 3), np.uint8), [[] for _ in texture_lists]
