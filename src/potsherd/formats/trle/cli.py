@@ -68,6 +68,8 @@ def cmd_insert(args) -> int:
         root = empty_wad()
     else:
         root = _read(args.wad, args, "tr4wad").root
+    if args.trwad.lower().endswith((".glb", ".gltf")):
+        return _insert_gltf(args, root)
     _, trwad = read_doc(args.trwad, argparse_namespace(format="trwad"))
     new = insert(root, trwad.root)
     data = Document("tr4wad", new, {"mesh_pad": 1}).encode()
@@ -75,6 +77,27 @@ def cmd_insert(args) -> int:
     m = trwad.root["moveable"]
     print(f"{args.output}: moveable {m['object_id']} inserted, {new['moveable_count']} moveables, "
           f"{len(data)} bytes")
+    return 0
+
+
+def _insert_gltf(args, root: dict) -> int:
+    """A glTF moveable into the wad: a moveable of the same object id is replaced,
+    keeping its state changes, dispatches, commands and id where the glTF has none."""
+    from ...document import Document
+    from ...scene.gltf_read import read_gltf
+    from .codecs import WAD
+    scene = read_gltf(args.trwad)
+    options = {}
+    if getattr(args, "object_id", None) is not None:
+        options["object_id"] = _moveable_id(args.object_id)
+    like = Document("tr4wad", root, {"mesh_pad": 1})
+    doc = WAD.from_scene(scene, like=like, **options)
+    data = doc.encode()
+    atomic_write(args.output, data)
+    for w in scene.warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    print(f"{args.output}: {args.trwad} inserted, {doc.root['moveable_count']} moveables, "
+          f"{len(data)} bytes (companion .was/.sfx/.sam/.swd files are not rewritten)")
     return 0
 
 
@@ -138,9 +161,11 @@ def add_cli(subparsers, common) -> None:
     common(sp)
     sp.set_defaults(func=cmd_extract)
 
-    sp = sub.add_parser("insert", help="add or replace a .trwad moveable in a wad")
+    sp = sub.add_parser("insert", help="add or replace a .trwad (or glTF) moveable in a wad")
     sp.add_argument("wad", help="the wad to insert into ('-' for an empty wad)")
-    sp.add_argument("trwad")
+    sp.add_argument("trwad", help="a .trwad, or a .glb/.gltf moveable (a moveable of the same "
+                                  "object id keeps its state machine unless the glTF has one)")
+    sp.add_argument("--object-id", help="object id or slot name for a glTF moveable")
     sp.add_argument("-o", "--output", required=True)
     common(sp)
     sp.set_defaults(func=cmd_insert)

@@ -79,6 +79,36 @@ class WadCodec(LayoutCodec):
         from .scene import to_scene
         return to_scene(doc, **options)
 
+    import_options = IMPORT_OPTIONS
+
+    def from_scene(self, scene: Any, *, like: Document | None = None, out_name: str = "",
+                   **options: Any) -> Document:
+        """A glTF moveable pasted into a wad: ``like`` (the original wad) with the
+        moveable of the same object id replaced (its state machine, commands and
+        id kept where the glTF carries none), or a new wad holding only it."""
+        from ...registry import coerce_options
+        from .importer import from_scene
+        from .moveables import empty_wad, extract, insert, view_from_trwad, view_from_wad
+        opts = coerce_options(IMPORT_OPTIONS, options, what="wad import")
+        base = like.root if like is not None else empty_wad()
+        if isinstance(base.get("meshes"), (bytes, bytearray)):
+            raise FormatError("the --like wad's mesh blob did not parse; cannot insert into it")
+        probe = from_scene(scene, **opts)
+        oid = int(probe["moveable"]["object_id"])
+        ids = [int(m["object_id"]) for m in base["moveables"]]
+        if oid in ids:
+            original = extract(base, oid)
+            root = from_scene(scene, like=original, **opts)
+            if like is not None and view_from_trwad(root) == view_from_trwad(original) \
+                    and root["moveable"] == original["moveable"]:
+                # the moveable comes back unchanged: the wad stays as it was
+                return Document(self.name, base, dict(like.params), like.trailing,
+                                list(like.warnings))
+        else:
+            root = probe
+        new = insert(base, root)
+        return Document(self.name, new, {"mesh_pad": 1}, b"", wad_warnings(new))
+
 
 def animation_ranges(root: dict) -> list[tuple[int, int]]:
     """(first, end) animation index of every moveable: up to the next moveable

@@ -64,7 +64,8 @@ class ImportRefused(FormatError):
 def from_scene(scene: Any, *, like: Any = None, out_name: str = "", **options: Any) -> dict:
     """The ``.trwad`` root of the moveable in ``scene`` (see the module docstring).
     ``like`` is a decoded ``.trwad`` root (or None) supplying what the glTF lacks."""
-    unit = float(options.get("unit_scale") or 1.0 / 512.0)
+    given_unit = options.get("unit_scale")
+    unit = float(given_unit or 1.0 / 512.0)
     rate = float(options.get("frame_rate") or FPS)
     if not (rate > 0 and math.isfinite(rate)):
         raise ImportRefused(f"frame_rate must be positive, found {rate}")
@@ -75,6 +76,8 @@ def from_scene(scene: Any, *, like: Any = None, out_name: str = "", **options: A
         to_tr = np.linalg.inv(world[holder])
         hx = scene.nodes[holder].extras
     else:
+        if not given_unit:
+            unit = _fitting_unit(scene, world, unit)
         to_tr = np.diag([-1.0 / unit, -1.0 / unit, 1.0 / unit, 1.0])
         hx = {}
     bones, parents = _bones(scene, holder)
@@ -122,6 +125,23 @@ def from_scene(scene: Any, *, like: Any = None, out_name: str = "", **options: A
     }
     scene.warnings.extend(textures.warnings)
     return root
+
+
+def _fitting_unit(scene: Any, world: np.ndarray, unit: float) -> float:
+    """``unit`` (metres per TR unit), or a larger one when the model would not fit
+    the engine's 16-bit coordinates (a warning says so): the model's largest
+    coordinate then becomes 16384 units."""
+    reach = 0.0
+    for ts in triangle_sets(scene, world=world):
+        if len(ts.positions):
+            reach = max(reach, float(np.abs(ts.positions).max()))
+    if reach / unit <= 30000:
+        return unit
+    fitted = reach / 16384.0
+    scene.warnings.append(f"the model reaches {reach:g} m, beyond the TR4 range at "
+                          f"{unit:g} m per unit; imported at {fitted:g} m per unit "
+                          "(set unit_scale to choose)")
+    return fitted
 
 
 # --------------------------------------------------------------------------
