@@ -70,6 +70,8 @@ def from_scene(scene: Any, *, like: Any = None, out_name: str = "", **options: A
     if not (rate > 0 and math.isfinite(rate)):
         raise ImportRefused(f"frame_rate must be positive, found {rate}")
     like = like if like and "moveable" in like else None
+    if not scene.nodes:
+        raise ImportRefused("the scene has no mesh to import")
     world = world_matrices(scene)
     holder = _pick_holder(scene, options.get("moveable"))
     if holder is not None:
@@ -86,7 +88,10 @@ def from_scene(scene: Any, *, like: Any = None, out_name: str = "", **options: A
     n = len(bones)
     if n > 0xFFFF // 4:
         raise ImportRefused(f"{n} bones: more than a moveable can hold")
-    frames = [_rigid(to_tr @ world[b]) if b >= 0 else np.eye(4) for b in bones]
+    # a foreign bone's TR frame is its glTF frame seen in TR axes (conjugated by the
+    # axis turn), so an unrotated glTF bone is an unrotated TR bone
+    post = np.eye(4) if holder is not None else np.diag([-1.0, -1.0, 1.0, 1.0])
+    frames = [_rigid(to_tr @ world[b] @ post) if b >= 0 else np.eye(4) for b in bones]
     links = _links(scene, bones, parents, frames, hx, like)
 
     textures = _Textures(scene, hx, like)
@@ -99,7 +104,8 @@ def from_scene(scene: Any, *, like: Any = None, out_name: str = "", **options: A
     oid = options.get("object_id")
     if oid is None:
         oid = mov_x.get("object_id", hx.get("object_id", like_mov.get("object_id", 0)))
-    anims, cmds, changes, words = _animations(scene, bones, parents, meshes, to_tr, rate,
+    anims, cmds, changes, words = _animations(scene, bones, parents, meshes, to_tr, post,
+                                              rate,
                                               mov_x or like_mov, like)
     mov = {"object_id": int(oid), "mesh_count": n,
            "first_mesh_pointer": int(mov_x.get("first_mesh_pointer",
@@ -192,6 +198,14 @@ def _bones(scene: Any, holder: int | None) -> tuple[list[int], list[int]]:
                     wanted.add(p)
                 p = parents[p]
         tops = [i for i in sorted(wanted) if parents[i] not in wanted]
+        joints = {int(j) for sk in scene.skins for j in sk.joints}
+        while len(tops) == 1:   # an empty wrapper (Blender's armature node) is no bone
+            top = tops[0]
+            kids = [c for c in scene.nodes[top].children if c in wanted]
+            if top in joints or scene.nodes[top].mesh is not None or len(kids) != 1:
+                break
+            wanted.discard(top)
+            tops = kids
     order: list[int] = []
     par: list[int] = []
     if len(tops) > 1:
@@ -746,7 +760,7 @@ def rotation_words(angles: np.ndarray) -> list[list[int]]:
 
 
 def _animations(scene: Any, bones: list, parents: list, meshes: list, to_tr: np.ndarray,
-                rate: float, mov: dict, like: Any) -> tuple:
+                post: np.ndarray, rate: float, mov: dict, like: Any) -> tuple:
     base_anim = _anim_base(mov)
     kf_base = int(mov.get("keyframe_offset", 0) or 0)
     like_anims = like["animations"] if like else []
@@ -792,7 +806,7 @@ def _animations(scene: Any, bones: list, parents: list, meshes: list, to_tr: np.
                 if b < 0:
                     fr[:, k] = np.eye(4)
                     continue
-                m = to_tr @ world[:, b]
+                m = to_tr @ world[:, b] @ post
                 t_, r_, _ = decompose_matrix(m)
                 fr[:, k] = np.eye(4)
                 fr[:, k, :3, :3] = quat_to_matrix(r_)[..., :3, :3]
