@@ -349,3 +349,34 @@ def test_corpus_gltf_imports_with_same_triangles_bbox_and_animations(path):
     size = (hi0 - lo0).max()
     assert np.abs(lo1 - lo0).max() < 0.02 * size and np.abs(hi1 - hi0).max() < 0.02 * size
     assert len(back.animations) == len(scene.animations)
+
+
+@pytest.mark.parametrize("damage", ["textures", "commands", "dispatch", "link_flags", "sphere"])
+def test_malformed_extras_are_format_errors_or_ignored(tmp_path, damage):
+    orig = potsherd.read(tiny_trwad_bytes())
+    scene = _through_glb(orig.codec.to_scene(orig), tmp_path)
+    holder = next(n for n in scene.nodes if "tr4_moveable" in n.extras)
+    if damage == "textures":
+        holder.extras["tr4_textures"] = [{"atlas": "x"}]
+    elif damage == "commands":
+        scene.animations[0].extras["commands"] = [{"type": "play_sound"}]
+    elif damage == "dispatch":
+        scene.animations[0].extras["state_changes"] = [{"state_id": 1, "dispatches": [7]}]
+    elif damage == "link_flags":
+        scene.nodes[3].extras["link_flags"] = "push"
+    else:
+        scene.nodes[2].extras["tr4_sphere"] = [1, 2]
+    try:
+        doc = TRWAD.from_scene(scene)
+    except FormatError as e:
+        assert "not usable" in str(e)
+        assert damage in ("textures", "commands", "dispatch")
+    else:   # ignored: the computed value is used instead
+        assert damage in ("link_flags", "sphere")
+        if damage == "link_flags":   # the tree's own encoding: one child needs no push
+            assert doc.root["link_words"][:4].tolist() == [0, 10, -20, 30]
+        else:                        # a sphere enclosing the mesh, flags 0
+            assert doc.root["meshes"][0]["radius"] == 182
+            assert doc.root["meshes"][0]["flags"] == 0
+        data = doc.encode()
+        assert potsherd.read(data).encode() == data

@@ -93,7 +93,7 @@ class WadCodec(LayoutCodec):
         base = like.root if like is not None else empty_wad()
         if isinstance(base.get("meshes"), (bytes, bytearray)):
             raise FormatError("the --like wad's mesh blob did not parse; cannot insert into it")
-        probe = from_scene(scene, **opts)
+        probe = guarded_import(from_scene, scene, **opts)
         oid = int(probe["moveable"]["object_id"])
         ids = [int(m["object_id"]) for m in base["moveables"]]
         if oid in ids:
@@ -108,6 +108,18 @@ class WadCodec(LayoutCodec):
             root = probe
         new = insert(base, root)
         return Document(self.name, new, {"mesh_pad": 1}, b"", wad_warnings(new))
+
+
+def guarded_import(fn: Any, scene: Any, **kw: Any) -> dict:
+    """Run an importer; extras of the wrong shape (a hand-edited or hostile glTF)
+    become a FormatError naming the problem instead of a traceback."""
+    try:
+        return fn(scene, **kw)
+    except FormatError:
+        raise
+    except (KeyError, TypeError, ValueError, IndexError, OverflowError) as e:
+        raise FormatError(f"the glTF's TR4 extras or data are not usable: "
+                          f"{type(e).__name__}: {e}") from None
 
 
 def animation_ranges(root: dict) -> list[tuple[int, int]]:
@@ -207,7 +219,8 @@ class TrwadCodec(LayoutCodec):
         from ...registry import coerce_options
         from .importer import from_scene
         opts = coerce_options(IMPORT_OPTIONS, options, what="trwad import")
-        root = from_scene(scene, like=like.root if like is not None else None, **opts)
+        root = guarded_import(from_scene, scene, like=like.root if like is not None else None,
+                              **opts)
         return Document(self.name, root, {"mesh_pad": 0}, b"", trwad_warnings(root))
 
     def textures(self, doc: Document) -> list:
