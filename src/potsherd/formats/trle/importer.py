@@ -106,7 +106,8 @@ def from_scene(scene: Any, *, like: Any = None, out_name: str = "", **options: A
         oid = mov_x.get("object_id", hx.get("object_id", like_mov.get("object_id", 0)))
     anims, cmds, changes, words = _animations(scene, bones, parents, meshes, to_tr, post,
                                               rate,
-                                              mov_x or like_mov, like)
+                                              mov_x or like_mov, like,
+                                              rate_given=options.get("frame_rate") is not None)
     mov = {"object_id": int(oid), "mesh_count": n,
            "first_mesh_pointer": int(mov_x.get("first_mesh_pointer",
                                                like_mov.get("first_mesh_pointer", 0))),
@@ -760,7 +761,8 @@ def rotation_words(angles: np.ndarray) -> list[list[int]]:
 
 
 def _animations(scene: Any, bones: list, parents: list, meshes: list, to_tr: np.ndarray,
-                post: np.ndarray, rate: float, mov: dict, like: Any) -> tuple:
+                post: np.ndarray, rate: float, mov: dict, like: Any,
+                rate_given: bool = False) -> tuple:
     base_anim = _anim_base(mov)
     kf_base = int(mov.get("keyframe_offset", 0) or 0)
     like_anims = like["animations"] if like else []
@@ -776,10 +778,13 @@ def _animations(scene: Any, bones: list, parents: list, meshes: list, to_tr: np.
     for ai, anim in enumerate(scene.animations):
         ex = anim.extras if isinstance(anim.extras, dict) else {}
         la = like_anims[ai] if ai < len(like_anims) else None
-        fd = int(ex.get("frame_duration", la["frame_duration"] if la else
-                        max(1, round(FPS / rate))))
+        # keyframe spacing: the frame_rate option when given, else the carried one
+        # (the timing is the glTF's, never the --like moveable's)
+        carried_fd = ex.get("frame_duration")
+        fd = int(carried_fd) if isinstance(carried_fd, int) and not rate_given else \
+            max(1, round(FPS / rate))
         fd = max(1, min(fd, 255))
-        count = ex.get("keyframe_count")
+        count = ex.get("keyframe_count") if fd == carried_fd else None
         if not isinstance(count, int) or count < 0:
             count = int(math.floor(anim.duration * FPS / fd + 1e-6)) + 1 if anim.channels else 0
         plan.append((anim, ex, la, fd, count))
@@ -835,15 +840,15 @@ def _animations(scene: Any, bones: list, parents: list, meshes: list, to_tr: np.
                         words_f = [w & 0xFFFF for w in lw[f]]   # unchanged: the original words
                 frame_words.append(words_f)
         need = max((len(w) for w in frame_words), default=0)
-        fsz = int(ex.get("frame_size", la["frame_size"] if la else need))
+        fsz = int(ex.get("frame_size", need))
         if fsz < need or (count and fsz < 9):
             fsz = need
-        if not count and "frame_size" not in ex and not la:
+        if not count and "frame_size" not in ex:
             fsz = 9 + 2 * n
         for w in frame_words:
             words.extend(v - 0x10000 if v >= 0x8000 else v for v in w + [0] * (fsz - len(w)))
         fs = starts[ai]
-        fe = int(ex.get("frame_end", la["frame_end"] if la else fs + max(count - 1, 0) * fd))
+        fe = int(ex.get("frame_end", fs + max(count - 1, 0) * fd))
         src = ex.get("source_indices", {}) if isinstance(ex.get("source_indices"), dict) else {}
         a_cmds = _commands(ex, fs, la, like_cmds, ai)
         a_changes = _changes(ex, fs, la, like_changes, ai, base_anim, starts, src)
