@@ -434,3 +434,20 @@ def test_blender_skinned_gltf_pasted_over_mummy_poses_like_the_source(tmp_path):
     a = _posed_triangles(src, 0.5, rigid=True)[uniform].mean(1)
     b = _posed_triangles(back, 1.5).mean(1)
     assert np.linalg.norm(a[:, None] - b[None], axis=2).min(1).max() > 0.2
+
+
+def test_large_texture_areas_are_shrunk_with_a_warning():
+    from PIL import Image as PILImage
+    s = Scene()
+    pixels = np.random.default_rng(3).integers(0, 255, (512, 512, 3), dtype=np.uint8)
+    img = s.add_image(Image.from_pil(PILImage.fromarray(pixels, "RGB")))
+    mat = s.add_material(Material(base_color_texture=TextureRef(image=img)))
+    pos = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0]], np.float32)
+    for uv, name in ((np.array([[0, 0], [1, 0], [0, 1]], np.float32), "big"),
+                     (np.array([[0, 0], [0.05, 0], [0, 0.05]], np.float32), "small")):
+        mesh = s.add_mesh(Mesh(primitives=[Primitive(positions=pos, uvs=[uv], material=mat)]))
+        s.add_node(name=name, mesh=mesh)
+    r = TRWAD.from_scene(s).root
+    sizes = sorted((t["w"] + 1, t["h"] + 1) for t in r["textures"])
+    assert sizes == [(26, 26), (64, 64)]       # 512 px shrunk to 64; 25.6 px -> 26
+    assert "1 polygon textures were shrunk to at most 64x64 pixels" in s.warnings
