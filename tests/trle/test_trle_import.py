@@ -16,8 +16,8 @@ from potsherd.export.gltf import write_glb
 from potsherd.formats.trle import model
 from potsherd.formats.trle.codecs import TRWAD, WAD
 from potsherd.formats.trle.importer import euler_yxz, rotation_words
-from potsherd.formats.trle.moveables import extract, view_from_trwad, view_from_wad
-from potsherd.scene import (Animation, Channel, Image, Material, Mesh, Node, Primitive, Scene,
+from potsherd.formats.trle.moveables import extract, view_from_wad
+from potsherd.scene import (Animation, Channel, Image, Material, Mesh, Primitive, Scene,
                             Skin, TextureRef, quat_from_axis_angle, quat_to_matrix)
 from potsherd.scene.gltf_read import read_gltf
 from potsherd.scene.ops import triangle_sets

@@ -88,7 +88,7 @@ class WadCodec(LayoutCodec):
         id kept where the glTF carries none), or a new wad holding only it."""
         from ...registry import coerce_options
         from .importer import from_scene
-        from .moveables import empty_wad, extract, insert, view_from_trwad, view_from_wad
+        from .moveables import empty_wad, extract, insert, view_from_trwad
         opts = coerce_options(IMPORT_OPTIONS, options, what="wad import")
         base = like.root if like is not None else empty_wad()
         if isinstance(base.get("meshes"), (bytes, bytearray)):

@@ -7,8 +7,9 @@
   ``(x, y, z) -> (-x, -y, z) / unit_scale`` (the exporter's root rotation and
   scale undone).
 * **Skeleton.**  Bones are the moveable node's descendants (potsherd scenes),
-  else every skin joint and mesh node with their ancestors.  Each bone's TR
-  frame is its world transform without scale; link offsets are the bones'
+  else every skin joint and mesh node with their ancestors (an empty wrapper
+  at the top, such as Blender's armature node, is no bone).  Each bone's TR
+  frame is its world transform without scale, seen in TR axes; link offsets are the bones'
   origins in their parents' frames (rounded to integers), link flags the
   push/pop encoding of the tree (``extras.link_flags`` kept when it encodes the
   same tree).  Skinned triangles go to their dominant joint's bone.
@@ -22,16 +23,19 @@
 * **Textures.**  A potsherd scene's atlas rectangles (``extras.tr4_textures``)
   come back as the same texinfos with their pixels.  Other textured triangles
   and quads are baked: their UV area is resampled onto a rectangle whose
-  corners the polygon uses (at most ``max_texture`` pixels a side, a warning
-  when that shrinks it).  Untextured materials get a 4x4 block of their base
-  colour.
+  corners the polygon uses (at most 64 pixels a side, a warning when that
+  shrinks it; identical blocks shared; more than 4096 textures are refused).
+  Untextured materials get a 4x4 block of their base colour.
 * **Animations.**  Each glTF animation becomes one TR animation, sampled every
   ``frame_duration`` game frames (``extras.frame_duration``, else
-  ``30 / frame_rate``); rotations become the engine's packed 10-bit or
+  ``30 / frame_rate`` when that option is given or nothing is carried; never
+  the ``like`` moveable's); rotations become the engine's packed 10-bit or
   single-axis 12-bit angles (``qY * qX * qZ``), the root bone's position the
   keyframe offset; bounding boxes are those of the posed meshes, or the carried
-  ``extras.bboxes`` when they agree within 32 units.  State changes,
-  dispatches, commands, speeds and frame numbers come from the animation's
+  ``extras.bboxes`` when they agree within 32 units.  With ``like``, keyframes
+  and meshes the glTF left unchanged keep the original words and records, so
+  an unedited round trip gives the original bytes.  State changes,
+  dispatches, commands, state ids, speeds and ``frame_start`` come from the animation's
   extras, else from ``like`` (the moveable being replaced), else defaults (no
   state changes, ``next_anim`` loops on itself).
 """
