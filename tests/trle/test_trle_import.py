@@ -451,3 +451,18 @@ def test_large_texture_areas_are_shrunk_with_a_warning():
     sizes = sorted((t["w"] + 1, t["h"] + 1) for t in r["textures"])
     assert sizes == [(26, 26), (64, 64)]       # 512 px shrunk to 64; 25.6 px -> 26
     assert "1 polygon textures were shrunk to at most 64x64 pixels" in s.warnings
+
+
+def test_hostile_scenes_are_refused_before_allocating():
+    s = _blender_like_scene()
+    s.animations[0].channels[0].times = np.array([0.0, 1e12])   # 3e13 game frames
+    with pytest.raises(FormatError, match="game frames"):
+        TRWAD.from_scene(s)
+    s = _blender_like_scene()
+    s.animations[0].channels[0].times = np.array([0.0, np.inf])
+    with pytest.raises(FormatError, match="game frames"):
+        TRWAD.from_scene(s)
+    s = _blender_like_scene()
+    s.meshes[0].primitives[0].positions[0, 0] = np.nan
+    with pytest.raises(FormatError, match="non-finite"):
+        TRWAD.from_scene(s)

@@ -54,6 +54,10 @@ from .moveables import TRWAD_VERSION, _pack_textures
 
 FPS = 30.0
 MAX_BAKED = 64
+#: frame numbers are u16: an animation cannot span more game frames
+MAX_GAME_FRAMES = 0xFFFF
+#: keyframes x nodes of one animation sampled at once (bounds memory: 4x4 doubles each)
+MAX_SAMPLED_TRANSFORMS = 4_000_000
 _COMMAND_TYPES = {v: k for k, v in model.COMMAND_NAMES.items()}
 # corner ids 0 nw, 1 ne, 2 se, 3 sw of the texture rectangle, per TR polygon corner
 _QUAD = {(0, 1, 2, 3): 0, (1, 0, 3, 2): 0x8000}
@@ -498,6 +502,8 @@ def _mesh(scene: Any, frame: np.ndarray, to_tr: np.ndarray, parts: list, texture
     shades: list[int] = []
     use_shades = bool(parts) and all(_shaded(scene, ts, ours, bone) for ts, _ in parts)
     for ts, tris in parts:
+        if not np.isfinite(ts.positions).all():
+            raise ImportRefused(f"mesh {ts.mesh} has non-finite vertex positions")
         pos = ts.positions @ inv[:3, :3].T + inv[:3, 3]
         q = np.round(pos)
         if np.abs(q).max(initial=0) > 32767:
@@ -536,6 +542,9 @@ def _mesh(scene: Any, frame: np.ndarray, to_tr: np.ndarray, parts: list, texture
             corner_pos.append(q[[tri[0], tri[2], tri[1]]])
             tri_mat.append(ts.material)
     polygons = _polygons(scene, corner_key, corner_uv, corner_pos, tri_mat, textures, ours)
+    if len(verts) > 0xFFFF or len(polygons) > 0xFFFF:
+        raise ImportRefused(f"bone {bone}: {len(verts)} vertices and {len(polygons)} polygons; "
+                            "a TR4 mesh holds at most 65535 of each")
     v = np.asarray(verts, np.int16).reshape(-1, 3)
     center, radius = _sphere(v)
     flags = 0
@@ -790,7 +799,18 @@ def _animations(scene: Any, bones: list, parents: list, meshes: list, to_tr: np.
         fd = max(1, min(fd, 255))
         count = ex.get("keyframe_count") if fd == carried_fd else None
         if not isinstance(count, int) or count < 0:
-            count = int(math.floor(anim.duration * FPS / fd + 1e-6)) + 1 if anim.channels else 0
+            duration = anim.duration if anim.channels else 0.0
+            if not math.isfinite(duration) or duration * FPS > MAX_GAME_FRAMES:
+                raise ImportRefused(f"animation {ai} ({anim.name!r}) lasts {duration:g} s: more "
+                                    f"than the {MAX_GAME_FRAMES} game frames a TR animation "
+                                    "can number")
+            count = int(math.floor(duration * FPS / fd + 1e-6)) + 1 if anim.channels else 0
+        if count * fd > MAX_GAME_FRAMES + fd:
+            raise ImportRefused(f"animation {ai}: {count} keyframes are more than a TR "
+                                "animation can number")
+        if count * len(scene.nodes) > MAX_SAMPLED_TRANSFORMS:
+            raise ImportRefused(f"animation {ai}: {count} keyframes of {len(scene.nodes)} nodes "
+                                f"exceed the {MAX_SAMPLED_TRANSFORMS} transforms sampled at once")
         plan.append((anim, ex, la, fd, count))
     starts = []
     for anim, ex, la, fd, count in plan:
