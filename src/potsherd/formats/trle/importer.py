@@ -115,7 +115,8 @@ def from_scene(scene: Any, *, like: Any = None, out_name: str = "", **options: A
     anims, cmds, changes, words = _animations(scene, bones, parents, meshes, to_tr, post,
                                               rate,
                                               mov_x or like_mov, like,
-                                              rate_given=options.get("frame_rate") is not None)
+                                              rate_given=options.get("frame_rate") is not None,
+                                              mov_extras=hx)
     mov = {"object_id": int(oid), "mesh_count": n,
            "first_mesh_pointer": int(mov_x.get("first_mesh_pointer",
                                                like_mov.get("first_mesh_pointer", 0))),
@@ -773,9 +774,18 @@ def rotation_words(angles: np.ndarray) -> list[list[int]]:
     return out
 
 
+def mov_table(hx: dict) -> dict:
+    """The moveable node's copy of the animation extras, by animation name."""
+    rows = hx.get("tr4_animations")
+    if not isinstance(rows, list):
+        return {}
+    return {r["name"]: {k: v for k, v in r.items() if k != "name"}
+            for r in rows if isinstance(r, dict) and isinstance(r.get("name"), str)}
+
+
 def _animations(scene: Any, bones: list, parents: list, meshes: list, to_tr: np.ndarray,
                 post: np.ndarray, rate: float, mov: dict, like: Any,
-                rate_given: bool = False) -> tuple:
+                rate_given: bool = False, mov_extras: dict | None = None) -> tuple:
     base_anim = _anim_base(mov)
     kf_base = int(mov.get("keyframe_offset", 0) or 0)
     like_anims = like["animations"] if like else []
@@ -788,8 +798,11 @@ def _animations(scene: Any, bones: list, parents: list, meshes: list, to_tr: np.
     sc_index = None
     cmd_offset = None
     plan = []
+    table = mov_table(mov_extras) if mov_extras else {}
     for ai, anim in enumerate(scene.animations):
         ex = anim.extras if isinstance(anim.extras, dict) else {}
+        if not ex and anim.name in table:     # extras dropped by another tool
+            ex = table[anim.name]
         la = like_anims[ai] if ai < len(like_anims) else None
         # keyframe spacing: the frame_rate option when given, else the carried one
         # (the timing is the glTF's, never the --like moveable's)

@@ -294,7 +294,13 @@ def _add_moveable(scene: Scene, top: int, t: dict, rects: list, size: tuple, mat
                                         translation=translation, extras=extras))
     if skinned and nodes:
         _add_skin(scene, name, nodes, parts, materials)
+    first_anim = len(scene.animations)
     _add_animations(scene, t, nodes, name if prefix else "", decoded)
+    # the same table on the moveable node, without the boxes: Blender keeps node
+    # extras but drops animation extras when it re-exports
+    scene.nodes[holder].extras["tr4_animations"] = [
+        {"name": a.name, **{k: v for k, v in a.extras.items() if k != "bboxes"}}
+        for a in scene.animations[first_anim:]]
 
 
 def world_matrices(scene: Scene) -> list:
