@@ -197,7 +197,7 @@ def models(tmp_path_factory):
         "larmor": ("dts", "tribesrebirth/entities_vol/larmor.dts"),
         "kenney": ("fbx", "ufbx__maya_kenney_character_7700_binary.fbx"),
         "box": ("fbx", "assimp__embedded_ascii_box.FBX"),
-        "baddy": ("tr4wad", "tut1/tut1.WAD", "moveable=BADDY_1"),
+        "baddy": ("tr4wad", "tut1/tut1.WAD", "moveable=BADDY_1", "skin=0"),  # rigid form
     }
 
     def get(name: str) -> Model:
@@ -421,7 +421,8 @@ def test_fbx_textured_box(models):
 # ---- TRLE ------------------------------------------------------------------------------------
 
 def test_trle_moveable_baddy(models):
-    """tut1.WAD moveable BADDY_1: a textured ninja with 63 animations."""
+    """tut1.WAD moveable BADDY_1: a textured ninja with 71 animations (8 without
+    keyframes, kept as one rest-pose key), in the rigid node form (``skin=0``)."""
     m = models("baddy")
     check_closed_front(m, 0.01)                                   # 0.0 measured
     # rest pose (no animation): TR4 meshes have no joint names; the mesh tree says which
@@ -442,4 +443,4 @@ def test_trle_moveable_baddy(models):
         fwd, back = toes_forward(points @ TURN_Y.T, TURN_Y @ ankle)
         assert not fwd > 2 * back                                 # control: turned round
     check_textured(m, 1, 0.08)                                    # 0.163 measured
-    check_animated(m, 0, "anim000", 63, 0.3)                      # 1.04 measured
+    check_animated(m, 0, "anim000", 71, 0.3)                      # 1.04 measured

@@ -19,8 +19,9 @@ H = math.sqrt(0.5)
 
 
 def _scene(**options):
+    """The tiny moveable in the rigid form (``skin=0``) unless asked otherwise."""
     doc = potsherd.read(tiny_trwad_bytes())
-    return doc.codec.to_scene(doc, **options)
+    return doc.codec.to_scene(doc, **{"skin": False, **options})
 
 
 def test_hierarchy_axes_and_units():
@@ -61,17 +62,21 @@ def test_front_faces_plus_z_upright_and_not_mirrored():
 
 def test_uv_corners_winding_and_materials():
     s = _scene()
-    tri, quad = s.meshes[0].primitives
-    # texture 1 (1x3) packed at (0, 0), texture 0 (2x2) at (1, 0) of a 256x256 atlas
-    assert tri.material == 0 and quad.material == 1  # quad has the additive attribute
+    quad, tri = s.meshes[0].primitives   # one primitive per attribute byte: 1, then 22
+    # texture 1 (1x3) packed at (0, 0), texture 0 (2x2) at (1, 0) of a 256x3 atlas (only the
+    # used rows of the page are kept)
+    assert s.images[0].data[16:24] == (256).to_bytes(4, "big") + (3).to_bytes(4, "big")
+    assert quad.material == 1 and tri.material == 2  # quad additive; tri shine (22 = 2 | 5 << 2)
+    assert s.materials[2].name == "textured_attr22"
+    assert s.materials[2].extras == {"tr4_attributes": 22} and s.materials[2].alpha_mode == "MASK"
     assert s.materials[1].alpha_mode == "BLEND" and s.materials[1].extras == {"additive": True}
     assert s.materials[0].alpha_mode == "MASK"
     # mirrored triangle with corner bits 2: v0, v1, v2 = nw, sw, ne; written v0, v2, v1
     assert tri.positions.tolist() == [[0, 0, 0], [256, -256, 0], [256, 0, 0]]
-    assert (tri.uvs[0] * 256).tolist() == [[0, 0], [1, 0], [0, 3]]
+    assert (tri.uvs[0] * [256, 3]).round(5).tolist() == [[0, 0], [1, 0], [0, 3]]
     # quad corners nw, ne, se, sw; triangles (0, 2, 1), (0, 3, 2)
     assert quad.positions.tolist() == [[0, 0, 0], [256, -256, 0], [256, 0, 0], [0, -256, 0]]
-    assert (quad.uvs[0] * 256).tolist() == [[1, 0], [3, 2], [3, 0], [1, 2]]
+    assert (quad.uvs[0] * [256, 3]).round(5).tolist() == [[1, 0], [3, 2], [3, 0], [1, 2]]
     assert quad.indices.tolist() == [0, 1, 2, 0, 3, 1]
     np.testing.assert_allclose(quad.normals, [[0, 0, 1]] * 4)
 
@@ -148,7 +153,7 @@ def test_posed_scene_matches_the_stored_keyframe_boxes(oid):
     from potsherd.formats.trle.moveables import extract
     from potsherd.scene import quat_to_matrix
     doc = potsherd.read(str(CORPUS / "tut1" / "tut1.WAD"))
-    s = doc.codec.to_scene(doc, moveable=oid)
+    s = doc.codec.to_scene(doc, moveable=oid, skin=False)
     t = extract(doc.root, oid)
     mesh_nodes = list(range(2, len(s.nodes)))
     parents = s.parents()
@@ -161,8 +166,9 @@ def test_posed_scene_matches_the_stored_keyframe_boxes(oid):
         start = a["keyframe_offset"] - base
         end = anims[k + 1]["keyframe_offset"] - base if k + 1 < len(anims) else total
         count = model.keyframe_count(start, a["frame_size"], end)
-        if count == 0:
-            assert anim.channels == []
+        if count == 0:  # kept as one key of the rest pose, not dropped
+            assert anim.extras["keyframe_count"] == 0 and len(anim.channels) == 1
+            assert anim.channels[0].times.tolist() == [0.0]
             continue
         boxes = model.decode_keyframes(t["keyframe_words"][start // 2:], a["frame_size"], count,
                                        len(mesh_nodes))["bbox"]

@@ -61,6 +61,8 @@ def cmd_insert(args) -> int:
         root = empty_wad()
     else:
         root = _read(args.wad, args, "tr4wad").root
+    if args.trwad.lower().endswith((".glb", ".gltf")):
+        return _insert_gltf(args, root)
     _, trwad = api.read_doc(args.trwad, limits=_limits(args), format="trwad")
     new = insert(root, trwad.root)
     data = Document("tr4wad", new, {"mesh_pad": 1}).encode()
@@ -68,7 +70,99 @@ def cmd_insert(args) -> int:
     m = trwad.root["moveable"]
     print(f"{args.output}: moveable {m['object_id']} inserted, {new['moveable_count']} moveables, "
           f"{len(data)} bytes")
+    for line in write_companions(args.wad, args.output, root, new, args.trwad):
+        print(line)
     return 0
+
+
+def _insert_gltf(args, root: dict) -> int:
+    """A glTF moveable into the wad: a moveable of the same object id is replaced,
+    keeping its state changes, dispatches, commands and id where the glTF has none."""
+    from ...document import Document
+    from ...scene.gltf_read import read_gltf
+    from .codecs import WAD
+    scene = read_gltf(args.trwad, limits=_limits(args))
+    options = {}
+    if getattr(args, "object_id", None) is not None:
+        options["object_id"] = _moveable_id(args.object_id)
+    like = Document("tr4wad", root, {"mesh_pad": 1})
+    doc = WAD.from_scene(scene, like=like, **options)
+    data = doc.encode()
+    atomic_write(args.output, data)
+    for w in scene.warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    print(f"{args.output}: {args.trwad} inserted, {doc.root['moveable_count']} moveables, "
+          f"{len(data)} bytes")
+    for line in write_companions(args.wad, args.output, root, doc.root, args.trwad):
+        print(line)
+    return 0
+
+
+def _sibling(path: str, ext: str) -> str | None:
+    """The file beside ``path`` with its stem and extension ``ext`` (any case)."""
+    folder = os.path.dirname(path) or "."
+    stem = os.path.splitext(os.path.basename(path))[0].lower()
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return None
+    for name in sorted(names):
+        base, e = os.path.splitext(name)
+        if base.lower() == stem and e.lower() == ext:
+            return os.path.join(folder, name)
+    return None
+
+
+def write_companions(wad_path: str, out_path: str, old: dict, new: dict,
+                     source: str) -> list[str]:
+    """The companion files beside a written wad, and what was done with each.
+
+    Sounds and sprites do not change when a moveable is pasted, so ``.sfx``,
+    ``.sam`` and ``.swd`` are copied; ``.was`` (one name line per object,
+    moveables first) gets a line for a moveable the wad did not have, when its
+    first lines name the wad's moveables as expected (else it is left out)."""
+    from .catalog import moveable_name
+    if wad_path == "-":
+        return ["companion files: none (the wad was new)"]
+    notes = []
+    out_stem = os.path.splitext(out_path)[0]
+    for ext in (".sfx", ".sam", ".swd"):
+        src = _sibling(wad_path, ext)
+        if src is None:
+            continue
+        target = out_stem + os.path.splitext(src)[1]
+        if os.path.abspath(target) != os.path.abspath(src):
+            with open(src, "rb") as f:
+                atomic_write(target, f.read())
+            notes.append(f"{target}: copied unchanged")
+    src = _sibling(wad_path, ".was")
+    if src is None:
+        return notes
+    target = out_stem + os.path.splitext(src)[1]
+    with open(src, "rb") as f:
+        text = f.read()
+    newline = b"\r\n" if b"\r\n" in text else b"\n"
+    lines = text.split(newline)
+    old_ids = [int(m["object_id"]) for m in old["moveables"]]
+    new_ids = [int(m["object_id"]) for m in new["moveables"]]
+    names = [(moveable_name(i) or "").encode("latin-1") for i in old_ids]
+    listed = [x.split(b":", 1)[0].strip() for x in lines[:len(names)]]
+    if new_ids == old_ids:
+        if os.path.abspath(target) != os.path.abspath(src):
+            atomic_write(target, text)
+            notes.append(f"{target}: copied unchanged (the moveable was replaced)")
+        return notes
+    added = [k for k, i in enumerate(new_ids) if i not in old_ids]
+    if len(new_ids) != len(old_ids) + 1 or len(added) != 1 or listed != names:
+        notes.append(f"{src}: not rewritten (its lines do not list this wad's moveables); "
+                     "add the new moveable's name by hand")
+        return notes
+    k = added[0]
+    name = moveable_name(new_ids[k]) or f"MOVEABLE{new_ids[k]}"
+    lines.insert(k, f"{name}:{os.path.basename(source)}".encode("latin-1", "replace"))
+    atomic_write(target, newline.join(lines))
+    notes.append(f"{target}: line {k + 1} added for {name}")
+    return notes
 
 
 def cmd_textures(args) -> int:
@@ -126,9 +220,11 @@ def add_cli(subparsers, common) -> None:
     common(sp)
     sp.set_defaults(func=cmd_extract)
 
-    sp = sub.add_parser("insert", help="add or replace a .trwad moveable in a wad")
+    sp = sub.add_parser("insert", help="add or replace a .trwad (or glTF) moveable in a wad")
     sp.add_argument("wad", help="the wad to insert into ('-' for an empty wad)")
-    sp.add_argument("trwad")
+    sp.add_argument("trwad", help="a .trwad, or a .glb/.gltf moveable (a moveable of the same "
+                                  "object id keeps its state machine unless the glTF has one)")
+    sp.add_argument("--object-id", help="object id or slot name for a glTF moveable")
     sp.add_argument("-o", "--output", required=True)
     common(sp)
     sp.set_defaults(func=cmd_insert)

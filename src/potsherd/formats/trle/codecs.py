@@ -9,14 +9,11 @@ from ...core.errors import FormatError, JsonFormatError, MagicError
 from ...core.layout import JsonCtx, text_or_hex, text_or_hex_back
 from ...core.limits import DEFAULT_LIMITS, Limits
 from ...document import Document
-from ...registry import Codec, LayoutCodec, Option
+from ...registry import Codec, LayoutCodec
 from . import model
 from .catalog import moveable_name
+from .options import EXPORT_OPTIONS, IMPORT_OPTIONS
 from .layouts import SFX_LAYOUT, SWD_LAYOUT, TRWAD_LAYOUT, WAD_LAYOUT
-
-_UNIT = Option("unit_scale", float, "metres per TRLE unit", 1.0 / 512.0)
-_SPACING = Option("spacing", float, "distance between moveables laid out side by side, in "
-                                    "TRLE units", 2048.0)
 
 TRWAD_VERSION = 170
 
@@ -40,9 +37,7 @@ def mesh_summary(meshes: Any) -> dict:
 class WadCodec(LayoutCodec):
     """TR4 ``.wad`` (versions 129 and 130)."""
 
-    export_options = (_UNIT, _SPACING,
-                      Option("moveable", str, "export only this moveable (object id or TR4 "
-                                              "slot name, e.g. LARA)"))
+    export_options = EXPORT_OPTIONS
 
     def __init__(self) -> None:
         super().__init__("tr4wad", WAD_LAYOUT, "wad", family="trle", extensions=(".wad",),
@@ -83,6 +78,48 @@ class WadCodec(LayoutCodec):
     def to_scene(self, doc: Document, **options: Any):
         from .scene import to_scene
         return to_scene(doc, **options)
+
+    import_options = IMPORT_OPTIONS
+
+    def from_scene(self, scene: Any, *, like: Document | None = None, out_name: str = "",
+                   **options: Any) -> Document:
+        """A glTF moveable pasted into a wad: ``like`` (the original wad) with the
+        moveable of the same object id replaced (its state machine, commands and
+        id kept where the glTF carries none), or a new wad holding only it."""
+        from ...registry import coerce_options
+        from .importer import from_scene
+        from .moveables import empty_wad, extract, insert, view_from_trwad
+        opts = coerce_options(IMPORT_OPTIONS, options, what="wad import")
+        base = like.root if like is not None else empty_wad()
+        if isinstance(base.get("meshes"), (bytes, bytearray)):
+            raise FormatError("the --like wad's mesh blob did not parse; cannot insert into it")
+        probe = guarded_import(from_scene, scene, **opts)
+        oid = int(probe["moveable"]["object_id"])
+        ids = [int(m["object_id"]) for m in base["moveables"]]
+        if oid in ids:
+            original = extract(base, oid)
+            root = from_scene(scene, like=original, **opts)
+            if like is not None and view_from_trwad(root) == view_from_trwad(original) \
+                    and root["moveable"] == original["moveable"]:
+                # the moveable comes back unchanged: the wad stays as it was
+                return Document(self.name, base, dict(like.params), like.trailing,
+                                list(like.warnings))
+        else:
+            root = probe
+        new = insert(base, root)
+        return Document(self.name, new, {"mesh_pad": 1}, b"", wad_warnings(new))
+
+
+def guarded_import(fn: Any, scene: Any, **kw: Any) -> dict:
+    """Run an importer; extras of the wrong shape (a hand-edited or hostile glTF)
+    become a FormatError naming the problem instead of a traceback."""
+    try:
+        return fn(scene, **kw)
+    except FormatError:
+        raise
+    except (KeyError, TypeError, ValueError, IndexError, OverflowError) as e:
+        raise FormatError(f"the glTF's TR4 extras or data are not usable: "
+                          f"{type(e).__name__}: {e}") from None
 
 
 def animation_ranges(root: dict) -> list[tuple[int, int]]:
@@ -125,7 +162,7 @@ class TrwadCodec(LayoutCodec):
     """WadMerger ``.trwad``: one moveable.  The mesh-pad variant is detected per
     file (``mesh_pad`` parameter) and recorded in the document."""
 
-    export_options = (_UNIT, _SPACING)
+    export_options = EXPORT_OPTIONS
 
     def __init__(self) -> None:
         super().__init__("trwad", TRWAD_LAYOUT, "trwad", family="trle", extensions=(".trwad",),
@@ -172,6 +209,19 @@ class TrwadCodec(LayoutCodec):
             "mesh_pad": doc.params.get("mesh_pad"),
         })
         return out
+
+    import_options = IMPORT_OPTIONS
+
+    def from_scene(self, scene: Any, *, like: Document | None = None, out_name: str = "",
+                   **options: Any) -> Document:
+        """A glTF scene as a ``.trwad`` (see :mod:`.importer`); ``like`` (the
+        original ``.trwad``) supplies what the glTF does not carry."""
+        from ...registry import coerce_options
+        from .importer import from_scene
+        opts = coerce_options(IMPORT_OPTIONS, options, what="trwad import")
+        root = guarded_import(from_scene, scene, like=like.root if like is not None else None,
+                              **opts)
+        return Document(self.name, root, {"mesh_pad": 0}, b"", trwad_warnings(root))
 
     def textures(self, doc: Document) -> list:
         return [(f"texture{i:04d}", model.image(model.bgr_block(t)))

@@ -317,23 +317,41 @@ def insert(root: dict, t: dict) -> dict:
     if len(t["meshes"]) < n:
         raise FormatError(f"the .trwad holds {len(t['meshes'])} meshes for {n}")
 
-    # --- textures: reuse identical ones, pack the rest onto new pages
+    # --- textures: every .trwad texture gets its own WAD texinfo (two of them with
+    # equal pixels stay two, so a re-extract gives the same list back); an
+    # identical WAD texinfo is reused, the one at the texture's source place
+    # first; equal pixels elsewhere get a new texinfo over them; the rest is
+    # packed onto new pages
     pages = model.page_array(bytes(r["pages"]))
-    existing: dict[tuple, int] = {}
+    existing: dict[tuple, list[int]] = {}
+    at_place: dict[tuple, list[int]] = {}
     for i, info in enumerate(r["textures"]):
         rgb, ok = model.cut_texture(pages, info)
         if ok:
-            existing.setdefault((info["flip_x"], info["flip_y"], info["w"], info["h"],
-                                 rgb.tobytes()), i)
+            key = (info["flip_x"], info["flip_y"], info["w"], info["h"], rgb.tobytes())
+            existing.setdefault(key, []).append(i)
+            at_place.setdefault((key, info["x"], info["y"], info["page"]), []).append(i)
     tex_map: list[int] = []
+    taken: set[int] = set()
     new_tex: list[tuple[dict, np.ndarray]] = []
     for tx in t["textures"]:
         rgb = model.bgr_block(tx)
         key = (tx["flip_x"], tx["flip_y"], tx["w"], tx["h"], rgb.tobytes())
-        if key not in existing:
-            existing[key] = len(r["textures"]) + len(new_tex)
+        target = next((i for i in at_place.get((key, tx["x"], tx["y"], tx["page"]), ())
+                       if i not in taken), None)
+        if target is None:
+            target = next((i for i in existing.get(key, ()) if i not in taken), None)
+        if target is None and key in existing:
+            target = len(r["textures"])
+            r["textures"].append(dict(r["textures"][existing[key][0]]))
+            existing[key].append(target)
+        if target is None:
+            target = -1 - len(new_tex)  # a new texinfo, appended below
             new_tex.append((tx, rgb))
-        tex_map.append(existing[key])
+        taken.add(target)
+        tex_map.append(target)
+    first_new = len(r["textures"])
+    tex_map = [first_new - 1 - i if i < 0 else i for i in tex_map]
     page_count = len(pages)
     if new_tex:
         places = _pack_textures([(tx["w"] + 1, tx["h"] + 1) for tx, _ in new_tex], page_count)

@@ -20,10 +20,30 @@ for a ``.trwad`` its texture blocks packed onto 256-wide pages stacked
 vertically, for a ``.wad`` its texture pages stacked vertically.  Polygons with
 the additive attribute get a BLEND material marked ``extras.additive``.
 
-Options: ``moveable`` (object id or TR4 slot name; a ``.wad`` exports every
-moveable by default, each under its own node, placed ``spacing`` TR units
-apart along X (default 2048) so they do not overlap), ``unit_scale``.
-Statics and sprites are not exported.
+By default (``skin=1``) a moveable is one skinned mesh per material bound to a
+skeleton whose joints are the mesh-tree nodes (every vertex rigidly weighted to
+its mesh's joint), so Blender shows one armature with one action per TR
+animation.  The skeleton's rest pose is the one the engine starts the object
+in: the first keyframe of the object's first animation (``InitialiseItem``
+sets ``anim_index`` and its ``frame_base``), for Lara (object 0) animation 103,
+the standing pose ``InitialiseLaraAnims`` starts her in on land.  ``skin=0``
+keeps the rigid form: one node per mesh carrying its mesh, identity rest pose.
+
+Every TR animation becomes a glTF animation, also those without keyframes (they
+get the rest pose as one key and ``extras.keyframe_count`` 0), so none is
+dropped; names of nodes, meshes and animations are unique (a repeated name gets
+a ``.N`` suffix, the original kept in ``extras.name``).  The atlas holds only
+the texture rectangles the exported meshes use, packed onto 256-wide pages;
+``extras.tr4_textures`` of the materials lists each one's source texinfo, and
+the extras of the moveable node, joints and animations carry what glTF cannot
+express (source indices, collision spheres, link flags, state machine,
+commands), so :func:`potsherd.formats.trle.importer.from_scene` can rebuild the
+moveable.
+
+Options (``export_options`` of the codecs): ``moveable`` (object id or TR4 slot
+name; a ``.wad`` exports every moveable by default, each under its own node,
+placed ``spacing`` TR units apart along X (default 2048) so they do not
+overlap), ``unit_scale``, ``skin``.  Statics and sprites are not exported.
 """
 from __future__ import annotations
 
@@ -33,12 +53,15 @@ import numpy as np
 
 from ...core.errors import FormatError
 from ...scene import (NEAREST, Animation, Channel, Image, Material, Mesh, Primitive, Scene,
-                      TextureRef, Y_DOWN_Z_FORWARD_TO_GLTF, compute_normals, quat_continuous, weld)
+                      Skin, TextureRef, rigid_influences, Y_DOWN_Z_FORWARD_TO_GLTF, compute_normals, quat_continuous, weld)
 from . import model
 from .catalog import moveable_name
 from .moveables import _pack_textures, extract
 
 FPS = 30.0
+
+#: the animation the engine starts Lara (object 0) in on land (InitialiseLaraAnims)
+LARA_START_ANIMATION = 103
 
 # corner ids: 0 nw, 1 ne, 2 se, 3 sw (note 6, TombLib's CalculateTr4UVCoordinates)
 _QUAD = np.array([[0, 1, 2, 3], [1, 0, 3, 2]])
@@ -47,19 +70,19 @@ _TRI = np.array([[[0, 1, 3], [1, 0, 2]],     # bits 12-14 = 0
                  [[2, 3, 1], [3, 2, 0]],     # 4
                  [[3, 0, 2], [2, 1, 3]]])    # 6
 
-
 def to_scene(doc: Any, **options: Any) -> Scene:
     """A ``.trwad`` or ``.wad`` document as a scene (see the module docstring)."""
     unit = float(options.get("unit_scale") or 1.0 / 512.0)
     spacing = float(options.get("spacing") if options.get("spacing") is not None else 2048)
+    skinned = options.get("skin", True)
+    skinned = skinned if isinstance(skinned, bool) else str(skinned).strip().lower() not in (
+        "0", "false", "no", "off")
     wanted = options.get("moveable")
     scene = Scene(name=doc.source or doc.format)
     if doc.format == "trwad":
         if "moveable" not in doc.root:
             raise FormatError("this .trwad holds no single moveable")
         movs = [doc.root]
-        atlas, rects = _block_atlas(doc.root["textures"])
-        rect_lists = [rects]
     elif doc.format == "tr4wad":
         root = doc.root
         if isinstance(root["meshes"], (bytes, bytearray)):
@@ -72,46 +95,85 @@ def to_scene(doc: Any, **options: Any) -> Scene:
                 raise FormatError(f"no moveable with id {oid} in this wad")
             ids = [oid]
         movs = [extract(root, oid) for oid in ids]
-        pages = model.page_array(bytes(root["pages"]))
-        atlas = pages.reshape(-1, model.PAGE_SIZE, 3) if len(pages) else np.zeros((1, 1, 3), np.uint8)
-        rect_lists = [[(t["x"], t["page"] * model.PAGE_SIZE + t["y"], t["w"] + 1, t["h"] + 1)
-                       for t in m["textures"]] for m in movs]
     else:
         raise FormatError(f"{doc.format} files hold no moveables")
+    atlas, rect_lists = _block_atlas([m["textures"] for m in movs])
 
     image = scene.add_image(Image.from_pil(model.image(atlas, transparent_magenta=True),
                                            name="atlas"))
     tex = TextureRef(image=image, mag_filter=NEAREST, min_filter=NEAREST)
-    solid = scene.add_material(Material(name="textured", base_color_texture=tex,
-                                        alpha_mode="MASK"))
-    additive = scene.add_material(Material(name="additive", base_color_texture=tex,
-                                           alpha_mode="BLEND", extras={"additive": True}))
+    materials = _Materials(scene, tex)
     size = (atlas.shape[1], atlas.shape[0])
     top = scene.add_node(name="tr4", rotation=Y_DOWN_Z_FORWARD_TO_GLTF, scale=(unit, unit, unit),
                          extras={"source": "TR4 space: Y down, 1024 units per sector"})
     for i, (t, rects) in enumerate(zip(movs, rect_lists)):
-        _add_moveable(scene, top, t, rects, size, (solid, additive),
-                      offset=(i * spacing, 0.0, 0.0), prefix=len(movs) > 1)
+        _add_moveable(scene, top, t, rects, size, materials,
+                      offset=(i * spacing, 0.0, 0.0), prefix=len(movs) > 1, skinned=skinned)
+    unique_names(scene)
     return scene
 
 
-def _block_atlas(textures: list) -> tuple[np.ndarray, list]:
-    """Pack ``.trwad`` texture blocks onto 256-wide pages stacked vertically."""
-    if not textures:
-        return np.zeros((1, 1, 3), np.uint8), []
-    sizes = [(t["w"] + 1, t["h"] + 1) for t in textures]
+def _block_atlas(texture_lists: list) -> tuple[np.ndarray, list]:
+    """Pack the texture blocks of every moveable (identical blocks of different
+    moveables once, so a polygon's rectangle names its texture) onto
+    256-wide pages stacked vertically; the last page is cut to its used rows.
+    Returns the atlas and, per moveable, each texture's (x, y, w, h)."""
+    blocks: dict[tuple, list[int]] = {}
+    sizes: list[tuple[int, int]] = []
+    pixels: list[np.ndarray] = []
+    refs = []
+    for textures in texture_lists:
+        row: list[int] = []
+        for t in textures:   # within a moveable every texture keeps its own rectangle
+            key = (int(t["w"]), int(t["h"]), bytes(t["pixels"]))
+            free = [b for b in blocks.get(key, ()) if b not in row]
+            if not free:
+                blocks.setdefault(key, []).append(len(sizes))
+                free = [len(sizes)]
+                sizes.append((int(t["w"]) + 1, int(t["h"]) + 1))
+                pixels.append(model.bgr_block(t))
+            row.append(free[0])
+        refs.append(row)
+    if not sizes:
+        return np.zeros((1, 1, 3), np.uint8), [[] for _ in texture_lists]
     places = _pack_textures(sizes, 0)
-    pages = max(p for p, _, _ in places) + 1
-    atlas = np.zeros((pages * model.PAGE_SIZE, model.PAGE_SIZE, 3), np.uint8)
+    bottom = max(p * model.PAGE_SIZE + y + h for (p, _, y), (_, h) in zip(places, sizes))
+    atlas = np.zeros((bottom, model.PAGE_SIZE, 3), np.uint8)
     rects = []
-    for t, (w, h), (page, x, y) in zip(textures, sizes, places):
+    for rgb, (w, h), (page, x, y) in zip(pixels, sizes, places):
         y += page * model.PAGE_SIZE
-        atlas[y:y + h, x:x + w] = model.bgr_block(t)
+        atlas[y:y + h, x:x + w] = rgb
         rects.append((x, y, w, h))
-    return atlas, rects
+    return atlas, [[rects[k] for k in row] for row in refs]
 
 
-def _mesh_primitives(m: dict, rects: list, size: tuple, materials: tuple) -> list:
+class _Materials:
+    """One material per polygon attribute byte: ``textured`` (0) and ``additive``
+    (1) always, others (shine bits set) on first use, named after the byte and
+    carrying it in ``extras.tr4_attributes``."""
+
+    def __init__(self, scene: Scene, tex: TextureRef) -> None:
+        self.scene, self.tex = scene, tex
+        self.by_attr: dict[int, int] = {}
+        self.get(0)
+        self.get(1)
+
+    def get(self, attr: int) -> int:
+        if attr not in self.by_attr:
+            label = ("additive" if attr & 1 else "textured") + (f"_attr{attr}" if attr > 1 else "")
+            extras: dict = {"additive": True} if attr & 1 else {}
+            if attr > 1:
+                extras["tr4_attributes"] = attr
+            self.by_attr[attr] = self.scene.add_material(Material(
+                name=label, base_color_texture=self.tex,
+                alpha_mode="BLEND" if attr & 1 else "MASK", extras=extras))
+        return self.by_attr[attr]
+
+    def labels(self) -> list[tuple[int, str]]:
+        return [(i, self.scene.materials[i].name) for i in sorted(self.by_attr.values())]
+
+
+def _mesh_primitives(m: dict, rects: list, size: tuple, materials: "_Materials") -> list:
     """Primitives of one TR mesh: per-corner UVs from the texture rectangles,
     quads split, winding reversed (TR faces are clockwise)."""
     polys = m["polygons"]
@@ -142,8 +204,9 @@ def _mesh_primitives(m: dict, rects: list, size: tuple, materials: tuple) -> lis
         raise FormatError("a polygon uses a vertex index beyond the mesh's vertices")
     nn = int(m["normal_count"])
     out = []
-    for flag, material in ((0, materials[0]), (1, materials[1])):
-        sel = np.flatnonzero((attrs & 1) == flag)
+    for value in sorted(set((attrs & 0xFF).tolist())):
+        material = materials.get(int(value))
+        sel = np.flatnonzero((attrs & 0xFF) == value)
         if not len(sel):
             continue
         q = quad[sel]
@@ -179,49 +242,167 @@ def _mesh_primitives(m: dict, rects: list, size: tuple, materials: tuple) -> lis
     return out
 
 
-def _add_moveable(scene: Scene, top: int, t: dict, rects: list, size: tuple, materials: tuple,
-                  offset: tuple, prefix: bool) -> None:
+def _add_moveable(scene: Scene, top: int, t: dict, rects: list, size: tuple, materials: Any,
+                  offset: tuple, prefix: bool, skinned: bool = True) -> None:
     mov = t["moveable"]
     oid = int(mov["object_id"])
     name = moveable_name(oid) or f"moveable{oid}"
     n = int(mov["mesh_count"])
     holder = scene.add_node(name=name, parent=top, translation=offset if any(offset) else None,
-                            extras={"object_id": oid})
+                            extras={"object_id": oid, "tr4_moveable": {
+                                k: int(mov[k]) for k in ("object_id", "mesh_count",
+                                                         "first_mesh_pointer", "links_index",
+                                                         "keyframe_offset", "anim_index")},
+                                "link_tail": [int(w) for w in np.asarray(
+                                    t["link_words"])[4 * max(n - 1, 0):]],
+                                "tr4_textures": [
+                                    {"atlas": list(r), **{k: int(x[k]) for k in (
+                                        "x", "y", "page", "flip_x", "w", "flip_y", "h")}}
+                                    for r, x in zip(rects, t["textures"])]})
     bones = model.skeleton(t["link_words"], n) if t["link_word_count"] >= 4 * max(n - 1, 0) \
         else [{"parent": -1 if j == 0 else 0, "offset": (0, 0, 0), "flags": 0} for j in range(n)]
     if len(bones) < n:
         scene.warnings.append(f"{name}: incomplete mesh tree")
+    count = min(n, len(t["meshes"]))
+    decoded = _decoded_animations(scene, t, count, name)
+    rest_offset, rest_quats = (0.0, 0.0, 0.0), [None] * count
+    if skinned and decoded:
+        start = LARA_START_ANIMATION if oid == 0 and len(decoded) > LARA_START_ANIMATION else 0
+        first = decoded[start] or next((d for d in decoded if d), None)
+        if first is not None:
+            rest_offset = tuple(float(c) for c in first[1][0])
+            rest_quats = [tuple(float(c) for c in first[2][0, j]) for j in range(count)]
     nodes: list[int] = []
-    for j in range(min(n, len(t["meshes"]))):
+    parts: list[list] = []
+    for j in range(count):
         b = bones[j]
-        prims = _mesh_primitives(t["meshes"][j], rects, size, materials)
-        mesh = scene.add_mesh(Mesh(name=f"{name}_mesh{j}", primitives=prims)) if prims else None
+        m = t["meshes"][j]
+        prims = _mesh_primitives(m, rects, size, materials)
+        extras: dict = {"link_flags": b["flags"]} if b["flags"] else {}
+        extras["tr4_sphere"] = [*(int(c) for c in m["center"]), int(m["radius"]), int(m["flags"])]
         parent = holder if b["parent"] < 0 else nodes[b["parent"]]
-        nodes.append(scene.add_node(name=f"{name}_{j}", parent=parent, mesh=mesh,
-                                    translation=tuple(float(c) for c in b["offset"]),
-                                    extras={"link_flags": b["flags"]} if b["flags"] else {}))
-    _add_animations(scene, t, nodes, name if prefix else "")
+        translation = rest_offset if j == 0 and skinned else tuple(float(c) for c in b["offset"])
+        if skinned:
+            extras["link_offset"] = [int(c) for c in b["offset"]]
+            nodes.append(scene.add_node(name=f"{name}_{j}", parent=parent,
+                                        translation=translation, rotation=rest_quats[j],
+                                        extras=extras))
+            parts.append(prims)
+        else:
+            mesh = scene.add_mesh(Mesh(name=f"{name}_mesh{j}", primitives=prims)) if prims else None
+            nodes.append(scene.add_node(name=f"{name}_{j}", parent=parent, mesh=mesh,
+                                        translation=translation, extras=extras))
+    if skinned and nodes:
+        _add_skin(scene, name, nodes, parts, materials)
+    first_anim = len(scene.animations)
+    _add_animations(scene, t, nodes, name if prefix else "", decoded)
+    # the same table on the moveable node, without the boxes: Blender keeps node
+    # extras but drops animation extras when it re-exports
+    scene.nodes[holder].extras["tr4_animations"] = [
+        {"name": a.name, **{k: v for k, v in a.extras.items() if k != "bboxes"}}
+        for a in scene.animations[first_anim:]]
 
 
-def _add_animations(scene: Scene, t: dict, nodes: list, prefix: str) -> None:
+def world_matrices(scene: Scene) -> list:
+    """Rest world matrix of every node (TRS chains from the roots)."""
+    from ...scene import trs_to_matrix
+    out: list = [None] * len(scene.nodes)
+    stack = [(r, np.eye(4)) for r in scene.roots]
+    while stack:
+        i, parent = stack.pop()
+        nd = scene.nodes[i]
+        local = nd.matrix if nd.matrix is not None else trs_to_matrix(
+            nd.translation, nd.rotation, nd.scale)
+        out[i] = parent @ local
+        stack.extend((c, out[i]) for c in nd.children)
+    return out
+
+
+def _add_skin(scene: Scene, name: str, joints: list, parts: list, materials: Any) -> None:
+    """One skinned mesh per material: every part's primitives posed by its
+    joint's rest matrix, rigidly weighted to that joint."""
+    world = world_matrices(scene)
+    binds = np.stack([world[j] for j in joints])
+    skin = scene.add_skin(Skin(joints=list(joints), inverse_bind_matrices=np.linalg.inv(binds),
+                               skeleton=scene.parents()[joints[0]], name=f"{name}_skin"))
+    for material, label in materials.labels():
+        pieces = [(j, p) for j, prims in enumerate(parts) for p in prims if p.material == material]
+        if not pieces:
+            continue
+        pos, nrm, uv, col, idx, jnt = [], [], [], [], [], []
+        base = 0
+        for j, p in pieces:
+            m = binds[j]
+            pos.append(np.asarray(p.positions, np.float64) @ m[:3, :3].T + m[:3, 3])
+            rot = m[:3, :3] / np.linalg.norm(m[:3, :3], axis=0)
+            nrm.append(np.asarray(p.normals, np.float64) @ rot.T)
+            uv.append(p.uvs[0])
+            col.append(p.colors if p.colors is not None
+                       else np.ones((p.vertex_count, 3), np.float32))
+            idx.append(np.asarray(p.indices, np.int64) + base)
+            jnt.append(np.full(p.vertex_count, j))
+            base += p.vertex_count
+        joints_, weights = rigid_influences(np.concatenate(jnt))
+        prim = Primitive(positions=np.concatenate(pos).astype(np.float32),
+                         normals=np.concatenate(nrm).astype(np.float32),
+                         uvs=[np.concatenate(uv)], indices=np.concatenate(idx).astype(np.uint32),
+                         joints=joints_, weights=weights, material=material)
+        if any(p.colors is not None for _, p in pieces):
+            prim.colors = np.concatenate(col).astype(np.float32)
+            prim.extras["shaded_parts"] = [j for j, p in pieces if p.colors is not None]
+        mesh = scene.add_mesh(Mesh(name=f"{name}_{label}", primitives=[prim]))
+        scene.add_node(name=f"{name}_{label}", mesh=mesh, skin=skin)
+
+
+def _decoded_animations(scene: Scene, t: dict, mesh_count: int, name: str) -> list:
+    """Per animation: (times, root offsets (K, 3), quaternions (K, meshes, 4))
+    or None when it has no decodable keyframes."""
     anims = t["animations"]
-    if not anims or not nodes:
-        return
+    if not anims or not mesh_count:
+        return [None] * len(anims)
     mov = t["moveable"]
     base = int(mov["keyframe_offset"])
-    first = int(mov["anim_index"])
     total = 2 * len(t["keyframe_words"])
     words = np.asarray(t["keyframe_words"], np.int16)
-    cmds = np.asarray(t["commands"]).tolist()
-    changes = list(t["state_changes"])
-    ci = si = 0
+    out: list = []
     for i, a in enumerate(anims):
         start = int(a["keyframe_offset"]) - base
         end = (int(anims[i + 1]["keyframe_offset"]) - base) if i + 1 < len(anims) else total
+        fsz = int(a["frame_size"])
+        count = model.keyframe_count(start, fsz, end) if start >= 0 else 0
+        item = None
+        if count > 0 and start % 2 == 0:
+            try:
+                kf = model.decode_keyframes(words[start // 2:], fsz, count, mesh_count)
+            except FormatError as e:
+                scene.warnings.append(f"{name} animation {i}: keyframes not decoded ({e.message})")
+                kf = None
+            if kf is not None:
+                times = np.arange(count, dtype=np.float64) * max(int(a["frame_duration"]), 1) / FPS
+                quats = model.quaternions_yxz(kf["rotation"])
+                for j in range(mesh_count):
+                    quats[:, j] = quat_continuous(quats[:, j])
+                item = (times, kf["offset"].astype(np.float64), quats, kf["bbox"])
+        out.append(item)
+    return out
+
+
+def _add_animations(scene: Scene, t: dict, nodes: list, prefix: str, decoded: list) -> None:
+    anims = t["animations"]
+    if not anims or not nodes:
+        return
+    first = int(t["moveable"]["anim_index"])
+    base = int(t["moveable"]["keyframe_offset"])
+    cmds = np.asarray(t["commands"]).tolist()
+    changes = list(t["state_changes"])
+    ci = si = 0
+    for i, (a, dec) in enumerate(zip(anims, decoded)):
         nc, ns = int(a["command_count"]), int(a["state_change_count"])
         fs = int(a["frame_start"])
         extras = {
             "state_id": int(a["state_id"]), "frame_duration": int(a["frame_duration"]),
+            "frame_size": int(a["frame_size"]), "keyframe_offset": int(a["keyframe_offset"]) - base,
+            "keyframe_count": 0 if dec is None else len(dec[0]),
             "frame_start": fs, "frame_end": int(a["frame_end"]),
             "speed": a["speed"] / 65536.0, "accel": a["accel"] / 65536.0,
             "speed_lateral": a["speed_lateral"] / 65536.0,
@@ -229,6 +410,10 @@ def _add_animations(scene: Scene, t: dict, nodes: list, prefix: str) -> None:
             "next_anim": int(a["next_anim"]) - first,
             "next_frame": int(a["next_frame"]) - _frame_start(anims, int(a["next_anim"]) - first),
             "commands": [_rebased_command(c, fs) for c in cmds[ci:ci + nc]],
+            "source_indices": {"state_change_index": int(a["state_change_index"]),
+                               "command_offset": int(a["command_offset"]),
+                               "dispatch_index": [int(s["dispatch_index"])
+                                                  for s in changes[si:si + ns]]},
             "state_changes": [{"state_id": int(s["state_id"]), "dispatches": [
                 {"low": int(d[0]) - fs, "high": int(d[1]) - fs,
                  "next_anim": (int(d[2]) & 0xFFFF) - first,
@@ -238,23 +423,38 @@ def _add_animations(scene: Scene, t: dict, nodes: list, prefix: str) -> None:
         ci += nc
         si += ns
         anim = Animation(name=f"{prefix}/anim{i:03d}" if prefix else f"anim{i:03d}", extras=extras)
-        fsz = int(a["frame_size"])
-        count = model.keyframe_count(start, fsz, end) if start >= 0 else 0
-        if count > 0 and start % 2 == 0:
-            try:
-                kf = model.decode_keyframes(words[start // 2:], fsz, count, len(nodes))
-            except FormatError as e:
-                scene.warnings.append(f"{anim.name}: keyframes not decoded ({e.message})")
-                kf = None
-            if kf is not None:
-                times = np.arange(count, dtype=np.float64) * max(int(a["frame_duration"]), 1) / FPS
-                anim.channels.append(Channel(nodes[0], "translation", times,
-                                             kf["offset"].astype(np.float32)))
-                quats = model.quaternions_yxz(kf["rotation"])
-                for j, node in enumerate(nodes):
-                    anim.channels.append(Channel(node, "rotation", times,
-                                                 quat_continuous(quats[:, j]).astype(np.float32)))
+        if dec is not None:
+            times, offsets, quats, boxes = dec
+            extras["bboxes"] = np.asarray(boxes).tolist()
+            anim.channels.append(Channel(nodes[0], "translation", times,
+                                         offsets.astype(np.float32)))
+            for j, node in enumerate(nodes):
+                anim.channels.append(Channel(node, "rotation", times,
+                                             quats[:, j].astype(np.float32)))
+        else:  # no keyframes: one key of the rest pose, so the animation is kept
+            zero = np.zeros(1)
+            nd = scene.nodes[nodes[0]]
+            anim.channels.append(Channel(nodes[0], "translation", zero,
+                                         np.asarray([nd.translation or (0.0, 0.0, 0.0)],
+                                                    np.float32)))
         scene.add_animation(anim)
+
+
+def unique_names(scene: Scene) -> None:
+    """Make node, mesh, skin and animation names unique (``name.N``), keeping
+    a changed name's original in ``extras.name``."""
+    for items in (scene.nodes, scene.meshes, scene.skins, scene.animations):
+        seen: set = set()
+        for it in items:
+            if not it.name:
+                continue
+            if it.name in seen:
+                k = 1
+                while f"{it.name}.{k}" in seen:
+                    k += 1
+                it.extras.setdefault("name", it.name)
+                it.name = f"{it.name}.{k}"
+            seen.add(it.name)
 
 
 def _frame_start(anims: list, rel: int) -> int:
@@ -264,6 +464,9 @@ def _frame_start(anims: list, rel: int) -> int:
 def _rebased_command(c: list, frame_start: int) -> dict:
     kind = int(c[0])
     out: dict[str, Any] = {"type": model.COMMAND_NAMES.get(kind, kind)}
+    used = 1 + model.COMMAND_PARAMS.get(kind, 3)
+    if any(int(x) for x in c[used:4]):
+        out["padding"] = [int(x) for x in c[used:4]]
     if kind == 1:
         out["position"] = [int(c[1]), int(c[2]), int(c[3])]
     elif kind == 2:
