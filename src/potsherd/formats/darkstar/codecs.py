@@ -4,13 +4,13 @@ from __future__ import annotations
 import struct
 from typing import Any
 
-from ...core.errors import FormatError, JsonFormatError, MagicError
+from ...core.errors import FormatError, JsonFormatError, MagicError, ValueFormatError
 from ...core.expr import Scope
 from ...core.layout import JsonCtx
 from ...core.limits import DEFAULT_LIMITS, Limits
 from ...core.stream import Reader, Writer
 from ...document import Document
-from ...registry import Codec
+from ...registry import Codec, Option, coerce_options
 from .pers import BLOCK, TAG
 
 
@@ -99,12 +99,32 @@ class DarkstarCodec(Codec):
 
 
 
+def _typed(declared: tuple, options: dict) -> dict:
+    """``options`` with the declared ones converted from command-line text (the
+    others, such as the CLI's own arguments, pass unchanged)."""
+    names = {o.name for o in declared}
+    mine = {k: v for k, v in options.items() if k in names}
+    try:
+        typed = coerce_options(declared, mine, what="dts")
+    except ValueError as e:
+        raise ValueFormatError(str(e)) from None
+    return {**options, **typed}
+
+
 class ShapeCodec(DarkstarCodec):
     """``.dts``: shapes also export to glTF (:mod:`.scene`)."""
 
+    export_options = (
+        Option("detail", int, "level of detail to export (index into the shape's details; "
+               "-1 keeps every level)", 0),
+        Option("bounds", bool, "also export the 'bounds' utility object", False),
+        Option("skin", bool, "bind the meshes to a skeleton of the shape's nodes (default: on "
+               "for shapes with several nodes and node animation); 0 keeps meshes on the nodes", None),
+    )
+
     def to_scene(self, doc: Document, **options: Any):
         from .scene import to_scene
-        return to_scene(doc, **options)
+        return to_scene(doc, **_typed(self.export_options, options))
 
 
 DTS = ShapeCodec("dts", (".dts",), "Darkstar 3Space shape (PERS TS::Shape, v2-v8)")
