@@ -127,7 +127,42 @@ class ShapeCodec(DarkstarCodec):
         return to_scene(doc, **_typed(self.export_options, options))
 
 
+    import_options = (
+        Option("version", int, "shape version to write: 7 (Starsiege) or 8 (Tribes); "
+               "default that of --like, else 8", None),
+        Option("details", str, "comma-separated pixel sizes of the detail levels found in the "
+               "glTF (default: the export's sizes, else 1)", None),
+    )
+
+    def from_scene(self, scene: Any, *, like: Document | None = None, out_name: str = "",
+                   **options: Any) -> Document:
+        from .importer import shape_from_scene
+        opts = _typed(self.import_options, options)
+        return shape_from_scene(scene, like=like, version=opts.get("version"),
+                                details=opts.get("details"))
+
+
+class MaterialListCodec(DarkstarCodec):
+    """``.dml``: material lists can be written from a glTF's materials."""
+
+    import_options = (
+        Option("version", int, "material list version: 2, 3 or 4 (default that of --like, "
+               "else 4)", None),
+        Option("palette", str, "palette for writing textures as the game's bitmaps "
+               "(not available yet: textures are named and warned about)", None),
+    )
+
+    def from_scene(self, scene: Any, *, like: Document | None = None, out_name: str = "",
+                   **options: Any) -> Document:
+        from .importer import matlist_from_scene
+        opts = _typed(self.import_options, options)
+        if opts.get("palette"):
+            scene.warnings.append("palette given, but no bitmap writer is available: "
+                                  "textures named, not written")
+        return matlist_from_scene(scene, like=like, version=opts.get("version"))
+
+
 DTS = ShapeCodec("dts", (".dts",), "Darkstar 3Space shape (PERS TS::Shape, v2-v8)")
-DML = DarkstarCodec("dml", (".dml",), "Darkstar material list (PERS TS::MaterialList, v2-v4)")
+DML = MaterialListCodec("dml", (".dml",), "Darkstar material list (PERS TS::MaterialList, v2-v4)")
 
 CODECS = [DTS, DML]
