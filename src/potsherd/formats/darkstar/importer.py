@@ -163,7 +163,20 @@ def bounds_mesh(lo: np.ndarray, hi: np.ndarray) -> dict:
 # materials
 
 
-def material_list(materials: list, version: int, warnings: list, like: dict | None = None) -> dict:
+def texture_name(m: Any, images: list | None, i: int) -> str:
+    """The map file a textured material names: its image's file or name, else its own name."""
+    ref = m.base_color_texture
+    img = images[ref.image] if images is not None and 0 <= ref.image < len(images) else None
+    for cand in ((img.uri if img is not None else None), (img.name if img is not None else None), m.name):
+        if cand:
+            base = str(cand).replace("\\", "/").rsplit("/", 1)[-1]
+            stem, dot, ext = base.rpartition(".")
+            return base if dot and ext.lower() in ("bmp", "pbmp") else (stem or base) + ".bmp"
+    return f"material{i}.bmp"
+
+
+def material_list(materials: list, version: int, warnings: list, like: dict | None = None,
+                  images: list | None = None) -> dict:
     """A ``TS::MaterialList`` of ``version`` (2-4) from scene materials."""
     t = _tables("TS::MaterialList", version)["materials"]
     rows = np.zeros(len(materials), t)
@@ -176,7 +189,7 @@ def material_list(materials: list, version: int, warnings: list, like: dict | No
         ex = m.extras or {}
         mapname = ex.get("map") if isinstance(ex.get("map"), str) else ""
         if not mapname and m.base_color_texture is not None:
-            mapname = m.name or f"material{i}.bmp"
+            mapname = texture_name(m, images, i)
         r, g, b = (int(round(min(max(float(c), 0.0), 1.0) * 255)) for c in m.base_color[:3])
         flags = (MAT_TEXTURE if mapname else MAT_RGB) | SMOOTH
         if m.alpha_mode == "MASK":
@@ -191,9 +204,9 @@ def material_list(materials: list, version: int, warnings: list, like: dict | No
         rows[i]["fFlags"] = flags
         rows[i]["fRed"], rows[i]["fGreen"], rows[i]["fBlue"] = r, g, b
         rows[i]["fName"] = np.frombuffer(_slot(mapname, 32, warnings, "map name"), "V32")[0]
-        if "fType" in t.names:
-            rows[i]["fElasticity"] = rows[i]["fFriction"] = 1.0
-            rows[i]["fUseDefaultProps"] = 1
+        for k, default in (("fElasticity", 1.0), ("fFriction", 1.0), ("fUseDefaultProps", 1)):
+            if k in t.names:
+                rows[i][k] = default
         prev = old.get(mapname.lower()) if mapname else None
         if prev is not None:             # keep what glTF has no word for
             for k in t.names:
@@ -473,7 +486,7 @@ def build_shape(model: ShapeModel, version: int, *, details: list | None = None,
              fnDefaultMaterials=len(model.materials), fAlwaysNode=always, meshes=meshes,
              hasMaterials=1,
              materials=material_list(model.materials, 4 if version >= 8 else 3, warnings,
-                                     lp.get("materials") if lp is not None else None))
+                                     lp.get("materials") if lp is not None else None, model.images))
     p["names"] = _table(t["names"], len(names.slots))
     if names.slots:
         p["names"]["name"] = np.frombuffer(b"".join(names.slots), "V24")
@@ -661,7 +674,8 @@ def matlist_from_scene(scene: Scene, *, like: Document | None = None, version: A
     if not scene.materials:
         raise ImportError_("the scene has no materials to make a material list of")
     warnings: list = []
-    block = material_list(scene.materials, v, warnings, like.root if like is not None else None)
+    block = material_list(scene.materials, v, warnings, like.root if like is not None else None,
+                          scene.images)
     if like is not None and like.format == "dml":
         rows, old = block["payload"]["materials"], like.root["payload"]
         if isinstance(old, dict) and old["materials"].dtype == rows.dtype and np.array_equal(

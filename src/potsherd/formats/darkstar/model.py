@@ -84,6 +84,7 @@ class ShapeModel:
     materials: list                  #: scene materials (the Material dataclasses)
     extras: dict
     warnings: list
+    images: list = field(default_factory=list)
 
 
 def original_name(item: Any) -> str:
@@ -162,6 +163,9 @@ def _geometry_pieces(scene: Scene, worlds: list, warnings: list) -> dict[int, li
             joints = np.asarray(prim.joints, np.int64).reshape(n, -1)
             weights = np.asarray(prim.weights, np.float64).reshape(n, -1)
             dominant = joints[np.arange(n), np.argmax(weights, axis=1)]
+            if (np.sort(weights, axis=1)[:, :-1] > 0.01).any():
+                warnings.append(f"mesh {mesh.name!r}: blended skin weights reduced to each vertex's "
+                                "strongest joint (shape meshes are rigid on one node)")
             corner_joint = dominant[idx].reshape(-1, 3)
             # a triangle belongs to the joint of most of its corners (its first on a tie)
             tri_joint = np.where(corner_joint[:, 1] == corner_joint[:, 2], corner_joint[:, 1],
@@ -308,7 +312,9 @@ def shape_model(scene: Scene, *, version: int = 8) -> ShapeModel:
     fixes = {i: key_fix(i) for i in node_index}
     sequences = [_sequence(scene, a, node_index, object_of_scene_node, object_of_holder, object_leaf,
                            fixes, rigid, warnings) for a in scene.animations]
-    return ShapeModel(nodes, objects, sequences, list(scene.materials), dict(scene.extras), warnings)
+    warnings = list(dict.fromkeys(warnings))          # one line per kind of loss and mesh
+    return ShapeModel(nodes, objects, sequences, list(scene.materials), dict(scene.extras), warnings,
+                      list(scene.images))
 
 
 def _preorder(scene: Scene) -> list[int]:
@@ -339,8 +345,13 @@ def _sequence(scene: Scene, a: Any, node_index: dict, object_of_scene_node: dict
     empty = bool(a.extras.get("empty"))
     for sn, chans in by_node.items():
         if sn in node_index and not empty and chans.keys() & {"rotation", "translation", "scale"}:
-            times = np.unique(np.concatenate([np.asarray(c.times, np.float64) for p, c in chans.items()
-                                              if p != "weights"]))
+            parts = [np.asarray(c.times, np.float64) for p, c in chans.items() if p != "weights"]
+            for p, c in chans.items():
+                if p != "weights" and c.interpolation == "STEP" and len(c.times) > 1:
+                    # shape keys interpolate: hold the old value until just before each step
+                    ct = np.asarray(c.times, np.float64)
+                    parts.append(np.maximum(ct[1:] - 1e-4 * max(duration, 1e-3), ct[:-1]))
+            times = np.unique(np.concatenate(parts))
             n = scene.nodes[sn]
             rest = {"rotation": n.rotation if n.rotation is not None else (0, 0, 0, 1),
                     "translation": n.translation if n.translation is not None else (0, 0, 0),
@@ -359,7 +370,9 @@ def _sequence(scene: Scene, a: Any, node_index: dict, object_of_scene_node: dict
                 m = fix[None] @ trs_to_matrix(tr, rot, sc)
                 tr, rot, sc = decompose_matrix(m)
             if rigid:
-                if np.abs(sc - 1).max() > 1e-4:
+                rest_m = fix @ trs_to_matrix(rest["translation"], rest["rotation"], rest["scale"])
+                rest_scale = decompose_matrix(rest_m)[2]
+                if np.abs(sc - rest_scale).max() > 1e-4:       # the rest scale is in the vertices
                     warnings.append(f"sequence {seq.name!r}: scale keys of node "
                                     f"{original_name(n)!r} dropped (v8 has no scale)")
                 sc = np.ones_like(sc)
