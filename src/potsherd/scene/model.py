@@ -70,6 +70,13 @@ class Material:
     emissive: tuple = (0.0, 0.0, 0.0)
     unlit: bool = False
     extras: dict = field(default_factory=dict)
+    #: further glTF texture slots, filled by the glTF reader (``scene.gltf_read``)
+    #: for importers whose formats have them; normal ``scale`` and occlusion
+    #: ``strength`` are in the ref's ``extras``
+    normal_texture: Optional[TextureRef] = None
+    metallic_roughness_texture: Optional[TextureRef] = None
+    occlusion_texture: Optional[TextureRef] = None
+    emissive_texture: Optional[TextureRef] = None
 
 
 @dataclass

@@ -1,0 +1,940 @@
+"""glTF 2.0 reader: ``.glb`` / ``.gltf`` into the neutral :class:`~potsherd.scene.Scene`.
+
+The inverse of :mod:`potsherd.export.gltf`: what that writer encodes comes
+back as the same scene (arrays as float32 / the integer types glTF stores),
+and what Blender, assimp and other exporters write reads into the same
+model.  Conventions are glTF's and stay so (+Y up, metres, CCW, UV origin
+top-left); importers convert to their target.
+
+A glTF file is hostile input like any other: every index is checked against
+its list, every accessor against its buffer view and every view against its
+buffer *before* an array is made; counts are bounded by :class:`Limits` and
+zero-filled data (accessors without a view) by a budget that follows the
+input size.  Errors are :class:`JsonFormatError` / :class:`FormatError`
+carrying the JSON path (``$.accessors[3].count``).
+
+Read, not kept: cameras, lights, KHR_texture_transform (warned), unknown
+extensions (their names end up in ``scene.extras["extensionsUsed"]``).
+Refused: ``extensionsRequired`` naming a compression this reader cannot
+decode (Draco, meshopt).
+"""
+from __future__ import annotations
+
+import base64
+import json
+import math
+import os
+import struct
+import urllib.parse
+from typing import Any, Optional
+
+import numpy as np
+
+from ..core.errors import (CountError, FormatError, InternalDecodeError, JsonFormatError,
+                           LimitError, MagicError, TruncatedError)
+from ..core.limits import DEFAULT_LIMITS, Limits
+from .model import (Animation, Channel, Image, Material, Mesh, MorphTarget, Node, Primitive,
+                    Scene, Skin, TextureRef)
+from .xform import mat4_from_gltf
+
+__all__ = ["read_gltf", "GLB_MAGIC"]
+
+GLB_MAGIC = b"glTF"
+_CHUNK_JSON = 0x4E4F534A
+_CHUNK_BIN = 0x004E4942
+
+_COMPONENTS = {5120: np.dtype("<i1"), 5121: np.dtype("<u1"), 5122: np.dtype("<i2"),
+               5123: np.dtype("<u2"), 5125: np.dtype("<u4"), 5126: np.dtype("<f4")}
+_NCOMP = {"SCALAR": 1, "VEC2": 2, "VEC3": 3, "VEC4": 4, "MAT2": 4, "MAT3": 9, "MAT4": 16}
+_MATRIX_COLUMNS = {"MAT2": 2, "MAT3": 3, "MAT4": 4}
+_PATH_SIZES = {"translation": 3, "rotation": 4, "scale": 3}
+#: extensions whose data this reader cannot decode: a file requiring them is refused
+_UNDECODABLE = {"KHR_draco_mesh_compression", "EXT_meshopt_compression",
+                "KHR_meshopt_compression"}
+_UNDERSTOOD = {"KHR_materials_unlit", "KHR_mesh_quantization", "KHR_texture_transform"}
+
+
+def read_gltf(source: Any, *, limits: Limits = DEFAULT_LIMITS,
+              base_dir: str | os.PathLike | None = None) -> Scene:
+    """Read a ``.glb`` or ``.gltf`` (path or bytes) into a :class:`Scene`.
+
+    ``base_dir`` is where relative buffer and image URIs are looked up
+    (default: the folder of ``source`` when it is a path; for bytes, external
+    URIs are then refused).  Only :class:`FormatError` escapes.
+    """
+    try:
+        if isinstance(source, (bytes, bytearray, memoryview)):
+            data = bytes(source)
+            folder = os.fspath(base_dir) if base_dir is not None else None
+        else:
+            path = os.fspath(source)
+            try:
+                size = os.path.getsize(path)
+                if size > limits.max_input:
+                    raise LimitError(f"file of {size} bytes is over the input limit",
+                                     expected=f"<= {limits.max_input}", found=size)
+                with open(path, "rb") as f:
+                    data = f.read()
+            except OSError as e:
+                raise FormatError(f"cannot read {path}: {e.strerror or e}") from None
+            folder = os.fspath(base_dir) if base_dir is not None else \
+                os.path.dirname(os.path.abspath(path))
+        if len(data) > limits.max_input:
+            raise LimitError(f"input of {len(data)} bytes is over the input limit",
+                             expected=f"<= {limits.max_input}", found=len(data))
+        return _Reader(data, folder, limits).read()
+    except FormatError:
+        raise
+    except RecursionError:
+        raise LimitError("glTF structure nested too deeply") from None
+    except MemoryError:
+        raise LimitError("glTF data too large to read") from None
+    except Exception as e:  # noqa: BLE001 - a reader bug must not be a traceback
+        raise InternalDecodeError(f"internal error reading glTF: {type(e).__name__}: {e}") from e
+
+
+# ---- JSON access with paths ---------------------------------------------------
+
+def _kind(value: Any) -> str:
+    return {dict: "object", list: "array", str: "string", bool: "boolean"}.get(
+        type(value), "number" if isinstance(value, (int, float)) else "null")
+
+
+class _Reader:
+    def __init__(self, data: bytes, folder: Optional[str], limits: Limits) -> None:
+        self.data = data
+        self.folder = folder
+        self.limits = limits
+        self.bin_chunk: Optional[bytes] = None
+        self.bin_offset = 0
+        self.gl: dict = {}
+        self.buffers: list = []
+        self._accessor_cache: dict = {}
+        self.warnings: list = []
+        # elements not backed by bytes (accessors without a bufferView)
+        self.zero_budget = 65536 + len(data)
+
+    # JSON helpers -------------------------------------------------------------
+    def fail(self, path: str, message: str, *, expected: Any = None, found: Any = None,
+             cls: type = JsonFormatError) -> FormatError:
+        return cls(message, path=path, expected=expected, found=found)
+
+    def get(self, obj: dict, key: str, path: str, kind: str, default: Any = None,
+            required: bool = False) -> Any:
+        if key not in obj:
+            if required:
+                raise self.fail(f"{path}.{key}", f"required property {key!r} is missing")
+            return default
+        v = obj[key]
+        ok = {"object": isinstance(v, dict), "array": isinstance(v, list),
+              "string": isinstance(v, str), "boolean": isinstance(v, bool),
+              "number": isinstance(v, (int, float)) and not isinstance(v, bool),
+              "integer": (isinstance(v, int) and not isinstance(v, bool))
+              or (isinstance(v, float) and v.is_integer())}[kind]
+        if not ok:
+            raise self.fail(f"{path}.{key}", f"{key!r} must be {'an' if kind[0] in 'aeio' else 'a'} "
+                            f"{kind}", expected=kind, found=_kind(v))
+        if kind == "integer":
+            v = int(v)
+        if kind == "number" and not math.isfinite(v):
+            raise self.fail(f"{path}.{key}", f"{key!r} is not finite", found=v)
+        return v
+
+    def index(self, obj: dict, key: str, path: str, list_name: str, required: bool = False
+              ) -> Optional[int]:
+        i = self.get(obj, key, path, "integer", required=required)
+        if i is None:
+            return None
+        n = len(self.gl.get(list_name) or [])
+        if not 0 <= i < n:
+            raise self.fail(f"{path}.{key}", f"{key} {i} does not exist",
+                            expected=f"0 <= {key} < {n} ({list_name})", found=i)
+        return i
+
+    def items(self, name: str) -> list:
+        v = self.gl.get(name, [])
+        if not isinstance(v, list):
+            raise self.fail(f"$.{name}", f"{name!r} must be an array", found=_kind(v))
+        for i, item in enumerate(v):
+            if not isinstance(item, dict):
+                raise self.fail(f"$.{name}[{i}]", "must be an object", found=_kind(item))
+        return v
+
+    def numbers(self, obj: dict, key: str, path: str, n: int, default: Any) -> Any:
+        v = self.get(obj, key, path, "array")
+        if v is None:
+            return default
+        if len(v) != n or not all(isinstance(x, (int, float)) and not isinstance(x, bool)
+                                  and math.isfinite(x) for x in v):
+            raise self.fail(f"{path}.{key}", f"{key!r} must be {n} finite numbers",
+                            found=v if len(v) <= 16 else f"{len(v)} items")
+        return [float(x) for x in v]
+
+    def extras(self, obj: dict) -> dict:
+        e = obj.get("extras")
+        if isinstance(e, dict):
+            return dict(e)
+        return {} if e is None else {"value": e}
+
+    # container ------------------------------------------------------------------
+    def parse_container(self) -> None:
+        d = self.data
+        if d[:4] == GLB_MAGIC:
+            if len(d) < 12:
+                raise TruncatedError("GLB header shorter than 12 bytes", offset=len(d),
+                                     path="glb.header")
+            _, version, length = struct.unpack_from("<III", d, 0)
+            if version != 2:
+                raise FormatError(f"GLB version {version} (only 2 is glTF 2.0)", offset=4,
+                                  path="glb.version", expected=2, found=version)
+            if length > len(d) or length < 12:
+                raise TruncatedError("GLB length field disagrees with the data", offset=8,
+                                     path="glb.length", expected=f"<= {len(d)}", found=length)
+            pos, chunk_no, json_bytes = 12, 0, None
+            while pos < length:
+                if pos + 8 > length:
+                    raise TruncatedError("chunk header runs past the end", offset=pos,
+                                         path=f"glb.chunks[{chunk_no}]")
+                clen, ctype = struct.unpack_from("<II", d, pos)
+                if pos + 8 + clen > length:
+                    raise CountError("chunk length runs past the end", offset=pos,
+                                     path=f"glb.chunks[{chunk_no}].chunkLength",
+                                     expected=f"<= {length - pos - 8}", found=clen)
+                body = d[pos + 8:pos + 8 + clen]
+                if chunk_no == 0:
+                    if ctype != _CHUNK_JSON:
+                        raise MagicError("first GLB chunk is not JSON", offset=pos + 4,
+                                         path="glb.chunks[0].chunkType",
+                                         expected="JSON", found=hex(ctype))
+                    json_bytes = body
+                elif ctype == _CHUNK_BIN and self.bin_chunk is None and chunk_no == 1:
+                    self.bin_chunk = body
+                    self.bin_offset = pos + 8
+                pos += 8 + clen
+                chunk_no += 1
+            if json_bytes is None:
+                raise TruncatedError("GLB has no JSON chunk", offset=12, path="glb.chunks")
+            self.gl = self.parse_json(json_bytes, 20)
+        else:
+            start = d.lstrip()[:1]
+            if start != b"{":
+                raise MagicError("neither a GLB (glTF magic) nor a glTF JSON object",
+                                 offset=0, expected="'glTF' or '{'", found=d[:4])
+            self.gl = self.parse_json(d, 0)
+
+    def parse_json(self, raw: bytes, offset: int) -> dict:
+        try:
+            text = raw.decode("utf-8-sig")
+        except UnicodeDecodeError as e:
+            raise JsonFormatError(f"glTF JSON is not UTF-8: {e.reason}", offset=offset + e.start,
+                                  path="$") from None
+        try:
+            gl = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise JsonFormatError(f"invalid JSON: {e.msg} (line {e.lineno}, column {e.colno})",
+                                  offset=offset + e.pos, path="$") from None
+        except RecursionError:
+            raise LimitError("glTF JSON nested too deeply", path="$") from None
+        if not isinstance(gl, dict):
+            raise JsonFormatError("glTF JSON must be an object", path="$", found=_kind(gl))
+        return gl
+
+    # buffers ----------------------------------------------------------------------
+    def load_uri(self, uri: str, path: str) -> bytes:
+        if uri.startswith("data:"):
+            head, sep, payload = uri.partition(",")
+            if not sep:
+                raise self.fail(path, "data URI without a comma")
+            if head.endswith(";base64"):
+                try:
+                    return base64.b64decode(payload, validate=False)
+                except (ValueError, TypeError) as e:
+                    raise self.fail(path, f"bad base64 data URI: {e}") from None
+            return urllib.parse.unquote_to_bytes(payload)
+        parsed = urllib.parse.urlsplit(uri)
+        if parsed.scheme or uri.startswith(("/", "\\")) or os.path.isabs(uri):
+            raise self.fail(path, "only relative file URIs and data URIs are read", found=uri,
+                            cls=FormatError)
+        if self.folder is None:
+            raise self.fail(path, "external URI in a glTF given as bytes (no folder to read "
+                            "from)", found=uri, cls=FormatError)
+        file = os.path.join(self.folder, urllib.parse.unquote(uri))
+        try:
+            size = os.path.getsize(file)
+            if size > self.limits.max_input:
+                raise LimitError("external file over the input limit", path=path, found=size)
+            with open(file, "rb") as f:
+                return f.read()
+        except OSError as e:
+            raise self.fail(path, f"cannot read {uri!r}: {e.strerror or e}", cls=FormatError
+                            ) from None
+
+    def read_buffers(self) -> None:
+        for i, b in enumerate(self.items("buffers")):
+            path = f"$.buffers[{i}]"
+            length = self.get(b, "byteLength", path, "integer", required=True)
+            if length < 0:
+                raise self.fail(path + ".byteLength", "negative byteLength", found=length)
+            uri = self.get(b, "uri", path, "string")
+            if uri is None:
+                if i != 0 or self.bin_chunk is None:
+                    raise self.fail(path, "buffer without uri and no GLB BIN chunk for it",
+                                    cls=FormatError)
+                data = self.bin_chunk
+            else:
+                data = self.load_uri(uri, path + ".uri")
+            if len(data) < length:
+                raise CountError("buffer is shorter than its byteLength", path=path + ".byteLength",
+                                 expected=f"<= {len(data)}", found=length)
+            self.buffers.append(memoryview(data)[:length])
+
+    def view_bytes(self, vi: int, path: str) -> tuple:
+        """(memoryview of the buffer view, byteStride or None)."""
+        views = self.items("bufferViews")
+        v = views[vi]
+        vpath = f"$.bufferViews[{vi}]"
+        bi = self.index(v, "buffer", vpath, "buffers", required=True)
+        off = self.get(v, "byteOffset", vpath, "integer", 0)
+        length = self.get(v, "byteLength", vpath, "integer", required=True)
+        stride = self.get(v, "byteStride", vpath, "integer")
+        buf = self.buffers[bi]
+        if off < 0 or length < 0 or off + length > len(buf):
+            raise CountError("buffer view runs past its buffer", path=vpath + ".byteLength",
+                             expected=f"byteOffset + byteLength <= {len(buf)}",
+                             found=f"{off} + {length}")
+        if stride is not None and not (4 <= stride <= 252 and stride % 4 == 0):
+            raise self.fail(vpath + ".byteStride", "byteStride must be a multiple of 4 in 4..252",
+                            found=stride)
+        return buf[off:off + length], stride
+
+    # accessors --------------------------------------------------------------------
+    def accessor(self, ai: int, path: str = "") -> tuple:
+        """Accessor ``ai`` as ``(array (count, ncomp) of its component type, normalized)``."""
+        if ai in self._accessor_cache:
+            return self._accessor_cache[ai]
+        a = self.items("accessors")[ai]
+        apath = f"$.accessors[{ai}]"
+        ct = self.get(a, "componentType", apath, "integer", required=True)
+        if ct not in _COMPONENTS:
+            raise self.fail(apath + ".componentType", "unknown componentType",
+                            expected=sorted(_COMPONENTS), found=ct)
+        dt = _COMPONENTS[ct]
+        typ = self.get(a, "type", apath, "string", required=True)
+        if typ not in _NCOMP:
+            raise self.fail(apath + ".type", "unknown accessor type", expected=sorted(_NCOMP),
+                            found=typ)
+        ncomp = _NCOMP[typ]
+        count = self.get(a, "count", apath, "integer", required=True)
+        if count < 1:
+            raise self.fail(apath + ".count", "count must be at least 1", found=count)
+        if count > self.limits.max_elements:
+            raise LimitError("accessor count over the element limit", path=apath + ".count",
+                             expected=f"<= {self.limits.max_elements}", found=count)
+        normalized = self.get(a, "normalized", apath, "boolean", False)
+        if normalized and dt.kind == "f" or normalized and ct == 5125:
+            raise self.fail(apath + ".normalized", "normalized is only for 8/16-bit integers")
+        vi = self.index(a, "bufferView", apath, "bufferViews")
+        if vi is None:
+            if count * ncomp > self.zero_budget:
+                raise LimitError("accessor without bufferView larger than the input allows",
+                                 path=apath + ".count", expected=f"<= {self.zero_budget} values",
+                                 found=count * ncomp)
+            self.zero_budget -= count * ncomp
+            arr = np.zeros((count, ncomp), dt.newbyteorder("="))
+        else:
+            arr = self.read_strided(vi, self.get(a, "byteOffset", apath, "integer", 0), count,
+                                    typ, dt, apath)
+        sparse = self.get(a, "sparse", apath, "object")
+        if sparse is not None:
+            arr = self.apply_sparse(arr, sparse, apath + ".sparse", dt, typ, count)
+        out = (arr, bool(normalized))
+        self._accessor_cache[ai] = out
+        return out
+
+    def read_strided(self, vi: int, off: int, count: int, typ: str, dt: np.dtype,
+                     apath: str) -> np.ndarray:
+        ncomp = _NCOMP[typ]
+        view, stride = self.view_bytes(vi, apath)
+        if off < 0:
+            raise self.fail(apath + ".byteOffset", "negative byteOffset", found=off)
+        if off % dt.itemsize:
+            raise self.fail(apath + ".byteOffset", "byteOffset is not a multiple of the "
+                            "component size", found=off)
+        cols = _MATRIX_COLUMNS.get(typ)
+        if cols is not None:            # matrix columns start on 4-byte boundaries
+            col_bytes = -(-cols * dt.itemsize // 4) * 4
+            elem = col_bytes * cols
+        else:
+            col_bytes, elem = 0, ncomp * dt.itemsize
+        step = stride if stride else elem
+        if stride and stride < elem:
+            raise self.fail(f"$.bufferViews[{vi}].byteStride", "byteStride smaller than the "
+                            "element", expected=f">= {elem}", found=stride)
+        need = off + step * (count - 1) + elem
+        if need > len(view):
+            raise CountError("accessor runs past its buffer view", path=apath + ".count",
+                             expected=f"<= {max(0, (len(view) - off - elem) // step + 1)}",
+                             found=count)
+        raw = np.frombuffer(view, np.uint8, count=need - off, offset=off)
+        if cols is not None and col_bytes != cols * dt.itemsize:
+            rows = np.lib.stride_tricks.as_strided(raw, (count, elem), (step, 1))
+            per_col = rows.reshape(count, cols, col_bytes)[:, :, :cols * dt.itemsize]
+            return np.ascontiguousarray(per_col).view(dt).reshape(count, ncomp).astype(
+                dt.newbyteorder("="))
+        rows = np.lib.stride_tricks.as_strided(raw, (count, elem), (step, 1))
+        return np.ascontiguousarray(rows).view(dt).reshape(count, ncomp).astype(
+            dt.newbyteorder("="))
+
+    def apply_sparse(self, arr: np.ndarray, sparse: dict, spath: str, dt: np.dtype,
+                     typ: str, count: int) -> np.ndarray:
+        n = self.get(sparse, "count", spath, "integer", required=True)
+        if not 1 <= n <= count:
+            raise self.fail(spath + ".count", "sparse count must be 1..accessor count",
+                            expected=f"1..{count}", found=n)
+        ind = self.get(sparse, "indices", spath, "object", required=True)
+        val = self.get(sparse, "values", spath, "object", required=True)
+        ipath, vpath = spath + ".indices", spath + ".values"
+        ict = self.get(ind, "componentType", ipath, "integer", required=True)
+        if ict not in (5121, 5123, 5125):
+            raise self.fail(ipath + ".componentType", "sparse indices must be unsigned",
+                            found=ict)
+        ivi = self.index(ind, "bufferView", ipath, "bufferViews", required=True)
+        idx = self.read_strided(ivi, self.get(ind, "byteOffset", ipath, "integer", 0), n,
+                                "SCALAR", _COMPONENTS[ict], ipath)[:, 0].astype(np.int64)
+        if idx.max() >= count:
+            raise CountError("sparse index outside the accessor", path=ipath,
+                             expected=f"< {count}", found=int(idx.max()))
+        if n > 1 and np.any(np.diff(idx) <= 0):
+            raise self.fail(ipath, "sparse indices must be strictly increasing")
+        vvi = self.index(val, "bufferView", vpath, "bufferViews", required=True)
+        vals = self.read_strided(vvi, self.get(val, "byteOffset", vpath, "integer", 0), n,
+                                 typ, dt, vpath)
+        arr = arr.copy()
+        arr[idx] = vals
+        return arr
+
+    def floats(self, ai: int, path: str, ncomp: tuple) -> np.ndarray:
+        """Accessor as float32 (normalized integers mapped to [0, 1] / [-1, 1])."""
+        arr, norm = self.accessor(ai, path)
+        if arr.shape[1] not in ncomp:
+            raise self.fail(path, f"accessor {ai} has {arr.shape[1]} components",
+                            expected=" or ".join(map(str, ncomp)), found=arr.shape[1])
+        return _to_float(arr, norm)
+
+    # objects ----------------------------------------------------------------------
+    def read(self) -> Scene:
+        self.parse_container()
+        gl = self.gl
+        asset = self.get(gl, "asset", "$", "object", required=True)
+        version = self.get(asset, "version", "$.asset", "string", required=True)
+        if not version.startswith("2."):
+            raise self.fail("$.asset.version", "not a glTF 2.x file", expected="2.x",
+                            found=version)
+        used = [x for x in (self.get(gl, "extensionsUsed", "$", "array", []) or [])
+                if isinstance(x, str)]
+        required = [x for x in (self.get(gl, "extensionsRequired", "$", "array", []) or [])
+                    if isinstance(x, str)]
+        for i, ext in enumerate(required):
+            if ext in _UNDECODABLE:
+                raise self.fail(f"$.extensionsRequired[{i}]", f"{ext} is not supported "
+                                "(decompress the file first, e.g. with gltf-transform)",
+                                found=ext, cls=FormatError)
+            if ext not in _UNDERSTOOD:
+                self.warnings.append(f"required extension {ext} ignored")
+        self.read_buffers()
+        scene = Scene()
+        scene.images = [self.image(i, d) for i, d in enumerate(self.items("images"))]
+        textures = self.items("textures")
+        samplers = self.items("samplers")
+        scene.materials = [self.material(i, d, textures, samplers)
+                           for i, d in enumerate(self.items("materials"))]
+        scene.meshes = [self.mesh(i, d) for i, d in enumerate(self.items("meshes"))]
+        scene.nodes = [self.node(i, d) for i, d in enumerate(self.items("nodes"))]
+        self.check_tree(scene)
+        scene.skins = [self.skin(i, d) for i, d in enumerate(self.items("skins"))]
+        for i, n in enumerate(scene.nodes):
+            if n.skin is not None and n.mesh is None:
+                n.skin = None
+        self.check_joint_indices(scene)
+        scene.animations = [a for a in (self.animation(i, d, scene) for i, d in
+                                        enumerate(self.items("animations"))) if a is not None]
+        self.pick_scene(scene)
+        unknown = sorted(set(used) - _UNDERSTOOD)
+        if unknown:
+            scene.extras.setdefault("extensionsUsed", unknown)
+        scene.warnings.extend(self.warnings)
+        return scene
+
+    def pick_scene(self, scene: Scene) -> None:
+        scenes = self.items("scenes")
+        parents = scene.parents()
+        if scenes:
+            si = self.index(self.gl, "scene", "$", "scenes")
+            si = 0 if si is None else si
+            s = scenes[si]
+            spath = f"$.scenes[{si}]"
+            roots = self.get(s, "nodes", spath, "array", [])
+            for k, r in enumerate(roots):
+                if not (isinstance(r, int) and not isinstance(r, bool)
+                        and 0 <= r < len(scene.nodes)):
+                    raise self.fail(f"{spath}.nodes[{k}]", "root is not a node", found=r)
+                if parents[r] is not None:
+                    raise self.fail(f"{spath}.nodes[{k}]", "root node has a parent", found=r)
+            if len(set(roots)) != len(roots):
+                raise self.fail(f"{spath}.nodes", "a root is listed twice")
+            scene.roots = list(roots)
+            scene.name = self.get(s, "name", spath, "string", "")
+            scene.extras = self.extras(s)
+            if len(scenes) > 1:
+                self.warnings.append(f"{len(scenes)} scenes in the file; scene {si} read")
+        else:
+            scene.roots = [i for i, p in enumerate(parents) if p is None]
+
+    def image(self, i: int, d: dict) -> Image:
+        path = f"$.images[{i}]"
+        name = self.get(d, "name", path, "string", "")
+        mime = self.get(d, "mimeType", path, "string")
+        uri = self.get(d, "uri", path, "string")
+        vi = self.index(d, "bufferView", path, "bufferViews")
+        data = None
+        keep_uri = None
+        if vi is not None:
+            view, _ = self.view_bytes(vi, path)
+            data = bytes(view)
+        elif uri is not None:
+            if uri.startswith("data:"):
+                head = uri[5:].split(",", 1)[0]
+                mime = mime or head.split(";", 1)[0] or None
+                data = self.load_uri(uri, path + ".uri")
+            else:
+                keep_uri = uri
+                try:
+                    data = self.load_uri(uri, path + ".uri")
+                except LimitError:
+                    raise
+                except FormatError as e:
+                    self.warnings.append(f"images[{i}]: {e.message}; kept as a reference")
+        else:
+            raise self.fail(path, "image has neither uri nor bufferView")
+        if data is not None:
+            sniffed = _sniff_image(data)
+            mime = mime or sniffed
+        return Image(name=name, data=data, mime_type=mime or "image/png", uri=keep_uri,
+                     extras=self.extras(d))
+
+    def texture_ref(self, info: dict, path: str, textures: list, samplers: list
+                    ) -> Optional[TextureRef]:
+        ti = self.index(info, "index", path, "textures", required=True)
+        t = textures[ti]
+        tpath = f"$.textures[{ti}]"
+        src = self.index(t, "source", tpath, "images")
+        if src is None:
+            ext = t.get("extensions") if isinstance(t.get("extensions"), dict) else {}
+            for name, e in ext.items():          # KHR_texture_basisu, EXT_texture_webp, ...
+                if isinstance(e, dict) and "source" in e:
+                    src = self.index(e, "source", f"{tpath}.extensions.{name}", "images")
+                    break
+        if src is None:
+            self.warnings.append(f"{tpath}: texture without an image ignored")
+            return None
+        ref = TextureRef(image=src, texcoord=self.get(info, "texCoord", path, "integer", 0),
+                         extras=self.extras(info))
+        si = self.index(t, "sampler", tpath, "samplers")
+        if si is not None:
+            s = samplers[si]
+            spath = f"$.samplers[{si}]"
+            ref.wrap_s = self.get(s, "wrapS", spath, "integer", ref.wrap_s)
+            ref.wrap_t = self.get(s, "wrapT", spath, "integer", ref.wrap_t)
+            ref.mag_filter = self.get(s, "magFilter", spath, "integer")
+            ref.min_filter = self.get(s, "minFilter", spath, "integer")
+        ext = info.get("extensions")
+        if isinstance(ext, dict) and "KHR_texture_transform" in ext:
+            ref.extras["KHR_texture_transform"] = ext["KHR_texture_transform"]
+            self.warnings.append(f"{path}: KHR_texture_transform not applied to the UVs")
+        return ref
+
+    def material(self, i: int, d: dict, textures: list, samplers: list) -> Material:
+        path = f"$.materials[{i}]"
+        m = Material(name=self.get(d, "name", path, "string", ""), extras=self.extras(d))
+        m.metallic = 1.0           # glTF's defaults, when the file omits the factors
+        pbr = self.get(d, "pbrMetallicRoughness", path, "object", {})
+        ppath = path + ".pbrMetallicRoughness"
+        m.base_color = tuple(self.numbers(pbr, "baseColorFactor", ppath, 4, [1.0] * 4))
+        m.metallic = float(self.get(pbr, "metallicFactor", ppath, "number", 1.0))
+        m.roughness = float(self.get(pbr, "roughnessFactor", ppath, "number", 1.0))
+        for key, attr in (("baseColorTexture", "base_color_texture"),
+                          ("metallicRoughnessTexture", "metallic_roughness_texture")):
+            info = self.get(pbr, key, ppath, "object")
+            if info is not None:
+                setattr(m, attr, self.texture_ref(info, f"{ppath}.{key}", textures, samplers))
+        for key, attr in (("normalTexture", "normal_texture"),
+                          ("occlusionTexture", "occlusion_texture"),
+                          ("emissiveTexture", "emissive_texture")):
+            info = self.get(d, key, path, "object")
+            if info is not None:
+                ref = self.texture_ref(info, f"{path}.{key}", textures, samplers)
+                if ref is not None and key == "normalTexture":
+                    ref.extras.setdefault("scale", self.get(info, "scale", f"{path}.{key}",
+                                                            "number", 1.0))
+                if ref is not None and key == "occlusionTexture":
+                    ref.extras.setdefault("strength", self.get(info, "strength", f"{path}.{key}",
+                                                               "number", 1.0))
+                setattr(m, attr, ref)
+        m.emissive = tuple(self.numbers(d, "emissiveFactor", path, 3, [0.0] * 3))
+        m.alpha_mode = self.get(d, "alphaMode", path, "string", "OPAQUE")
+        if m.alpha_mode not in ("OPAQUE", "MASK", "BLEND"):
+            raise self.fail(path + ".alphaMode", "unknown alpha mode",
+                            expected="OPAQUE, MASK or BLEND", found=m.alpha_mode)
+        m.alpha_cutoff = float(self.get(d, "alphaCutoff", path, "number", 0.5))
+        m.double_sided = self.get(d, "doubleSided", path, "boolean", False)
+        ext = d.get("extensions")
+        if isinstance(ext, dict):
+            m.unlit = "KHR_materials_unlit" in ext
+            other = sorted(k for k in ext if k != "KHR_materials_unlit")
+            if other:
+                m.extras.setdefault("extensions", {k: ext[k] for k in other})
+        return m
+
+    def attribute_sets(self, attrs: dict, prefix: str, path: str) -> list:
+        out = []
+        k = 0
+        while f"{prefix}_{k}" in attrs:
+            out.append(self.index(attrs, f"{prefix}_{k}", path, "accessors"))
+            k += 1
+        return out
+
+    def mesh(self, mi: int, d: dict) -> Mesh:
+        path = f"$.meshes[{mi}]"
+        prims_json = self.get(d, "primitives", path, "array", required=True)
+        if not prims_json:
+            raise self.fail(path + ".primitives", "mesh without primitives")
+        mesh = Mesh(name=self.get(d, "name", path, "string", ""), extras=self.extras(d))
+        names = mesh.extras.pop("targetNames", None)
+        if isinstance(names, list):
+            mesh.target_names = [str(x) for x in names]
+        w = d.get("weights")
+        if w is not None:
+            mesh.weights = self.numbers(d, "weights", path, len(w) if isinstance(w, list) else -1,
+                                        None)
+        for pi, p in enumerate(prims_json):
+            ppath = f"{path}.primitives[{pi}]"
+            if not isinstance(p, dict):
+                raise self.fail(ppath, "must be an object", found=_kind(p))
+            prim = self.primitive(p, ppath)
+            if prim is not None:
+                mesh.primitives.append(prim)
+        ntargets = {len(p.targets) for p in mesh.primitives}
+        if len(ntargets) > 1:
+            raise self.fail(path + ".primitives", "primitives have different numbers of "
+                            "morph targets", found=sorted(ntargets))
+        n = ntargets.pop() if ntargets else 0
+        if mesh.weights is not None and len(mesh.weights) != n:
+            raise self.fail(path + ".weights", "weights do not match the morph targets",
+                            expected=n, found=len(mesh.weights))
+        if n and mesh.target_names:
+            for prim in mesh.primitives:
+                for t, name in zip(prim.targets, mesh.target_names):
+                    t.name = name
+        return mesh
+
+    def primitive(self, p: dict, path: str) -> Optional[Primitive]:
+        attrs = self.get(p, "attributes", path, "object", required=True)
+        apath = path + ".attributes"
+        if "POSITION" not in attrs:
+            raise self.fail(apath + ".POSITION", "primitive without POSITION")
+        pos = self.floats(self.index(attrs, "POSITION", apath, "accessors"),
+                          apath + ".POSITION", (3,))
+        nv = len(pos)
+
+        def rows(arr: np.ndarray, name: str) -> np.ndarray:
+            if len(arr) != nv:
+                raise CountError(f"{name} has {len(arr)} rows, POSITION has {nv}",
+                                 path=f"{apath}.{name}", expected=nv, found=len(arr))
+            return arr
+
+        prim = Primitive(positions=pos, extras=self.extras(p))
+        if "NORMAL" in attrs:
+            prim.normals = rows(self.floats(self.index(attrs, "NORMAL", apath, "accessors"),
+                                            apath + ".NORMAL", (3,)), "NORMAL")
+        for k, ai in enumerate(self.attribute_sets(attrs, "TEXCOORD", apath)):
+            prim.uvs.append(rows(self.floats(ai, f"{apath}.TEXCOORD_{k}", (2,)), f"TEXCOORD_{k}"))
+        if "COLOR_0" in attrs:
+            ai = self.index(attrs, "COLOR_0", apath, "accessors")
+            arr, norm = self.accessor(ai)
+            if arr.shape[1] not in (3, 4):
+                raise self.fail(apath + ".COLOR_0", "COLOR_0 must be VEC3 or VEC4",
+                                found=arr.shape[1])
+            if arr.dtype in (np.uint8, np.uint16) and norm and arr.shape[1] == 4:
+                prim.colors = rows(arr, "COLOR_0")
+            else:
+                prim.colors = rows(_to_float(arr, norm), "COLOR_0")
+        jsets = self.attribute_sets(attrs, "JOINTS", apath)
+        wsets = self.attribute_sets(attrs, "WEIGHTS", apath)
+        if jsets or wsets:
+            if len(jsets) != len(wsets):
+                raise self.fail(apath, "JOINTS_n and WEIGHTS_n sets differ in number",
+                                found=f"{len(jsets)} JOINTS, {len(wsets)} WEIGHTS")
+            js, ws = [], []
+            for k, (ja, wa) in enumerate(zip(jsets, wsets)):
+                j, jn = self.accessor(ja)
+                if j.shape[1] != 4 or j.dtype not in (np.uint8, np.uint16):
+                    raise self.fail(f"{apath}.JOINTS_{k}", "JOINTS must be VEC4 of unsigned "
+                                    "byte or short", found=f"{j.shape[1]} x {j.dtype}")
+                js.append(rows(j, f"JOINTS_{k}"))
+                ws.append(rows(self.floats(wa, f"{apath}.WEIGHTS_{k}", (4,)), f"WEIGHTS_{k}"))
+            prim.joints = np.concatenate(js, axis=1) if len(js) > 1 else js[0]
+            prim.weights = np.concatenate(ws, axis=1) if len(ws) > 1 else ws[0]
+        mode = self.get(p, "mode", path, "integer", 4)
+        idx = None
+        ii = self.index(p, "indices", path, "accessors")
+        if ii is not None:
+            arr, _ = self.accessor(ii)
+            if arr.shape[1] != 1 or arr.dtype not in (np.uint8, np.uint16, np.uint32):
+                raise self.fail(path + ".indices", "indices must be unsigned SCALAR",
+                                found=f"{arr.shape[1]} x {arr.dtype}")
+            idx = arr[:, 0].astype(np.uint32)
+            if idx.max() >= nv:
+                raise CountError("index outside the primitive's vertices", path=path + ".indices",
+                                 expected=f"< {nv}", found=int(idx.max()))
+        if mode in (5, 6):
+            prim.indices = _strip_or_fan(idx if idx is not None else
+                                         np.arange(nv, dtype=np.uint32), mode)
+            prim.extras.setdefault("sourceMode", "TRIANGLE_STRIP" if mode == 5 else
+                                   "TRIANGLE_FAN")
+        elif mode == 4:
+            if idx is not None and len(idx) % 3:
+                self.warnings.append(f"{path}: {len(idx) % 3} trailing indices dropped")
+                idx = idx[:len(idx) - len(idx) % 3]
+            prim.indices = idx
+        elif mode in (0, 1, 2, 3):
+            seq = idx if idx is not None else np.arange(nv, dtype=np.uint32)
+            if mode in (2, 3):
+                ends = np.concatenate([seq[1:], seq[:1]]) if mode == 2 else seq[1:]
+                prim.indices = np.stack([seq[:len(ends)], ends], axis=1).reshape(-1)
+                mode = 1
+                self.warnings.append(f"{path}: line strip/loop turned into lines")
+            else:
+                prim.indices = idx
+            prim.mode = mode
+        else:
+            raise self.fail(path + ".mode", "unknown primitive mode", expected="0..6",
+                            found=mode)
+        targets = self.get(p, "targets", path, "array", [])
+        for ti, t in enumerate(targets):
+            tpath = f"{path}.targets[{ti}]"
+            if not isinstance(t, dict):
+                raise self.fail(tpath, "must be an object", found=_kind(t))
+            mt = MorphTarget()
+            for key, attr in (("POSITION", "positions"), ("NORMAL", "normals")):
+                if key in t:
+                    arr = self.floats(self.index(t, key, tpath, "accessors"), f"{tpath}.{key}",
+                                      (3,))
+                    if len(arr) != nv:
+                        raise CountError(f"morph {key} has {len(arr)} rows, POSITION has {nv}",
+                                         path=f"{tpath}.{key}", expected=nv, found=len(arr))
+                    setattr(mt, attr, arr)
+            prim.targets.append(mt)
+        if "material" in p:
+            prim.material = self.index(p, "material", path, "materials")
+        return prim
+
+    def node(self, i: int, d: dict) -> Node:
+        path = f"$.nodes[{i}]"
+        n = Node(name=self.get(d, "name", path, "string", ""), extras=self.extras(d))
+        kids = self.get(d, "children", path, "array", [])
+        nn = len(self.gl.get("nodes") or [])
+        for k, c in enumerate(kids):
+            if not (isinstance(c, int) and not isinstance(c, bool) and 0 <= c < nn):
+                raise self.fail(f"{path}.children[{k}]", "child is not a node",
+                                expected=f"0..{nn - 1}", found=c)
+        n.children = [int(c) for c in kids]
+        if "matrix" in d:
+            m = mat4_from_gltf(self.numbers(d, "matrix", path, 16, None))
+            if not np.array_equal(m, np.eye(4)):
+                n.matrix = m
+        t = self.numbers(d, "translation", path, 3, None)
+        r = self.numbers(d, "rotation", path, 4, None)
+        s = self.numbers(d, "scale", path, 3, None)
+        if n.matrix is not None and (t or r or s):
+            self.warnings.append(f"nodes[{i}]: both matrix and TRS; matrix used")
+        elif n.matrix is None:
+            n.translation = np.array(t) if t is not None else None
+            n.rotation = np.array(r) if r is not None else None
+            n.scale = np.array(s) if s is not None else None
+        n.mesh = self.index(d, "mesh", path, "meshes")
+        n.skin = self.index(d, "skin", path, "skins")
+        if n.mesh is not None and "weights" in d:
+            n.extras.setdefault("morphWeights", self.numbers(
+                d, "weights", path, len(d["weights"]) if isinstance(d["weights"], list) else -1,
+                None))
+        return n
+
+    def check_tree(self, scene: Scene) -> None:
+        parent: dict = {}
+        for i, n in enumerate(scene.nodes):
+            for k, c in enumerate(n.children):
+                if c in parent or c == i:
+                    raise self.fail(f"$.nodes[{i}].children[{k}]",
+                                    f"node {c} has two parents" if c in parent else
+                                    "node is its own child", found=c)
+                parent[c] = i
+        depth: dict = {}
+        for i in range(len(scene.nodes)):       # cycle and depth check, linear overall
+            chain = []
+            j = i
+            while j in parent and j not in depth:
+                chain.append(j)
+                if len(chain) > len(scene.nodes):
+                    raise self.fail(f"$.nodes[{i}]", "node hierarchy has a cycle")
+                j = parent[j]
+            base = depth.get(j, 0)
+            for k, c in enumerate(reversed(chain)):
+                depth[c] = base + k + 1
+            if chain and depth[chain[0]] > self.limits.max_depth:
+                raise LimitError("node hierarchy deeper than the limit", path=f"$.nodes[{i}]",
+                                 expected=f"<= {self.limits.max_depth}", found=depth[chain[0]])
+
+    def skin(self, i: int, d: dict) -> Skin:
+        path = f"$.skins[{i}]"
+        joints = self.get(d, "joints", path, "array", required=True)
+        nn = len(self.gl.get("nodes") or [])
+        if not joints:
+            raise self.fail(path + ".joints", "skin without joints")
+        for k, j in enumerate(joints):
+            if not (isinstance(j, int) and not isinstance(j, bool) and 0 <= j < nn):
+                raise self.fail(f"{path}.joints[{k}]", "joint is not a node", found=j)
+        sk = Skin(joints=[int(j) for j in joints], name=self.get(d, "name", path, "string", ""),
+                  skeleton=self.index(d, "skeleton", path, "nodes"), extras=self.extras(d))
+        ai = self.index(d, "inverseBindMatrices", path, "accessors")
+        if ai is not None:
+            m = self.floats(ai, path + ".inverseBindMatrices", (16,))
+            if len(m) != len(joints):
+                raise CountError("one inverse bind matrix per joint",
+                                 path=path + ".inverseBindMatrices", expected=len(joints),
+                                 found=len(m))
+            sk.inverse_bind_matrices = mat4_from_gltf(m.astype(np.float64))
+        return sk
+
+    def check_joint_indices(self, scene: Scene) -> None:
+        for ni, n in enumerate(scene.nodes):
+            if n.skin is None or n.mesh is None:
+                continue
+            nj = len(scene.skins[n.skin].joints)
+            for pi, p in enumerate(scene.meshes[n.mesh].primitives):
+                if p.joints is None:
+                    continue
+                used = p.joints[p.weights > 0] if p.weights is not None else p.joints
+                if used.size and int(used.max()) >= nj:
+                    raise CountError("joint index outside the skin's joints",
+                                     path=f"$.meshes[{n.mesh}].primitives[{pi}].attributes."
+                                     "JOINTS_0", expected=f"< {nj} (skin {n.skin})",
+                                     found=int(used.max()))
+
+    def animation(self, ai: int, d: dict, scene: Scene) -> Optional[Animation]:
+        path = f"$.animations[{ai}]"
+        samplers = self.get(d, "samplers", path, "array", required=True)
+        channels = self.get(d, "channels", path, "array", required=True)
+        anim = Animation(name=self.get(d, "name", path, "string", ""), extras=self.extras(d))
+        for ci, c in enumerate(channels):
+            cpath = f"{path}.channels[{ci}]"
+            if not isinstance(c, dict):
+                raise self.fail(cpath, "must be an object", found=_kind(c))
+            target = self.get(c, "target", cpath, "object", required=True)
+            tpath = cpath + ".target"
+            tpath_name = self.get(target, "path", tpath, "string", required=True)
+            node = self.index(target, "node", tpath, "nodes")
+            if node is None:
+                continue                      # targets an extension's object
+            if tpath_name not in ("translation", "rotation", "scale", "weights"):
+                self.warnings.append(f"{tpath}: animated property {tpath_name!r} ignored")
+                continue
+            si = self.get(c, "sampler", cpath, "integer", required=True)
+            if not 0 <= si < len(samplers) or not isinstance(samplers[si], dict):
+                raise self.fail(cpath + ".sampler", "sampler does not exist",
+                                expected=f"0..{len(samplers) - 1}", found=si)
+            s = samplers[si]
+            spath = f"{path}.samplers[{si}]"
+            interp = self.get(s, "interpolation", spath, "string", "LINEAR")
+            if interp not in ("LINEAR", "STEP", "CUBICSPLINE"):
+                raise self.fail(spath + ".interpolation", "unknown interpolation",
+                                expected="LINEAR, STEP or CUBICSPLINE", found=interp)
+            times = self.floats(self.index(s, "input", spath, "accessors", required=True),
+                                spath + ".input", (1,))[:, 0]
+            if not np.all(np.isfinite(times)) or (len(times) > 1 and np.any(np.diff(times) <= 0)):
+                raise self.fail(spath + ".input", "key times must be finite and strictly "
+                                "increasing")
+            per_key = 3 if interp == "CUBICSPLINE" else 1
+            oi = self.index(s, "output", spath, "accessors", required=True)
+            if tpath_name == "weights":
+                out = self.floats(oi, spath + ".output", (1, 2, 3, 4))
+                mesh = scene.nodes[node].mesh
+                ntargets = len(scene.meshes[mesh].primitives[0].targets) \
+                    if mesh is not None and scene.meshes[mesh].primitives else 0
+                if not ntargets:
+                    self.warnings.append(f"{cpath}: weights channel on a node without morph "
+                                         "targets ignored")
+                    continue
+                values = out.reshape(-1)
+                if values.size != len(times) * per_key * ntargets:
+                    raise CountError("weights output does not match keys x targets",
+                                     path=spath + ".output",
+                                     expected=len(times) * per_key * ntargets, found=values.size)
+                values = values.reshape(len(times) * per_key, ntargets)
+            else:
+                ncomp = _PATH_SIZES[tpath_name]
+                values = self.floats(oi, spath + ".output", (ncomp,))
+                if len(values) != len(times) * per_key:
+                    raise CountError("sampler output count does not match its input",
+                                     path=spath + ".output", expected=len(times) * per_key,
+                                     found=len(values))
+                if scene.nodes[node].matrix is not None:
+                    from .xform import decompose_matrix
+                    t, r, sc = decompose_matrix(scene.nodes[node].matrix)
+                    n = scene.nodes[node]
+                    n.matrix, n.translation, n.rotation, n.scale = None, t, r, sc
+                    self.warnings.append(f"nodes[{node}]: animated node's matrix read as TRS")
+            anim.channels.append(Channel(node=node, path=tpath_name, times=times,
+                                         values=values, interpolation=interp))
+        return anim
+
+
+def _to_float(arr: np.ndarray, normalized: bool) -> np.ndarray:
+    if arr.dtype == np.float32:
+        return arr
+    if not normalized:
+        return arr.astype(np.float32)
+    info = np.iinfo(arr.dtype)
+    out = arr.astype(np.float32) / np.float32(info.max)
+    if info.min < 0:
+        out = np.maximum(out, np.float32(-1.0))
+    return out
+
+
+def _strip_or_fan(seq: np.ndarray, mode: int) -> np.ndarray:
+    """TRIANGLE_STRIP (5) / TRIANGLE_FAN (6) indices to a triangle list, keeping
+    the strip's alternating winding, dropping degenerate triangles."""
+    n = len(seq)
+    if n < 3:
+        return np.zeros(0, np.uint32)
+    k = np.arange(n - 2)
+    if mode == 5:
+        odd = (k % 2).astype(bool)
+        a = seq[k]
+        b = np.where(odd, seq[k + 2], seq[k + 1])
+        c = np.where(odd, seq[k + 1], seq[k + 2])
+    else:
+        a = np.full(n - 2, seq[0])
+        b, c = seq[k + 1], seq[k + 2]
+    tri = np.stack([a, b, c], axis=1)
+    keep = (tri[:, 0] != tri[:, 1]) & (tri[:, 1] != tri[:, 2]) & (tri[:, 0] != tri[:, 2])
+    return tri[keep].reshape(-1).astype(np.uint32)
+
+
+def _sniff_image(data: bytes) -> Optional[str]:
+    if data[:8] == b"\x89PNG\r\n\x1a\n":
+        return "image/png"
+    if data[:3] == b"\xff\xd8\xff":
+        return "image/jpeg"
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return "image/webp"
+    return None

@@ -1,0 +1,459 @@
+"""glTF reader: the inverse of the writer, other tools' files, crafted cases, hostile input."""
+from __future__ import annotations
+
+import base64
+import json
+import struct
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from scene_compare import assert_scene_matches
+from export_scenes import checker_png, morph_scene, skinned_cube_scene, textured_quad_scene
+
+from potsherd import registry
+from potsherd.core.errors import (CountError, FormatError, InternalDecodeError, JsonFormatError,
+                                  LimitError, MagicError, TruncatedError)
+from potsherd.core.limits import Limits
+from potsherd.export.gltf import document_scene, glb_bytes, scene_to_gltf, write_gltf
+from potsherd.scene import (Animation, Channel, Image, Material, Mesh, MorphTarget, Node,
+                            Primitive, Scene, Skin, TextureRef, quat_from_axis_angle)
+from potsherd.scene.gltf_read import read_gltf
+
+CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
+
+
+def roundtrip(scene: Scene) -> Scene:
+    gl, b = scene_to_gltf(scene, True)
+    return read_gltf(glb_bytes(gl, b))
+
+
+# ---- the writer's own scenes ---------------------------------------------------
+
+@pytest.mark.parametrize("make", [skinned_cube_scene, morph_scene, textured_quad_scene])
+def test_writer_scenes_read_back(make):
+    assert_scene_matches(make(), roundtrip(make()))
+
+
+def test_gltf_with_external_files(tmp_path):
+    scene = textured_quad_scene()
+    write_gltf(scene, tmp_path / "quad.gltf")
+    back = read_gltf(tmp_path / "quad.gltf")
+    assert_scene_matches(textured_quad_scene(), back)
+    assert back.images[0].uri.startswith("quad_")          # the file it came from
+
+
+def test_gltf_with_data_uris(tmp_path):
+    write_gltf(textured_quad_scene(), tmp_path / "q.gltf", external_images=False)
+    gl = json.loads((tmp_path / "q.gltf").read_text())
+    bin_data = (tmp_path / "q.bin").read_bytes()
+    gl["buffers"][0]["uri"] = ("data:application/octet-stream;base64,"
+                               + base64.b64encode(bin_data).decode())
+    back = read_gltf(json.dumps(gl).encode())               # bytes: no folder needed
+    assert_scene_matches(textured_quad_scene(), back)
+
+
+# ---- property: random scenes -> write -> read -------------------------------------
+
+@st.composite
+def scenes(draw):
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    s = Scene(name=draw(st.sampled_from(["", "s", "сцена"])))
+    nmat = draw(st.integers(0, 2))
+    for i in range(nmat):
+        s.add_material(Material(name=f"m{i}", base_color=tuple(rng.random(4).round(3)),
+                                alpha_mode=draw(st.sampled_from(["OPAQUE", "MASK", "BLEND"])),
+                                alpha_cutoff=0.25, double_sided=draw(st.booleans()),
+                                unlit=draw(st.booleans()), metallic=0.5, roughness=0.75))
+    nmesh = draw(st.integers(0, 3))
+    for mi in range(nmesh):
+        prims = []
+        ntargets = draw(st.integers(0, 2))
+        for _ in range(draw(st.integers(1, 3))):
+            nv = draw(st.integers(3, 40))
+            p = Primitive(positions=rng.normal(size=(nv, 3)).astype(np.float32))
+            if draw(st.booleans()):
+                p.normals = rng.normal(size=(nv, 3)) + 0.1
+            p.uvs = [rng.random((nv, 2)).astype(np.float32) for _ in range(draw(st.integers(0, 2)))]
+            kind = draw(st.sampled_from(["none", "u8", "f3", "f4"]))
+            if kind == "u8":
+                p.colors = rng.integers(0, 256, (nv, 4)).astype(np.uint8)
+            elif kind != "none":
+                p.colors = rng.random((nv, 3 if kind == "f3" else 4)).astype(np.float32)
+            if draw(st.booleans()):
+                p.indices = rng.integers(0, nv, 3 * draw(st.integers(1, 30))).astype(np.uint32)
+            if nmat and draw(st.booleans()):
+                p.material = draw(st.integers(0, nmat - 1))
+            p.targets = [MorphTarget(positions=rng.normal(size=(nv, 3)).astype(np.float32))
+                         for _ in range(ntargets)]
+            prims.append(p)
+        s.add_mesh(Mesh(name=f"mesh{mi}", primitives=prims,
+                        weights=[0.5] * ntargets if ntargets else None,
+                        target_names=[f"t{k}" for k in range(ntargets)] if ntargets else None))
+    nnodes = draw(st.integers(1, 8))
+    for ni in range(nnodes):
+        parent = None if ni == 0 or draw(st.booleans()) else draw(st.integers(0, ni - 1))
+        kw = {}
+        if draw(st.booleans()):
+            kw["translation"] = rng.normal(size=3)
+            kw["rotation"] = quat_from_axis_angle(rng.normal(size=3) + 0.01, rng.random() * 3)
+            kw["scale"] = rng.random(3) + 0.5
+        elif draw(st.booleans()):
+            m = np.eye(4)
+            m[:3, :3] = rng.normal(size=(3, 3))
+            m[:3, 3] = rng.normal(size=3)
+            kw["matrix"] = m
+        if nmesh and draw(st.booleans()):
+            kw["mesh"] = draw(st.integers(0, nmesh - 1))
+        s.add_node(parent=parent, name=f"n{ni}", extras={"k": ni}, **kw)
+    if draw(st.booleans()):
+        joints = list(range(nnodes))
+        nv = 12
+        p = Primitive(positions=rng.normal(size=(nv, 3)).astype(np.float32),
+                      joints=rng.integers(0, nnodes, (nv, 8)).astype(np.uint16),
+                      weights=rng.random((nv, 8)).astype(np.float32) + 0.01)
+        mesh = s.add_mesh(Mesh(name="skinned", primitives=[p]))
+        sk = s.add_skin(Skin(joints=joints, inverse_bind_matrices=np.tile(np.eye(4), (nnodes, 1, 1)),
+                             name="rig"))
+        s.add_node(name="skinned", mesh=mesh, skin=sk)
+    for ai in range(draw(st.integers(0, 2))):
+        a = Animation(name=f"a{ai}")
+        for node in range(nnodes):
+            if s.nodes[node].matrix is not None:
+                continue
+            interp = draw(st.sampled_from(["LINEAR", "STEP", "CUBICSPLINE"]))
+            k = draw(st.integers(1, 6))
+            times = np.cumsum(rng.random(k) + 0.01).astype(np.float32)
+            per = 3 if interp == "CUBICSPLINE" else 1
+            path = draw(st.sampled_from(["translation", "rotation", "scale"]))
+            vals = rng.normal(size=(k * per, 4 if path == "rotation" else 3))
+            a.channels.append(Channel(node, path, times, vals, interp))
+        s.add_animation(a)
+    return s
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(scenes())
+def test_random_scenes_round_trip(scene):
+    import copy
+    orig = copy.deepcopy(scene)
+    back = roundtrip(scene)
+    assert_scene_matches(orig, back)
+    for i, n in enumerate(orig.nodes):
+        assert back.nodes[i].extras == n.extras
+
+
+# ---- crafted glTF (the cases other exporters produce) ----------------------------
+
+class Builder:
+    """A tiny glTF assembler for hand-made cases (views exactly as given)."""
+
+    def __init__(self):
+        self.gl = {"asset": {"version": "2.0"}, "accessors": [], "bufferViews": [],
+                   "buffers": [{"byteLength": 0}]}
+        self.bin = bytearray()
+
+    def view(self, data: bytes, stride: int | None = None) -> int:
+        self.bin += b"\0" * ((-len(self.bin)) % 4)
+        v = {"buffer": 0, "byteOffset": len(self.bin), "byteLength": len(data)}
+        if stride:
+            v["byteStride"] = stride
+        self.bin += data
+        self.gl["bufferViews"].append(v)
+        return len(self.gl["bufferViews"]) - 1
+
+    def acc(self, view, ctype, count, typ, offset=0, **kw) -> int:
+        a = {"componentType": ctype, "count": count, "type": typ, **kw}
+        if view is not None:
+            a["bufferView"] = view
+        if offset:
+            a["byteOffset"] = offset
+        self.gl["accessors"].append(a)
+        return len(self.gl["accessors"]) - 1
+
+    def glb(self) -> bytes:
+        self.gl["buffers"][0]["byteLength"] = len(self.bin)
+        return glb_bytes(self.gl, bytes(self.bin))
+
+
+def _quad_positions():
+    return np.array([[0, 0, 0], [1, 0, 0], [1, 1, 0], [0, 1, 0]], np.float32)
+
+
+def test_interleaved_stride_normalized_uv_and_colors():
+    b = Builder()
+    pos = _quad_positions()
+    uv16 = np.array([[0, 0], [65535, 0], [65535, 65535], [0, 65535]], np.uint16)
+    col = np.array([[255, 0, 0, 255], [0, 255, 0, 128], [0, 0, 255, 0], [1, 2, 3, 4]], np.uint8)
+    rec = np.zeros(4, dtype=[("p", "<f4", 3), ("uv", "<u2", 2), ("c", "u1", 4)])  # 20 bytes
+    rec["p"], rec["uv"], rec["c"] = pos, uv16, col
+    v = b.view(rec.tobytes(), stride=20)
+    ap = b.acc(v, 5126, 4, "VEC3")
+    au = b.acc(v, 5123, 4, "VEC2", offset=12, normalized=True)
+    ac = b.acc(v, 5121, 4, "VEC4", offset=16, normalized=True)
+    b.gl["meshes"] = [{"primitives": [{"attributes": {"POSITION": ap, "TEXCOORD_0": au,
+                                                      "COLOR_0": ac}}]}]
+    b.gl["nodes"] = [{"mesh": 0}]
+    s = read_gltf(b.glb())
+    p = s.meshes[0].primitives[0]
+    assert np.array_equal(p.positions, pos)
+    assert np.array_equal(p.uvs[0], [[0, 0], [1, 0], [1, 1], [0, 1]])
+    assert p.colors.dtype == np.uint8 and np.array_equal(p.colors, col)
+    assert p.indices is None and s.roots == [0]
+
+
+def test_sparse_accessor_and_no_buffer_view():
+    b = Builder()
+    base = b.view(_quad_positions().tobytes())
+    idx = b.view(np.array([1, 3], np.uint16).tobytes())
+    val = b.view(np.array([[5, 5, 5], [7, 7, 7]], np.float32).tobytes())
+    sparse = {"count": 2, "indices": {"bufferView": idx, "componentType": 5123},
+              "values": {"bufferView": val}}
+    a1 = b.acc(base, 5126, 4, "VEC3", sparse=sparse)
+    a2 = b.acc(None, 5126, 4, "VEC3", sparse=sparse)       # zeros + sparse, no view
+    b.gl["meshes"] = [{"primitives": [{"attributes": {"POSITION": a1},
+                                       "targets": [{"POSITION": a2}]}], "weights": [0.25]}]
+    s = read_gltf(b.glb())
+    p = s.meshes[0].primitives[0]
+    want = _quad_positions()
+    want[1], want[3] = 5, 7
+    assert np.array_equal(p.positions, want)
+    assert np.array_equal(p.targets[0].positions, [[0, 0, 0], [5, 5, 5], [0, 0, 0], [7, 7, 7]])
+    assert s.meshes[0].weights == [0.25]
+
+
+def test_strip_and_fan_become_triangles():
+    b = Builder()
+    pos = b.acc(b.view(np.arange(15, dtype=np.float32).tobytes()), 5126, 5, "VEC3")
+    ind = b.acc(b.view(np.array([0, 1, 2, 3, 4], np.uint8).tobytes()), 5121, 5, "SCALAR")
+    b.gl["meshes"] = [{"primitives": [{"attributes": {"POSITION": pos}, "indices": ind, "mode": 5},
+                                      {"attributes": {"POSITION": pos}, "mode": 6},
+                                      {"attributes": {"POSITION": pos}, "mode": 3}]}]
+    s = read_gltf(b.glb())
+    strip, fan, lines = s.meshes[0].primitives
+    assert strip.indices.tolist() == [0, 1, 2, 1, 3, 2, 2, 3, 4]   # spec: odd ones re-wound
+    assert fan.indices.tolist() == [0, 1, 2, 0, 2, 3, 0, 3, 4]
+    assert strip.mode == fan.mode == 4
+    assert lines.mode == 1 and lines.indices.tolist() == [0, 1, 1, 2, 2, 3, 3, 4]
+    assert any("line strip" in w for w in s.warnings)
+
+
+def test_matrix_node_materials_extensions_samplers():
+    b = Builder()
+    png = checker_png(2, 2)
+    iv = b.view(png)
+    pos = b.acc(b.view(_quad_positions().tobytes()), 5126, 4, "VEC3")
+    b.gl.update({
+        "images": [{"bufferView": iv, "mimeType": "image/png", "name": "chk"}],
+        "samplers": [{"magFilter": 9728, "minFilter": 9987, "wrapS": 33071, "wrapT": 33648}],
+        "textures": [{"source": 0, "sampler": 0}, {"source": 0}],
+        "materials": [{"name": "m", "pbrMetallicRoughness": {
+            "baseColorTexture": {"index": 0, "texCoord": 1, "extensions": {
+                "KHR_texture_transform": {"scale": [2, 2]}}},
+            "metallicRoughnessTexture": {"index": 1}},
+            "normalTexture": {"index": 1, "scale": 0.5}, "occlusionTexture": {"index": 1},
+            "emissiveTexture": {"index": 1}, "emissiveFactor": [1, 0.5, 0],
+            "alphaMode": "MASK", "alphaCutoff": 0.3, "doubleSided": True,
+            "extensions": {"KHR_materials_unlit": {}}}],
+        "meshes": [{"primitives": [{"attributes": {"POSITION": pos}, "material": 0}]}],
+        "nodes": [{"matrix": [2, 0, 0, 0, 0, 2, 0, 0, 0, 0, 2, 0, 1, 2, 3, 1], "mesh": 0}],
+        "extensionsUsed": ["KHR_materials_unlit", "KHR_texture_transform", "EXT_foo"],
+    })
+    s = read_gltf(b.glb())
+    m = s.materials[0]
+    assert m.unlit and m.double_sided and m.alpha_mode == "MASK" and m.alpha_cutoff == 0.3
+    assert m.metallic == 1.0 and m.roughness == 1.0          # glTF defaults when omitted
+    assert m.emissive == (1.0, 0.5, 0.0)
+    t = m.base_color_texture
+    assert (t.image, t.texcoord, t.mag_filter, t.min_filter, t.wrap_s, t.wrap_t) == \
+        (0, 1, 9728, 9987, 33071, 33648)
+    assert t.extras["KHR_texture_transform"] == {"scale": [2, 2]}
+    assert m.normal_texture.extras["scale"] == 0.5
+    assert m.occlusion_texture.extras["strength"] == 1.0
+    assert m.metallic_roughness_texture.image == 0 and m.emissive_texture.image == 0
+    assert any("KHR_texture_transform" in w for w in s.warnings)
+    assert s.images[0].data == png and s.images[0].name == "chk"
+    want = np.diag([2.0, 2, 2, 1])
+    want[:3, 3] = (1, 2, 3)
+    assert np.array_equal(s.nodes[0].matrix, want)
+    assert s.extras["extensionsUsed"] == ["EXT_foo"]
+
+
+def test_animation_samplers_and_weights_channel():
+    b = Builder()
+    t = b.acc(b.view(np.array([0, 1], np.float32).tobytes()), 5126, 2, "SCALAR")
+    q = b.acc(b.view(np.array([[0, 0, 0, 32767], [0, 32767, 0, 0]], np.int16).tobytes()),
+              5122, 2, "VEC4", normalized=True)
+    cub = b.acc(b.view(np.arange(18, dtype=np.float32).tobytes()), 5126, 6, "VEC3")
+    w = b.acc(b.view(np.array([0, 1, 1, 0], np.float32).tobytes()), 5126, 4, "SCALAR")
+    pos = b.acc(b.view(_quad_positions().tobytes()), 5126, 4, "VEC3")
+    b.gl.update({
+        "meshes": [{"primitives": [{"attributes": {"POSITION": pos},
+                                    "targets": [{"POSITION": pos}, {"POSITION": pos}]}]}],
+        "nodes": [{"name": "a", "children": [1]}, {"name": "b", "mesh": 0}],
+        "scenes": [{"nodes": [0], "name": "main"}], "scene": 0,
+        "animations": [{"name": "go", "samplers": [
+            {"input": t, "output": q, "interpolation": "STEP"},
+            {"input": t, "output": cub, "interpolation": "CUBICSPLINE"},
+            {"input": t, "output": w}],
+            "channels": [{"sampler": 0, "target": {"node": 0, "path": "rotation"}},
+                         {"sampler": 1, "target": {"node": 1, "path": "translation"}},
+                         {"sampler": 2, "target": {"node": 1, "path": "weights"}},
+                         {"sampler": 2, "target": {"path": "pointer"}}]}],
+    })
+    s = read_gltf(b.glb())
+    assert s.name == "main" and s.roots == [0]
+    a = s.animations[0]
+    assert a.name == "go" and len(a.channels) == 3 and a.duration == 1.0
+    rot, tr, wt = a.channels
+    assert rot.interpolation == "STEP" and np.array_equal(rot.values, [[0, 0, 0, 1], [0, 1, 0, 0]])
+    assert tr.interpolation == "CUBICSPLINE" and tr.values.shape == (6, 3)
+    assert wt.values.tolist() == [[0, 1], [1, 0]]
+
+
+def test_corpus_glb_from_other_tools():
+    folder = CORPUS / "glb"
+    files = sorted(folder.glob("*.glb")) if folder.is_dir() else []
+    if not files:
+        pytest.skip("no glb corpus")
+    for f in files:
+        s = read_gltf(f)
+        data = f.read_bytes()
+        jlen = struct.unpack_from("<I", data, 12)[0]
+        gl = json.loads(data[20:20 + jlen])
+        assert len(s.nodes) == len(gl.get("nodes", [])), f.name
+        assert len(s.animations) == len(gl.get("animations", [])), f.name
+        tris = 0
+        for m in gl["meshes"]:
+            for p in m["primitives"]:
+                n = gl["accessors"][p["indices"]]["count"] if "indices" in p else \
+                    gl["accessors"][p["attributes"]["POSITION"]]["count"]
+                tris += n // 3
+        assert sum(len(p.indices) // 3 for m in s.meshes for p in m.primitives) == tris, f.name
+        for sk in s.skins:                # bind pose sanity: IBM inverts the joint matrices
+            assert np.all(np.isfinite(sk.inverse_bind_matrices))
+        again = roundtrip(s)             # the reader's scene is writable and reads back
+        import copy
+        assert_scene_matches(copy.deepcopy(read_gltf(f)), again)
+
+
+FAMILY_SAMPLES = {"ko": ("*.n3chr", "*.n3pmesh"), "dts": ("*.dts",), "fbx": ("*.fbx",),
+                  "tr4wad": ("*.wad", "*.trwad")}
+
+
+@pytest.mark.parametrize("family", sorted(FAMILY_SAMPLES))
+def test_family_exports_read_back(family):
+    folder = CORPUS / family
+    if not folder.is_dir():
+        pytest.skip(f"no {family} corpus")
+    for pattern in FAMILY_SAMPLES[family]:
+        for src in sorted(folder.rglob(pattern))[:3]:
+            try:
+                doc = registry.decode(src.read_bytes(), path=str(src))
+                scene = document_scene(doc, {"source_path": str(src)})
+            except FormatError:
+                continue
+            import copy
+            orig = copy.deepcopy(scene)
+            assert_scene_matches(orig, roundtrip(scene))
+            return
+    pytest.skip(f"no {family} file converts")
+
+
+# ---- hostile input -----------------------------------------------------------------
+
+def _simple() -> Builder:
+    b = Builder()
+    pos = b.acc(b.view(_quad_positions().tobytes()), 5126, 4, "VEC3")
+    ind = b.acc(b.view(np.array([0, 1, 2, 0, 2, 3], np.uint16).tobytes()), 5123, 6, "SCALAR")
+    b.gl["meshes"] = [{"primitives": [{"attributes": {"POSITION": pos}, "indices": ind}]}]
+    b.gl["nodes"] = [{"mesh": 0}]
+    return b
+
+
+def test_simple_reads():                       # the control for the hostile edits below
+    s = read_gltf(_simple().glb())
+    assert s.meshes[0].primitives[0].indices.tolist() == [0, 1, 2, 0, 2, 3]
+
+
+@pytest.mark.parametrize("edit,cls,path", [
+    (lambda g: g["accessors"][0].update(count=5), CountError, "$.accessors[0].count"),
+    (lambda g: g["accessors"][1].update(count=10**12), LimitError, "$.accessors[1].count"),
+    (lambda g: g["accessors"][0].update(bufferView=9), JsonFormatError,
+     "$.accessors[0].bufferView"),
+    (lambda g: g["accessors"][0].update(componentType=5130), JsonFormatError,
+     "$.accessors[0].componentType"),
+    (lambda g: g["accessors"][0].update(count="4"), JsonFormatError, "$.accessors[0].count"),
+    (lambda g: g["bufferViews"][0].update(byteLength=10**9), CountError,
+     "$.bufferViews[0].byteLength"),
+    (lambda g: g["bufferViews"][0].update(byteStride=6), JsonFormatError,
+     "$.bufferViews[0].byteStride"),
+    (lambda g: g["nodes"].append({"children": [0, 1]}), JsonFormatError, "$.nodes[1].children[1]"),
+    (lambda g: g["nodes"].extend([{"children": [2]}, {"children": [1]}]), JsonFormatError,
+     "$.nodes[1]"),
+    (lambda g: g["meshes"][0]["primitives"][0].update(mode=9), JsonFormatError,
+     "$.meshes[0].primitives[0].mode"),
+    (lambda g: g["accessors"].append({"componentType": 5126, "count": 10**8, "type": "MAT4"})
+     or g["meshes"][0]["primitives"][0]["attributes"].update(NORMAL=2), LimitError,
+     "$.accessors[2].count"),
+    (lambda g: g.update(extensionsRequired=["KHR_draco_mesh_compression"]), FormatError,
+     "$.extensionsRequired[0]"),
+    (lambda g: g["buffers"][0].update(uri="/etc/passwd"), FormatError, "$.buffers[0].uri"),
+    (lambda g: g["asset"].update(version="1.0"), JsonFormatError, "$.asset.version"),
+])
+def test_hostile_json_edits(edit, cls, path):
+    b = _simple()
+    b.gl["buffers"][0]["byteLength"] = len(b.bin)
+    edit(b.gl)
+    with pytest.raises(cls) as e:
+        read_gltf(glb_bytes(b.gl, bytes(b.bin)))
+    assert e.value.path == path, str(e.value)
+    assert not isinstance(e.value, InternalDecodeError)
+
+
+def test_index_out_of_range_names_the_accessor():
+    b = _simple()
+    b.bin[48:50] = struct.pack("<H", 4)            # first index -> vertex 4 of 4
+    with pytest.raises(CountError) as e:
+        read_gltf(b.glb())
+    assert e.value.path == "$.meshes[0].primitives[0].indices" and e.value.found == 4
+
+
+def test_container_errors():
+    good = _simple().glb()
+    with pytest.raises(MagicError):
+        read_gltf(b"PK\3\4" + good[4:])
+    with pytest.raises(TruncatedError) as e:
+        read_gltf(good[:30])
+    assert e.value.path == "glb.length"
+    with pytest.raises(JsonFormatError) as e:
+        read_gltf(b'{"asset": {"version": "2.0"},')
+    assert e.value.path == "$" and e.value.offset == 29      # the end, where a name was due
+    with pytest.raises(LimitError):
+        read_gltf(good, limits=Limits(max_input=100))
+    with pytest.raises(LimitError):
+        read_gltf(good, limits=Limits(max_elements=5))
+    deep = _simple()
+    deep.gl["nodes"] = [{"children": [i + 1]} for i in range(300)] + [{}]
+    with pytest.raises(LimitError):
+        read_gltf(deep.glb())
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_mutated_files_only_raise_format_errors(data):
+    raw = bytearray(_simple().glb())
+    for _ in range(data.draw(st.integers(1, 6))):
+        i = data.draw(st.integers(0, len(raw) - 1))
+        raw[i] = data.draw(st.integers(0, 255))
+    if data.draw(st.booleans()):
+        raw = raw[:data.draw(st.integers(0, len(raw)))]
+    try:
+        read_gltf(bytes(raw))
+    except InternalDecodeError as e:            # a reader bug
+        raise AssertionError(str(e)) from e
+    except FormatError:
+        pass
