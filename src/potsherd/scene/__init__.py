@@ -55,6 +55,10 @@ Helpers: quaternions/matrices/axes in :mod:`.xform` (``quat_multiply``,
 (``flip_winding``, ``fan_triangulate``, ``weld`` for splitting on unique
 (position, uv) pairs, ``compute_normals``, ``limit_influences``,
 ``rigid_influences``).
+
+Reading glTF back (importers): :func:`.gltf_read.read_gltf` gives the same
+Scene; :mod:`.ops` has world matrices, fixed-rate animation sampling,
+world-space triangle sets, rigid parts by dominant joint and vertex welding.
 """
 from .model import (CLAMP_TO_EDGE, LINEAR_FILTER, LINEAR_MIPMAP_LINEAR, MIRRORED_REPEAT,
                     NEAREST, REPEAT, Animation, Channel, Image, Material, Mesh, MorphTarget,
@@ -67,6 +71,9 @@ from .xform import (IDENTITY_QUAT, Y_DOWN_TO_Y_UP, Y_DOWN_Z_FORWARD_TO_GLTF, Z_U
                     transform_points, trs_to_matrix, z_up_to_y_up)
 from .geometry import (compute_normals, fan_triangulate, flip_winding, limit_influences,
                        rigid_influences, weld)
+from .gltf_read import read_gltf
+from .ops import (frame_times, sample_channel, sample_node_trs, skin_matrices,
+                  split_by_dominant_joint, triangle_sets, weld_primitive, world_matrices)
 
 __all__ = [
     "Scene", "Node", "Mesh", "Primitive", "MorphTarget", "Material", "TextureRef", "Image",
@@ -81,4 +88,6 @@ __all__ = [
     "trs_to_matrix", "z_up_to_y_up",
     "compute_normals", "fan_triangulate", "flip_winding", "limit_influences",
     "rigid_influences", "weld",
+    "read_gltf", "frame_times", "sample_channel", "sample_node_trs", "skin_matrices",
+    "split_by_dominant_joint", "triangle_sets", "weld_primitive", "world_matrices",
 ]

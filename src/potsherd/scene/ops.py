@@ -1,0 +1,283 @@
+"""Scene operations every importer needs (glTF scene -> a game format).
+
+Game formats store what glTF leaves implicit: world-space or bind-pose
+vertices, animation keys at a fixed rate, one bone per rigid part, and
+vertex buffers without duplicates.  These helpers compute that once, with
+numpy, in glTF conventions (column vectors, ``world = parent · local``).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+import numpy as np
+
+from .geometry import weld
+from .model import Channel, Node, Primitive, Scene
+from .xform import quat_normalize, quat_slerp, trs_to_matrix
+
+__all__ = ["local_matrix", "world_matrices", "frame_times", "sample_channel",
+           "sample_node_trs", "skin_matrices", "TriangleSet", "triangle_sets",
+           "split_by_dominant_joint", "weld_primitive"]
+
+
+# ---- transforms ------------------------------------------------------------------
+
+def local_matrix(node: Node) -> np.ndarray:
+    """The node's local (4, 4) matrix: ``matrix`` if set, else ``T · R · S``."""
+    if node.matrix is not None:
+        return np.asarray(node.matrix, dtype=np.float64).reshape(4, 4)
+    return trs_to_matrix(node.translation, node.rotation, node.scale)
+
+
+def world_matrices(scene: Scene, locals_: Optional[np.ndarray] = None) -> np.ndarray:
+    """(N, 4, 4) world matrix of every node (parents first, iteratively, so deep
+    trees do not recurse).  ``locals_`` overrides the local matrices (posed)."""
+    n = len(scene.nodes)
+    local = np.stack([local_matrix(nd) for nd in scene.nodes]) if locals_ is None \
+        else np.asarray(locals_, dtype=np.float64)
+    world = np.empty((n, 4, 4))
+    done = np.zeros(n, bool)
+    parents = scene.parents()
+    for start in range(n):
+        chain = []
+        j: Optional[int] = start
+        while j is not None and not done[j]:
+            chain.append(j)
+            if len(chain) > n:
+                raise ValueError("node hierarchy has a cycle")
+            j = parents[j]
+        for k in reversed(chain):
+            p = parents[k]
+            world[k] = local[k] if p is None else world[p] @ local[k]
+            done[k] = True
+    return world
+
+
+def skin_matrices(scene: Scene, skin_index: int, world: Optional[np.ndarray] = None
+                  ) -> np.ndarray:
+    """(J, 4, 4) joint matrices ``world(joint) · inverseBind`` of one skin (the
+    matrices linear blend skinning applies to bind-space vertices)."""
+    sk = scene.skins[skin_index]
+    world = world_matrices(scene) if world is None else world
+    jw = world[np.asarray(sk.joints, dtype=np.int64)]
+    if sk.inverse_bind_matrices is None:
+        return jw
+    return jw @ np.asarray(sk.inverse_bind_matrices, dtype=np.float64).reshape(-1, 4, 4)
+
+
+# ---- animation sampling --------------------------------------------------------------
+
+def frame_times(duration: float, fps: float) -> np.ndarray:
+    """Frame times ``0, 1/fps, ...`` up to the first frame at or after ``duration``."""
+    if fps <= 0 or not math.isfinite(fps):
+        raise ValueError(f"frame rate must be positive, found {fps}")
+    frames = int(math.ceil(max(duration, 0.0) * fps - 1e-6)) + 1
+    return np.arange(frames, dtype=np.float64) / fps
+
+
+def sample_channel(channel: Channel, times: Any) -> np.ndarray:
+    """Values of ``channel`` at ``times`` (clamped to its first/last key), as glTF
+    viewers evaluate them: STEP holds, LINEAR lerps (slerps rotations), CUBICSPLINE
+    is the Hermite spline with the stored tangents (rotations renormalised)."""
+    t = np.asarray(times, dtype=np.float64).reshape(-1)
+    keys = np.asarray(channel.times, dtype=np.float64).reshape(-1)
+    cubic = channel.interpolation == "CUBICSPLINE"
+    vals = np.asarray(channel.values, dtype=np.float64)
+    vals = vals.reshape(len(keys) * (3 if cubic else 1), -1)
+    if cubic:
+        a_tan, v, b_tan = vals[0::3], vals[1::3], vals[2::3]
+    else:
+        v = vals
+    if len(keys) == 0:
+        raise ValueError("channel without keys")
+    if len(keys) == 1:
+        out = np.repeat(v[:1], len(t), axis=0)
+        return quat_normalize(out) if channel.path == "rotation" else out
+    tc = np.clip(t, keys[0], keys[-1])
+    k = np.clip(np.searchsorted(keys, tc, side="right") - 1, 0, len(keys) - 2)
+    span = keys[k + 1] - keys[k]
+    s = (tc - keys[k]) / span
+    if channel.interpolation == "STEP":
+        idx = np.where(tc >= keys[-1], len(keys) - 1, k)
+        return v[idx].copy()
+    if cubic:
+        s2, s3 = s * s, s * s * s
+        h00 = 2 * s3 - 3 * s2 + 1
+        h10 = s3 - 2 * s2 + s
+        h01 = -2 * s3 + 3 * s2
+        h11 = s3 - s2
+        out = (h00[:, None] * v[k] + (span * h10)[:, None] * b_tan[k]
+               + h01[:, None] * v[k + 1] + (span * h11)[:, None] * a_tan[k + 1])
+        return quat_normalize(out) if channel.path == "rotation" else out
+    if channel.path == "rotation":
+        return quat_slerp(v[k], v[k + 1], s)
+    return v[k] + s[:, None] * (v[k + 1] - v[k])
+
+
+def sample_node_trs(scene: Scene, animation: Any, node: int, times: Any) -> tuple:
+    """(T (F, 3), R (F, 4) xyzw, S (F, 3)) of ``node`` at ``times``: animated
+    paths sampled, the others held at the node's rest transform."""
+    from .xform import decompose_matrix
+    t = np.asarray(times, dtype=np.float64).reshape(-1)
+    nd = scene.nodes[node]
+    if nd.matrix is not None:
+        t0, r0, s0 = decompose_matrix(np.asarray(nd.matrix, dtype=np.float64))
+    else:
+        t0 = np.zeros(3) if nd.translation is None else np.asarray(nd.translation, np.float64)
+        r0 = np.array([0.0, 0, 0, 1]) if nd.rotation is None else quat_normalize(nd.rotation)
+        s0 = np.ones(3) if nd.scale is None else np.asarray(nd.scale, np.float64)
+    out = {"translation": np.tile(t0, (len(t), 1)), "rotation": np.tile(r0, (len(t), 1)),
+           "scale": np.tile(s0, (len(t), 1))}
+    for ch in animation.channels:
+        if ch.node == node and ch.path in out and len(ch.times):
+            out[ch.path] = sample_channel(ch, t)
+    return out["translation"], out["rotation"], out["scale"]
+
+
+# ---- geometry ----------------------------------------------------------------------------
+
+@dataclass
+class TriangleSet:
+    """One primitive as flat triangles in world space (bind pose for skinned ones)."""
+
+    node: int
+    mesh: int
+    primitive: int
+    positions: np.ndarray               #: (V, 3) float64, world space
+    indices: np.ndarray                 #: (3T,) int64, counter-clockwise
+    normals: Optional[np.ndarray] = None
+    uvs: list = field(default_factory=list)
+    colors: Optional[np.ndarray] = None
+    joints: Optional[np.ndarray] = None
+    weights: Optional[np.ndarray] = None
+    material: Optional[int] = None
+    skin: Optional[int] = None
+
+    @property
+    def triangle_count(self) -> int:
+        return len(self.indices) // 3
+
+
+def triangle_sets(scene: Scene, *, world: Optional[np.ndarray] = None) -> list:
+    """Every drawn triangle primitive with its node's world transform applied.
+
+    Skinned primitives are posed by linear blend skinning with the scene's
+    current (rest) node transforms, as a viewer shows them; their node's own
+    transform is ignored, as glTF specifies.  A mirroring transform (negative
+    determinant) reverses the winding so faces stay front-facing.
+    Point and line primitives are skipped with a note in ``scene.warnings``.
+    """
+    world = world_matrices(scene) if world is None else world
+    out = []
+    skipped = 0
+    for ni, nd in enumerate(scene.nodes):
+        if nd.mesh is None:
+            continue
+        for pi, p in enumerate(scene.meshes[nd.mesh].primitives):
+            if p.mode != 4:
+                skipped += 1
+                continue
+            pos = np.asarray(p.positions, dtype=np.float64)
+            idx = np.arange(len(pos), dtype=np.int64) if p.indices is None else \
+                np.asarray(p.indices, dtype=np.int64).reshape(-1)
+            idx = idx[:len(idx) - len(idx) % 3]
+            nrm = None if p.normals is None else np.asarray(p.normals, dtype=np.float64)
+            skinned = nd.skin is not None and p.joints is not None and p.weights is not None
+            if skinned:
+                mats = skin_matrices(scene, nd.skin, world)
+                j = np.asarray(p.joints, dtype=np.int64)
+                w = np.asarray(p.weights, dtype=np.float64)
+                total = w.sum(axis=1, keepdims=True)
+                w = w / np.where(total > 0, total, 1.0)
+                blend = np.einsum("vk,vkij->vij", w, mats[j])          # (V, 4, 4)
+                new_pos = np.einsum("vij,vj->vi", blend[:, :3, :3], pos) + blend[:, :3, 3]
+                if nrm is not None:
+                    inv_t = np.linalg.inv(blend[:, :3, :3]).swapaxes(-1, -2)
+                    nrm = np.einsum("vij,vj->vi", inv_t, nrm)
+                flip = np.linalg.det(blend[:, :3, :3]) < 0
+                flip_tris = flip[idx.reshape(-1, 3)].sum(axis=1) >= 2
+                pos = new_pos
+            else:
+                m = world[ni]
+                pos = pos @ m[:3, :3].T + m[:3, 3]
+                if nrm is not None:
+                    nrm = nrm @ np.linalg.inv(m[:3, :3])          # (M^-T n) as rows
+                flip_tris = np.full(len(idx) // 3, np.linalg.det(m[:3, :3]) < 0)
+            if nrm is not None:
+                length = np.linalg.norm(nrm, axis=1, keepdims=True)
+                nrm = nrm / np.where(length > 0, length, 1.0)
+            tris = idx.reshape(-1, 3).copy()
+            tris[flip_tris] = tris[flip_tris][:, ::-1]
+            out.append(TriangleSet(node=ni, mesh=nd.mesh, primitive=pi, positions=pos,
+                                   indices=tris.reshape(-1), normals=nrm, uvs=list(p.uvs),
+                                   colors=p.colors, joints=p.joints, weights=p.weights,
+                                   material=p.material, skin=nd.skin if skinned else None))
+    if skipped:
+        scene.warnings.append(f"{skipped} point/line primitive(s) skipped (triangles only)")
+    return out
+
+
+def _subset(p: Primitive, verts: np.ndarray, indices: np.ndarray) -> Primitive:
+    """A primitive with only ``verts`` (old indices), ``indices`` given in old numbering."""
+    remap = np.full(len(p.positions), -1, dtype=np.int64)
+    remap[verts] = np.arange(len(verts))
+
+    def take(a: Any) -> Any:
+        return None if a is None else np.asarray(a)[verts]
+
+    return Primitive(positions=np.asarray(p.positions)[verts], indices=remap[indices],
+                     normals=take(p.normals), uvs=[np.asarray(u)[verts] for u in p.uvs],
+                     colors=take(p.colors), joints=take(p.joints), weights=take(p.weights),
+                     material=p.material, mode=p.mode, extras=dict(p.extras),
+                     targets=[type(t)(name=t.name, positions=take(t.positions),
+                                      normals=take(t.normals), extras=dict(t.extras))
+                              for t in p.targets])
+
+
+def split_by_dominant_joint(p: Primitive) -> dict:
+    """Rigid parts of a skinned triangle primitive: ``{joint: Primitive}``.
+
+    Each vertex belongs to its heaviest joint (ties: the lower joint index);
+    each triangle goes to the joint most of its corners belong to (all three
+    different: the first corner's).  Vertices shared by triangles of two parts
+    are duplicated into both.  Joints are indices into the skin's joint list.
+    """
+    if p.joints is None or p.weights is None:
+        raise ValueError("primitive has no skin weights")
+    j = np.asarray(p.joints, dtype=np.int64)
+    w = np.asarray(p.weights, dtype=np.float64)
+    # heaviest weight; among equal weights the lowest joint index
+    key = np.where(w == w.max(axis=1, keepdims=True), j, np.iinfo(np.int64).max)
+    dominant = key.min(axis=1)
+    idx = np.arange(len(j), dtype=np.int64) if p.indices is None else \
+        np.asarray(p.indices, dtype=np.int64).reshape(-1)
+    tris = idx[:len(idx) - len(idx) % 3].reshape(-1, 3)
+    d = dominant[tris]
+    owner = np.where((d[:, 1] == d[:, 2]) & (d[:, 0] != d[:, 1]), d[:, 1], d[:, 0])
+    parts = {}
+    for joint in np.unique(owner):
+        sel = tris[owner == joint].reshape(-1)
+        verts = np.unique(sel)
+        parts[int(joint)] = _subset(p, verts, sel)
+    return parts
+
+
+def weld_primitive(p: Primitive) -> Primitive:
+    """Merge vertices whose every attribute is bit-identical (positions, normals,
+    UVs, colours, skin, morph deltas); returns an indexed primitive drawing the
+    same triangles.  Vertex order: first appearance."""
+    n = len(p.positions)
+    keys = [np.asarray(p.positions)]
+    for a in (p.normals, p.colors, p.joints, p.weights):
+        if a is not None:
+            keys.append(np.asarray(a))
+    keys += [np.asarray(u) for u in p.uvs]
+    for t in p.targets:
+        keys += [np.asarray(a) for a in (t.positions, t.normals) if a is not None]
+    first, remap = weld(*keys)
+    idx = np.arange(n, dtype=np.int64) if p.indices is None else \
+        np.asarray(p.indices, dtype=np.int64).reshape(-1)
+    q = _subset(p, first, first[remap[idx]])
+    return q

@@ -1,0 +1,160 @@
+"""Scene operations for importers, checked against hand-computed values."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from potsherd.scene import (Animation, Channel, Mesh, Node, Primitive, Scene, Skin,
+                            quat_from_axis_angle)
+from potsherd.scene.ops import (frame_times, sample_channel, sample_node_trs, skin_matrices,
+                                split_by_dominant_joint, triangle_sets, weld_primitive,
+                                world_matrices)
+
+Q90Z = (0.0, 0.0, math.sqrt(0.5), math.sqrt(0.5))
+
+
+def chain_scene() -> Scene:
+    s = Scene()
+    a = s.add_node(name="a", translation=(1, 0, 0), rotation=Q90Z)
+    b = s.add_node(name="b", parent=a, translation=(2, 0, 0), scale=(2, 2, 2))
+    m = np.eye(4)
+    m[:3, 3] = (0, 0, 5)
+    s.add_node(name="c", parent=b, matrix=m)
+    return s
+
+
+def test_world_matrices_exact():
+    w = world_matrices(chain_scene())
+    # b: a's 90 degree turn about Z maps its (2, 0, 0) to (0, 2, 0), plus a's (1, 0, 0)
+    assert np.allclose(w[1][:3, 3], [1, 2, 0], atol=1e-12)
+    assert np.allclose(w[1][:3, :3] @ [1, 0, 0], [0, 2, 0], atol=1e-12)
+    # c: (0, 0, 5) scaled by 2 -> (0, 0, 10) from b's origin
+    assert np.allclose(w[2][:3, 3], [1, 2, 10], atol=1e-12)
+
+
+def test_world_matrices_deep_chain_no_recursion():
+    s = Scene()
+    parent = None
+    for _ in range(5000):
+        parent = s.add_node(parent=parent, translation=(0, 1, 0))
+    assert world_matrices(s)[-1][1, 3] == 5000
+
+
+def test_frame_times():
+    assert frame_times(1.0, 4).tolist() == [0, 0.25, 0.5, 0.75, 1.0]
+    assert frame_times(0.9, 4).tolist() == [0, 0.25, 0.5, 0.75, 1.0]   # covers the end
+    assert frame_times(0.0, 30).tolist() == [0.0]
+    with pytest.raises(ValueError):
+        frame_times(1, 0)
+
+
+def test_sample_step_linear_slerp():
+    times = np.array([0.0, 1.0, 2.0])
+    tr = Channel(0, "translation", times, np.array([[0, 0, 0], [2, 0, 0], [2, 4, 0.0]]))
+    assert sample_channel(tr, [-1, 0.5, 1.5, 9]).tolist() == [[0, 0, 0], [1, 0, 0], [2, 2, 0],
+                                                              [2, 4, 0]]
+    step = Channel(0, "translation", times, tr.values, "STEP")
+    assert sample_channel(step, [0.99, 1.0, 2.0, 3.0])[:, 0].tolist() == [0, 2, 2, 2]
+    q0, q1 = (0, 0, 0, 1.0), quat_from_axis_angle((0, 0, 1), math.pi / 2)
+    rot = Channel(0, "rotation", times[:2], np.array([q0, q1]))
+    half = sample_channel(rot, [0.5])[0]
+    assert np.allclose(half, quat_from_axis_angle((0, 0, 1), math.pi / 4), atol=1e-12)
+    # the short way round even when the keys are on opposite hemispheres
+    rot2 = Channel(0, "rotation", times[:2], np.array([q0, -np.asarray(q1)]))
+    assert np.allclose(np.abs(sample_channel(rot2, [0.5])[0]), np.abs(half), atol=1e-12)
+
+
+def test_sample_cubicspline_hermite():
+    # keys (t=0, v=0, out-tangent 1), (t=2, v=1, in-tangent 0): p(s) with span 2
+    vals = np.array([[9.0], [0.0], [1.0],  [0.0], [1.0], [9.0]])
+    ch = Channel(0, "translation", np.array([0.0, 2.0]), np.repeat(vals, 3, axis=1),
+                 "CUBICSPLINE")
+    s = 0.25                                        # t = 0.5
+    want = (s**3 - 2 * s**2 + s) * 2 * 1 + (-2 * s**3 + 3 * s**2) * 1
+    got = sample_channel(ch, [0.0, 0.5, 2.0])[:, 0]
+    assert got[0] == 0 and got[2] == 1 and abs(got[1] - want) < 1e-12
+
+
+def test_sample_node_trs_holds_rest_values():
+    s = chain_scene()
+    anim = Animation(channels=[Channel(1, "translation", np.array([0.0, 1.0]),
+                                       np.array([[0, 0, 0], [4, 0, 0.0]]))])
+    t, r, sc = sample_node_trs(s, anim, 1, [0.5])
+    assert t.tolist() == [[2, 0, 0]] and r.tolist() == [[0, 0, 0, 1]] and sc.tolist() == [[2, 2, 2]]
+    t, r, sc = sample_node_trs(s, anim, 2, [0.0, 1.0])      # matrix node, not animated
+    assert t.tolist() == [[0, 0, 5]] * 2
+
+
+def quad(z=0.0):
+    pos = np.array([[0, 0, z], [1, 0, z], [1, 1, z], [0, 1, z]], np.float32)
+    return Primitive(positions=pos, indices=np.array([0, 1, 2, 0, 2, 3], np.uint32),
+                     normals=np.tile([0, 0, 1.0], (4, 1)))
+
+
+def test_triangle_sets_world_transform_and_mirror():
+    s = Scene()
+    mesh = s.add_mesh(Mesh(primitives=[quad(), Primitive(positions=np.zeros((2, 3)), mode=1)]))
+    s.add_node(mesh=mesh, translation=(0, 0, 3), scale=(2, 1, 1))
+    s.add_node(mesh=mesh, scale=(-1, 1, 1))
+    sets = triangle_sets(s)
+    assert len(sets) == 2 and s.warnings == ["2 point/line primitive(s) skipped (triangles only)"]
+    a, b = sets
+    assert a.positions.tolist() == [[0, 0, 3], [2, 0, 3], [2, 1, 3], [0, 1, 3]]
+    assert a.indices.tolist() == [0, 1, 2, 0, 2, 3] and np.allclose(a.normals, [0, 0, 1])
+    assert b.positions[1].tolist() == [-1, 0, 0]
+    assert b.indices.tolist() == [2, 1, 0, 3, 2, 0]                # winding reversed
+    # the mirrored face's geometric normal agrees with its (transformed) normal
+    p = b.positions[b.indices[:3]]
+    assert np.dot(np.cross(p[1] - p[0], p[2] - p[0]), b.normals[0]) > 0
+
+
+def test_triangle_sets_skinned_bind_pose():
+    s = Scene()
+    j0 = s.add_node(name="j0", translation=(0, 0, 0))
+    j1 = s.add_node(name="j1", parent=j0, translation=(0, 1, 0), rotation=Q90Z)
+    ibm = np.stack([np.eye(4), np.linalg.inv(world_matrices(s)[1])])
+    sk = s.add_skin(Skin(joints=[j0, j1], inverse_bind_matrices=ibm))
+    p = quad()
+    p.joints = np.array([[0, 0], [0, 0], [1, 0], [1, 0]], np.uint8)
+    p.weights = np.array([[1, 0], [1, 0], [1, 0], [1, 0]], np.float32)
+    mesh = s.add_mesh(Mesh(primitives=[p]))
+    s.add_node(mesh=mesh, skin=sk, translation=(100, 0, 0))    # ignored for skinned meshes
+    (ts,) = triangle_sets(s)
+    assert np.allclose(ts.positions, p.positions, atol=1e-12) and ts.skin == sk
+    # bend j1 by another 90 degrees: its vertices rotate about (0, 1, 0)
+    s.nodes[j1].rotation = (0.0, 0.0, 1.0, 0.0)
+    (ts,) = triangle_sets(s)
+    assert np.allclose(ts.positions[2], [0, 2, 0], atol=1e-12)   # (1,1,0) turned 90 about (0,1,0)
+    assert np.allclose(ts.positions[0], [0, 0, 0], atol=1e-12)   # joint 0 vertices stay
+    assert np.allclose(skin_matrices(s, sk)[0], np.eye(4))
+
+
+def test_split_by_dominant_joint():
+    pos = np.arange(18, dtype=np.float32).reshape(6, 3)
+    p = Primitive(positions=pos, indices=np.array([0, 1, 2, 2, 3, 4, 3, 4, 5], np.uint32),
+                  joints=np.array([[0, 1], [0, 1], [1, 0], [1, 2], [2, 1], [2, 0]], np.uint8),
+                  weights=np.array([[.6, .4], [.5, .5], [.9, .1], [.7, .3], [.8, .2], [1, 0]],
+                                   np.float32))
+    parts = split_by_dominant_joint(p)
+    # dominant: v0 0, v1 0 (tie -> lower joint), v2 1, v3 1, v4 2, v5 2
+    assert sorted(parts) == [0, 1, 2]
+    assert parts[0].positions.tolist() == pos[[0, 1, 2]].tolist()
+    assert parts[0].indices.tolist() == [0, 1, 2]
+    assert parts[1].positions.tolist() == pos[[2, 3, 4]].tolist()     # v2, v3 own it
+    assert parts[2].indices.tolist() == [0, 1, 2] and parts[2].joints.tolist() == [[1, 2], [2, 1],
+                                                                                  [2, 0]]
+
+
+def test_weld_primitive():
+    pos = np.array([[0, 0, 0], [1, 0, 0], [1, 1, 0], [0, 0, 0], [1, 1, 0], [0, 1, 0]], np.float32)
+    uv = np.array([[0, 0], [1, 0], [1, 1], [0, 0], [1, 1], [0, 1]], np.float32)
+    p = Primitive(positions=pos, uvs=[uv])
+    w = weld_primitive(p)
+    assert w.positions.tolist() == pos[[0, 1, 2, 5]].tolist()
+    assert w.indices.tolist() == [0, 1, 2, 0, 2, 3]
+    # a differing UV keeps the duplicate (negative control)
+    uv2 = uv.copy()
+    uv2[3] = (0.5, 0)
+    assert len(weld_primitive(Primitive(positions=pos, uvs=[uv2])).positions) == 5
