@@ -498,7 +498,8 @@ def _details(nodes: list, model: ShapeModel, sizes: list | None, warnings: list,
              prepended: bool) -> list[tuple[int, float]]:
     """(root node, size) per level: the export's ``details`` extras where their
     roots are present, else every child of the shape root that is not
-    ``always``; ``sizes`` overrides the sizes."""
+    ``always`` (a scene whose top-level nodes were put under a new root is one
+    level, that root); ``sizes`` overrides the sizes."""
     by_name = {n.name: i for i, n in enumerate(nodes)}
     found: list[tuple[int, float]] = []
     for d in model.extras.get("details") or []:
@@ -507,6 +508,9 @@ def _details(nodes: list, model: ShapeModel, sizes: list | None, warnings: list,
     if not found:
         root = next(i for i, n in enumerate(nodes) if n.parent < 0)
         kids = [i for i, n in enumerate(nodes) if n.parent == root and n.name != "always"]
+        if prepended and len(kids) > 1:
+            # a glTF of several top-level nodes is one level: the whole tree
+            kids = []
         found = [(k, 1.0) for k in kids] or [(root, 1.0)]
     if sizes:
         if len(sizes) != len(found):
