@@ -309,3 +309,63 @@ def test_material_list_from_scene_and_like():
     assert edited.root["payload"]["materials"]["fGreen"][1] == 255
     with pytest.raises(FormatError, match="no materials"):
         DML.from_scene(Scene())
+
+
+# ---- hostile scenes ---------------------------------------------------------------------
+
+
+def _nan_position(s):
+    s.meshes[0].primitives[0].positions[2, 1] = np.nan
+
+
+def _nan_rotation(s):
+    s.nodes[1].rotation = [np.nan, 0.0, 0.0, 1.0]
+
+
+def _zero_scale(s):
+    s.nodes[0].scale = [0.0, 0.0, 0.0]
+
+
+def _bad_joint(s):
+    s.meshes[0].primitives[1].joints[:, 0] = 7
+
+
+def _bad_indices(s):
+    s.meshes[0].primitives[0].indices = np.array([0, 1, 99], np.uint32)
+
+
+def _lines(s):
+    for p in s.meshes[0].primitives:
+        p.mode = 1
+
+
+def _inf_key(s):
+    s.animations[0].channels[1].values = np.full((3, 3), np.inf, np.float32)
+
+
+def _no_ibm(s):
+    s.skins[0].inverse_bind_matrices = None
+
+
+def _cycle(s):
+    s.nodes[2].children.append(1)
+
+
+@pytest.mark.parametrize("mutate", [_nan_position, _nan_rotation, _zero_scale, _bad_joint, _bad_indices,
+                                    _lines, _inf_key, _no_ibm, _cycle])
+def test_hostile_scene_gives_a_format_error_or_a_valid_shape(mutate):
+    s = _blender_like(blended=False)
+    mutate(s)
+    try:
+        doc = DTS.from_scene(s)
+    except FormatError as e:
+        assert str(e)
+        return
+    _reencodes(doc)
+
+
+def test_nan_geometry_is_refused_by_name():
+    s = _blender_like(blended=False)
+    _nan_position(s)
+    with pytest.raises(FormatError, match="object 'hip': non-finite positions"):
+        DTS.from_scene(s)

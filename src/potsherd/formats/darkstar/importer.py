@@ -93,8 +93,12 @@ def nearest_normals(n: np.ndarray) -> np.ndarray:
     n = np.asarray(n, np.float64)
     length = np.linalg.norm(n, axis=1, keepdims=True)
     unit = np.where(length > 0, n / np.where(length > 0, length, 1), 0.0)
-    d = ((unit[:, None, :] - NORMALS[None, :, :].astype(np.float64)) ** 2).sum(axis=2)
-    return np.argmin(d, axis=1).astype(np.uint8)
+    table = NORMALS.astype(np.float64)
+    out = np.empty(len(unit), np.uint8)
+    for a in range(0, len(unit), 4096):          # (rows, 256, 3) at a time, memory bounded
+        d = ((unit[a:a + 4096, None, :] - table[None, :, :]) ** 2).sum(axis=2)
+        out[a:a + 4096] = np.argmin(d, axis=1)
+    return out
 
 
 def quantise(frames: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -491,6 +495,7 @@ def build_shape(model: ShapeModel, version: int, *, details: list | None = None,
     if names.slots:
         p["names"]["name"] = np.frombuffer(b"".join(names.slots), "V24")
     p["nNames"] = len(names.slots)
+    _check_fits(version, names=len(names.slots))
     return _block("TS::Shape", version, p)
 
 
@@ -626,7 +631,14 @@ def shape_from_scene(scene: Scene, *, like: Document | None = None, version: Any
                      details: Any = None) -> Document:
     """A ``.dts`` document from ``scene`` (see the module docstring)."""
     v = _version(version, like)
-    model = shape_model(scene, version=v)
+    try:
+        model = shape_model(scene, version=v)
+    except FormatError:
+        raise
+    except (np.linalg.LinAlgError, ValueError, IndexError, TypeError, KeyError,
+            AttributeError) as e:
+        raise ImportError_(f"the scene cannot be read as a shape: {type(e).__name__}: {e}") from None
+    _check_finite(model)
     if not model.objects:
         raise ImportError_("the scene has no triangle geometry to make a shape of")
     scene.warnings.extend(model.warnings)
@@ -648,9 +660,35 @@ def shape_from_scene(scene: Scene, *, like: Document | None = None, version: Any
                 scene.warnings.append(f"differs from the original ({why}): shape rebuilt, "
                                       "keeping by name what glTF cannot express")
                 reuse = _reusable_meshes(model, ref, like)
-    root = build_shape(model, v, details=_sizes(details),
-                       like_root=like.root if like is not None else None, reuse_meshes=reuse)
+    try:
+        root = build_shape(model, v, details=_sizes(details),
+                           like_root=like.root if like is not None else None, reuse_meshes=reuse)
+    except FormatError:
+        raise
+    except (np.linalg.LinAlgError, ValueError, OverflowError, IndexError, TypeError) as e:
+        raise ImportError_(f"the scene cannot be written as a v{v} shape: "
+                           f"{type(e).__name__}: {e}") from None
     return Document("dts", root, {}, b"", list(model.warnings))
+
+
+def _check_finite(model: ShapeModel) -> None:
+    """Refuse NaN/infinite values (they would quantise to garbage bytes)."""
+    for n in model.nodes:
+        if not np.isfinite(n.local).all():
+            raise ImportError_(f"node {n.name!r}: non-finite rest transform")
+    for o in model.objects:
+        for what, arr in (("positions", o.frames), ("offset", o.offset), ("uvs", o.uvs)):
+            if not np.isfinite(arr).all():
+                raise ImportError_(f"object {o.name!r}: non-finite {what}")
+        if not np.isfinite(o.normals).all():
+            o.normals = np.where(np.isfinite(o.normals), o.normals, 0.0)
+    for sq in model.sequences:
+        if not np.isfinite(sq.duration):
+            raise ImportError_(f"sequence {sq.name!r}: non-finite duration")
+        for k, (t, q, tr, sc) in sq.node_keys.items():
+            if not (np.isfinite(t).all() and np.isfinite(q).all() and np.isfinite(tr).all()
+                    and np.isfinite(sc).all()):
+                raise ImportError_(f"sequence {sq.name!r}: non-finite keys on node {k}")
 
 
 def _reusable_meshes(model: ShapeModel, ref: ShapeModel, like: Document) -> dict:

@@ -367,8 +367,9 @@ def _sequence(scene: Scene, a: Any, node_index: dict, object_of_scene_node: dict
             tr, sc = vals["translation"], vals["scale"]
             fix = fixes[sn]
             if not _close_to_identity(fix, 1e-12):
-                m = fix[None] @ trs_to_matrix(tr, rot, sc)
-                tr, rot, sc = decompose_matrix(m)
+                with np.errstate(all="ignore"):      # non-finite keys are refused after this
+                    m = fix[None] @ trs_to_matrix(tr, rot, sc)
+                    tr, rot, sc = decompose_matrix(m)
             if rigid:
                 rest_m = fix @ trs_to_matrix(rest["translation"], rest["rotation"], rest["scale"])
                 rest_scale = decompose_matrix(rest_m)[2]

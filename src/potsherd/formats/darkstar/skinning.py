@@ -21,15 +21,21 @@ from ...scene.geometry import rigid_influences
 
 
 def world_matrices(scene: Scene) -> list[np.ndarray]:
-    """Rest world matrix of every node (parents before children is not assumed)."""
+    """Rest world matrix of every node (parents before children is not assumed;
+    a cycle in the child lists is cut where it closes)."""
     parents = scene.parents()
     out: list[Any] = [None] * len(scene.nodes)
 
     def world(i: int) -> np.ndarray:
         chain = []
+        on_chain: set = set()
         j: Any = i
         while j is not None and out[j] is None:
+            if j in on_chain:            # a child list that loops: the loop starts at the top
+                j = None
+                break
             chain.append(j)
+            on_chain.add(j)
             j = parents[j]
         m = np.eye(4) if j is None else out[j]
         for k in reversed(chain):
