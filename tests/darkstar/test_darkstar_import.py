@@ -369,3 +369,62 @@ def test_nan_geometry_is_refused_by_name():
     _nan_position(s)
     with pytest.raises(FormatError, match="object 'hip': non-finite positions"):
         DTS.from_scene(s)
+
+
+# ---- generated detail levels --------------------------------------------------------------
+
+
+def test_one_level_scene_gets_coarser_details_by_clustering():
+    s = _blender_like(blended=False)
+    doc = _reencodes(DTS.from_scene(copy.deepcopy(s), details="64,16,1"))
+    p = doc.root["payload"]
+    names = [name_text(bytes(n)) for n in p["names"]["name"]]
+    assert p["details"]["fSize"].tolist() == [64.0, 16.0, 1.0]
+    roots = [names[int(p["nodes"]["fName"][r])] for r in p["details"]["fRootNodeIndex"]]
+    assert roots == ["Armature", "Armature 16", "Armature 1"]
+    assert len(p["nodes"]) == 1 + 3 * 3                 # bounds + the 3-node subtree per level
+    # the copied leg nodes carry the clip's keys too
+    legs = [i for i, n in enumerate(p["nodes"]) if names[int(n["fName"])].startswith("leg")]
+    assert [int(p["nodes"]["fnSubSequences"][i]) for i in legs] == [1, 1, 1]
+    # the copied objects hang on the copied nodes
+    objs = [names[int(o["fName"])] for o in p["objects"]]
+    assert objs == ["bounds", "hip", "leg", "hip 16", "leg 16", "hip 1", "leg 1"]
+
+
+def _grid_scene(n: int = 20) -> Scene:
+    """One node with an n x n quad grid (2 n^2 triangles) on the unit square."""
+    s = Scene(name="grid")
+    u = np.linspace(0.0, 1.0, n + 1)
+    xx, yy = np.meshgrid(u, u)
+    pos = np.stack([xx.ravel(), yy.ravel(), np.zeros(xx.size)], 1).astype(np.float32)
+    i = np.arange(n)
+    a = (i[:, None] * (n + 1) + i[None, :]).ravel()
+    quads = np.stack([a, a + 1, a + n + 2, a, a + n + 2, a + n + 1], 1).reshape(-1)
+    mesh = s.add_mesh(Mesh(name="grid", primitives=[Primitive(
+        positions=pos, normals=np.tile([0, 0, 1.0], (len(pos), 1)).astype(np.float32),
+        uvs=[pos[:, :2].copy()], indices=quads.astype(np.uint32))]))
+    root = s.add_node(name="plate")
+    s.add_node(name="grid", parent=root, mesh=mesh)
+    return s
+
+
+def test_clustered_levels_have_fewer_triangles_inside_the_same_box():
+    doc = _reencodes(DTS.from_scene(_grid_scene(), details="64,8"))
+    levels = [to_scene(doc, detail=d, skin=False) for d in (0, 1)]
+    tris = [sum(len(pr.indices) // 3 for m in sc.meshes for pr in m.primitives) for sc in levels]
+    # 8/64 of 48 cells is 6 per side: the 20 x 20 grid keeps at most 2 * 6 * 6 triangles
+    assert tris[0] == 800 and 0 < tris[1] <= 72
+    pts = np.concatenate([pr.positions for m in levels[1].meshes for pr in m.primitives])
+    assert pts.min() >= -0.01 and pts.max() <= 1.01
+    # control: one size given, nothing generated
+    single = DTS.from_scene(_grid_scene(), details="64")
+    assert len(single.root["payload"]["details"]) == 1
+
+
+def test_detail_sizes_without_generation_are_applied_with_a_warning():
+    doc = _doc(shape_doc(8))
+    s = to_scene(doc, skin=False)
+    out = DTS.from_scene(s, details="32")
+    assert out.root["payload"]["details"]["fSize"].tolist() == [32.0]
+    with pytest.raises(FormatError, match="comma-separated sizes"):
+        DTS.from_scene(to_scene(doc, skin=False), details="big")

@@ -130,8 +130,9 @@ class ShapeCodec(DarkstarCodec):
     import_options = (
         Option("version", int, "shape version to write: 7 (Starsiege) or 8 (Tribes); "
                "default that of --like, else 8", None),
-        Option("details", str, "comma-separated pixel sizes of the detail levels found in the "
-               "glTF (default: the export's sizes, else 1)", None),
+        Option("details", str, "comma-separated pixel sizes of the detail levels, largest first "
+               "(default: the export's sizes, else 1); a glTF of one level gets the coarser ones "
+               "made by vertex clustering", None),
     )
 
     def from_scene(self, scene: Any, *, like: Document | None = None, out_name: str = "",

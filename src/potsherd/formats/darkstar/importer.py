@@ -301,6 +301,21 @@ def build_shape(model: ShapeModel, version: int, *, details: list | None = None,
         remap_node = lambda i: i              # noqa: E731
     has_bounds = any(o.name == "bounds" for o in objects)
 
+    # detail levels; coarser ones generated when the scene has one and more sizes are asked
+    node_src: dict = {}
+    obj_src: dict = {}
+    generate = bool(details) and len(details) > 1
+    det = _details(nodes, model, None if generate else details, warnings, prepend_root)
+    if generate and len(det) == 1 and nodes[det[0][0]].parent >= 0:
+        from .simplify import add_levels
+        level_worlds: list = []
+        for n in nodes:
+            level_worlds.append(n.local if n.parent < 0 else level_worlds[n.parent] @ n.local)
+        node_src, obj_src, new_roots = add_levels(nodes, objects, det[0][0], details, level_worlds, lo, hi)
+        det = [(det[0][0], float(details[0]))] + [(r, float(z)) for r, z in zip(new_roots, details[1:])]
+    elif generate:
+        det = _details(nodes, model, details, warnings, prepend_root)
+
     # transforms: defaults first
     rot, tr, sc = [], [], []
 
@@ -326,7 +341,8 @@ def build_shape(model: ShapeModel, version: int, *, details: list | None = None,
     flags = KEY_FLAGS[8 if version >= 8 else 7]
     vis_on, vis_affects = VIS_BITS[8 if version >= 8 else 7]
     for i in range(len(nodes)):
-        mi = i - 1 if prepend_root else i
+        src = node_src.get(i, i)
+        mi = src - 1 if prepend_root else src
         for s, seq in enumerate(seqs):
             k = seq.node_keys.get(mi)
             if k is None:
@@ -341,7 +357,7 @@ def build_shape(model: ShapeModel, version: int, *, details: list | None = None,
             subs.append((s, len(times), first))
     for oi in range(len(objects)):
         for s, seq in enumerate(seqs):
-            k = seq.object_keys.get(oi)
+            k = seq.object_keys.get(obj_src.get(oi, oi))
             if k is None:
                 continue
             times, frame, visible = k
@@ -455,7 +471,6 @@ def build_shape(model: ShapeModel, version: int, *, details: list | None = None,
                             "have a translation only)")
 
     # details
-    det = _details(nodes, model, details, warnings, prepend_root)
     det_rows = _table(t["details"], len(det), fRootNodeIndex=[d[0] for d in det], fSize=[d[1] for d in det])
     for d in det:
         names(nodes[d[0]].name)
