@@ -57,6 +57,17 @@ def test_edited_glb_is_not_passed_off_as_the_original(tmp_path):
     back = potsherd.read(data, format="dts")
     assert back.codec.encode(back) == data
     assert any("differs from the original (sequence 'run'" in w for w in scene.warnings)
+    # what the default export leaves out (3 other detail levels) comes from the original;
+    # the unchanged meshes keep their original blocks (only the bounds box is made anew)
+    p, o = back.root["payload"], doc.root["payload"]
+    assert (len(p["nodes"]), len(p["objects"]), len(p["details"]), len(p["sequences"])) == (108, 51, 4, 12)
+    assert sorted(p["details"]["fSize"].tolist()) == sorted(o["details"]["fSize"].tolist())
+
+    def block(m):
+        one = potsherd.Document("dts", m, {}, b"", [])
+        return one.codec.encode(one)
+    originals = {block(m) for m in o["meshes"]}
+    assert sum(block(m) in originals for m in p["meshes"]) == 50
 
 
 def _corners(path: Path, anim=None, t: float = 0.0) -> np.ndarray:

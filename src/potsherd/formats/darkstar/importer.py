@@ -676,7 +676,13 @@ def shape_from_scene(scene: Scene, *, like: Document | None = None, version: Any
             if why is not None and opts == {"detail": 0, "bounds": False, "skin": False}:
                 scene.warnings.append(f"differs from the original ({why}): shape rebuilt, "
                                       "keeping by name what glTF cannot express")
-                reuse = _reusable_meshes(model, ref, like)
+                from .scene import to_scene
+                full = shape_model(to_scene(like, detail=-1, bounds=True, skin=False), version=v)
+                kept = keep_unexported(model, full, like)
+                if kept:
+                    scene.warnings.append(f"{kept} nodes and objects of the original that the glTF "
+                                          "does not carry (other detail levels, bounds) kept")
+                reuse = _reusable_meshes(model, full, like)
     try:
         root = build_shape(model, v, details=_sizes(details),
                            like_root=like.root if like is not None else None, reuse_meshes=reuse)
@@ -708,21 +714,73 @@ def _check_finite(model: ShapeModel) -> None:
                 raise ImportError_(f"sequence {sq.name!r}: non-finite keys on node {k}")
 
 
+def _like_mesh_index(like: Document, obj: ObjectM) -> int | None:
+    ob = like.root["payload"]["objects"]
+    oi = obj.extras.get("dts_object")
+    if not isinstance(oi, int) or not 0 <= oi < len(ob):
+        return None
+    mi = int(ob["fMeshIndex"][oi])
+    return mi if 0 <= mi < len(like.root["payload"]["meshes"]) else None
+
+
 def _reusable_meshes(model: ShapeModel, ref: ShapeModel, like: Document) -> dict:
-    """Object index -> the original mesh block, for objects whose geometry did not change."""
-    out = {}
+    """Object index -> the original mesh block, for objects whose geometry did not change
+    (while the material list still lines up, as the blocks' faces index it)."""
+    out: dict = {}
+    if [m.name for m in model.materials] != [m.name for m in ref.materials]:
+        return out
     meshes = like.root["payload"]["meshes"]
     by_name = {o.name: o for o in ref.objects}
     for i, o in enumerate(model.objects):
         r = by_name.get(o.name)
-        mi = r.extras.get("dts_mesh") if r is not None else None
-        if r is None or mi is None or not 0 <= mi < len(meshes):
+        mi = _like_mesh_index(like, r) if r is not None else None
+        if mi is None:
             continue
         extent = max(1.0, float(np.abs(r.frames).max()) if r.frames.size else 1.0)
         if (r.frames.shape == o.frames.shape and _same(r.frames, o.frames, 1e-5 * extent)
                 and _same(r.uvs, o.uvs, 1e-6) and np.array_equal(r.materials, o.materials)):
             out[i] = meshes[mi]
     return out
+
+
+def keep_unexported(model: ShapeModel, full: ShapeModel, like: Document) -> int:
+    """Add to ``model`` the nodes (with their objects and keys) of the original's
+    full model that the scene does not name: the detail levels and the bounds
+    object an export leaves out.  Returns how many nodes and objects were added."""
+    from .model import NodeM
+    index = {n.name: i for i, n in enumerate(model.nodes)}
+    added: dict[int, int] = {}
+    for ri, n in enumerate(full.nodes):          # parents first
+        if n.name in index and ri not in added:
+            continue
+        parent = -1
+        if n.parent >= 0:
+            pname = full.nodes[n.parent].name
+            parent = added.get(n.parent, index.get(pname, -1))
+        added[ri] = len(model.nodes)
+        model.nodes.append(NodeM(n.name, parent, n.local, -1, dict(n.extras)))
+    names = {o.name for o in model.objects}
+    added_obj: dict[int, int] = {}
+    for ri, o in enumerate(full.objects):
+        if o.node in added or (o.name not in names and o.name == "bounds"):
+            node = added.get(o.node, index.get(full.nodes[o.node].name))
+            if node is None:
+                continue
+            added_obj[ri] = len(model.objects)
+            model.objects.append(ObjectM(o.name, node, o.offset, o.frames, o.normals, o.uvs,
+                                         o.materials, -1, dict(o.extras)))
+    by_name = {s.name: s for s in full.sequences}
+    for seq in model.sequences:
+        ref = by_name.get(seq.name)
+        if ref is None:
+            continue
+        for k, v in ref.node_keys.items():
+            if k in added:
+                seq.node_keys[added[k]] = v
+        for k, v in ref.object_keys.items():
+            if k in added_obj:
+                seq.object_keys[added_obj[k]] = v
+    return len(added) + len(added_obj)
 
 
 def matlist_from_scene(scene: Scene, *, like: Document | None = None, version: Any = None) -> Document:
