@@ -448,3 +448,16 @@ def test_detail_sizes_without_generation_are_applied_with_a_warning():
     assert out.root["payload"]["details"]["fSize"].tolist() == [32.0]
     with pytest.raises(FormatError, match="comma-separated sizes"):
         DTS.from_scene(to_scene(doc, skin=False), details="big")
+
+
+@needs_corpus
+def test_like_with_another_version_rebuilds_everything_the_original_has():
+    doc = potsherd.read(CORPUS / "tribesrebirth" / "entities_vol" / "larmor.dts")
+    s = to_scene(doc)
+    out = _reencodes(DTS.from_scene(s, like=doc, version=8))
+    p, o = out.root["payload"], doc.root["payload"]
+    assert out.root["version"] == 8 and doc.root["version"] == 7
+    assert (len(p["nodes"]), len(p["details"]), len(p["sequences"])) == (len(o["nodes"]), 4, 12)
+    assert any(w.startswith("version 8 asked of a v7 original") for w in s.warnings)
+    # the IFL garbage of the first sequence survives the rebuild, by name
+    assert int(p["sequences"]["fFirstIFLSubSequence"][0]) == int(o["sequences"]["fFirstIFLSubSequence"][0])

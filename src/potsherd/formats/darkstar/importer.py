@@ -663,26 +663,29 @@ def shape_from_scene(scene: Scene, *, like: Document | None = None, version: Any
     if like is not None:
         if like.format != "dts" or bytes(like.root.get("className", b"")) != b"TS::Shape":
             raise ImportError_("--like must be a .dts shape")
+        lv = int(like.root["version"])
+        first_why = None
         for opts, ls in _like_scenes(like):
-            ref = shape_model(ls, version=int(like.root["version"]))
-            why = models_match(model, ref)
-            if why is None and (version is None or int(version) == int(like.root["version"])):
-                data = like.codec.encode(like)
-                doc = like.codec.decode(data)
-                doc.warnings = []
-                return doc
+            why = models_match(model, shape_model(ls, version=lv))
             if _DEBUG:
                 print("like", opts, why)
-            if why is not None and opts == {"detail": 0, "bounds": False, "skin": False}:
-                scene.warnings.append(f"differs from the original ({why}): shape rebuilt, "
-                                      "keeping by name what glTF cannot express")
-                from .scene import to_scene
-                full = shape_model(to_scene(like, detail=-1, bounds=True, skin=False), version=v)
-                kept = keep_unexported(model, full, like)
-                if kept:
-                    scene.warnings.append(f"{kept} nodes and objects of the original that the glTF "
-                                          "does not carry (other detail levels, bounds) kept")
-                reuse = _reusable_meshes(model, full, like)
+            if why is None:
+                break
+            first_why = first_why or why
+        if why is None and (version is None or int(version) == lv):
+            doc = like.codec.decode(like.codec.encode(like))
+            doc.warnings = []
+            return doc
+        reason = (f"version {v} asked of a v{lv} original" if why is None
+                  else f"differs from the original ({first_why})")
+        scene.warnings.append(f"{reason}: shape rebuilt, keeping by name what glTF cannot express")
+        from .scene import to_scene
+        full = shape_model(to_scene(like, detail=-1, bounds=True, skin=False), version=v)
+        kept = keep_unexported(model, full, like)
+        if kept:
+            scene.warnings.append(f"{kept} nodes and objects of the original that the glTF "
+                                  "does not carry (other detail levels, bounds) kept")
+        reuse = _reusable_meshes(model, full, like)
     try:
         root = build_shape(model, v, details=_sizes(details),
                            like_root=like.root if like is not None else None, reuse_meshes=reuse)
