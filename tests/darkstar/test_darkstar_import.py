@@ -148,6 +148,8 @@ def test_like_with_an_edit_rebuilds_and_keeps_what_gltf_cannot_hold():
     p = out.root["payload"]
     slots = [bytes(x) for x in p["names"]["name"]]
     assert b"root\0" + NAME_TAIL in slots                      # the name slot's garbage kept
+    obj = next(r for r in p["objects"] if int(r["fNodeIndex"]) != 0)
+    assert bytes(obj["_pad0"]) == b"\x12\x00"                  # and the object's pad bytes
     # the edit is there: the object's first vertex moved by 0.5 on each axis
     mesh = next(m for m in p["meshes"] if m["payload"]["numFaces"])
     ref = next(m for m in doc.root["payload"]["meshes"] if m["payload"]["numFaces"])

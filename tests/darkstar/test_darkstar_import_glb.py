@@ -68,6 +68,7 @@ def test_edited_glb_is_not_passed_off_as_the_original(tmp_path):
         return one.codec.encode(one)
     originals = {block(m) for m in o["meshes"]}
     assert sum(block(m) in originals for m in p["meshes"]) == 50
+    assert len(doc.trailing) == 148252 and back.trailing == doc.trailing     # the stale tail
 
 
 def _corners(path: Path, anim=None, t: float = 0.0) -> np.ndarray:

@@ -22,10 +22,12 @@ The scene is first read back as shape parts (:mod:`.model`), then encoded:
 says (compared part by part after exporting the original the same way, within
 the quantisation steps), the original is returned unchanged, with every byte
 glTF cannot hold.  Otherwise the shape is rebuilt and, by name, keeps from the
-original what glTF cannot express: name-slot bytes, sequence flags, priority
-and IFL fields, frame triggers, transitions, material flags and surface
-properties, object flags, and the mesh blocks of objects whose geometry is
-unchanged.
+original what glTF cannot express: name-slot bytes, IFL fields of sequences,
+transitions, material flags and surface properties, object flags and pad
+bytes, the bytes after the shape (stale tails), the nodes and objects the
+export left out (other detail levels), and the mesh blocks of objects whose
+geometry is unchanged.  Sequence flags, priority and frame triggers travel in
+the glTF's animation extras.
 """
 from __future__ import annotations
 
@@ -449,13 +451,17 @@ def build_shape(model: ShapeModel, version: int, *, details: list | None = None,
         lnames = [name_text(bytes(x)) for x in lp["names"]["name"]]
         for r in lp["objects"]:
             ni = int(r["fName"])
-            like_obj_flags.setdefault(lnames[ni] if 0 <= ni < len(lnames) else "", int(r["fFlags"]))
+            like_obj_flags.setdefault(lnames[ni] if 0 <= ni < len(lnames) else "", r)
     ob_rows = _table(t["objects"], len(obj_rows))
     for i, o in enumerate(obj_rows):
         ss = obj_subs.get(i, [])
         row = ob_rows[i]
         row["fName"] = names(o.name)
-        row["fFlags"] = like_obj_flags.get(o.name, int(bool(o.extras.get("default_invisible"))))
+        prev = like_obj_flags.get(o.name)
+        row["fFlags"] = int(prev["fFlags"]) if prev is not None else int(bool(o.extras.get("default_invisible")))
+        for k in ("_pad0", "fDepFlags"):          # v8 pad bytes (not always zero), v7 matrix flags
+            if prev is not None and k in t["objects"].names and k in prev.dtype.names:
+                row[k] = prev[k]
         row["fMeshIndex"] = i
         row["fNodeIndex"] = o.node
         row["fnSubSequences"] = len(ss)
@@ -694,7 +700,8 @@ def shape_from_scene(scene: Scene, *, like: Document | None = None, version: Any
     except (np.linalg.LinAlgError, ValueError, OverflowError, IndexError, TypeError) as e:
         raise ImportError_(f"the scene cannot be written as a v{v} shape: "
                            f"{type(e).__name__}: {e}") from None
-    return Document("dts", root, {}, b"", list(model.warnings))
+    trailing = bytes(like.trailing) if like is not None else b""    # stale bytes after the block
+    return Document("dts", root, {}, trailing, list(model.warnings))
 
 
 def _check_finite(model: ShapeModel) -> None:
