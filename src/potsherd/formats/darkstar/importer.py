@@ -31,22 +31,20 @@ the glTF's animation extras.
 """
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
 
-from ...core.errors import EncodeError, FormatError, ValueFormatError
+from ...core.errors import FormatError, ValueFormatError
 from ...document import Document
 from ...scene import Scene, decompose_matrix, quat_normalize
 from ...scene.geometry import weld
 from .geometry import NORMALS, name_text
-from .model import ObjectM, ShapeModel, shape_model
+from .model import NodeM, ObjectM, ShapeModel, shape_model
 from .pers import BLOCK
 from .structs import StructTable, payload_rows
 
 QUAT16 = 32767.0
-_DEBUG = False
 #: keyframe flag words stock shapes use on node and mesh-frame keys:
 #: visible + affects frame (v8 u16; v3-v7 the same bits at 31..28)
 KEY_FLAGS = {8: 0x9000, 7: 0x90000000}
@@ -55,7 +53,7 @@ VIS_BITS = {8: (0x8000, 0x4000), 7: (0x80000000, 0x40000000)}
 MAT_RGB, MAT_TEXTURE, SMOOTH, TRANSPARENT, TRANSLUCENT = 2, 3, 0x400, 0x1000, 0x2000
 
 
-class ImportError_(ValueFormatError):
+class ShapeImportError(ValueFormatError):
     """A scene the shape format cannot hold."""
 
 
@@ -260,7 +258,7 @@ def _check_fits(version: int, **counts: int) -> None:
     if version >= 8:
         for what, n in counts.items():
             if n > 0x7FFF:
-                raise ImportError_(f"{n} {what} do not fit a v8 shape's 16-bit indices; "
+                raise ShapeImportError(f"{n} {what} do not fit a v8 shape's 16-bit indices; "
                                    "use --option version=7")
 
 
@@ -294,15 +292,11 @@ def build_shape(model: ShapeModel, version: int, *, details: list | None = None,
         lo = hi = np.zeros(3)
     roots = [i for i, n in enumerate(nodes) if n.parent < 0]
     prepend_root = not (len(roots) == 1 and nodes[roots[0]].name == "bounds")
-    from .model import NodeM
     if prepend_root:
         nodes = [NodeM("bounds", -1, np.eye(4), -1)] + [
             NodeM(n.name, n.parent + 1, n.local, n.scene_node, n.extras) for n in nodes]
         for o in objects:
             o.node += 1
-        remap_node = lambda i: i + 1          # noqa: E731
-    else:
-        remap_node = lambda i: i              # noqa: E731
     has_bounds = any(o.name == "bounds" for o in objects)
 
     # detail levels; coarser ones generated when the scene has one and more sizes are asked
@@ -388,8 +382,7 @@ def build_shape(model: ShapeModel, version: int, *, details: list | None = None,
     if not has_bounds:
         bm = bounds_mesh(lo, hi)
         meshes.insert(0, bm)
-        from .model import ObjectM as _O
-        obj_rows.insert(0, _O("bounds", 0, np.eye(4), np.zeros((1, 0, 3)), np.zeros((0, 3)),
+        obj_rows.insert(0, ObjectM("bounds", 0, np.eye(4), np.zeros((1, 0, 3)), np.zeros((0, 3)),
                               np.zeros((0, 2)), np.zeros(0, np.int64), -1))
         obj_subs = {k + 1: v for k, v in obj_subs.items()}
         obj_subs[0] = []
@@ -633,7 +626,7 @@ def _version(option: Any, like: Document | None) -> int:
     if option is not None:
         v = int(option)
         if v not in (7, 8):
-            raise ImportError_(f"version {v}: the games load shape v7 (Starsiege) or v8 (Tribes)")
+            raise ShapeImportError(f"version {v}: the games load shape v7 (Starsiege) or v8 (Tribes)")
         return v
     if like is not None:
         lv = int(like.root.get("version", 8))
@@ -647,7 +640,7 @@ def _sizes(text: Any) -> list | None:
     try:
         return [float(x) for x in str(text).replace(";", ",").split(",") if x.strip()]
     except ValueError:
-        raise ImportError_(f"details={text!r}: expected comma-separated sizes") from None
+        raise ShapeImportError(f"details={text!r}: expected comma-separated sizes") from None
 
 
 def shape_from_scene(scene: Scene, *, like: Document | None = None, version: Any = None,
@@ -660,21 +653,19 @@ def shape_from_scene(scene: Scene, *, like: Document | None = None, version: Any
         raise
     except (np.linalg.LinAlgError, ValueError, IndexError, TypeError, KeyError,
             AttributeError) as e:
-        raise ImportError_(f"the scene cannot be read as a shape: {type(e).__name__}: {e}") from None
+        raise ShapeImportError(f"the scene cannot be read as a shape: {type(e).__name__}: {e}") from None
     _check_finite(model)
     if not model.objects:
-        raise ImportError_("the scene has no triangle geometry to make a shape of")
+        raise ShapeImportError("the scene has no triangle geometry to make a shape of")
     scene.warnings.extend(model.warnings)
     reuse: dict = {}
     if like is not None:
         if like.format != "dts" or bytes(like.root.get("className", b"")) != b"TS::Shape":
-            raise ImportError_("--like must be a .dts shape")
+            raise ShapeImportError("--like must be a .dts shape")
         lv = int(like.root["version"])
         first_why = None
         for opts, ls in _like_scenes(like):
             why = models_match(model, shape_model(ls, version=lv))
-            if _DEBUG:
-                print("like", opts, why)
             if why is None:
                 break
             first_why = first_why or why
@@ -698,7 +689,7 @@ def shape_from_scene(scene: Scene, *, like: Document | None = None, version: Any
     except FormatError:
         raise
     except (np.linalg.LinAlgError, ValueError, OverflowError, IndexError, TypeError) as e:
-        raise ImportError_(f"the scene cannot be written as a v{v} shape: "
+        raise ShapeImportError(f"the scene cannot be written as a v{v} shape: "
                            f"{type(e).__name__}: {e}") from None
     trailing = bytes(like.trailing) if like is not None else b""    # stale bytes after the block
     return Document("dts", root, {}, trailing, list(model.warnings))
@@ -708,20 +699,20 @@ def _check_finite(model: ShapeModel) -> None:
     """Refuse NaN/infinite values (they would quantise to garbage bytes)."""
     for n in model.nodes:
         if not np.isfinite(n.local).all():
-            raise ImportError_(f"node {n.name!r}: non-finite rest transform")
+            raise ShapeImportError(f"node {n.name!r}: non-finite rest transform")
     for o in model.objects:
         for what, arr in (("positions", o.frames), ("offset", o.offset), ("uvs", o.uvs)):
             if not np.isfinite(arr).all():
-                raise ImportError_(f"object {o.name!r}: non-finite {what}")
+                raise ShapeImportError(f"object {o.name!r}: non-finite {what}")
         if not np.isfinite(o.normals).all():
             o.normals = np.where(np.isfinite(o.normals), o.normals, 0.0)
     for sq in model.sequences:
         if not np.isfinite(sq.duration):
-            raise ImportError_(f"sequence {sq.name!r}: non-finite duration")
+            raise ShapeImportError(f"sequence {sq.name!r}: non-finite duration")
         for k, (t, q, tr, sc) in sq.node_keys.items():
             if not (np.isfinite(t).all() and np.isfinite(q).all() and np.isfinite(tr).all()
                     and np.isfinite(sc).all()):
-                raise ImportError_(f"sequence {sq.name!r}: non-finite keys on node {k}")
+                raise ShapeImportError(f"sequence {sq.name!r}: non-finite keys on node {k}")
 
 
 def _like_mesh_index(like: Document, obj: ObjectM) -> int | None:
@@ -757,7 +748,6 @@ def keep_unexported(model: ShapeModel, full: ShapeModel, like: Document) -> int:
     """Add to ``model`` the nodes (with their objects and keys) of the original's
     full model that the scene does not name: the detail levels and the bounds
     object an export leaves out.  Returns how many nodes and objects were added."""
-    from .model import NodeM
     index = {n.name: i for i, n in enumerate(model.nodes)}
     added: dict[int, int] = {}
     for ri, n in enumerate(full.nodes):          # parents first
@@ -797,9 +787,9 @@ def matlist_from_scene(scene: Scene, *, like: Document | None = None, version: A
     """A ``.dml`` document from the scene's materials."""
     v = int(version) if version is not None else (int(like.root["version"]) if like is not None else 4)
     if v not in (2, 3, 4):
-        raise ImportError_(f"material list version {v}: 2, 3 or 4")
+        raise ShapeImportError(f"material list version {v}: 2, 3 or 4")
     if not scene.materials:
-        raise ImportError_("the scene has no materials to make a material list of")
+        raise ShapeImportError("the scene has no materials to make a material list of")
     warnings: list = []
     block = material_list(scene.materials, v, warnings, like.root if like is not None else None,
                           scene.images)

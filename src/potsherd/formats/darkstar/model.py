@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from ...scene import (Z_UP_Y_FORWARD_TO_GLTF, Scene, decompose_matrix, quat_continuous,
+from ...scene import (Z_UP_Y_FORWARD_TO_GLTF, Scene, decompose_matrix,
                       quat_normalize, quat_slerp, trs_to_matrix)
 from .skinning import world_matrices
 
@@ -407,7 +407,3 @@ def _sequence(scene: Scene, a: Any, node_index: dict, object_of_scene_node: dict
     for obj, keys in list(seq.object_keys.items()):
         seq.object_keys[obj] = tuple(keys)
     return seq
-
-
-def continuous(q: np.ndarray) -> np.ndarray:
-    return quat_continuous(q)

@@ -122,8 +122,7 @@ def skin_rigid_scene(scene: Scene, wrap: int) -> int | None:
         node.mesh = None
     skin = scene.add_skin(Skin(joints=joints, skeleton=wrap, name="skeleton",
                                inverse_bind_matrices=np.stack([np.linalg.inv(worlds[j]) for j in joints])))
-    old_meshes = scene.meshes
-    scene.meshes = []
+    scene.meshes = []                     # the rigid meshes are replaced, not kept beside
     for material, parts in by_material.items():
         name = (scene.materials[material].name if material is not None else "untextured")
         mi = scene.add_mesh(Mesh(name=name, primitives=[_merge(parts)],
@@ -137,7 +136,6 @@ def skin_rigid_scene(scene: Scene, wrap: int) -> int | None:
         for ch in anim.channels:
             if ch.path == "weights" and ch.node in retarget:
                 ch.node = retarget[ch.node]
-    del old_meshes
     return skin
 
 
