@@ -97,3 +97,22 @@ def test_blender_and_assimp_glb_import_and_export_back(glb: Path, tmp_path):
     dev = max(np.abs(a.min(axis=0) - b.min(axis=0)).max(), np.abs(a.max(axis=0) - b.max(axis=0)).max())
     assert dev <= 0.02 * extent, dev / extent
     assert len(back.animations) == n_anims
+
+
+@pytest.mark.skipif(not GLBS or not DTS_CORPUS.is_dir(), reason="shared corpora not present")
+def test_imported_shapes_export_glb_the_validator_accepts(tmp_path):
+    from potsherd.export.validate import validate_many, validator_available
+    if not validator_available():
+        pytest.skip("Khronos glTF validator not installed")
+    outs = []
+    sources = [gltf_read.read_gltf(p) for p in GLBS]
+    sources += [to_scene(potsherd.read(p)) for p in _shapes()]
+    for i, scene in enumerate(sources):
+        doc = DTS.from_scene(scene)
+        shape = potsherd.read(doc.codec.encode(doc), format="dts")
+        out = tmp_path / f"{i}.glb"
+        write_glb(to_scene(shape), out)
+        outs.append(out)
+    assert len(outs) == len(GLBS) + 28
+    reports = validate_many(outs)
+    assert [(r["errors"], r["warnings"]) for r in reports] == [(0, 0)] * len(outs)
