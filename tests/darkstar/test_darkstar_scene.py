@@ -36,8 +36,9 @@ def _animated_v8() -> dict:
 
 
 def test_v8_hierarchy_rest_pose_and_object():
-    s = to_scene(_doc(_animated_v8()))
-    assert [n.name for n in s.nodes] == ["bounds", "root", "root", "z-up"]
+    s = to_scene(_doc(_animated_v8()), skin=False)
+    # names are unique: the object named like its node gets a suffix, the original in extras
+    assert [n.name for n in s.nodes] == ["bounds", "root", "root.1", "z-up"]
     assert s.roots == [3] and s.nodes[3].children == [0]
     # 180 degrees about (0, 1, 1): Z-up, +Y-forward data to glTF's Y-up, +Z-forward
     assert s.nodes[3].rotation == (0.0, H, H, 0.0)
@@ -48,7 +49,7 @@ def test_v8_hierarchy_rest_pose_and_object():
     assert node.rotation == pytest.approx([0, 0, -H, H], abs=1e-6)
     assert node.translation == [1.0, 2.0, 3.0] and node.scale is None
     assert obj.translation == [1.0, 2.0, 3.0] and obj.mesh == 0
-    assert obj.extras == {"dts_object": 0, "default_invisible": False}
+    assert obj.extras == {"dts_object": 0, "default_invisible": False, "name": "root"}
     assert s.extras["dts_version"] == 8 and s.extras["details"] == [{"root": "bounds", "size": 64.0}]
 
 
@@ -78,7 +79,7 @@ def test_front_faces_plus_z_upright_and_not_mirrored():
                           originZ=[0.0, 0.0])
     # frame 0: v0 = (0, 2, 0) straight ahead, v1 = (5, 0, 3) to the right and up
     mesh["verts"].update(x=[0, 5, 10, 20], y=[2, 0, 3, 4], z=[0, 3, 7, 8])
-    s = to_scene(_doc(root))
+    s = to_scene(_doc(root), skin=False)
     obj = next(i for i, n in enumerate(s.nodes) if n.mesh is not None)
     world = _world(s, obj)
     assert np.linalg.det(world[:3, :3]) == pytest.approx(1.0)       # a rotation, no mirror
@@ -91,7 +92,7 @@ def test_front_faces_plus_z_upright_and_not_mirrored():
 
 
 def test_v8_mesh_primitive_and_morph_target():
-    s = to_scene(_doc(_animated_v8()))
+    s = to_scene(_doc(_animated_v8()), skin=False)
     mesh = s.meshes[0]
     assert mesh.weights == [0.0] and mesh.target_names == ["frame 1"]
     (prim,) = mesh.primitives
@@ -110,7 +111,7 @@ def test_v8_mesh_primitive_and_morph_target():
 
 
 def test_v8_animation_channels():
-    s = to_scene(_doc(_animated_v8()))
+    s = to_scene(_doc(_animated_v8()), skin=False)
     (anim,) = s.animations
     assert anim.name == "run"
     assert anim.extras == {"cyclic": True, "duration": 1.5, "priority": 0,
@@ -125,7 +126,7 @@ def test_v8_animation_channels():
 
 
 def test_v7_object_matrix_and_scale_keys():
-    s = to_scene(_doc(shape_doc(7)))
+    s = to_scene(_doc(shape_doc(7)), skin=False)
     node, obj = s.nodes[1], s.nodes[2]
     assert node.scale == [2.0, 2.0, 2.0]
     assert obj.translation == [1.0, 2.0, 3.0]
@@ -136,7 +137,7 @@ def test_v7_object_matrix_and_scale_keys():
 
 
 def test_v2_float_quaternions_and_v1_mesh():
-    s = to_scene(_doc(shape_doc(2)))
+    s = to_scene(_doc(shape_doc(2)), skin=False)
     q = np.array([0.0, 0.0, -0.5, 0.75]) / math.hypot(0.5, 0.75)
     assert s.nodes[1].rotation == pytest.approx(q.tolist(), abs=1e-6)
     assert len(s.meshes[0].primitives[0].targets) == 1
@@ -156,22 +157,22 @@ def _two_details() -> dict:
 
 def test_detail_selection_and_bounds_object():
     doc = _doc(_two_details())
-    s0 = to_scene(doc)
-    assert [n.name for n in s0.nodes] == ["bounds", "root", "root", "z-up"]
-    s1 = to_scene(doc, detail=1)
+    s0 = to_scene(doc, skin=False)
+    assert [n.name for n in s0.nodes] == ["bounds", "root", "root.1", "z-up"]
+    s1 = to_scene(doc, detail=1, skin=False)
     assert [n.name for n in s1.nodes] == ["bounds", "run", "z-up"]     # object "bounds" skipped
-    s1b = to_scene(doc, detail=1, bounds=True)
-    assert [n.name for n in s1b.nodes] == ["bounds", "run", "bounds", "z-up"]
-    sall = to_scene(doc, detail=-1)
-    assert [n.name for n in sall.nodes] == ["bounds", "root", "run", "root", "z-up"]
+    s1b = to_scene(doc, detail=1, bounds=True, skin=False)
+    assert [n.name for n in s1b.nodes] == ["bounds", "run", "bounds.1", "z-up"]
+    sall = to_scene(doc, detail=-1, skin=False)
+    assert [n.name for n in sall.nodes] == ["bounds", "root", "run", "root.1", "z-up"]
     with pytest.raises(FormatError, match="detail 2 does not exist"):
-        to_scene(doc, detail=2)
+        to_scene(doc, detail=2, skin=False)
 
 
 def test_parent_cycle_does_not_hang():
     root = _two_details()
     root["payload"]["nodes"]["fParent"] = [-1, 2, 1]
-    s = to_scene(_doc(root), detail=-1)
+    s = to_scene(_doc(root), detail=-1, skin=False)
     assert any("cycle" in w for w in s.warnings)
     assert len(s.nodes) == 5
 
@@ -211,7 +212,7 @@ def test_visibility_keys_become_step_scale(v: int, shown: int, hidden: int):
     p["objects"]["fnSubSequences"] = [1]
     p["objects"]["fFirstSubSequence"] = [1]
     p["keyframes"]["fMatIndex"] = [shown, hidden]
-    (anim,) = to_scene(_doc(root)).animations
+    (anim,) = to_scene(_doc(root), skin=False).animations
     vis = [c for c in anim.channels if c.path == "scale" and c.interpolation == "STEP"]
     assert len(vis) == 1 and vis[0].node == 2
     assert vis[0].times.tolist() == [0.0, 1.5]

@@ -194,7 +194,7 @@ def models(tmp_path_factory):
         "kenta": ("ko", "data/Chr/mob_kenta.n3chr"),
         "deruvisy": ("ko", "data/Chr/mob_deruvisy.n3chr"),
         "lamp": ("ko", "data/Object/obj_ka_01_lamp.n3shape"),
-        "larmor": ("dts", "tribesrebirth/entities_vol/larmor.dts"),
+        "larmor": ("dts", "tribesrebirth/entities_vol/larmor.dts", "skin=0"),
         "kenney": ("fbx", "ufbx__maya_kenney_character_7700_binary.fbx"),
         "box": ("fbx", "assimp__embedded_ascii_box.FBX"),
         "baddy": ("tr4wad", "tut1/tut1.WAD", "moveable=BADDY_1", "skin=0"),  # rigid form
@@ -337,8 +337,9 @@ def test_ko_shape_lamp(models):
 # ---- Darkstar ------------------------------------------------------------------------------
 
 def test_darkstar_larmor(models):
-    """larmor.dts: Tribes light armor (rigid node hierarchy, 11 sequences, no texture
-    in the corpus, so the export is untextured and texture is not checked)."""
+    """larmor.dts: Tribes light armor (rigid node hierarchy, exported with skin=0 so
+    meshes stay on their nodes; 12 sequences, the empty "damage" kept as a clip; no
+    texture in the corpus, so the export is untextured and texture is not checked)."""
     m = models("larmor")
     check_closed_front(m, 0.01)                                   # 0.0 measured
     world = m.world()
@@ -349,7 +350,8 @@ def test_darkstar_larmor(models):
     check_upright(head, feet, pts, min_up=0.9, min_head=0.8, max_feet=0.15)
     # front: the feet reach forward (+Z) from the ankle much further than back:
     # left 0.246 vs 0.070, right 0.136 vs 0.067
-    for foot, mesh in (("lfoot75", "submesh_lfoot 75"), ("rfoot75", "submesh_rfoot 75")):
+    # (the object nodes share their node's name, so unique naming gave them ".1")
+    for foot, mesh in (("lfoot75", "submesh_lfoot 75.1"), ("rfoot75", "submesh_rfoot 75.1")):
         ankle = m.node(world, foot)
         points = m.node_points(world, mesh)
         fwd, back = toes_forward(points, ankle)
@@ -358,9 +360,9 @@ def test_darkstar_larmor(models):
         assert not fwd > 1.5 * back                               # control: turned round
     # and the run sequence carries the body forward: the root travels from z -1.78 to
     # +1.66 (3.44 along +Z, none along X) over the 0.667 s cycle
-    travel = m.node(m.world(1, m.duration(1)), "mesh 75") - m.node(m.world(1, 0.0), "mesh 75")
+    travel = m.node(m.world(2, m.duration(2)), "mesh 75") - m.node(m.world(2, 0.0), "mesh 75")
     assert travel[2] > 2.0 and abs(travel[0]) < 0.1, travel
-    check_animated(m, 1, "run", 11, 0.3)                          # 0.914 measured
+    check_animated(m, 2, "run", 12, 0.3)                          # 0.914 measured
 
 
 # ---- FBX -------------------------------------------------------------------------------------

@@ -4,14 +4,14 @@ from __future__ import annotations
 import struct
 from typing import Any
 
-from ...core.errors import FormatError, JsonFormatError, MagicError
+from ...core.errors import FormatError, JsonFormatError, MagicError, ValueFormatError
 from ...core.expr import Scope
 from ...core.layout import JsonCtx
 from ...core.spans import SpanMap
 from ...core.limits import DEFAULT_LIMITS, Limits
 from ...core.stream import Reader, Writer
 from ...document import Document
-from ...registry import Codec, Option
+from ...registry import Codec, Option, coerce_options
 from .pers import BLOCK, TAG
 
 
@@ -108,20 +108,71 @@ class DarkstarCodec(Codec):
 
 
 
+def _typed(declared: tuple, options: dict) -> dict:
+    """``options`` with the declared ones converted from command-line text (the
+    others, such as the CLI's own arguments, pass unchanged)."""
+    names = {o.name for o in declared}
+    mine = {k: v for k, v in options.items() if k in names}
+    try:
+        typed = coerce_options(declared, mine, what="dts")
+    except ValueError as e:
+        raise ValueFormatError(str(e)) from None
+    return {**options, **typed}
+
+
 class ShapeCodec(DarkstarCodec):
     """``.dts``: shapes also export to glTF (:mod:`.scene`)."""
 
     export_options = (
-        Option("detail", int, "detail level to export (0 is the most detailed)", 0),
-        Option("bounds", bool, "also export the shape's 'bounds' object", False),
+        Option("detail", int, "level of detail to export (index into the shape's details; "
+               "-1 keeps every level)", 0),
+        Option("bounds", bool, "also export the 'bounds' utility object", False),
+        Option("skin", bool, "bind the meshes to a skeleton of the shape's nodes (default: on "
+               "for shapes with several nodes and node animation); 0 keeps meshes on the nodes", None),
     )
 
     def to_scene(self, doc: Document, **options: Any):
         from .scene import to_scene
-        return to_scene(doc, **options)
+        return to_scene(doc, **_typed(self.export_options, options))
+
+
+    import_options = (
+        Option("version", int, "shape version to write: 7 (Starsiege) or 8 (Tribes); "
+               "default that of --like, else 8", None),
+        Option("details", str, "comma-separated pixel sizes of the detail levels, largest first "
+               "(default: the export's sizes, else 1); a glTF of one level gets the coarser ones "
+               "made by vertex clustering", None),
+    )
+
+    def from_scene(self, scene: Any, *, like: Document | None = None, out_name: str = "",
+                   **options: Any) -> Document:
+        from .importer import shape_from_scene
+        opts = _typed(self.import_options, options)
+        return shape_from_scene(scene, like=like, version=opts.get("version"),
+                                details=opts.get("details"))
+
+
+class MaterialListCodec(DarkstarCodec):
+    """``.dml``: material lists can be written from a glTF's materials."""
+
+    import_options = (
+        Option("version", int, "material list version: 2, 3 or 4 (default that of --like, "
+               "else 4)", None),
+        Option("palette", str, "palette for writing textures as the game's bitmaps "
+               "(not available yet: textures are named and warned about)", None),
+    )
+
+    def from_scene(self, scene: Any, *, like: Document | None = None, out_name: str = "",
+                   **options: Any) -> Document:
+        from .importer import matlist_from_scene
+        opts = _typed(self.import_options, options)
+        if opts.get("palette"):
+            scene.warnings.append("palette given, but no bitmap writer is available: "
+                                  "textures named, not written")
+        return matlist_from_scene(scene, like=like, version=opts.get("version"))
 
 
 DTS = ShapeCodec("dts", (".dts",), "Darkstar 3Space shape (PERS TS::Shape, v2-v8)")
-DML = DarkstarCodec("dml", (".dml",), "Darkstar material list (PERS TS::MaterialList, v2-v4)")
+DML = MaterialListCodec("dml", (".dml",), "Darkstar material list (PERS TS::MaterialList, v2-v4)")
 
 CODECS = [DTS, DML]

@@ -22,6 +22,10 @@
   sub-sequences select mesh frames (one-hot morph weights, STEP) and, where
   their keys are flagged "affects visibility", show or hide the object (STEP
   scale to zero).  Cyclic flags, frame triggers and transitions go to extras.
+* ``skin`` (default: on for shapes with several nodes and node animation)
+  turns the rigid tree into a skeleton with skinned meshes (:mod:`.skinning`)
+  so Blender shows one armature with one action per sequence.  Node, mesh and
+  animation names are made unique (originals in ``extras.name``).
 * Materials take their RGB colour for RGB materials and keep the map file name
   in extras (textures need the game's palette, which a shape does not carry).
 """
@@ -38,6 +42,7 @@ from ...scene import (Z_UP_Y_FORWARD_TO_GLTF, Animation, Channel, Material, Mesh
                       quat_conjugate, quat_continuous, quat_normalize, weld)
 from . import geometry
 from .geometry import name_text
+from .skinning import skin_rigid_scene, unique_names
 
 #: v2 keyframes keep flags in the top bits of keyValue
 V2_KEY_INDEX_MASK = 0x3FFFFFFF
@@ -336,12 +341,25 @@ def _animations(view: _ShapeView, scene: Scene, node_map: dict[int, int], rest: 
                 hit = frame > 0
                 weights[np.nonzero(hit)[0], frame[hit] - 1] = 1.0
                 anim.channels.append(Channel(scene_node, "weights", times, weights, "STEP"))
+        if not anim.channels and node_map:
+            # a sequence that moves nothing exported here still names a clip of the
+            # game: hold the first node's rest pose so it stays one animation
+            first = next(iter(node_map.values()))
+            anim.channels.append(Channel(first, "rotation", np.array([0.0, max(duration, 0.0)]),
+                                         np.tile(np.asarray(scene.nodes[first].rotation or (0, 0, 0, 1),
+                                                            np.float32), (2, 1)), "STEP"))
+            anim.extras["empty"] = True
         if anim.channels:
             scene.add_animation(anim)
 
 
-def to_scene(doc: Any, *, detail: int | None = 0, bounds: bool = False, **options: Any) -> Scene:
-    """The shape in ``doc`` as a :class:`potsherd.scene.Scene` (see the module docstring)."""
+def to_scene(doc: Any, *, detail: int | None = 0, bounds: bool = False, skin: bool | None = None,
+             **options: Any) -> Scene:
+    """The shape in ``doc`` as a :class:`potsherd.scene.Scene` (see the module docstring).
+
+    ``skin``: True binds the geometry to a skeleton of the nodes
+    (:mod:`.skinning`), False keeps meshes on the nodes, None (default) skins
+    shapes with more than one node and node animation."""
     view = _ShapeView(doc.root)
     p = view.p
     scene = Scene(name=(doc.source or "shape").replace("\\", "/").rsplit("/", 1)[-1])
@@ -398,5 +416,14 @@ def to_scene(doc: Any, *, detail: int | None = 0, bounds: bool = False, **option
                     for r, sz in zip(det["fRootNodeIndex"].tolist(), det["fSize"].tolist())],
         "transitions": len(p["transitions"]) if "transitions" in p else 0,
     }
-    scene.wrap(name="z-up", rotation=Z_UP_Y_FORWARD_TO_GLTF)   # front +Y -> +Z, up +Z -> +Y
+    wrap = scene.wrap(name="z-up", rotation=Z_UP_Y_FORWARD_TO_GLTF)   # front +Y -> +Z, up +Z -> +Y
+    if skin is None:
+        skin = len(node_map) > 1 and any(ch.path in ("rotation", "translation")
+                                         for a in scene.animations if not a.extras.get("empty")
+                                         for ch in a.channels)
+    scene.extras["skin"] = bool(skin)
+    if skin:
+        skin_rigid_scene(scene, wrap)
+    for items in (scene.nodes, scene.meshes, scene.animations):
+        unique_names(items)
     return scene

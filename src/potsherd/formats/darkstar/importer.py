@@ -1,0 +1,807 @@
+"""glTF scene -> ``TS::Shape`` (.dts) and ``TS::MaterialList`` (.dml).
+
+The scene is first read back as shape parts (:mod:`.model`), then encoded:
+
+* nodes with their default transforms first in the transform table, then the
+  keyframe transforms; the stored quaternion is the conjugate of the glTF
+  rotation (the engine applies it to row vectors), packed as Quat16 the way
+  the engine does (``trunc(q * 32767)``) in v7/v8; v7 transforms also keep a scale;
+* one ``TS::CelAnimMesh`` v3 per object: vertices welded on (positions of
+  every frame, normal index), texture vertices on uv; per frame
+  ``origin = min`` and ``scale = (max - min) / 255`` and each byte the
+  *rounded* step (the original exporter truncated: rounding halves the error);
+  the normal byte is the nearest of the engine's 256 normals (lowest index on
+  a tie); faces are wound back (the export reversed every triangle);
+* sequences from animations (keyframe position = time / duration), node
+  keys as transforms, object keys as mesh frames and visibility bits;
+* a ``bounds`` object (two vertices, the shape's box) when the scene has none;
+  centre = box middle, radius = half its diagonal (what stock shapes hold);
+* a material list from the scene's materials (v4 with shape v8, v3 with v7).
+
+``like`` (the original file): when the scene still says what the original
+says (compared part by part after exporting the original the same way, within
+the quantisation steps), the original is returned unchanged, with every byte
+glTF cannot hold.  Otherwise the shape is rebuilt and, by name, keeps from the
+original what glTF cannot express: name-slot bytes, IFL fields of sequences,
+transitions, material flags and surface properties, object flags and pad
+bytes, the bytes after the shape (stale tails), the nodes and objects the
+export left out (other detail levels), and the mesh blocks of objects whose
+geometry is unchanged.  Sequence flags, priority and frame triggers travel in
+the glTF's animation extras.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ...core.errors import FormatError, ValueFormatError
+from ...document import Document
+from ...scene import Scene, decompose_matrix, quat_normalize
+from ...scene.geometry import weld
+from .geometry import NORMALS, name_text
+from .model import NodeM, ObjectM, ShapeModel, shape_model
+from .pers import BLOCK
+from .structs import StructTable, payload_rows
+
+QUAT16 = 32767.0
+#: keyframe flag words stock shapes use on node and mesh-frame keys:
+#: visible + affects frame (v8 u16; v3-v7 the same bits at 31..28)
+KEY_FLAGS = {8: 0x9000, 7: 0x90000000}
+VIS_BITS = {8: (0x8000, 0x4000), 7: (0x80000000, 0x40000000)}
+#: material flag bits (type, smooth shading, alpha)
+MAT_RGB, MAT_TEXTURE, SMOOTH, TRANSPARENT, TRANSLUCENT = 2, 3, 0x400, 0x1000, 0x2000
+
+
+class ShapeImportError(ValueFormatError):
+    """A scene the shape format cannot hold."""
+
+
+def _tables(cls: str, version: int) -> dict[str, np.dtype]:
+    """The record dtype of each table field of a (class, version) payload."""
+    return {name: st.table_dtype for name, st, _ in payload_rows(cls, str(version), BLOCK)
+            if isinstance(st, StructTable)}
+
+
+def _block(cls: str, version: int, payload: dict) -> dict:
+    name = cls.encode()
+    return {"tag": b"PERS", "size": 0, "className": name, "namePad": b"\0" * (len(name) & 1),
+            "version": version, "payload": payload, "slack": b"", "pad": b""}
+
+
+def _table(dtype: np.dtype, rows: int, **cols: Any) -> np.ndarray:
+    t = np.zeros(rows, dtype)
+    for k, v in cols.items():
+        t[k] = v
+    return t
+
+
+def _slot(text: str, size: int, warnings: list, what: str) -> bytes:
+    raw = text.encode("latin-1", errors="replace")
+    if len(raw) > size - 1:
+        warnings.append(f"{what} {text!r} cut to {size - 1} bytes")
+        raw = raw[: size - 1]
+    return raw + bytes(size - len(raw))
+
+
+# ---------------------------------------------------------------------------
+# meshes
+
+
+def nearest_normals(n: np.ndarray) -> np.ndarray:
+    """Index of the nearest table normal per row (Euclidean, lowest index on a tie)."""
+    n = np.asarray(n, np.float64)
+    length = np.linalg.norm(n, axis=1, keepdims=True)
+    unit = np.where(length > 0, n / np.where(length > 0, length, 1), 0.0)
+    table = NORMALS.astype(np.float64)
+    out = np.empty(len(unit), np.uint8)
+    for a in range(0, len(unit), 4096):          # (rows, 256, 3) at a time, memory bounded
+        d = ((unit[a:a + 4096, None, :] - table[None, :, :]) ** 2).sum(axis=2)
+        out[a:a + 4096] = np.argmin(d, axis=1)
+    return out
+
+
+def quantise(frames: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(bytes (F, V, 3) u8, scale (F, 3) f32, origin (F, 3) f32) per frame."""
+    lo = frames.min(axis=1).astype(np.float32)
+    hi = frames.max(axis=1).astype(np.float32)
+    scale = ((hi - lo) / np.float32(255)).astype(np.float32)
+    safe = np.where(scale > 0, scale, 1).astype(np.float64)
+    q = np.rint((frames - lo[:, None, :].astype(np.float64)) / safe[:, None, :])
+    q = np.where(scale[:, None, :] > 0, q, 0)
+    return np.clip(q, 0, 255).astype(np.uint8), scale, lo
+
+
+def mesh_block(obj: ObjectM, material_map: dict, warnings: list) -> dict:
+    """A ``TS::CelAnimMesh`` v3 for one object (see the module docstring)."""
+    frames = obj.frames                      # (F, C, 3) corners
+    nf, nc = frames.shape[0], frames.shape[1]
+    normal_idx = nearest_normals(obj.normals) if nc else np.zeros(0, np.uint8)
+    key = np.concatenate([frames.transpose(1, 0, 2).reshape(nc, -1).astype(np.float32).view(np.uint32),
+                          normal_idx[:, None].astype(np.uint32)], axis=1) if nc else np.zeros((0, 1))
+    vfirst, vremap = weld(key)
+    uv = obj.uvs.astype(np.float32)
+    tfirst, tremap = weld(uv)
+    verts_per_frame = len(vfirst)
+    q, scale, origin = quantise(frames[:, vfirst]) if nc else (np.zeros((nf, 0, 3), np.uint8),
+                                                               np.zeros((nf, 3), np.float32),
+                                                               np.zeros((nf, 3), np.float32))
+    t = _tables("TS::CelAnimMesh", 3)
+    flat = q.reshape(-1, 3)
+    verts = _table(t["verts"], len(flat), x=flat[:, 0], y=flat[:, 1], z=flat[:, 2],
+                   normal=np.tile(normal_idx[vfirst], nf) if nc else 0)
+    tv = _table(t["textureVerts"], len(tfirst), x=uv[tfirst, 0] if nc else 0, y=uv[tfirst, 1] if nc else 0)
+    tri_v = vremap.reshape(-1, 3)[:, [0, 2, 1]]           # back to the stored winding
+    tri_t = tremap.reshape(-1, 3)[:, [0, 2, 1]]
+    mats = np.array([material_map.get(int(m), 0) for m in obj.materials.tolist()], np.int64)
+    faces = _table(t["faces"], len(tri_v), vi1=tri_v[:, 0], ti1=tri_t[:, 0], vi2=tri_v[:, 1],
+                   ti2=tri_t[:, 1], vi3=tri_v[:, 2], ti3=tri_t[:, 2], material=mats)
+    fr = _table(t["frames"], nf, firstVert=np.arange(nf) * verts_per_frame,
+                scaleX=scale[:, 0], scaleY=scale[:, 1], scaleZ=scale[:, 2],
+                originX=origin[:, 0], originY=origin[:, 1], originZ=origin[:, 2])
+    decoded = flat.reshape(nf, -1, 3) * scale[:, None, :] + origin[:, None, :]
+    radius = float(np.linalg.norm(decoded.reshape(-1, 3), axis=1).max()) if nc else 0.0
+    payload = {"numVerts": len(verts), "mVertsPerFrame": verts_per_frame, "numTexVerts": len(tv),
+               "numFaces": len(faces), "numFrames": nf, "mTextureVertsPerFrame": len(tv),
+               "radius": radius, "verts": verts, "textureVerts": tv, "faces": faces, "frames": fr}
+    return _block("TS::CelAnimMesh", 3, payload)
+
+
+def bounds_mesh(lo: np.ndarray, hi: np.ndarray) -> dict:
+    """The utility ``bounds`` mesh stock shapes carry: two vertices, the box corners."""
+    corners = np.stack([lo, hi]).astype(np.float64)[None]
+    q, scale, origin = quantise(corners)
+    t = _tables("TS::CelAnimMesh", 3)
+    payload = {"numVerts": 2, "mVertsPerFrame": 2, "numTexVerts": 0, "numFaces": 0, "numFrames": 1,
+               "mTextureVertsPerFrame": 0,
+               "radius": float(max(np.linalg.norm(lo), np.linalg.norm(hi))),
+               "verts": _table(t["verts"], 2, x=q[0, :, 0], y=q[0, :, 1], z=q[0, :, 2], normal=0),
+               "textureVerts": _table(t["textureVerts"], 0), "faces": _table(t["faces"], 0),
+               "frames": _table(t["frames"], 1, firstVert=0, scaleX=scale[0, 0], scaleY=scale[0, 1],
+                                scaleZ=scale[0, 2], originX=origin[0, 0], originY=origin[0, 1],
+                                originZ=origin[0, 2])}
+    return _block("TS::CelAnimMesh", 3, payload)
+
+
+# ---------------------------------------------------------------------------
+# materials
+
+
+def texture_name(m: Any, images: list | None, i: int) -> str:
+    """The map file a textured material names: its image's file or name, else its own name."""
+    ref = m.base_color_texture
+    img = images[ref.image] if images is not None and 0 <= ref.image < len(images) else None
+    for cand in ((img.uri if img is not None else None), (img.name if img is not None else None), m.name):
+        if cand:
+            base = str(cand).replace("\\", "/").rsplit("/", 1)[-1]
+            stem, dot, ext = base.rpartition(".")
+            return base if dot and ext.lower() in ("bmp", "pbmp") else (stem or base) + ".bmp"
+    return f"material{i}.bmp"
+
+
+def material_list(materials: list, version: int, warnings: list, like: dict | None = None,
+                  images: list | None = None) -> dict:
+    """A ``TS::MaterialList`` of ``version`` (2-4) from scene materials."""
+    t = _tables("TS::MaterialList", version)["materials"]
+    rows = np.zeros(len(materials), t)
+    old = {}
+    if like is not None and isinstance(like.get("payload"), dict) and like["version"] == version:
+        lt = like["payload"]["materials"]
+        for r in lt:
+            old.setdefault(name_text(bytes(r["fName"])).lower(), r)
+    for i, m in enumerate(materials):
+        ex = m.extras or {}
+        mapname = ex.get("map") if isinstance(ex.get("map"), str) else ""
+        if not mapname and m.base_color_texture is not None:
+            mapname = texture_name(m, images, i)
+        r, g, b = (int(round(min(max(float(c), 0.0), 1.0) * 255)) for c in m.base_color[:3])
+        flags = (MAT_TEXTURE if mapname else MAT_RGB) | SMOOTH
+        if m.alpha_mode == "MASK":
+            flags |= TRANSPARENT
+        elif m.alpha_mode == "BLEND":
+            flags |= TRANSLUCENT
+        if isinstance(ex.get("flags"), int) and ((ex["flags"] & 0xF) in (MAT_RGB, MAT_TEXTURE) or not mapname):
+            flags = int(ex["flags"]) & 0xFFFFFFFF
+        rgb = ex.get("rgb")
+        if isinstance(rgb, list) and len(rgb) == 3 and flags & 0xF != MAT_RGB:
+            r, g, b = (int(x) & 0xFF for x in rgb)
+        rows[i]["fFlags"] = flags
+        rows[i]["fRed"], rows[i]["fGreen"], rows[i]["fBlue"] = r, g, b
+        rows[i]["fName"] = np.frombuffer(_slot(mapname, 32, warnings, "map name"), "V32")[0]
+        for k, default in (("fElasticity", 1.0), ("fFriction", 1.0), ("fUseDefaultProps", 1)):
+            if k in t.names:
+                rows[i][k] = default
+        prev = old.get(mapname.lower()) if mapname else None
+        if prev is not None:             # keep what glTF has no word for
+            for k in t.names:
+                if k in ("fAlpha", "fIndex", "fRGBFlags", "fType", "fElasticity", "fFriction",
+                         "fUseDefaultProps"):
+                    rows[i][k] = prev[k]
+            if name_text(bytes(prev["fName"])) == mapname:
+                rows[i]["fName"] = prev["fName"]
+    return _block("TS::MaterialList", version, {"fnDetails": 1, "fnMaterials": len(rows), "materials": rows})
+
+
+# ---------------------------------------------------------------------------
+# the shape
+
+
+class _Names:
+    """The shape's name table (each distinct text once, in first-use order)."""
+
+    def __init__(self, warnings: list, like_slots: dict) -> None:
+        self.slots: list[bytes] = []
+        self.index: dict[str, int] = {}
+        self.warnings = warnings
+        self.like_slots = like_slots
+
+    def __call__(self, text: str) -> int:
+        if text not in self.index:
+            self.index[text] = len(self.slots)
+            self.slots.append(self.like_slots.get(text) or _slot(text, 24, self.warnings, "name"))
+        return self.index[text]
+
+
+def _stored_quat(q_gltf: np.ndarray, version: int) -> np.ndarray:
+    q = quat_normalize(q_gltf) * np.array([-1.0, -1.0, -1.0, 1.0])
+    # the engine's packing: a C cast, truncation toward zero (stock files show it: their
+    # Quat16 norms fall short of 32767 by 0.74 on average, as truncation predicts, 0 for rounding)
+    return np.trunc(q * QUAT16).astype(np.int64) if version >= 7 else q.astype(np.float32)
+
+
+def _trs(m: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    t, r, s = decompose_matrix(m)
+    return t, r, s
+
+
+def _check_fits(version: int, **counts: int) -> None:
+    if version >= 8:
+        for what, n in counts.items():
+            if n > 0x7FFF:
+                raise ShapeImportError(f"{n} {what} do not fit a v8 shape's 16-bit indices; "
+                                   "use --option version=7")
+
+
+def build_shape(model: ShapeModel, version: int, *, details: list | None = None,
+                like_root: dict | None = None, reuse_meshes: dict | None = None) -> dict:
+    """The ``TS::Shape`` block of ``model``."""
+    warnings = model.warnings
+    t = _tables("TS::Shape", version)
+    lp = like_root["payload"] if like_root is not None and isinstance(like_root.get("payload"), dict) else None
+    like_slots: dict[str, bytes] = {}
+    if lp is not None:
+        for raw in lp["names"]["name"]:
+            like_slots.setdefault(name_text(bytes(raw)), bytes(raw))
+    names = _Names(warnings, like_slots)
+
+    nodes = list(model.nodes)
+    objects = list(model.objects)
+    # the utility bounds object (and a root for it) when the scene has none
+    lo = np.full(3, np.inf)
+    hi = np.full(3, -np.inf)
+    worlds = []
+    for n in nodes:
+        worlds.append(n.local if n.parent < 0 else worlds[n.parent] @ n.local)
+    for o in objects:
+        if o.name == "bounds" or not o.frames.size:
+            continue
+        m = worlds[o.node] @ o.offset
+        p = o.frames.reshape(-1, 3) @ m[:3, :3].T + m[:3, 3]
+        lo, hi = np.minimum(lo, p.min(axis=0)), np.maximum(hi, p.max(axis=0))
+    if not np.isfinite(lo).all():
+        lo = hi = np.zeros(3)
+    roots = [i for i, n in enumerate(nodes) if n.parent < 0]
+    prepend_root = not (len(roots) == 1 and nodes[roots[0]].name == "bounds")
+    if prepend_root:
+        nodes = [NodeM("bounds", -1, np.eye(4), -1)] + [
+            NodeM(n.name, n.parent + 1, n.local, n.scene_node, n.extras) for n in nodes]
+        for o in objects:
+            o.node += 1
+    has_bounds = any(o.name == "bounds" for o in objects)
+
+    # detail levels; coarser ones generated when the scene has one and more sizes are asked
+    node_src: dict = {}
+    obj_src: dict = {}
+    generate = bool(details) and len(details) > 1
+    det = _details(nodes, model, None if generate else details, warnings, prepend_root)
+    if generate and len(det) == 1 and nodes[det[0][0]].parent >= 0:
+        from .simplify import add_levels
+        level_worlds: list = []
+        for n in nodes:
+            level_worlds.append(n.local if n.parent < 0 else level_worlds[n.parent] @ n.local)
+        node_src, obj_src, new_roots = add_levels(nodes, objects, det[0][0], details, level_worlds, lo, hi)
+        det = [(det[0][0], float(details[0]))] + [(r, float(z)) for r, z in zip(new_roots, details[1:])]
+    elif generate:
+        det = _details(nodes, model, details, warnings, prepend_root)
+
+    # transforms: defaults first
+    rot, tr, sc = [], [], []
+
+    def add_transform(q: np.ndarray, tv: np.ndarray, sv: np.ndarray) -> int:
+        rot.append(q)
+        tr.append(tv)
+        sc.append(sv)
+        return len(rot) - 1
+
+    default_tf = []
+    for n in nodes:
+        tv, q, sv = _trs(n.local)
+        if version >= 8 and np.abs(sv - 1).max() > 1e-4:
+            warnings.append(f"node {n.name!r}: scale {np.round(sv, 4).tolist()} dropped "
+                            "(v8 transforms have none)")
+        default_tf.append(add_transform(_stored_quat(q, version), tv, sv))
+
+    seqs = model.sequences
+    # sub-sequences: per node, then per object; keyframes in that order
+    subs, keys = [], []
+    node_subs = {i: [] for i in range(len(nodes))}
+    obj_subs = {i: [] for i in range(len(objects))}
+    flags = KEY_FLAGS[8 if version >= 8 else 7]
+    vis_on, vis_affects = VIS_BITS[8 if version >= 8 else 7]
+    for i in range(len(nodes)):
+        src = node_src.get(i, i)
+        mi = src - 1 if prepend_root else src
+        for s, seq in enumerate(seqs):
+            k = seq.node_keys.get(mi)
+            if k is None:
+                continue
+            times, q, tv, sv = k
+            dur = seq.duration if seq.duration > 0 else 1.0
+            first = len(keys)
+            stored = _stored_quat(q, version)
+            for j in range(len(times)):
+                keys.append((float(times[j]) / dur, add_transform(stored[j], tv[j], sv[j]), flags))
+            node_subs[i].append(len(subs))
+            subs.append((s, len(times), first))
+    for oi in range(len(objects)):
+        for s, seq in enumerate(seqs):
+            k = seq.object_keys.get(obj_src.get(oi, oi))
+            if k is None:
+                continue
+            times, frame, visible = k
+            dur = seq.duration if seq.duration > 0 else 1.0
+            first = len(keys)
+            for j in range(len(times)):
+                f = flags
+                if visible is not None:
+                    f = (f & ~vis_on) | vis_affects | (vis_on if visible[j] else 0)
+                keys.append((float(times[j]) / dur, int(frame[j]) if frame is not None else 0, f))
+            obj_subs[oi].append(len(subs))
+            subs.append((s, len(times), first))
+    _check_fits(version, nodes=len(nodes), transforms=len(rot), keyframes=len(keys),
+                sub_sequences=len(subs), objects=len(objects) + 1)
+
+    # meshes and objects
+    material_map = {i: i for i in range(len(model.materials))}
+    meshes, obj_rows = [], []
+    reuse_meshes = reuse_meshes or {}
+    for oi, o in enumerate(objects):
+        block = reuse_meshes.get(oi)
+        meshes.append(block if block is not None else mesh_block(o, material_map, warnings))
+        obj_rows.append(o)
+    if not has_bounds:
+        bm = bounds_mesh(lo, hi)
+        meshes.insert(0, bm)
+        obj_rows.insert(0, ObjectM("bounds", 0, np.eye(4), np.zeros((1, 0, 3)), np.zeros((0, 3)),
+                              np.zeros((0, 2)), np.zeros(0, np.int64), -1))
+        obj_subs = {k + 1: v for k, v in obj_subs.items()}
+        obj_subs[0] = []
+
+    # tables
+    n_nodes = len(nodes)
+    node_rows = _table(t["nodes"], n_nodes)
+    for i, n in enumerate(nodes):
+        ss = node_subs[i]
+        node_rows[i] = (names(n.name), n.parent, len(ss), ss[0] if ss else 0, default_tf[i])
+    seq_rows = _table(t["sequences"], len(seqs))
+    triggers = []
+    like_seq = {}
+    if lp is not None:
+        lnames = [name_text(bytes(x)) for x in lp["names"]["name"]]
+        for r in lp["sequences"]:
+            ni = int(r["fName"])
+            like_seq.setdefault(lnames[ni] if 0 <= ni < len(lnames) else "", r)
+    for s, seq in enumerate(seqs):
+        row = seq_rows[s]
+        row["fName"] = names(seq.name)
+        row["fCyclic"] = int(bool(seq.extras.get("cyclic", True)))
+        row["fDuration"] = seq.duration
+        row["fPriority"] = int(seq.extras.get("priority", 0))
+        prev = like_seq.get(seq.name)
+        if prev is not None:
+            for k in ("fNumIFLSubSequences", "fFirstIFLSubSequence"):
+                if k in t["sequences"].names:
+                    row[k] = prev[k]
+        ft = seq.extras.get("frame_triggers") or []
+        if "fNumFrameTriggers" in t["sequences"].names:
+            row["fFirstFrameTrigger"] = len(triggers) if ft else 0
+            row["fNumFrameTriggers"] = len(ft)
+            triggers.extend((float(x.get("position", 0)), int(x.get("value", 0))) for x in ft
+                            if isinstance(x, dict))
+    sub_rows = _table(t["subSequences"], len(subs))
+    if subs:
+        a = np.array(subs, np.int64)
+        sub_rows["fSequenceIndex"], sub_rows["fnKeyframes"], sub_rows["fFirstKeyframe"] = a[:, 0], a[:, 1], a[:, 2]
+    key_rows = _table(t["keyframes"], len(keys))
+    if keys:
+        key_rows["fPosition"] = [k[0] for k in keys]
+        key_rows["fKeyValue"] = [k[1] for k in keys]
+        key_rows["fMatIndex"] = [k[2] for k in keys]
+    tf_rows = _table(t["transforms"], len(rot))
+    if rot:
+        q = np.array(rot)
+        tv = np.array(tr, np.float64)
+        for c, k in enumerate(("fRotateX", "fRotateY", "fRotateZ", "fRotateW")):
+            tf_rows[k] = q[:, c]
+        for c, k in enumerate(("fTranslateX", "fTranslateY", "fTranslateZ")):
+            tf_rows[k] = tv[:, c]
+        if "fScaleX" in t["transforms"].names:
+            sv = np.array(sc, np.float64)
+            for c, k in enumerate(("fScaleX", "fScaleY", "fScaleZ")):
+                tf_rows[k] = sv[:, c]
+    like_obj_flags = {}
+    if lp is not None:
+        lnames = [name_text(bytes(x)) for x in lp["names"]["name"]]
+        for r in lp["objects"]:
+            ni = int(r["fName"])
+            like_obj_flags.setdefault(lnames[ni] if 0 <= ni < len(lnames) else "", r)
+    ob_rows = _table(t["objects"], len(obj_rows))
+    for i, o in enumerate(obj_rows):
+        ss = obj_subs.get(i, [])
+        row = ob_rows[i]
+        row["fName"] = names(o.name)
+        prev = like_obj_flags.get(o.name)
+        row["fFlags"] = int(prev["fFlags"]) if prev is not None else int(bool(o.extras.get("default_invisible")))
+        for k in ("_pad0", "fDepFlags"):          # v8 pad bytes (not always zero), v7 matrix flags
+            if prev is not None and k in t["objects"].names and k in prev.dtype.names:
+                row[k] = prev[k]
+        row["fMeshIndex"] = i
+        row["fNodeIndex"] = o.node
+        row["fnSubSequences"] = len(ss)
+        row["fFirstSubSequence"] = ss[0] if ss else 0
+        off = o.offset
+        row["fObjectOffsetX"], row["fObjectOffsetY"], row["fObjectOffsetZ"] = off[:3, 3]
+        if version < 8:
+            # the TMat3F: glTF elements 0-2, 4-6, 8-10 (column-major) in file order
+            m = off[:3, :3].T.reshape(-1)
+            for k, v in zip(("fDep0X", "fDep0Y", "fDep0Z", "fDep1X", "fDep1Y", "fDep1Z",
+                             "fDep2X", "fDep2Y", "fDep2Z"), m):
+                row[k] = v
+        elif np.abs(off[:3, :3] - np.eye(3)).max() > 1e-5:
+            warnings.append(f"object {o.name!r}: offset rotation/scale dropped (v8 objects "
+                            "have a translation only)")
+
+    # details
+    det_rows = _table(t["details"], len(det), fRootNodeIndex=[d[0] for d in det], fSize=[d[1] for d in det])
+    for d in det:
+        names(nodes[d[0]].name)
+
+    centre = (lo + hi) / 2
+    radius = float(np.linalg.norm(hi - lo) / 2)
+    p: dict = {"nNodes": n_nodes, "nSeqs": len(seqs), "nSubSeqs": len(subs), "nKeyframes": len(keys),
+               "nTransforms": len(rot), "nNames": 0, "nObjects": len(obj_rows), "nDetails": len(det),
+               "nMeshes": len(meshes), "nTransitions": 0, "nFrameTriggers": len(triggers),
+               "fRadius": radius, "fCentreX": centre[0], "fCentreY": centre[1], "fCentreZ": centre[2]}
+    if version >= 8:
+        p.update(fBoundsMinX=lo[0], fBoundsMinY=lo[1], fBoundsMinZ=lo[2],
+                 fBoundsMaxX=hi[0], fBoundsMaxY=hi[1], fBoundsMaxZ=hi[2])
+    transitions = _table(t["transitions"], 0)
+    if lp is not None and len(lp.get("transitions", ())) and lp["transitions"].dtype == t["transitions"]:
+        # transitions name sequences by index: kept while the sequence names line up
+        lnames = [name_text(bytes(x)) for x in lp["names"]["name"]]
+        old = [lnames[int(r["fName"])] if 0 <= int(r["fName"]) < len(lnames) else "" for r in lp["sequences"]]
+        if old == [s.name for s in seqs]:
+            transitions = lp["transitions"].copy()
+        else:
+            warnings.append("transitions of the original dropped: its sequences changed")
+    p["nTransitions"] = len(transitions)
+    frame_rows = _table(t["frameTriggers"], len(triggers))
+    if triggers:
+        frame_rows["fPosition"] = [x[0] for x in triggers]
+        frame_rows["fValue"] = [x[1] for x in triggers]
+    always = next((i for i, n in enumerate(nodes) if n.name == "always"), -1)
+    p.update(nodes=node_rows, sequences=seq_rows, subSequences=sub_rows, keyframes=key_rows,
+             transforms=tf_rows, names=None, objects=ob_rows, details=det_rows,
+             transitions=transitions, frameTriggers=frame_rows,
+             fnDefaultMaterials=len(model.materials), fAlwaysNode=always, meshes=meshes,
+             hasMaterials=1,
+             materials=material_list(model.materials, 4 if version >= 8 else 3, warnings,
+                                     lp.get("materials") if lp is not None else None, model.images))
+    p["names"] = _table(t["names"], len(names.slots))
+    if names.slots:
+        p["names"]["name"] = np.frombuffer(b"".join(names.slots), "V24")
+    p["nNames"] = len(names.slots)
+    _check_fits(version, names=len(names.slots))
+    return _block("TS::Shape", version, p)
+
+
+def _details(nodes: list, model: ShapeModel, sizes: list | None, warnings: list,
+             prepended: bool) -> list[tuple[int, float]]:
+    """(root node, size) per level: the export's ``details`` extras where their
+    roots are present, else every child of the shape root that is not
+    ``always`` (a scene whose top-level nodes were put under a new root is one
+    level, that root); ``sizes`` overrides the sizes."""
+    by_name = {n.name: i for i, n in enumerate(nodes)}
+    found: list[tuple[int, float]] = []
+    for d in model.extras.get("details") or []:
+        if isinstance(d, dict) and d.get("root") in by_name:
+            found.append((by_name[d["root"]], float(d.get("size", 1.0))))
+    if not found:
+        root = next(i for i, n in enumerate(nodes) if n.parent < 0)
+        kids = [i for i, n in enumerate(nodes) if n.parent == root and n.name != "always"]
+        if prepended and len(kids) > 1:
+            # a glTF of several top-level nodes is one level: the whole tree
+            kids = []
+        found = [(k, 1.0) for k in kids] or [(root, 1.0)]
+    if sizes:
+        if len(sizes) != len(found):
+            warnings.append(f"{len(sizes)} detail sizes given for {len(found)} levels in the glTF; "
+                            "levels are not generated (no simplification): sizes applied in order")
+        found = [(r, float(sizes[i]) if i < len(sizes) else s) for i, (r, s) in enumerate(found)]
+    return found
+
+
+# ---------------------------------------------------------------------------
+# comparison with the original
+
+
+def _same(a: np.ndarray, b: np.ndarray, tol: float) -> bool:
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    return a.shape == b.shape and (a.size == 0 or bool(np.abs(a - b).max() <= tol))
+
+
+def _same_rot(a: np.ndarray, b: np.ndarray, tol: float) -> bool:
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    if a.shape != b.shape:
+        return False
+    if a.size == 0:
+        return True
+    dot = np.abs((a * b).sum(axis=-1))
+    return bool((1 - dot).max() <= tol)
+
+
+def models_match(m: ShapeModel, ref: ShapeModel) -> str | None:
+    """None when ``m`` says what ``ref`` says (within float noise), else what differs."""
+    extent = 1.0
+    for o in ref.objects:
+        if o.frames.size:
+            extent = max(extent, float(np.abs(o.frames).max()))
+    tol = 1e-5 * extent
+    if [(n.name, n.parent) for n in m.nodes] != [(n.name, n.parent) for n in ref.nodes]:
+        return "node tree"
+    for a, b in zip(m.nodes, ref.nodes):
+        if not _same(a.local, b.local, tol):
+            return f"node {a.name!r} rest transform"
+    if [(o.name, o.node, o.frames.shape) for o in m.objects] != [(o.name, o.node, o.frames.shape)
+                                                                 for o in ref.objects]:
+        return "objects"
+    for a, b in zip(m.objects, ref.objects):
+        if not (_same(a.offset, b.offset, tol) and _same(a.frames, b.frames, tol)
+                and _same(a.uvs, b.uvs, 1e-6) and np.array_equal(a.materials, b.materials)):
+            return f"object {a.name!r}"
+    if [(s.name, round(s.duration, 6)) for s in m.sequences] != [(s.name, round(s.duration, 6))
+                                                                  for s in ref.sequences]:
+        return "sequences"
+    for a, b in zip(m.sequences, ref.sequences):
+        if a.node_keys.keys() != b.node_keys.keys() or a.object_keys.keys() != b.object_keys.keys():
+            return f"sequence {a.name!r} tracks"
+        for k, (t1, q1, p1, s1) in a.node_keys.items():
+            t2, q2, p2, s2 = b.node_keys[k]
+            if not (_same(t1, t2, 1e-6) and _same_rot(q1, q2, 1e-9) and _same(p1, p2, tol)
+                    and _same(s1, s2, 1e-5)):
+                return f"sequence {a.name!r} node {k}"
+        for k, ka in a.object_keys.items():
+            kb = b.object_keys[k]
+            for x, y in zip(ka, kb):
+                if (x is None) != (y is None) or (x is not None and not _same(x, y, 1e-6)):
+                    return f"sequence {a.name!r} object {k}"
+    if len(m.materials) != len(ref.materials):
+        return "materials"
+    for a, b in zip(m.materials, ref.materials):
+        if (a.name, a.alpha_mode) != (b.name, b.alpha_mode) or not _same(a.base_color, b.base_color, 1e-6):
+            return f"material {a.name!r}"
+    return None
+
+
+def _like_scenes(like: Document) -> list[tuple[dict, Scene]]:
+    """The original exported with each option set an export could have used."""
+    from .scene import to_scene
+    n_det = len(like.root["payload"]["details"]) if isinstance(like.root.get("payload"), dict) else 0
+    out = []
+    for detail in [0, -1] + list(range(1, n_det)):
+        for bounds in (False, True):
+            opts = {"detail": detail, "bounds": bounds, "skin": False}
+            try:
+                out.append((opts, to_scene(like, **opts)))
+            except FormatError:
+                continue
+    return out
+
+
+# ---------------------------------------------------------------------------
+# entry points
+
+
+def _version(option: Any, like: Document | None) -> int:
+    if option is not None:
+        v = int(option)
+        if v not in (7, 8):
+            raise ShapeImportError(f"version {v}: the games load shape v7 (Starsiege) or v8 (Tribes)")
+        return v
+    if like is not None:
+        lv = int(like.root.get("version", 8))
+        return lv if lv in (7, 8) else 7
+    return 8
+
+
+def _sizes(text: Any) -> list | None:
+    if text in (None, ""):
+        return None
+    try:
+        return [float(x) for x in str(text).replace(";", ",").split(",") if x.strip()]
+    except ValueError:
+        raise ShapeImportError(f"details={text!r}: expected comma-separated sizes") from None
+
+
+def shape_from_scene(scene: Scene, *, like: Document | None = None, version: Any = None,
+                     details: Any = None) -> Document:
+    """A ``.dts`` document from ``scene`` (see the module docstring)."""
+    v = _version(version, like)
+    try:
+        model = shape_model(scene, version=v)
+    except FormatError:
+        raise
+    except (np.linalg.LinAlgError, ValueError, IndexError, TypeError, KeyError,
+            AttributeError) as e:
+        raise ShapeImportError(f"the scene cannot be read as a shape: {type(e).__name__}: {e}") from None
+    _check_finite(model)
+    if not model.objects:
+        raise ShapeImportError("the scene has no triangle geometry to make a shape of")
+    scene.warnings.extend(model.warnings)
+    reuse: dict = {}
+    if like is not None:
+        if like.format != "dts" or bytes(like.root.get("className", b"")) != b"TS::Shape":
+            raise ShapeImportError("--like must be a .dts shape")
+        lv = int(like.root["version"])
+        first_why = None
+        for opts, ls in _like_scenes(like):
+            why = models_match(model, shape_model(ls, version=lv))
+            if why is None:
+                break
+            first_why = first_why or why
+        if why is None and (version is None or int(version) == lv):
+            doc = like.codec.decode(like.codec.encode(like))
+            doc.warnings = []
+            return doc
+        reason = (f"version {v} asked of a v{lv} original" if why is None
+                  else f"differs from the original ({first_why})")
+        scene.warnings.append(f"{reason}: shape rebuilt, keeping by name what glTF cannot express")
+        from .scene import to_scene
+        full = shape_model(to_scene(like, detail=-1, bounds=True, skin=False), version=v)
+        kept = keep_unexported(model, full, like)
+        if kept:
+            scene.warnings.append(f"{kept} nodes and objects of the original that the glTF "
+                                  "does not carry (other detail levels, bounds) kept")
+        reuse = _reusable_meshes(model, full, like)
+    try:
+        root = build_shape(model, v, details=_sizes(details),
+                           like_root=like.root if like is not None else None, reuse_meshes=reuse)
+    except FormatError:
+        raise
+    except (np.linalg.LinAlgError, ValueError, OverflowError, IndexError, TypeError) as e:
+        raise ShapeImportError(f"the scene cannot be written as a v{v} shape: "
+                           f"{type(e).__name__}: {e}") from None
+    trailing = bytes(like.trailing) if like is not None else b""    # stale bytes after the block
+    return Document("dts", root, {}, trailing, list(model.warnings))
+
+
+def _check_finite(model: ShapeModel) -> None:
+    """Refuse NaN/infinite values (they would quantise to garbage bytes)."""
+    for n in model.nodes:
+        if not np.isfinite(n.local).all():
+            raise ShapeImportError(f"node {n.name!r}: non-finite rest transform")
+    for o in model.objects:
+        for what, arr in (("positions", o.frames), ("offset", o.offset), ("uvs", o.uvs)):
+            if not np.isfinite(arr).all():
+                raise ShapeImportError(f"object {o.name!r}: non-finite {what}")
+        if not np.isfinite(o.normals).all():
+            o.normals = np.where(np.isfinite(o.normals), o.normals, 0.0)
+    for sq in model.sequences:
+        if not np.isfinite(sq.duration):
+            raise ShapeImportError(f"sequence {sq.name!r}: non-finite duration")
+        for k, (t, q, tr, sc) in sq.node_keys.items():
+            if not (np.isfinite(t).all() and np.isfinite(q).all() and np.isfinite(tr).all()
+                    and np.isfinite(sc).all()):
+                raise ShapeImportError(f"sequence {sq.name!r}: non-finite keys on node {k}")
+
+
+def _like_mesh_index(like: Document, obj: ObjectM) -> int | None:
+    ob = like.root["payload"]["objects"]
+    oi = obj.extras.get("dts_object")
+    if not isinstance(oi, int) or not 0 <= oi < len(ob):
+        return None
+    mi = int(ob["fMeshIndex"][oi])
+    return mi if 0 <= mi < len(like.root["payload"]["meshes"]) else None
+
+
+def _reusable_meshes(model: ShapeModel, ref: ShapeModel, like: Document) -> dict:
+    """Object index -> the original mesh block, for objects whose geometry did not change
+    (while the material list still lines up, as the blocks' faces index it)."""
+    out: dict = {}
+    if [m.name for m in model.materials] != [m.name for m in ref.materials]:
+        return out
+    meshes = like.root["payload"]["meshes"]
+    by_name = {o.name: o for o in ref.objects}
+    for i, o in enumerate(model.objects):
+        r = by_name.get(o.name)
+        mi = _like_mesh_index(like, r) if r is not None else None
+        if mi is None:
+            continue
+        extent = max(1.0, float(np.abs(r.frames).max()) if r.frames.size else 1.0)
+        if (r.frames.shape == o.frames.shape and _same(r.frames, o.frames, 1e-5 * extent)
+                and _same(r.uvs, o.uvs, 1e-6) and np.array_equal(r.materials, o.materials)):
+            out[i] = meshes[mi]
+    return out
+
+
+def keep_unexported(model: ShapeModel, full: ShapeModel, like: Document) -> int:
+    """Add to ``model`` the nodes (with their objects and keys) of the original's
+    full model that the scene does not name: the detail levels and the bounds
+    object an export leaves out.  Returns how many nodes and objects were added."""
+    index = {n.name: i for i, n in enumerate(model.nodes)}
+    added: dict[int, int] = {}
+    for ri, n in enumerate(full.nodes):          # parents first
+        if n.name in index and ri not in added:
+            continue
+        parent = -1
+        if n.parent >= 0:
+            pname = full.nodes[n.parent].name
+            parent = added.get(n.parent, index.get(pname, -1))
+        added[ri] = len(model.nodes)
+        model.nodes.append(NodeM(n.name, parent, n.local, -1, dict(n.extras)))
+    names = {o.name for o in model.objects}
+    added_obj: dict[int, int] = {}
+    for ri, o in enumerate(full.objects):
+        if o.node in added or (o.name not in names and o.name == "bounds"):
+            node = added.get(o.node, index.get(full.nodes[o.node].name))
+            if node is None:
+                continue
+            added_obj[ri] = len(model.objects)
+            model.objects.append(ObjectM(o.name, node, o.offset, o.frames, o.normals, o.uvs,
+                                         o.materials, -1, dict(o.extras)))
+    by_name = {s.name: s for s in full.sequences}
+    for seq in model.sequences:
+        ref = by_name.get(seq.name)
+        if ref is None:
+            continue
+        for k, v in ref.node_keys.items():
+            if k in added:
+                seq.node_keys[added[k]] = v
+        for k, v in ref.object_keys.items():
+            if k in added_obj:
+                seq.object_keys[added_obj[k]] = v
+    return len(added) + len(added_obj)
+
+
+def matlist_from_scene(scene: Scene, *, like: Document | None = None, version: Any = None) -> Document:
+    """A ``.dml`` document from the scene's materials."""
+    v = int(version) if version is not None else (int(like.root["version"]) if like is not None else 4)
+    if v not in (2, 3, 4):
+        raise ShapeImportError(f"material list version {v}: 2, 3 or 4")
+    if not scene.materials:
+        raise ShapeImportError("the scene has no materials to make a material list of")
+    warnings: list = []
+    block = material_list(scene.materials, v, warnings, like.root if like is not None else None,
+                          scene.images)
+    if like is not None and like.format == "dml":
+        rows, old = block["payload"]["materials"], like.root["payload"]
+        if isinstance(old, dict) and old["materials"].dtype == rows.dtype and np.array_equal(
+                old["materials"][: old["fnMaterials"]], rows):
+            data = like.codec.encode(like)
+            return like.codec.decode(data)
+    for m in scene.materials:
+        if m.base_color_texture is not None:
+            warnings.append(f"material {m.name!r}: texture named in the list, not written "
+                            "(the game's bitmap writer is not available here)")
+    scene.warnings.extend(warnings)
+    return Document("dml", block, {}, b"", warnings)

@@ -1,0 +1,409 @@
+"""A neutral scene read back as the parts of a Darkstar shape (import, step 1).
+
+:func:`shape_model` undoes what :mod:`.scene` and :mod:`.skinning` do, for
+any glTF-convention scene (potsherd's own exports, Blender's, assimp's):
+
+* the axis change: world matrices are turned from glTF's Y-up, +Z-front into
+  the shape's Z-up, +Y-front frame (``(x, y, z) -> (-x, z, y)`` is its own
+  inverse); a root that only carries that rotation (the export's ``z-up``)
+  disappears;
+* nodes keep the hierarchy; nodes holding skinned meshes are not nodes;
+* geometry: a mesh on a node, or skinned vertices split by their dominant
+  joint (moved into that joint's space by its inverse bind matrix), belongs
+  to that node; a leaf node with geometry and no transform animation is an
+  *object* on its parent, at its local offset (the export's object nodes);
+* animations: node TRS keys sampled on the union of their channel times,
+  morph weights as mesh frames (the strongest target, 0 for none), STEP
+  scale-to-zero on an object as its visibility.
+
+Everything is compared and encoded from this model, so an unedited shape
+gives the same model whichever export form (skinned or not) it went through.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ...scene import (Z_UP_Y_FORWARD_TO_GLTF, Scene, decompose_matrix,
+                      quat_normalize, quat_slerp, trs_to_matrix)
+from .skinning import world_matrices
+
+#: glTF world -> shape world (the wrap rotation is a half turn: its own inverse)
+GLTF_TO_SHAPE = trs_to_matrix(rotation=np.array(Z_UP_Y_FORWARD_TO_GLTF))
+EPS = 1e-6
+
+
+def _close_to_identity(m: np.ndarray, tol: float = 1e-6) -> bool:
+    return bool(np.abs(m - np.eye(4)).max() <= tol)
+
+
+@dataclass
+class NodeM:
+    name: str
+    parent: int                      #: model node index, -1 for a root
+    local: np.ndarray                #: (4, 4) rest transform in shape space
+    scene_node: int
+    extras: dict = field(default_factory=dict)
+
+
+@dataclass
+class ObjectM:
+    name: str
+    node: int                        #: model node it hangs on
+    offset: np.ndarray               #: (4, 4)
+    frames: np.ndarray               #: (F, C, 3) corner positions per frame, object space
+    normals: np.ndarray              #: (C, 3)
+    uvs: np.ndarray                  #: (C, 2)
+    materials: np.ndarray            #: (T,) scene material index, -1 none
+    scene_node: int                  #: the glTF node standing for the object (offset node or its node)
+    extras: dict = field(default_factory=dict)
+
+    @property
+    def triangles(self) -> int:
+        return self.frames.shape[1] // 3
+
+
+@dataclass
+class SequenceM:
+    name: str
+    duration: float
+    extras: dict
+    #: model node -> (times (K,), rotation (K, 4) glTF convention, translation (K, 3), scale (K, 3))
+    node_keys: dict = field(default_factory=dict)
+    #: model object -> (times (K,), frame (K,) or None, visible (K,) bool or None)
+    object_keys: dict = field(default_factory=dict)
+
+
+@dataclass
+class ShapeModel:
+    nodes: list
+    objects: list
+    sequences: list
+    materials: list                  #: scene materials (the Material dataclasses)
+    extras: dict
+    warnings: list
+    images: list = field(default_factory=list)
+
+
+def original_name(item: Any) -> str:
+    """The name before export made it unique (kept in ``extras.name``)."""
+    ex = getattr(item, "extras", None) or {}
+    n = ex.get("name")
+    return n if isinstance(n, str) else (item.name or "")
+
+
+# ---------------------------------------------------------------------------
+# channels
+
+
+def sample(times: np.ndarray, values: np.ndarray, interpolation: str, at: np.ndarray,
+           rotation: bool = False) -> np.ndarray:
+    """Channel values at times ``at`` (held before the first and after the last key)."""
+    times = np.asarray(times, np.float64)
+    values = np.asarray(values, np.float64)
+    if interpolation == "CUBICSPLINE":
+        values = values.reshape(len(times), 3, -1)[:, 1]
+    values = values.reshape(len(times), -1)
+    if len(times) == 1:
+        return np.repeat(values, len(at), axis=0)
+    i = np.clip(np.searchsorted(times, at, side="right") - 1, 0, len(times) - 1)
+    j = np.minimum(i + 1, len(times) - 1)
+    if interpolation == "STEP":
+        return values[i]
+    span = times[j] - times[i]
+    u = np.where(span > 0, (at - times[i]) / np.where(span > 0, span, 1), 0.0)
+    u = np.clip(u, 0.0, 1.0)
+    exact = np.isclose(at, times[i], rtol=0, atol=1e-9)
+    if rotation:
+        out = quat_slerp(values[i], values[j], u)
+    else:
+        out = values[i] + (values[j] - values[i]) * u[:, None]
+    out[exact] = values[i][exact]
+    return out
+
+
+# ---------------------------------------------------------------------------
+# the model
+
+
+def _geometry_pieces(scene: Scene, worlds: list, warnings: list) -> dict[int, list]:
+    """Scene node -> pieces ``(frames (F, C, 3), normals (C, 3), uvs (C, 2),
+    material, holder node)`` in that node's space, one per primitive part."""
+    pieces: dict[int, list] = {}
+    for hi, node in enumerate(scene.nodes):
+        if node.mesh is None or not 0 <= node.mesh < len(scene.meshes):
+            continue
+        mesh = scene.meshes[node.mesh]
+        skin = scene.skins[node.skin] if node.skin is not None and 0 <= node.skin < len(scene.skins) else None
+        for pi, prim in enumerate(mesh.primitives):
+            if prim.mode != 4 or prim.positions is None or len(prim.positions) == 0:
+                if prim.mode != 4:
+                    warnings.append(f"mesh {mesh.name!r} primitive {pi}: mode {prim.mode} is not "
+                                    "triangles; skipped")
+                continue
+            pos = np.asarray(prim.positions, np.float64)
+            n = len(pos)
+            idx = (np.arange(n) if prim.indices is None else np.asarray(prim.indices, np.int64)).reshape(-1)
+            idx = idx[: len(idx) - len(idx) % 3]
+            if idx.size and (idx.min() < 0 or idx.max() >= n):
+                warnings.append(f"mesh {mesh.name!r} primitive {pi}: indices outside its vertices; skipped")
+                continue
+            frames = [pos] + [pos + np.asarray(t.positions, np.float64) for t in prim.targets
+                              if t.positions is not None and len(t.positions) == n]
+            frames = np.stack(frames)
+            nrm = (np.asarray(prim.normals, np.float64) if prim.normals is not None
+                   and len(prim.normals) == n else np.zeros((n, 3)))
+            uv = (np.asarray(prim.uvs[0], np.float64) if prim.uvs and len(prim.uvs[0]) == n
+                  else np.zeros((n, 2)))
+            if skin is None or prim.joints is None or prim.weights is None:
+                pieces.setdefault(hi, []).append((frames[:, idx], nrm[idx], uv[idx], prim.material, hi))
+                continue
+            joints = np.asarray(prim.joints, np.int64).reshape(n, -1)
+            weights = np.asarray(prim.weights, np.float64).reshape(n, -1)
+            dominant = joints[np.arange(n), np.argmax(weights, axis=1)]
+            if (np.sort(weights, axis=1)[:, :-1] > 0.01).any():
+                warnings.append(f"mesh {mesh.name!r}: blended skin weights reduced to each vertex's "
+                                "strongest joint (shape meshes are rigid on one node)")
+            corner_joint = dominant[idx].reshape(-1, 3)
+            # a triangle belongs to the joint of most of its corners (its first on a tie)
+            tri_joint = np.where(corner_joint[:, 1] == corner_joint[:, 2], corner_joint[:, 1],
+                                 corner_joint[:, 0])
+            ibm = skin.inverse_bind_matrices
+            for j in np.unique(tri_joint).tolist():
+                if not 0 <= j < len(skin.joints):
+                    warnings.append(f"mesh {mesh.name!r}: joint {j} outside its skin; triangles skipped")
+                    continue
+                target = int(skin.joints[j])
+                bind = (np.asarray(ibm[j], np.float64) if ibm is not None
+                        else np.linalg.inv(worlds[target]))
+                sel = np.repeat(tri_joint == j, 3)
+                corners = idx[sel]
+                f = frames[:, corners]
+                lin = bind[:3, :3]
+                moved = np.empty_like(f)
+                moved[0] = f[0] @ lin.T + bind[:3, 3]
+                if len(f) > 1:
+                    moved[1:] = (f[1:] - f[0][None]) @ lin.T + moved[0][None]
+                nm = nrm[corners] @ np.linalg.inv(lin) if abs(np.linalg.det(lin)) > 1e-12 else nrm[corners]
+                pieces.setdefault(target, []).append((moved, nm, uv[corners], prim.material, hi))
+    return pieces
+
+
+def _animated_paths(scene: Scene) -> dict[int, set]:
+    out: dict[int, set] = {}
+    for a in scene.animations:
+        for ch in a.channels:
+            out.setdefault(ch.node, set()).add(ch.path)
+    return out
+
+
+def _is_wrapper(scene: Scene, i: int, parents: list, anim: dict) -> bool:
+    n = scene.nodes[i]
+    if parents[i] is not None or n.mesh is not None or not n.children or anim.get(i):
+        return False
+    local = (np.asarray(n.matrix, np.float64) if n.matrix is not None
+             else trs_to_matrix(n.translation, n.rotation, n.scale))
+    return _close_to_identity(GLTF_TO_SHAPE @ local)
+
+
+def shape_model(scene: Scene, *, version: int = 8) -> ShapeModel:
+    """The shape parts of ``scene`` (see the module docstring)."""
+    warnings: list = []
+    parents = scene.parents()
+    worlds = world_matrices(scene)
+    anim = _animated_paths(scene)
+    skinned_holders = {i for i, n in enumerate(scene.nodes) if n.mesh is not None and n.skin is not None}
+    wrappers = {i for i in range(len(scene.nodes)) if _is_wrapper(scene, i, parents, anim)}
+    pieces = _geometry_pieces(scene, worlds, warnings)
+    shape_world = [GLTF_TO_SHAPE @ w for w in worlds]
+
+    candidates = [i for i in _preorder(scene) if i not in skinned_holders and i not in wrappers]
+    cand_set = set(candidates)
+
+    def dts_parent(i: int) -> int | None:
+        p = parents[i]
+        while p is not None and p not in cand_set:
+            p = parents[p]
+        return p
+
+    kids: dict[int | None, int] = {}
+    for i in candidates:
+        kids[dts_parent(i)] = kids.get(dts_parent(i), 0) + 1
+
+    rigid = version >= 8         # v8 transforms have no scale: nodes keep T and R only
+
+    def frame(i: int) -> np.ndarray:
+        if not rigid:
+            return shape_world[i]
+        t, r, _s = decompose_matrix(shape_world[i])
+        return trs_to_matrix(t, r)
+
+    frames_w = {i: frame(i) for i in candidates}
+
+    def local_of(i: int) -> np.ndarray:
+        p = dts_parent(i)
+        return frames_w[i] if p is None else np.linalg.inv(frames_w[p]) @ frames_w[i]
+
+    def key_fix(i: int) -> np.ndarray:
+        """Scene-local keys of node ``i`` -> its shape-local transform."""
+        p, sp = dts_parent(i), parents[i]
+        above = GLTF_TO_SHAPE if sp is None else shape_world[sp]
+        return above if p is None else np.linalg.inv(frames_w[p]) @ above
+
+    object_leaf = set()
+    for i in candidates:
+        if i not in pieces or kids.get(i) or dts_parent(i) is None:
+            continue
+        if anim.get(i, set()) & {"rotation", "translation"}:
+            continue
+        object_leaf.add(i)
+
+    node_index: dict[int, int] = {}
+    nodes: list[NodeM] = []
+    for i in candidates:
+        if i in object_leaf:
+            continue
+        p = dts_parent(i)
+        while p is not None and p in object_leaf:
+            p = dts_parent(p)
+        node_index[i] = len(nodes)
+        n = scene.nodes[i]
+        nodes.append(NodeM(original_name(n) or f"node {i}", node_index.get(p, -1) if p is not None else -1,
+                           local_of(i), i, dict(n.extras)))
+
+    objects: list[ObjectM] = []
+    object_of_scene_node: dict[int, int] = {}
+    object_of_holder: dict[int, int] = {}
+    for i in candidates:
+        if i not in pieces:
+            continue
+        ps = pieces[i]
+        if i in object_leaf:
+            host = node_index[dts_parent(i)]
+            offset = np.linalg.inv(frames_w[dts_parent(i)]) @ shape_world[i]
+        else:
+            host = node_index[i]
+            offset = np.linalg.inv(frames_w[i]) @ shape_world[i]     # scale a v8 node cannot hold
+        lin = offset[:3, :3]
+        if (version >= 8 or i not in object_leaf) and np.abs(lin - np.eye(3)).max() > 1e-9:
+            # v8 objects are offset by a translation only: the rest goes into the vertices
+            inv_t = np.linalg.inv(lin).T if abs(np.linalg.det(lin)) > 1e-12 else lin
+            ps = [(p[0] @ lin.T, p[1] @ inv_t.T, p[2], p[3], p[4]) for p in ps]
+        if version >= 8 or i not in object_leaf:
+            t_only = np.eye(4)
+            t_only[:3, 3] = offset[:3, 3] if i in object_leaf else 0.0
+            if i not in object_leaf and np.abs(offset[:3, 3]).max() > 1e-9:
+                ps = [(p[0] + offset[:3, 3], p[1], p[2], p[3], p[4]) for p in ps]
+            offset = t_only
+        nf = max(p[0].shape[0] for p in ps)
+        frames = np.concatenate([np.concatenate([p[0], np.repeat(p[0][:1], nf - p[0].shape[0], 0)])
+                                 for p in ps], axis=1)
+        mats = np.concatenate([np.full(p[0].shape[1] // 3, -1 if p[3] is None else int(p[3])) for p in ps])
+        node = scene.nodes[i]
+        objects.append(ObjectM(original_name(node) or f"object {i}", host, offset, frames,
+                               np.concatenate([p[1] for p in ps]), np.concatenate([p[2] for p in ps]),
+                               mats, i, dict(node.extras)))
+        object_of_scene_node[i] = len(objects) - 1
+        for p in ps:
+            object_of_holder.setdefault(p[4], len(objects) - 1)
+
+    fixes = {i: key_fix(i) for i in node_index}
+    sequences = [_sequence(scene, a, node_index, object_of_scene_node, object_of_holder, object_leaf,
+                           fixes, rigid, warnings) for a in scene.animations]
+    warnings = list(dict.fromkeys(warnings))          # one line per kind of loss and mesh
+    return ShapeModel(nodes, objects, sequences, list(scene.materials), dict(scene.extras), warnings,
+                      list(scene.images))
+
+
+def _preorder(scene: Scene) -> list[int]:
+    out: list[int] = []
+    stack = list(reversed(scene.roots))
+    seen = set()
+    while stack:
+        i = stack.pop()
+        if i in seen or not 0 <= i < len(scene.nodes):
+            continue
+        seen.add(i)
+        out.append(i)
+        stack.extend(reversed(scene.nodes[i].children))
+    return out
+
+
+def _sequence(scene: Scene, a: Any, node_index: dict, object_of_scene_node: dict,
+              object_of_holder: dict, object_leaf: set, fixes: dict, rigid: bool,
+              warnings: list) -> SequenceM:
+    ends = [float(np.max(c.times)) for c in a.channels if len(c.times)]
+    duration = float(a.extras.get("duration", max(ends, default=0.0)))
+    if not np.isfinite(duration) or duration < max(ends, default=0.0) - 1e-6:
+        duration = max(ends, default=0.0)
+    seq = SequenceM(original_name(a), duration, dict(a.extras))
+    by_node: dict[int, dict] = {}
+    for ch in a.channels:
+        by_node.setdefault(ch.node, {})[ch.path] = ch
+    empty = bool(a.extras.get("empty"))
+    for sn, chans in by_node.items():
+        if sn in node_index and not empty and chans.keys() & {"rotation", "translation", "scale"}:
+            parts = [np.asarray(c.times, np.float64) for p, c in chans.items() if p != "weights"]
+            for p, c in chans.items():
+                if p != "weights" and c.interpolation == "STEP" and len(c.times) > 1:
+                    # shape keys interpolate: hold the old value until just before each step
+                    ct = np.asarray(c.times, np.float64)
+                    parts.append(np.maximum(ct[1:] - 1e-4 * max(duration, 1e-3), ct[:-1]))
+            times = np.unique(np.concatenate(parts))
+            n = scene.nodes[sn]
+            rest = {"rotation": n.rotation if n.rotation is not None else (0, 0, 0, 1),
+                    "translation": n.translation if n.translation is not None else (0, 0, 0),
+                    "scale": n.scale if n.scale is not None else (1, 1, 1)}
+            vals = {}
+            for path in ("rotation", "translation", "scale"):
+                c = chans.get(path)
+                if c is None:
+                    vals[path] = np.tile(np.asarray(rest[path], np.float64), (len(times), 1))
+                else:
+                    vals[path] = sample(c.times, c.values, c.interpolation, times, path == "rotation")
+            rot = quat_normalize(vals["rotation"])
+            tr, sc = vals["translation"], vals["scale"]
+            fix = fixes[sn]
+            if not _close_to_identity(fix, 1e-12):
+                with np.errstate(all="ignore"):      # non-finite keys are refused after this
+                    m = fix[None] @ trs_to_matrix(tr, rot, sc)
+                    tr, rot, sc = decompose_matrix(m)
+            if rigid:
+                rest_m = fix @ trs_to_matrix(rest["translation"], rest["rotation"], rest["scale"])
+                rest_scale = decompose_matrix(rest_m)[2]
+                if np.abs(sc - rest_scale).max() > 1e-4:       # the rest scale is in the vertices
+                    warnings.append(f"sequence {seq.name!r}: scale keys of node "
+                                    f"{original_name(n)!r} dropped (v8 has no scale)")
+                sc = np.ones_like(sc)
+            seq.node_keys[node_index[sn]] = (times, rot, tr, sc)
+        obj = object_of_scene_node.get(sn)
+        if obj is not None and "scale" in chans and sn in object_leaf:
+            c = chans["scale"]
+            visible = np.abs(np.asarray(c.values, np.float64).reshape(len(c.times), -1)).max(axis=1) > EPS
+            seq.object_keys.setdefault(obj, [None, None, None])
+            seq.object_keys[obj][0] = np.asarray(c.times, np.float64)
+            seq.object_keys[obj][2] = visible
+        if "weights" in chans:
+            obj = object_of_holder.get(sn, object_of_scene_node.get(sn))
+            if obj is None:
+                continue
+            c = chans["weights"]
+            w = np.asarray(c.values, np.float64).reshape(len(c.times), -1)
+            if c.interpolation == "CUBICSPLINE":
+                w = w.reshape(len(c.times), 3, -1)[:, 1]
+            frame = np.where(w.max(axis=1) > 0.5, np.argmax(w, axis=1) + 1, 0) if w.shape[1] else \
+                np.zeros(len(c.times), np.int64)
+            keys = seq.object_keys.setdefault(obj, [None, None, None])
+            times = np.asarray(c.times, np.float64)
+            if keys[0] is not None and (len(keys[0]) != len(times) or np.abs(keys[0] - times).max() > 1e-6):
+                # visibility and frames on different times: merge onto the union
+                union = np.unique(np.concatenate([keys[0], times]))
+                keys[2] = sample(keys[0], keys[2].astype(float)[:, None], "STEP", union)[:, 0] > 0.5
+                frame = sample(times, frame.astype(float)[:, None], "STEP", union)[:, 0].astype(np.int64)
+                times = union
+            keys[0], keys[1] = times, frame
+    for obj, keys in list(seq.object_keys.items()):
+        seq.object_keys[obj] = tuple(keys)
+    return seq

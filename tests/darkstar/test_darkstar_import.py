@@ -1,0 +1,465 @@
+"""glTF scene -> Darkstar shape / material list (``from_scene``), tested as the
+inverse of the export: exact bytes with ``like``, geometry and animation within
+the quantisation step without it, the engine's Quat16 and normal-table packing,
+and scenes shaped like Blender's (skinned with 4 weights, non-indexed, several
+primitives, scaled armature, LINEAR and STEP keys)."""
+from __future__ import annotations
+
+import copy
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import potsherd
+from potsherd.core.errors import FormatError
+from potsherd.export import render as rd
+from potsherd.export.gltf import write_glb
+from potsherd.formats.darkstar import DML, DTS
+from potsherd.formats.darkstar.geometry import NORMALS, name_text
+from potsherd.formats.darkstar.importer import nearest_normals, quantise
+from potsherd.formats.darkstar.scene import to_scene
+from potsherd.scene import (Animation, Channel, Image, Material, Mesh, Primitive, Scene, Skin,
+                            TextureRef, trs_to_matrix)
+
+from dts_fixtures import NAME_TAIL, envelope, shape_doc
+
+CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus" / "dts"
+H = math.sqrt(0.5)
+needs_corpus = pytest.mark.skipif(not CORPUS.is_dir(), reason="shared Darkstar corpus not present")
+
+
+def _doc(root: dict) -> potsherd.Document:
+    return potsherd.read(potsherd.write(potsherd.from_json(envelope(root))), format="dts")
+
+
+def _bytes(doc: potsherd.Document) -> bytes:
+    return doc.codec.encode(doc)
+
+
+def _reencodes(doc: potsherd.Document) -> potsherd.Document:
+    """The written file decodes and encodes back to the same bytes."""
+    data = _bytes(doc)
+    back = potsherd.read(data, format=doc.format)
+    assert _bytes(back) == data
+    return back
+
+
+def _as_stored(scene: Scene) -> Scene:
+    """The scene with what a .glb stores: float32 transforms and arrays."""
+    s = copy.deepcopy(scene)
+    for n in s.nodes:
+        for k in ("translation", "rotation", "scale"):
+            v = getattr(n, k)
+            if v is not None:
+                setattr(n, k, np.asarray(v, np.float32).astype(np.float64).tolist())
+    for sk in s.skins:
+        if sk.inverse_bind_matrices is not None:
+            sk.inverse_bind_matrices = np.asarray(sk.inverse_bind_matrices, np.float32)
+    for a in s.animations:
+        for c in a.channels:
+            c.times = np.asarray(c.times, np.float32)
+            c.values = np.asarray(c.values, np.float32)
+    return s
+
+
+# ---- packing ------------------------------------------------------------------------
+
+
+@needs_corpus
+def test_stock_quat16_are_truncated_which_the_packing_follows():
+    """The measured basis of the packing rule: stock Quat16 norms fall short of 32767
+    by the mean that truncation predicts (rounding would predict about 0)."""
+    rows = []
+    for path in _shapes():
+        doc = potsherd.read(path)
+        if doc.root["version"] >= 7:
+            t = doc.root["payload"]["transforms"]
+            rows.append(np.stack([t[k] for k in ("fRotateX", "fRotateY", "fRotateZ", "fRotateW")], 1))
+    q = np.concatenate(rows).astype(np.float64)
+    q = q[q[:, 3] != 32767]
+    norm = np.linalg.norm(q, axis=1)
+    deficit = float((norm - 32767).mean())
+    predicted = float((-0.5 * np.abs(q).sum(axis=1) / norm).mean())
+    assert len(q) > 20000 and deficit < -0.5
+    assert abs(deficit - predicted) < 0.05
+
+
+def test_nearest_normal_is_the_table_entry_lowest_index_on_ties():
+    idx = nearest_normals(NORMALS.astype(np.float64))
+    # every table vector maps to itself, except the second of each duplicated pair
+    dup = {111: 17, 97: 22, 142: 36, 219: 51, 205: 64, 153: 132}
+    expect = [dup.get(i, i) for i in range(256)]
+    assert idx.tolist() == expect
+    # a vector between entries goes to the nearest one (checked by brute force)
+    v = np.array([[0.3, -0.2, 0.9], [0.0, 0.0, 0.0001], [-1.0, 0.5, 0.0]])
+    brute = [int(np.argmin(((NORMALS - x / np.linalg.norm(x)) ** 2).sum(axis=1))) for x in v]
+    assert nearest_normals(v).tolist() == brute
+
+
+def test_quantise_rounds_within_half_a_step():
+    frames = np.array([[[0.0, 1.0, 5.0], [2.55, 1.0, 5.0], [1.0, 1.0, 5.0]]])
+    q, scale, origin = quantise(frames)
+    assert origin.tolist() == [[0.0, 1.0, 5.0]]
+    assert scale[0, 0] == np.float32(2.55) / np.float32(255) and scale[0, 1] == 0.0
+    assert q[0, :, 0].tolist() == [0, 255, 100] and not q[0, :, 1:].any()
+    back = q * scale[:, None] + origin[:, None]
+    assert np.abs(back - frames).max() <= scale.max() / 2 + 1e-7
+
+
+def test_rotation_packs_to_the_conjugate_quat16():
+    s = to_scene(_doc(shape_doc(8)), skin=False)
+    out = DTS.from_scene(s)
+    t = out.root["payload"]["transforms"]
+    nodes = out.root["payload"]["nodes"]
+    names = [name_text(bytes(n)) for n in out.root["payload"]["names"]["name"]]
+    root = [names[int(n["fName"])] for n in nodes].index("root")
+    row = t[int(nodes["fDefaultTransform"][root])]
+    # the fixture stores (0, 0, 23170, 23170); export gave glTF (0, 0, -H, H); packed like
+    # the engine, trunc(H * 32767) = trunc(23169.77) = 23169 (rounding would say 23170)
+    assert (int(row["fRotateX"]), int(row["fRotateY"]), int(row["fRotateZ"]), int(row["fRotateW"])) \
+        == (0, 0, 23169, 23169)
+    assert (float(row["fTranslateX"]), float(row["fTranslateY"]), float(row["fTranslateZ"])) == (1.0, 2.0, 3.0)
+
+
+# ---- with --like: the original bytes ----------------------------------------------------
+
+
+def test_like_gives_back_the_fixture_bytes_for_every_version_and_form():
+    for v in (2, 5, 6, 7, 8):
+        doc = _doc(shape_doc(v))
+        original = _bytes(doc)
+        for skin in (None, False, True):
+            s = _as_stored(to_scene(doc, skin=skin))
+            assert _bytes(DTS.from_scene(s, like=doc)) == original, (v, skin)
+
+
+def test_like_with_an_edit_rebuilds_and_keeps_what_gltf_cannot_hold():
+    root = shape_doc(8)
+    doc = _doc(root)
+    s = to_scene(doc, skin=False)
+    holder = next(n for n in s.nodes if n.mesh is not None)
+    prim = s.meshes[holder.mesh].primitives[0]
+    prim.positions = prim.positions + np.float32(0.5)          # the user moved the mesh
+    out = _reencodes(DTS.from_scene(s, like=doc))
+    assert _bytes(out) != _bytes(doc)
+    assert any("differs from the original" in w for w in s.warnings)
+    p = out.root["payload"]
+    slots = [bytes(x) for x in p["names"]["name"]]
+    assert b"root\0" + NAME_TAIL in slots                      # the name slot's garbage kept
+    obj = next(r for r in p["objects"] if int(r["fNodeIndex"]) != 0)
+    assert bytes(obj["_pad0"]) == b"\x12\x00"                  # and the object's pad bytes
+    # the edit is there: the object's first vertex moved by 0.5 on each axis
+    mesh = next(m for m in p["meshes"] if m["payload"]["numFaces"])
+    ref = next(m for m in doc.root["payload"]["meshes"] if m["payload"]["numFaces"])
+    from potsherd.formats.darkstar.geometry import frame_positions
+    moved = frame_positions(mesh)[0]
+    orig = frame_positions(ref)[0]
+    step = float(mesh["payload"]["frames"]["scaleX"].max())
+    assert np.abs(np.sort(moved, axis=0) - np.sort(orig + 0.5, axis=0)).max() <= step
+    # negative control: without the edit nothing was rebuilt
+    assert _bytes(DTS.from_scene(to_scene(doc, skin=False), like=doc)) == _bytes(doc)
+
+
+def _shapes():
+    return [p for p in sorted(CORPUS.rglob("*")) if p.suffix.lower() == ".dts" and "non_pers" not in p.parts]
+
+
+@needs_corpus
+def test_corpus_like_reproduces_every_original():
+    count = 0
+    for path in _shapes():
+        doc = potsherd.read(path)
+        original = path.read_bytes()
+        for skin in (None, False):
+            s = _as_stored(to_scene(doc, skin=skin))
+            assert _bytes(DTS.from_scene(s, like=doc)) == original, (path, skin)
+        count += 1
+    assert count == 28
+
+
+# ---- without --like: a new shape ------------------------------------------------------------
+
+
+def _triangles(scene: Scene, path: Path, anim: int | None, t: float) -> np.ndarray:
+    write_glb(scene, path)
+    g = rd.Gltf(str(path))
+    tris = rd.scene_triangles(g, anim, t)
+    return np.concatenate([x["pos"].reshape(-1, 9) for x in tris]) if tris else np.zeros((0, 9))
+
+
+def _set_distance(a: np.ndarray, b: np.ndarray) -> float:
+    """Largest distance from a triangle of either set to the nearest of the other."""
+    d = np.sqrt(((a[:, None, :] - b[None, :, :]) ** 2).sum(-1))
+    return float(max(d.min(axis=1).max(), d.min(axis=0).max()))
+
+
+@needs_corpus
+def test_corpus_round_trip_without_like(tmp_path):
+    """dts -> glTF scene -> new dts -> glTF scene: same triangles, nodes, sequences
+    and durations; corners within the new file's quantisation step."""
+    for path in _shapes():
+        doc = potsherd.read(path)
+        s1 = to_scene(doc)
+        new = _reencodes(DTS.from_scene(_as_stored(to_scene(doc))))
+        assert new.root["version"] == 8 and new.root["payload"]["hasMaterials"] == 1
+        s2 = to_scene(new)
+        assert len(s2.nodes) == len(s1.nodes), path
+        assert [a.name for a in s2.animations] == [a.name for a in s1.animations], path
+        np.testing.assert_allclose([a.duration for a in s2.animations],
+                                   [a.duration for a in s1.animations], atol=1e-6)
+        scales = np.concatenate([np.stack([m["payload"]["frames"][k] for k in ("scaleX", "scaleY", "scaleZ")], 1)
+                                 for m in new.root["payload"]["meshes"]])
+        step = float(np.linalg.norm(scales, axis=1).max()) * 3   # a triangle's 3 corners, 9 values
+        times = [(None, 0.0)] + [(i, a.duration * 0.37) for i, a in enumerate(s1.animations[:2])]
+        for anim, t in times:
+            try:
+                a = _triangles(s1, tmp_path / "a.glb", anim, t)
+            except np.linalg.LinAlgError:      # the renderer cannot pose a hidden (scale 0) part
+                continue
+            b = _triangles(s2, tmp_path / "b.glb", anim, t)
+            assert a.shape == b.shape, (path, anim)
+            assert _set_distance(a, b) <= step, (path, anim, t)
+
+
+def test_version_option_and_refusals():
+    s = to_scene(_doc(shape_doc(8)), skin=False)
+    assert DTS.from_scene(s).root["version"] == 8
+    v7 = _reencodes(DTS.from_scene(s, version="7"))
+    assert v7.root["version"] == 7 and v7.root["payload"]["materials"]["version"] == 3
+    with_like = DTS.from_scene(to_scene(_doc(shape_doc(7)), skin=False), like=_doc(shape_doc(7)))
+    assert with_like.root["version"] == 7
+    with pytest.raises(FormatError, match="v7 .* or v8"):
+        DTS.from_scene(s, version=6)
+    with pytest.raises(FormatError, match="no triangle geometry"):
+        DTS.from_scene(Scene(name="empty"))
+    assert [o.name for o in DTS.import_options] == ["version", "details"]
+
+
+# ---- a Blender-shaped scene ------------------------------------------------------------
+
+
+def _blender_like(blended: bool = True) -> Scene:
+    """An armature object scaled 2x (as Blender writes it), two joints, one skinned
+    mesh of two primitives, non-indexed, 4 weights per vertex, LINEAR and STEP keys."""
+    s = Scene(name="blend")
+    red = s.add_material(Material(name="red", base_color=(1.0, 0.0, 0.0, 1.0)))
+    from PIL import Image as PILImage
+    img = s.add_image(Image.from_pil(PILImage.new("RGB", (2, 2), (200, 150, 100)), name="skin"))
+    tex = s.add_material(Material(name="Material.001", alpha_mode="MASK",
+                                  base_color_texture=TextureRef(image=img)))
+    arm = s.add_node(name="Armature", scale=[2.0, 2.0, 2.0])
+    hip = s.add_node(name="hip", parent=arm, translation=[0.0, 1.0, 0.0])
+    leg = s.add_node(name="leg", parent=hip, translation=[0.0, -0.5, 0.0])
+    worlds = {1: trs_to_matrix([0, 2, 0], None, [2, 2, 2]), 2: trs_to_matrix([0, 1, 0], None, [2, 2, 2])}
+    prims = []
+    for k, (joint, mat) in enumerate(((0, red), (1, tex))):
+        base = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0], [1, 1, 0], [0, 1, 0], [1, 0, 0]], np.float32)
+        pos = (base * 0.5 + [0, 2.0 - k, 0.25]).astype(np.float32)          # world, at rest
+        joints = np.tile([joint, 1 - joint, 0, 0], (6, 1)).astype(np.uint16)
+        weights = np.tile([0.7, 0.3, 0.0, 0.0] if blended else [1.0, 0.0, 0.0, 0.0], (6, 1)).astype(np.float32)
+        prims.append(Primitive(positions=pos, normals=np.tile([0, 0, 1.0], (6, 1)).astype(np.float32),
+                               uvs=[base[:, :2].copy()], joints=joints, weights=weights, material=mat))
+    mesh = s.add_mesh(Mesh(name="Body", primitives=prims))
+    ibm = np.stack([np.linalg.inv(worlds[1]), np.linalg.inv(worlds[2])])
+    skin = s.add_skin(Skin(joints=[hip, leg], inverse_bind_matrices=ibm))
+    s.add_node(name="Body", mesh=mesh, skin=skin)
+    turn = np.array([[0, 0, 0, 1], [0, 0, math.sin(0.5), math.cos(0.5)]], np.float32)
+    s.add_animation(Animation(name="walk", channels=[
+        Channel(leg, "rotation", np.array([0.0, 1.0]), turn),
+        Channel(hip, "translation", np.array([0.0, 0.5, 1.0]),
+                np.array([[0, 1, 0], [0, 1.5, 0], [0, 1, 0]], np.float32), "STEP")]))
+    return s
+
+
+def test_blender_shaped_scene_imports_with_its_pose_and_keys(tmp_path):
+    s = _blender_like()
+    made = DTS.from_scene(copy.deepcopy(s))
+    new = _reencodes(made)
+    p = new.root["payload"]
+    names = [name_text(bytes(n)) for n in p["names"]["name"]]
+    assert [names[int(n["fName"])] for n in p["nodes"]] == ["bounds", "Armature", "hip", "leg"]
+    assert [names[int(o["fName"])] for o in p["objects"]] == ["bounds", "hip", "leg"]
+    assert p["objects"]["fNodeIndex"].tolist() == [0, 2, 3]
+    assert [names[int(q["fName"])] for q in p["sequences"]] == ["walk"]
+    mats = p["materials"]["payload"]["materials"]
+    assert (mats["fFlags"] & 0xFFFF).tolist() == [0x402, 0x1403]
+    assert [name_text(bytes(x)) for x in mats["fName"]] == ["", "skin.bmp"]
+    warned = [w for w in made.warnings if "blended skin weights" in w]
+    assert len(warned) == 1
+    back = to_scene(new, skin=False)
+    # the rest pose is the same picture (the weights do not matter at rest)
+    assert _set_distance(_triangles(s, tmp_path / "a.glb", None, 0.0),
+                         _triangles(back, tmp_path / "b.glb", None, 0.0)) < 1e-5
+
+
+def test_rigidly_weighted_blender_scene_keeps_its_animation(tmp_path):
+    s = _blender_like(blended=False)
+    made = DTS.from_scene(copy.deepcopy(s))
+    assert made.warnings == []
+    new = _reencodes(made)
+    back = to_scene(new, skin=False)
+    # same picture through the clip (STEP translation held, rotation slerped)
+    for t in (0.0, 0.25, 0.49, 0.75):
+        a = _triangles(s, tmp_path / "a.glb", 0, t)
+        b = _triangles(back, tmp_path / "b.glb", 0, t)
+        assert a.shape == b.shape == (4, 9)
+        assert _set_distance(a, b) < 1e-3, t
+    # control: the pose at 0.75 differs from rest, so the comparison can fail
+    assert _set_distance(_triangles(s, tmp_path / "a.glb", 0, 0.75),
+                         _triangles(s, tmp_path / "a.glb", 0, 0.0)) > 0.2
+
+
+# ---- material lists ---------------------------------------------------------------------
+
+
+def test_material_list_from_scene_and_like():
+    doc = _doc(shape_doc(8))
+    s = to_scene(doc, skin=False)
+    embedded = doc.root["payload"]["materials"]
+    like = potsherd.Document("dml", embedded, {}, b"", [])
+    out = DML.from_scene(s, like=like)
+    assert _bytes(out) == _bytes(like)                       # unchanged: the original list
+    fresh = _reencodes(DML.from_scene(to_scene(doc, skin=False)))
+    rows, old = fresh.root["payload"]["materials"], embedded["payload"]["materials"]
+    assert fresh.root["version"] == 4
+    assert rows["fFlags"].tolist() == old["fFlags"].tolist()
+    assert [name_text(bytes(x)) for x in rows["fName"]] == [name_text(bytes(x)) for x in old["fName"]]
+    s.materials[1].base_color = (0.0, 1.0, 0.0, 1.0)          # an edit: the list is rebuilt
+    edited = DML.from_scene(s, like=like)
+    assert edited.root["payload"]["materials"]["fGreen"][1] == 255
+    with pytest.raises(FormatError, match="no materials"):
+        DML.from_scene(Scene())
+
+
+# ---- hostile scenes ---------------------------------------------------------------------
+
+
+def _nan_position(s):
+    s.meshes[0].primitives[0].positions[2, 1] = np.nan
+
+
+def _nan_rotation(s):
+    s.nodes[1].rotation = [np.nan, 0.0, 0.0, 1.0]
+
+
+def _zero_scale(s):
+    s.nodes[0].scale = [0.0, 0.0, 0.0]
+
+
+def _bad_joint(s):
+    s.meshes[0].primitives[1].joints[:, 0] = 7
+
+
+def _bad_indices(s):
+    s.meshes[0].primitives[0].indices = np.array([0, 1, 99], np.uint32)
+
+
+def _lines(s):
+    for p in s.meshes[0].primitives:
+        p.mode = 1
+
+
+def _inf_key(s):
+    s.animations[0].channels[1].values = np.full((3, 3), np.inf, np.float32)
+
+
+def _no_ibm(s):
+    s.skins[0].inverse_bind_matrices = None
+
+
+def _cycle(s):
+    s.nodes[2].children.append(1)
+
+
+@pytest.mark.parametrize("mutate", [_nan_position, _nan_rotation, _zero_scale, _bad_joint, _bad_indices,
+                                    _lines, _inf_key, _no_ibm, _cycle])
+def test_hostile_scene_gives_a_format_error_or_a_valid_shape(mutate):
+    s = _blender_like(blended=False)
+    mutate(s)
+    try:
+        doc = DTS.from_scene(s)
+    except FormatError as e:
+        assert str(e)
+        return
+    _reencodes(doc)
+
+
+def test_nan_geometry_is_refused_by_name():
+    s = _blender_like(blended=False)
+    _nan_position(s)
+    with pytest.raises(FormatError, match="object 'hip': non-finite positions"):
+        DTS.from_scene(s)
+
+
+# ---- generated detail levels --------------------------------------------------------------
+
+
+def test_one_level_scene_gets_coarser_details_by_clustering():
+    s = _blender_like(blended=False)
+    doc = _reencodes(DTS.from_scene(copy.deepcopy(s), details="64,16,1"))
+    p = doc.root["payload"]
+    names = [name_text(bytes(n)) for n in p["names"]["name"]]
+    assert p["details"]["fSize"].tolist() == [64.0, 16.0, 1.0]
+    roots = [names[int(p["nodes"]["fName"][r])] for r in p["details"]["fRootNodeIndex"]]
+    assert roots == ["Armature", "Armature 16", "Armature 1"]
+    assert len(p["nodes"]) == 1 + 3 * 3                 # bounds + the 3-node subtree per level
+    # the copied leg nodes carry the clip's keys too
+    legs = [i for i, n in enumerate(p["nodes"]) if names[int(n["fName"])].startswith("leg")]
+    assert [int(p["nodes"]["fnSubSequences"][i]) for i in legs] == [1, 1, 1]
+    # the copied objects hang on the copied nodes
+    objs = [names[int(o["fName"])] for o in p["objects"]]
+    assert objs == ["bounds", "hip", "leg", "hip 16", "leg 16", "hip 1", "leg 1"]
+
+
+def _grid_scene(n: int = 20) -> Scene:
+    """One node with an n x n quad grid (2 n^2 triangles) on the unit square."""
+    s = Scene(name="grid")
+    u = np.linspace(0.0, 1.0, n + 1)
+    xx, yy = np.meshgrid(u, u)
+    pos = np.stack([xx.ravel(), yy.ravel(), np.zeros(xx.size)], 1).astype(np.float32)
+    i = np.arange(n)
+    a = (i[:, None] * (n + 1) + i[None, :]).ravel()
+    quads = np.stack([a, a + 1, a + n + 2, a, a + n + 2, a + n + 1], 1).reshape(-1)
+    mesh = s.add_mesh(Mesh(name="grid", primitives=[Primitive(
+        positions=pos, normals=np.tile([0, 0, 1.0], (len(pos), 1)).astype(np.float32),
+        uvs=[pos[:, :2].copy()], indices=quads.astype(np.uint32))]))
+    root = s.add_node(name="plate")
+    s.add_node(name="grid", parent=root, mesh=mesh)
+    return s
+
+
+def test_clustered_levels_have_fewer_triangles_inside_the_same_box():
+    doc = _reencodes(DTS.from_scene(_grid_scene(), details="64,8"))
+    levels = [to_scene(doc, detail=d, skin=False) for d in (0, 1)]
+    tris = [sum(len(pr.indices) // 3 for m in sc.meshes for pr in m.primitives) for sc in levels]
+    # 8/64 of 48 cells is 6 per side: the 20 x 20 grid keeps at most 2 * 6 * 6 triangles
+    assert tris[0] == 800 and 0 < tris[1] <= 72
+    pts = np.concatenate([pr.positions for m in levels[1].meshes for pr in m.primitives])
+    assert pts.min() >= -0.01 and pts.max() <= 1.01
+    # control: one size given, nothing generated
+    single = DTS.from_scene(_grid_scene(), details="64")
+    assert len(single.root["payload"]["details"]) == 1
+
+
+def test_detail_sizes_without_generation_are_applied_with_a_warning():
+    doc = _doc(shape_doc(8))
+    s = to_scene(doc, skin=False)
+    out = DTS.from_scene(s, details="32")
+    assert out.root["payload"]["details"]["fSize"].tolist() == [32.0]
+    with pytest.raises(FormatError, match="comma-separated sizes"):
+        DTS.from_scene(to_scene(doc, skin=False), details="big")
+
+
+@needs_corpus
+def test_like_with_another_version_rebuilds_everything_the_original_has():
+    doc = potsherd.read(CORPUS / "tribesrebirth" / "entities_vol" / "larmor.dts")
+    s = to_scene(doc)
+    out = _reencodes(DTS.from_scene(s, like=doc, version=8))
+    p, o = out.root["payload"], doc.root["payload"]
+    assert out.root["version"] == 8 and doc.root["version"] == 7
+    assert (len(p["nodes"]), len(p["details"]), len(p["sequences"])) == (len(o["nodes"]), 4, 12)
+    assert any(w.startswith("version 8 asked of a v7 original") for w in s.warnings)
+    # the IFL garbage of the first sequence survives the rebuild, by name
+    assert int(p["sequences"]["fFirstIFLSubSequence"][0]) == int(o["sequences"]["fFirstIFLSubSequence"][0])
