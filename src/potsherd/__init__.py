@@ -37,6 +37,10 @@ def read(source: str | os.PathLike | bytes, format: str | None = None, *,
     if isinstance(source, (bytes, bytearray, memoryview)):
         return _registry.decode(bytes(source), format=format, limits=limits, **params)
     path = os.fspath(source)
+    from . import containers
+    if containers.split_member_path(path)[1]:  # "game.vol::shape.dts": a member, read in place
+        return _registry.decode(containers.read_input(path, limits), format=format, path=path,
+                                limits=limits, **params)
     with open(path, "rb") as f:
         size = os.fstat(f.fileno()).st_size
         if size > limits.max_input:  # refuse before reading it into memory

@@ -50,6 +50,12 @@ def limits_from_args(args) -> Limits:
 
 def read_doc(path: str, args):
     limits = limits_from_args(args)
+    from . import containers
+    if containers.split_member_path(path)[1]:  # ARCHIVE::member
+        data = containers.read_input(path, limits)
+        doc = registry.decode(data, format=getattr(args, "format", None), path=path,
+                              limits=limits, **parse_params(getattr(args, "param", None)))
+        return data, doc
     with open(path, "rb") as f:
         size = os.fstat(f.fileno()).st_size
         if size > limits.max_input:  # refuse before reading it into memory
