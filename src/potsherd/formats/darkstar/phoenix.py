@@ -33,6 +33,7 @@ import numpy as np
 
 from ...core.errors import EncodeError, FormatError, LimitError, TruncatedError, ValueFormatError
 from ...core.stream import Reader, Writer, cached_struct
+from ...registry import Option
 from .tree import need_array, need_bytes, need_dict, need_int, need_list, need_tag
 from .treecodec import TreeCodec, as_u8
 
@@ -46,6 +47,13 @@ BMA_ADDITIVE, BMA_SUBTRACTIVE, BMA_ALPHA88 = 16, 32, 64
 #: most chunks before ``head`` a bitmap may have (the engine loops until it finds one)
 MAX_PREAMBLE = 64
 MAX_MIPS = 9
+
+TEXTURE_OPTIONS = (
+    Option("palette", str, "palette file (.ppl/.pal, or ARCHIVE::member); default: the first "
+                           "found in the bitmap's game tree", ""),
+    Option("mips", bool, "also write every mip level", False),
+    Option("data_root", str, "game data folder searched for palettes", ""),
+)
 
 
 def _tag(b: bytes) -> str:
@@ -199,6 +207,8 @@ def mip_levels(bm: dict) -> list[np.ndarray]:
 
 
 class BitmapCodec(TreeCodec):
+    texture_options = TEXTURE_OPTIONS
+
     def decode_tree(self, r: Reader, warnings: list[str]) -> Any:
         return decode_bitmap_chunks(r)
 
@@ -223,6 +233,8 @@ class BitmapCodec(TreeCodec):
 
 
 class BitmapArrayCodec(TreeCodec):
+    texture_options = TEXTURE_OPTIONS
+
     def decode_tree(self, r: Reader, warnings: list[str]) -> Any:
         chunks: list[dict] = []
         count = None
