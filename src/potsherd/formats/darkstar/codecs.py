@@ -102,6 +102,8 @@ class DarkstarCodec(Codec):
 class ShapeCodec(DarkstarCodec):
     """``.dts``: shapes also export to glTF (:mod:`.scene`)."""
 
+    from .textures import SHAPE_TEXTURE_OPTIONS as export_options  # noqa: E402 (palette=FILE)
+
     def to_scene(self, doc: Document, **options: Any):
         from .scene import to_scene
         return to_scene(doc, **options)

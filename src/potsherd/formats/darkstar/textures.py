@@ -18,6 +18,7 @@ from typing import Any, Iterable
 import numpy as np
 
 from ...core.errors import FormatError, ValueFormatError
+from ...registry import Option
 from .phoenix import (BMA_ADDITIVE, BMA_TRANSLUCENT, BMA_TRANSPARENT, bitmap_field, bitmap_head,
                       mip_levels, palette_colors)
 
@@ -293,3 +294,62 @@ def material_texture(name: str, source: str, *, palette: str = "",
     buf = io.BytesIO()
     img.save(buf, format="PNG")
     return buf.getvalue(), bitmap_head(doc.root)["attribute"], pspec
+
+
+SHAPE_TEXTURE_OPTIONS = (
+    Option("palette", str, "palette for the material bitmaps (.ppl/.pal or ARCHIVE::member); "
+                           "default: the first found in the shape's game tree", ""),
+)
+
+
+def texture_materials(scene, material_indices: list[int], source: str | None, *,
+                      palette: str = "", data_root: str | None = None,
+                      map_key: str = "map") -> int:
+    """Give the scene's materials their bitmaps (found case-insensitively beside
+    the file, in its game tree, in volumes there or under ``data_root``), drawn
+    with one palette for the whole file (named in a warning, since the game
+    picks it per world).  Transparent bitmaps make the material MASK,
+    translucent ones BLEND.  Returns how many materials got a texture."""
+    from ...scene.model import Image, TextureRef
+    if not source or not material_indices:
+        return 0
+    wanted = [i for i in material_indices
+              if str(scene.materials[i].extras.get(map_key) or "").lower().endswith(".bmp")]
+    if not wanted:
+        return 0
+    try:
+        pspec = choose_palette(source, palette, data_root)
+    except FormatError as e:
+        scene.warnings.append(f"materials left untextured: {e}")
+        return 0
+    images: dict[str, int | None] = {}
+    done = 0
+    for i in wanted:
+        m = scene.materials[i]
+        name = str(m.extras[map_key])
+        key = name.lower()
+        if key not in images:
+            got = material_texture(name, source, palette=pspec, data_root=data_root,
+                                   warnings=scene.warnings)
+            if got is None:
+                images[key] = None
+            else:
+                png, attr, _ = got
+                images[key] = scene.add_image(Image(name=name, data=png,
+                                                    extras={"bitmap_attribute": attr}))
+        img = images[key]
+        if img is None:
+            continue
+        attr = scene.images[img].extras["bitmap_attribute"]
+        m.base_color_texture = TextureRef(image=img)
+        m.base_color = (1.0, 1.0, 1.0, m.base_color[3] if len(m.base_color) > 3 else 1.0)
+        if attr & (BMA_TRANSLUCENT | BMA_ADDITIVE) and m.alpha_mode == "OPAQUE":
+            m.alpha_mode = "BLEND"
+        elif attr & BMA_TRANSPARENT and m.alpha_mode == "OPAQUE":
+            m.alpha_mode = "MASK"
+        done += 1
+    if done:
+        how = "named" if palette else "the first found in the game tree; the game picks it per world"
+        scene.warnings.append(f"textures drawn with palette {pspec} ({how})")
+        scene.extras = {**(scene.extras or {}), "palette": pspec}
+    return done
