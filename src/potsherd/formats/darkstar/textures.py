@@ -269,7 +269,7 @@ def resolve_bitmap(name: str, source: str, data_root: str | None = None) -> str 
 
 def material_texture(name: str, source: str, *, palette: str = "",
                      data_root: str | None = None, warnings: list | None = None):
-    """``(PNG bytes, attribute, palette spec)`` of a material bitmap, or None
+    """``(PNG bytes, attribute, palette spec, (w, h))`` of a material bitmap, or None
     when it cannot be found or read (the reason goes to ``warnings``)."""
     import io
     from ... import registry
@@ -293,7 +293,7 @@ def material_texture(name: str, source: str, *, palette: str = "",
         return None
     buf = io.BytesIO()
     img.save(buf, format="PNG")
-    return buf.getvalue(), bitmap_head(doc.root)["attribute"], pspec
+    return buf.getvalue(), bitmap_head(doc.root)["attribute"], pspec, img.size
 
 
 SHAPE_TEXTURE_OPTIONS = (
@@ -334,9 +334,10 @@ def texture_materials(scene, material_indices: list[int], source: str | None, *,
             if got is None:
                 images[key] = None
             else:
-                png, attr, _ = got
+                png, attr, _, size = got
                 images[key] = scene.add_image(Image(name=name, data=png,
-                                                    extras={"bitmap_attribute": attr}))
+                                                    extras={"bitmap_attribute": attr,
+                                                            "size": size}))
         img = images[key]
         if img is None:
             continue

@@ -35,6 +35,9 @@ INTERIOR_OPTIONS = (
     Option("palette", str, "palette file for the textures (.ppl/.pal; default: the first "
                            "found in the interior's tree)", ""),
     Option("lighting", bool, "apply the .dil light maps as vertex colours", True),
+    Option("ambient", float, "ambient light added to the light maps (the engine adds the "
+                             "mission's at run time)", 0.4),
+    Option("lod", int, "level of detail of the state (0 = finest)", 0),
 )
 
 
