@@ -431,13 +431,21 @@ class RiffPaletteCodec(TreeCodec):
     def decode_tree(self, r: Reader, warnings: list[str]) -> Any:
         tag = _tag(r.read(4))
         riff_size = r.unpack(_U32)[0]
-        form = _tag(r.read(4))
-        end = min(r.end, 8 + riff_size)
+        if riff_size > r.remaining or riff_size < 4:
+            raise TruncatedError(f"RIFF form of {riff_size} bytes, {r.remaining} left",
+                                 offset=4, path="riffSize", expected=f"4..{r.remaining}",
+                                 found=riff_size)
+        end = r.pos + riff_size
+        sub = Reader(r.buf, r.pos, end, r.limits)
+        form = _tag(sub.read(4))
         chunks = []
-        while r.pos + 8 <= end:
-            ctag, size, start = _chunk_header(r, "RIFF")
-            data = _payload(r, ctag, size, start)
-            pad = r.read(min(size & 1, r.remaining))
+        while sub.remaining >= 8:
+            ctag, size, start = _chunk_header(sub, "RIFF")
+            try:
+                data = _payload(sub, ctag, size, start)
+            except FormatError as e:
+                raise e.prepend(f"chunks[{len(chunks)}]")
+            pad = sub.read(min(size & 1, sub.remaining))
             c: dict[str, Any] = {"tag": ctag, "size": size}
             if ctag == "data" and size >= 4:
                 ver, cnt = int.from_bytes(data[:2], "little"), int.from_bytes(data[2:4], "little")
@@ -451,7 +459,12 @@ class RiffPaletteCodec(TreeCodec):
             chunks.append(c)
             if len(chunks) > 4096:
                 raise LimitError("more than 4096 chunks in a RIFF palette", offset=start)
-        return {"tag": tag, "riffSize": riff_size, "form": form, "chunks": chunks}
+        rest = sub.tail()
+        r.pos = end
+        out = {"tag": tag, "riffSize": riff_size, "form": form, "chunks": chunks}
+        if rest:
+            out["raw"] = rest  # fewer than 8 bytes left inside the form
+        return out
 
     def encode_tree(self, root: Any) -> bytes:
         root = need_dict(root, "$", ("tag", "riffSize", "form", "chunks"))
@@ -474,6 +487,7 @@ class RiffPaletteCodec(TreeCodec):
             body.pack(_U32, size if size == len(data) else len(data))
             body.write(data)
             body.write(need_bytes(c["pad"], cp + ".pad") if size == len(data) else bytes(len(data) & 1))
+        body.write(need_bytes(root.get("raw", b""), "$.raw"))
         payload = body.getvalue()
         size = need_int(root["riffSize"], "$.riffSize")
         return (need_tag(root["tag"], "$.tag") + _U32.pack(size if size == len(payload) else len(payload))

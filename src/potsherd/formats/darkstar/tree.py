@@ -55,7 +55,7 @@ def from_json(o: Any, ctx: JsonCtx, jpath: str = "$.root", depth: int = 0) -> An
 
 def _array_from_json(o: dict, ctx: JsonCtx, jpath: str) -> np.ndarray:
     dt = o["dtype"]
-    if dt not in ARRAY_DTYPES:
+    if not isinstance(dt, str) or dt not in ARRAY_DTYPES:
         raise JsonFormatError(f"array dtype {dt!r} not one of {sorted(ARRAY_DTYPES)}",
                               path=jpath + ".dtype")
     shape = o["shape"]

@@ -78,7 +78,11 @@ class TreeCodec(Codec):
         env = self.parse_envelope(obj)
         if "root" not in obj:
             raise JsonFormatError("missing root", path="$.root")
-        root = tree.from_json(obj["root"], env.ctx)
+        try:
+            root = tree.from_json(obj["root"], env.ctx)
+        except (TypeError, ValueError, KeyError, OverflowError) as e:
+            raise JsonFormatError(f"malformed {self.name} document: {type(e).__name__}: {e}",
+                                  path="$.root") from None
         return Document(self.name, root, env.params, env.trailing, [], env.meta)
 
     def opaque_bytes(self, doc: Document) -> int:

@@ -61,10 +61,25 @@ class InteriorShapeCodec(LayoutCodec):
 DIS = InteriorShapeCodec("dis", WORLD_LAYOUT, "dis", family="darkstar", extensions=(".dis",),
                          magic=b"ITRs", description="Darkstar interior shape (ITRs: states, "
                          "LODs naming .dig/.dil files)")
-DIG = DarkstarCodec("dig", (".dig",), "Darkstar interior geometry (PERS ITRGeometry v7: BSP, "
-                    "surfaces, points, planes)")
-DIL = DarkstarCodec("dil", (".dil",), "Darkstar interior lighting (PERS ITRLighting v6-v7: "
-                    "light states, light maps)")
+class InteriorPartCodec(DarkstarCodec):
+    """A PERS file recognised by its class name (so a .dig/.dil read without its
+    name is still told apart from a shape)."""
+
+    def __init__(self, name: str, extensions: tuple[str, ...], description: str,
+                 class_name: bytes) -> None:
+        super().__init__(name, extensions, description)
+        self.class_name = class_name
+
+    def sniff(self, data: bytes) -> bool:
+        n = len(self.class_name)
+        return (data.startswith(b"PERS") and len(data) >= 10 + n
+                and int.from_bytes(data[8:10], "little") == n and data[10:10 + n] == self.class_name)
+
+
+DIG = InteriorPartCodec("dig", (".dig",), "Darkstar interior geometry (PERS ITRGeometry v7: BSP, "
+                    "surfaces, points, planes)", b"ITRGeometry")
+DIL = InteriorPartCodec("dil", (".dil",), "Darkstar interior lighting (PERS ITRLighting v6-v7: "
+                    "light states, light maps)", b"ITRLighting")
 
 WORLD_CODECS = [*PHOENIX_CODECS, VOL, DIS, DIG, DIL]
 
