@@ -87,9 +87,9 @@ def decode_bitmap_chunks(r: Reader, lead: list | None = None) -> dict:
     count = None
     i = 0
     while count is None or i < count:
-        tag, size, start = _chunk_header(r, "bitmap")
         path = f"chunks[{len(chunks)}]"
         try:
+            tag, size, start = _chunk_header(r, "bitmap")
             if tag == "PBMP" and count is None:
                 chunks.append({"tag": tag, "size": size})  # header-only: the reader ignores its size
             elif tag == "head" and count is None and size == _HEAD.size:
@@ -240,9 +240,9 @@ class BitmapArrayCodec(TreeCodec):
         count = None
         i = 0
         while count is None or i < count:
-            tag, size, start = _chunk_header(r, "bitmap array")
             path = f"chunks[{len(chunks)}]"
             try:
+                tag, size, start = _chunk_header(r, "bitmap array")
                 if tag == "PBMA" and count is None:
                     chunks.append({"tag": tag, "size": size})
                 elif tag == "head" and count is None and size == _AHEAD.size:
@@ -453,6 +453,10 @@ class RiffPaletteCodec(TreeCodec):
                 c.update(version=ver, count=cnt,
                          colors=as_u8(data[4:4 + 4 * ncol]).reshape(ncol, 4),
                          extra=data[4 + 4 * ncol:])
+            elif size == 32:
+                # a 256-bit vector: one flag per palette entry, least significant bit first
+                # (palette tools' 'offl', 'tran', 'unde' chunks; not read by the engine)
+                c["entryFlags"] = np.unpackbits(np.frombuffer(data, np.uint8), bitorder="little")
             else:
                 c["raw"] = data
             c["pad"] = pad
@@ -480,6 +484,11 @@ class RiffPaletteCodec(TreeCodec):
                 data = (need_int(c["version"], cp + ".version", 0, 0xFFFF).to_bytes(2, "little")
                         + need_int(c["count"], cp + ".count", 0, 0xFFFF).to_bytes(2, "little")
                         + cols.tobytes() + need_bytes(c.get("extra", b""), cp + ".extra"))
+            elif "entryFlags" in c:
+                flags = need_array(c["entryFlags"], "|u1", cp + ".entryFlags", (256,))
+                if flags.max(initial=0) > 1:
+                    raise EncodeError("entry flags are 0 or 1", path=cp + ".entryFlags")
+                data = np.packbits(flags, bitorder="little").tobytes()
             else:
                 data = need_bytes(c.get("raw"), cp + ".raw")
             size = need_int(c["size"], cp + ".size")

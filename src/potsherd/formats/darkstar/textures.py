@@ -317,6 +317,12 @@ def texture_materials(scene, material_indices: list[int], source: str | None, *,
               if str(scene.materials[i].extras.get(map_key) or "").lower().endswith(".bmp")]
     if not wanted:
         return 0
+    roots = search_roots(source, data_root)
+    found = {i: find_in_tree(str(scene.materials[i].extras[map_key]), roots) for i in wanted}
+    if not any(found.values()):
+        # nothing of the shape's art is in its tree: untextured as before, said in extras only
+        scene.extras = {**(scene.extras or {}), "textures": "no material bitmap in the tree"}
+        return 0
     try:
         pspec = choose_palette(source, palette, data_root)
     except FormatError as e:
