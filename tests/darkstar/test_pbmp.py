@@ -152,3 +152,34 @@ def test_hostile_bitmaps_are_refused_with_offsets():
         potsherd._registry.decode(huge, path="x.ppl")
     with pytest.raises(TruncatedError):
         potsherd._registry.decode(b"RIFF" + P("<I", 999) + b"PAL ", path="x.pal")
+
+
+def test_textures_command_palette_choice(tmp_path, capsys):
+    from PIL import Image
+    from potsherd.cli import main
+    from potsherd.formats.darkstar.volumes import build_volume
+    tree = tmp_path / "art.vol"
+    tree.mkdir()
+    (tree / "pic.bmp").write_bytes(we.bitmap_bytes(6, 4, mips=1))
+    (tree / "a_first.ppl").write_bytes(we.pl98_bytes(translucent=False))
+    out = tmp_path / "png"
+    assert main(["textures", str(tree / "pic.bmp"), "-o", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert "palette" in err and "a_first.ppl" in err              # the choice is said
+    got = np.asarray(Image.open(out / "pic.png").convert("RGB"))
+    assert (got == we.gradient_image(6, 4)).all()
+    # a named palette whose colours are reversed gives other pixels (negative control)
+    rev = tmp_path / "rev.pal"
+    doc = potsherd._registry.decode(we.riff_pal_bytes(), path="x.pal")
+    doc.root["chunks"][0]["colors"] = doc.root["chunks"][0]["colors"][::-1].copy()
+    rev.write_bytes(doc.encode())
+    assert main(["textures", str(tree / "pic.bmp"), "-o", str(tmp_path / "p2"),
+                 "--option", f"palette={rev}"]) == 0
+    assert not (np.asarray(Image.open(tmp_path / "p2" / "pic.png").convert("RGB"))
+                == we.gradient_image(6, 4)).all()
+    assert main(["textures", str(tree / "pic.bmp"), "-o", str(out), "--option", "nope=1"]) == 2
+    vol = tmp_path / "v.vol"
+    vol.write_bytes(build_volume([("x.bmp", we.bitmap_bytes(4, 4, mips=1)),
+                                  ("p.ppl", we.pl98_bytes(translucent=False))]))
+    assert main(["textures", str(vol), "-o", str(tmp_path / "p3")]) == 0
+    assert (tmp_path / "p3" / "x.png").is_file()

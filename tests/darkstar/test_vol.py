@@ -117,3 +117,20 @@ def test_hostile_volumes():
     doc.root["footer"][1]["items"]["size"] = np.zeros(1, "<u4")
     with pytest.raises(FormatError, match="differ in length"):
         doc.encode()
+
+
+def test_rle_members_expand():
+    from potsherd.formats.darkstar.volumes import rle_decode, rle_encode
+    raw = b"abc" + b"\0" * 300 + bytes(range(200)) + b"zz"
+    packed = rle_encode(raw)
+    assert len(packed) < len(raw) and rle_decode(packed, len(raw)) == raw
+    assert rle_decode(bytes([0x83, 7, 2, 1, 2]), 5) == b"\x07\x07\x07\x01\x02"
+    data = bytearray(packed_volume([(b"a.txt", packed)]))
+    footer = struct.unpack_from("<I", data, 4)[0]
+    idx = data.index(b"voli", footer) + 8
+    data[idx + 12:idx + 17] = P("<IB", len(raw), 1)                # size uncompressed, RLE
+    doc = potsherd._registry.decode(bytes(data), path="x.vol")
+    assert doc.encode() == bytes(data)
+    assert doc.codec.read_member(doc, "a.txt") == raw
+    with pytest.raises(FormatError, match="ends after"):
+        rle_decode(packed[:10], len(raw))

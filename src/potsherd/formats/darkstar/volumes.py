@@ -152,6 +152,29 @@ class VolumeCodec(TreeCodec):
                 "members": len(members), "compression": comp,
                 "bytes": sum(m.size for m in members)}
 
+    @property
+    def texture_options(self):
+        from .phoenix import TEXTURE_OPTIONS
+        return TEXTURE_OPTIONS
+
+    def textures(self, doc, **options: Any) -> list:
+        """Every bitmap and bitmap array inside the volume, as PNG (palette as for
+        a loose bitmap: named, or the first in the volume's tree, volume included)."""
+        from ... import registry
+        from .textures import bitmap_textures
+        out = []
+        src = doc.source or "volume.vol"
+        for m in list_members(doc):
+            if not m.name.lower().endswith((".bmp", ".pba")):
+                continue
+            path = f"{src}::{m.name}"
+            try:
+                member = registry.decode(member_bytes(doc, m), path=path)
+                out.extend(bitmap_textures(member, **options))
+            except FormatError as e:
+                doc.warnings.append(f"{m.name}: {e}")
+        return out
+
     # container protocol (see potsherd.containers)
     def member_names(self, doc) -> list[str]:
         return [m.name for m in list_members(doc)]
@@ -229,14 +252,73 @@ def member_bytes(doc, m: Member) -> bytes:
     if b is None:
         raise FormatError(f"member {m.name!r}: no block at offset {m.block_offset}",
                           offset=m.block_offset, path=f"voli[{m.index}].blockOffset")
+    if m.compression == "rle":
+        return rle_decode(b["data"], m.size, f"voli[{m.index}]")
     if m.compression != "none":
         raise FormatError(f"member {m.name!r} is {m.compression}-compressed; potsherd extracts "
-                          f"uncompressed members only", path=f"voli[{m.index}]")
+                          f"uncompressed and RLE members only", path=f"voli[{m.index}]")
     if m.size > len(b["data"]):
         raise TruncatedError(f"member {m.name!r}: index says {m.size} bytes, its block holds "
                              f"{len(b['data'])}", offset=m.block_offset,
                              path=f"voli[{m.index}].size")
     return b["data"][:m.size]
+
+
+#: largest RLE member potsherd expands
+MAX_RLE_OUTPUT = 256 << 20
+
+
+def rle_decode(data: bytes, size: int, path: str = "") -> bytes:
+    """The engine's RLE stream (RLERStream): a control byte with bit 7 set is a
+    run of ``c & 127`` copies of the next byte, otherwise ``c`` literal bytes
+    follow.  Exactly ``size`` bytes are produced, or a FormatError."""
+    if size > MAX_RLE_OUTPUT:
+        raise LimitError(f"RLE member of {size} bytes exceeds {MAX_RLE_OUTPUT}", path=path)
+    out = bytearray()
+    pos, n = 0, len(data)
+    while len(out) < size:
+        if pos >= n:
+            raise TruncatedError(f"RLE data ends after {len(out)} of {size} bytes", offset=pos,
+                                 path=path)
+        c = data[pos]
+        pos += 1
+        if c & 0x80:
+            if pos >= n:
+                raise TruncatedError("RLE run without its byte", offset=pos, path=path)
+            out += bytes([data[pos]]) * (c & 0x7F)
+            pos += 1
+        else:
+            out += data[pos:pos + c]
+            pos += c
+    if len(out) != size:
+        raise FormatError(f"RLE data expands to {len(out)} bytes, the index says {size}",
+                          path=path)
+    return bytes(out)
+
+
+def rle_encode(data: bytes) -> bytes:
+    """RLE the way the format reads it (runs of 3+ equal bytes, literals up to 127)."""
+    out, i, n = bytearray(), 0, len(data)
+    lit = bytearray()
+    while i < n:
+        j = i
+        while j < n and j - i < 127 and data[j] == data[i]:
+            j += 1
+        if j - i >= 3:
+            if lit:
+                out += bytes([len(lit)]) + lit
+                lit = bytearray()
+            out += bytes([0x80 | (j - i), data[i]])
+            i = j
+        else:
+            lit.append(data[i])
+            i += 1
+            if len(lit) == 127:
+                out += bytes([127]) + lit
+                lit = bytearray()
+    if lit:
+        out += bytes([len(lit)]) + lit
+    return bytes(out)
 
 
 def build_volume(files: list[tuple[str, bytes]], tag: str = "PVOL") -> bytes:
