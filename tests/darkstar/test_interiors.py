@@ -79,6 +79,17 @@ def test_interior_exports_textured_and_lit(tree):
     assert [scene.materials[p.material].name for p in prims] == ["wall.bmp", "roof.bmp"]
     assert all(scene.materials[p.material].base_color_texture is not None for p in prims)
     assert scene.materials[prims[1].material].alpha_mode == "MASK"       # transparent roof.bmp
+    # wall.bmp's bitmap is opaque, but its material is flagged transparent (0x1000):
+    # MASK, with palette index 0 clear in the texture
+    wall = scene.materials[prims[0].material]
+    assert wall.alpha_mode == "MASK"
+    from PIL import Image
+    import io
+    png = np.asarray(Image.open(io.BytesIO(scene.images[wall.base_color_texture.image].data)))
+    idx = potsherd._registry.decode(we.bitmap_bytes(16, 16, mips=1), path="w.bmp")
+    from potsherd.formats.darkstar.phoenix import mip_levels
+    zero = mip_levels(idx.root)[0] == 0
+    assert zero.any() and (png[..., 3][zero] == 0).all() and (png[..., 3][~zero] == 255).all()
     assert any("world.ppl" in w for w in scene.warnings)                 # the palette is named
     # roof (surface 1): textureSize 16 over an 8-pixel bitmap -> uvs 0..2
     assert prims[1].uvs[0].max() == pytest.approx(2.0)
@@ -107,3 +118,29 @@ def test_missing_files_fall_back_or_refuse(tree):
     from potsherd.core.errors import FormatError
     with pytest.raises(FormatError, match="geometry files"):
         document_scene(potsherd.read(tree / "cube.dis"), {})
+
+
+def test_shape_textures_come_from_volumes_on_the_data_root(tmp_path):
+    """A shape alone in its folder; its WOOD1.bmp (named WOOD1.bmp in the material list,
+    stored as wood1.BMP) inside a volume under --data-root."""
+    from dts_fixtures import shape_bytes
+    from potsherd.formats.darkstar.volumes import build_volume
+    shape_dir, data = tmp_path / "shapes", tmp_path / "data"
+    shape_dir.mkdir()
+    data.mkdir()
+    (shape_dir / "s.dts").write_bytes(shape_bytes(8))
+    (data / "art.vol").write_bytes(build_volume([("wood1.BMP", we.bitmap_bytes(8, 8, mips=1)),
+                                                 ("w.ppl", we.pl98_bytes(translucent=False))]))
+    doc = potsherd.read(shape_dir / "s.dts")
+    plain = document_scene(doc, {})
+    assert all(m.base_color_texture is None for m in plain.materials)
+    assert plain.warnings == []                              # nothing in the tree: silent
+    scene = document_scene(doc, {"data_root": str(data)})
+    textured = [m for m in scene.materials if m.base_color_texture is not None]
+    assert [m.name for m in textured] == ["WOOD1.bmp"]
+    assert any("'x.bmp' not found" in w for w in scene.warnings)
+    assert any("art.vol::w.ppl" in w for w in scene.warnings)
+    from PIL import Image
+    import io
+    img = np.asarray(Image.open(io.BytesIO(scene.images[textured[0].base_color_texture.image].data)))
+    assert (img[..., :3] == we.gradient_image(8, 8)).all()

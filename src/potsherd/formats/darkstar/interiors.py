@@ -170,10 +170,12 @@ def to_scene(doc, *, state: int = 0, lod: int = 0, palette: str = "", lighting: 
                 lp = None
     # materials from the .dml
     mat_names: list[str] = []
+    mat_flags: list[int] = []
     mdoc = _load(names["materialList"], roots, "material list", scene.warnings)
     if mdoc is not None and mdoc.format == "dml" and isinstance(mdoc.root["payload"], dict):
         table = mdoc.root["payload"]["materials"]
         mat_names = [name_text(bytes(x)) for x in table["fName"]]
+        mat_flags = [int(f) for f in table["fFlags"]]
 
     surf = g["surfaces"]
     verts, p3, p2 = g["vertices"], g["points3"], g["points2"]
@@ -221,8 +223,13 @@ def to_scene(doc, *, state: int = 0, lod: int = 0, palette: str = "", lighting: 
     material_of: dict[int, int] = {}
     for mi in np.unique(mats).tolist():
         name = mat_names[mi] if mi < len(mat_names) else ""
+        flags = mat_flags[mi] if mi < len(mat_flags) else 0
+        # the material list's flags, as for shapes: 0x2000 translucent, 0x1000 transparent
+        alpha = "BLEND" if flags & 0x2000 else "MASK" if flags & 0x1000 else "OPAQUE"
         material_of[mi] = scene.add_material(Material(name=name or f"material {mi}",
-                                                      extras={"itr_material": mi, "map": name}))
+                                                      alpha_mode=alpha,
+                                                      extras={"itr_material": mi, "map": name,
+                                                              "flags": flags}))
     textured = texture_materials(scene, list(material_of.values()), source, palette=palette,
                                  data_root=data_root)
     for mi, scene_mat in material_of.items():

@@ -268,7 +268,8 @@ def resolve_bitmap(name: str, source: str, data_root: str | None = None) -> str 
 
 
 def material_texture(name: str, source: str, *, palette: str = "",
-                     data_root: str | None = None, warnings: list | None = None):
+                     data_root: str | None = None, warnings: list | None = None,
+                     transparent: bool = False):
     """``(PNG bytes, attribute, palette spec, (w, h))`` of a material bitmap, or None
     when it cannot be found or read (the reason goes to ``warnings``)."""
     import io
@@ -286,7 +287,11 @@ def material_texture(name: str, source: str, *, palette: str = "",
             raise FormatError(f"{spec} is a {doc.format} file, not a Phoenix bitmap")
         pspec = choose_palette(source, palette, data_root)
         colors = palette_for_bitmap(doc.root, load_palette_doc(pspec))
-        img = bitmap_image(doc.root, colors)
+        rgba = bitmap_rgba(doc.root, colors)
+        if transparent:  # the material says transparent: index 0 is clear, as the engine draws it
+            rgba[..., 3][mip_levels(doc.root)[0] == 0] = 0
+        from PIL import Image
+        img = Image.fromarray(rgba, "RGBA")
     except (FormatError, OSError) as e:
         if warnings is not None:
             warnings.append(f"texture {name!r}: {e}")
@@ -333,10 +338,11 @@ def texture_materials(scene, material_indices: list[int], source: str | None, *,
     for i in wanted:
         m = scene.materials[i]
         name = str(m.extras[map_key])
-        key = name.lower()
+        transparent = m.alpha_mode == "MASK"
+        key = f"{name.lower()}|{transparent}"
         if key not in images:
             got = material_texture(name, source, palette=pspec, data_root=data_root,
-                                   warnings=scene.warnings)
+                                   warnings=scene.warnings, transparent=transparent)
             if got is None:
                 images[key] = None
             else:
