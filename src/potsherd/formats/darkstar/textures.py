@@ -46,8 +46,19 @@ def tree_root(path: str) -> str:
     return folder
 
 
-@lru_cache(maxsize=32)
 def _tree_listing(root: str) -> tuple[tuple[str, str], ...]:
+    """The listing of a tree, cached while the tree's top folders are unchanged."""
+    try:
+        stamp = tuple(sorted((e.name, e.stat().st_mtime_ns, e.stat().st_size)
+                             for e in os.scandir(root)))
+        stamp += ((".", os.stat(root).st_mtime_ns, 0),)
+    except OSError:
+        return ()
+    return _tree_listing_at(root, stamp)
+
+
+@lru_cache(maxsize=32)
+def _tree_listing_at(root: str, stamp: tuple) -> tuple[tuple[str, str], ...]:
     """(lower-case base name, path or ARCHIVE::member) of every file under
     ``root`` and of every member of the volumes there, sorted by path."""
     out: list[tuple[str, str]] = []
