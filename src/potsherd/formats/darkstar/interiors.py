@@ -112,6 +112,15 @@ def light_map(lp: dict, surface: int, budget: list[int]) -> np.ndarray | None:
     return out.reshape(h, w)
 
 
+def _payload_of(pdoc, class_name: bytes) -> dict | None:
+    """The decoded payload of a PERS file of that class, or None (another class,
+    or a version kept as an opaque block)."""
+    root = pdoc.root
+    if not isinstance(root, dict) or bytes(root.get("className", b"")) != class_name:
+        return None
+    return root["payload"] if isinstance(root.get("payload"), dict) else None
+
+
 def _pick_lod(doc, state: int, lod: int, roots: list[str], warnings: list[str]):
     root = doc.root
     names = dis_names(doc)
@@ -131,7 +140,7 @@ def _pick_lod(doc, state: int, lod: int, roots: list[str], warnings: list[str]):
         gname = names["geometry"][li]
         quiet: list[str] = []
         gdoc = _load(gname, roots, "geometry", quiet)
-        if gdoc is not None and gdoc.format == "dig":
+        if gdoc is not None and _payload_of(gdoc, b"ITRGeometry") is not None:
             if li != pref:
                 warnings.append(f"LOD {pref - first}'s geometry {names['geometry'][pref]!r} is "
                                 f"missing; exported LOD {li - first} ({gname})")
@@ -162,8 +171,11 @@ def to_scene(doc, *, state: int = 0, lod: int = 0, palette: str = "", lighting: 
     lp = None
     if lighting and 0 <= lstate < len(names["lighting"]):
         ldoc = _load(names["lighting"][lstate], roots, "lighting", scene.warnings)
-        if ldoc is not None and ldoc.format == "dil" and isinstance(ldoc.root["payload"], dict):
-            lp = ldoc.root["payload"]
+        lp = None if ldoc is None else _payload_of(ldoc, b"ITRLighting")
+        if ldoc is not None and lp is None:
+            scene.warnings.append(f"{names['lighting'][lstate]} holds no ITRLighting v6-v7 "
+                                  f"block: lighting ignored")
+        if lp is not None:
             if len(lp["surfaces"]) != len(g["surfaces"]):
                 scene.warnings.append(f"lighting has {len(lp['surfaces'])} surfaces, geometry "
                                       f"{len(g['surfaces'])}: lighting ignored")
@@ -172,7 +184,7 @@ def to_scene(doc, *, state: int = 0, lod: int = 0, palette: str = "", lighting: 
     mat_names: list[str] = []
     mat_flags: list[int] = []
     mdoc = _load(names["materialList"], roots, "material list", scene.warnings)
-    if mdoc is not None and mdoc.format == "dml" and isinstance(mdoc.root["payload"], dict):
+    if mdoc is not None and _payload_of(mdoc, b"TS::MaterialList") is not None:
         table = mdoc.root["payload"]["materials"]
         mat_names = [name_text(bytes(x)) for x in table["fName"]]
         mat_flags = [int(f) for f in table["fFlags"]]
@@ -243,8 +255,11 @@ def to_scene(doc, *, state: int = 0, lod: int = 0, palette: str = "", lighting: 
             w_img, h_img = scene.images[tex.image].extras.get("size", (0, 0))
             so = sidx[owner[used]]
             if w_img and h_img:
-                m_uv[:, 0] = (surf["textureOffsetX"][so] + m_uv[:, 0] * (surf["textureSizeX"][so] + 1.0)) / w_img
-                m_uv[:, 1] = (surf["textureOffsetY"][so] + m_uv[:, 1] * (surf["textureSizeY"][so] + 1.0)) / h_img
+                with np.errstate(over="ignore", invalid="ignore"):  # hostile values stay inf
+                    m_uv[:, 0] = (surf["textureOffsetX"][so]
+                                  + m_uv[:, 0] * (surf["textureSizeX"][so] + 1.0)) / w_img
+                    m_uv[:, 1] = (surf["textureOffsetY"][so]
+                                  + m_uv[:, 1] * (surf["textureSizeY"][so] + 1.0)) / h_img
         prim = Primitive(positions=pos[used], indices=remap[tris[sel_t]].reshape(-1).astype(np.uint32),
                          uvs=[m_uv], material=scene_mat,
                          colors=None if colors is None else colors[used],

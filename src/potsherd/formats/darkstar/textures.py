@@ -127,8 +127,18 @@ def search_roots(path: str, data_root: str | None = None) -> list[str]:
 # palettes
 
 
-@lru_cache(maxsize=16)
 def load_palette_doc(spec: str):
+    """A decoded palette file (cached while the file on disk is unchanged)."""
+    try:
+        st = os.stat(spec.split("::")[0])
+        stamp = (st.st_mtime_ns, st.st_size)
+    except OSError:
+        stamp = None
+    return _load_palette_doc(spec, stamp)
+
+
+@lru_cache(maxsize=16)
+def _load_palette_doc(spec: str, stamp: tuple | None):
     from ... import registry
     from ...containers import read_input
     doc = registry.decode(read_input(spec), path=spec)
