@@ -144,3 +144,28 @@ def test_shape_textures_come_from_volumes_on_the_data_root(tmp_path):
     import io
     img = np.asarray(Image.open(io.BytesIO(scene.images[textured[0].base_color_texture.image].data)))
     assert (img[..., :3] == we.gradient_image(8, 8)).all()
+
+
+def test_mutated_interior_trees_raise_only_format_errors(tmp_path):
+    """Bytes of the .dis/.dig/.dil/.dml/.bmp changed at random: the export either
+    works or refuses with a FormatError (never another exception)."""
+    import os
+    import random
+    from potsherd.core.errors import FormatError
+    rng = random.Random(20261201)
+    files = dict(we.interior_files())
+    refused = 0
+    for _ in range(150):
+        for name, data in files.items():
+            b = bytearray(data)
+            if name != "world.ppl" and rng.random() < 0.6:
+                for _ in range(rng.randint(1, 6)):
+                    b[rng.randrange(len(b))] = rng.choice([0, 1, 0x7F, 0x80, 0xFF, rng.randrange(256)])
+            (tmp_path / name).write_bytes(bytes(b))
+        os.utime(tmp_path, None)
+        try:
+            doc = potsherd.read(tmp_path / "cube.dis")
+            doc.codec.to_scene(doc, source_path=str(tmp_path / "cube.dis"))
+        except FormatError:
+            refused += 1
+    assert 0 < refused < 150
