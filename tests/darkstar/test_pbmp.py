@@ -183,3 +183,21 @@ def test_textures_command_palette_choice(tmp_path, capsys):
                                   ("p.ppl", we.pl98_bytes(translucent=False))]))
     assert main(["textures", str(vol), "-o", str(tmp_path / "p3")]) == 0
     assert (tmp_path / "p3" / "x.png").is_file()
+
+
+def test_bitmap_with_its_own_palette(tmp_path, capsys):
+    from PIL import Image
+    from potsherd.cli import main
+    from potsherd.formats.darkstar.textures import embedded_palette
+    colors = we.example_colors()[::-1].copy()
+    data = image_to_bitmap(we.gradient_image(6, 4), colors, embed_palette=True)
+    doc = roundtrip_all(data, "own.bmp")
+    assert [c["tag"] for c in doc.root["chunks"]] == ["PBMP", "head", "RIFF", "data", "DETL", "PiDX"]
+    assert doc.codec.opaque_bytes(doc) == 0
+    assert palette_colors(embedded_palette(doc.root)).tolist() == colors.tolist()
+    (tmp_path / "own.bmp").write_bytes(data)
+    (tmp_path / "other.ppl").write_bytes(we.pl98_bytes(translucent=False))   # not used
+    assert main(["textures", str(tmp_path / "own.bmp"), "-o", str(tmp_path / "o")]) == 0
+    assert "its own RIFF chunk" in capsys.readouterr().err
+    got = np.asarray(Image.open(tmp_path / "o" / "own.png").convert("RGB"))
+    assert (got == we.gradient_image(6, 4)).all()

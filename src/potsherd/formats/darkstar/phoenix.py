@@ -120,6 +120,14 @@ def _bitmap_chunk(tag: str, size: int, data: bytes) -> dict:
         return {"tag": tag, "size": size, "detailLevels": int.from_bytes(data, "little", signed=True)}
     if tag == "PiDX" and size == 4:
         return {"tag": tag, "size": size, "paletteIndex": int.from_bytes(data, "little")}
+    if tag == "RIFF":  # the bitmap's own palette (written with BMF_INCLUDE_PALETTE)
+        try:
+            whole = b"RIFF" + _U32.pack(size) + data
+            pal = RIFF_PAL.decode_tree(Reader(whole), [])
+            if RIFF_PAL.encode_tree(pal) == whole:
+                return {"tag": tag, "size": size, "palette": pal}
+        except FormatError:
+            pass
     return {"tag": tag, "size": size, "raw": data}
 
 
@@ -154,6 +162,8 @@ def encode_bitmap_chunks(w: Writer, bm: Any, path: str) -> None:
         elif "detailLevels" in c:
             data = need_int(c["detailLevels"], cp + ".detailLevels", -2**31, 2**31 - 1).to_bytes(
                 4, "little", signed=True)
+        elif "palette" in c:
+            data = RIFF_PAL.encode_tree(c["palette"])[8:]
         elif "paletteIndex" in c:
             data = need_int(c["paletteIndex"], cp + ".paletteIndex").to_bytes(4, "little")
         else:

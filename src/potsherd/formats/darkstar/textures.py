@@ -183,6 +183,15 @@ def bitmap_image(bm: dict, colors: np.ndarray, level: int = 0):
     return Image.fromarray(bitmap_rgba(bm, colors, level), "RGBA")
 
 
+def embedded_palette(bm: dict):
+    """A bitmap's own palette (a ``RIFF`` chunk) as a palette document, or None."""
+    from ...document import Document
+    for c in bm["chunks"]:
+        if "palette" in c:
+            return Document("riffpal", c["palette"], {}, b"", [])
+    return None
+
+
 def palette_for_bitmap(bm: dict, palette_doc) -> np.ndarray:
     index = bitmap_field(bm, "paletteIndex")
     return palette_colors(palette_doc, index)
@@ -192,8 +201,12 @@ def bitmap_textures(doc, *, palette: str = "", mips: bool = False, data_root: st
                     **_: Any) -> list:
     """``potsherd textures`` for PBMP / PBMA documents."""
     src = doc.source or "bitmap"
-    spec = choose_palette(src, palette, data_root or None)
-    pdoc = load_palette_doc(spec)
+    own = embedded_palette(doc.root) if doc.format == "pbmp" else None
+    if own is not None and not palette:
+        spec, pdoc = "its own RIFF chunk", own
+    else:
+        spec = choose_palette(src, palette, data_root or None)
+        pdoc = load_palette_doc(spec)
     print(f"info  {src}: palette {spec}", file=sys.stderr)  # the choice is always said
     stem = os.path.splitext(os.path.basename(src.split("::")[-1]))[0]
     bitmaps = ([doc.root] if doc.format == "pbmp"
@@ -236,7 +249,8 @@ def quantize(rgb: np.ndarray, colors: np.ndarray, *, dither: bool = False) -> np
 
 
 def image_to_bitmap(image, colors: np.ndarray, *, dither: bool = False, mips: int = 1,
-                    attribute: int = 0, palette_index: int = 0xFFFFFFFF) -> bytes:
+                    attribute: int = 0, palette_index: int = 0xFFFFFFFF,
+                    embed_palette: bool = False) -> bytes:
     """A PBMP file of an image (a PIL image or (h, w, 3|4) array) drawn with
     ``colors`` (256, 3): 8-bit rows padded to 4 bytes, ``mips`` levels (each a
     half-size box-filtered copy, quantised the same way), the chunks the engine
@@ -271,6 +285,14 @@ def image_to_bitmap(image, colors: np.ndarray, *, dither: bool = False, mips: in
         {"tag": "data", "size": len(data), "pixels": data},
         {"tag": "DETL", "size": 4, "detailLevels": made},
         {"tag": "PiDX", "size": 4, "paletteIndex": palette_index}]}
+    if embed_palette:  # the engine's BMF_INCLUDE_PALETTE layout: RIFF after head
+        rgbx = np.zeros((256, 4), np.uint8)
+        rgbx[:, :3] = colors[:256, :3]
+        pal = {"tag": "RIFF", "riffSize": 0, "form": "PAL ", "chunks": [
+            {"tag": "data", "size": 0, "version": 0x300, "count": 256, "colors": rgbx,
+             "extra": b"", "pad": b""}]}
+        root["chunks"].insert(2, {"tag": "RIFF", "size": 1036, "palette": pal})
+        root["chunks"][1]["chunkCount"] = 4
     body = BMP.encode_tree(root)
     root["chunks"][0]["size"] = len(body) - 8
     return BMP.encode_tree(root)
@@ -306,8 +328,9 @@ def material_texture(name: str, source: str, *, palette: str = "",
         doc = registry.decode(read_input(spec), path=spec)
         if doc.format != "pbmp":
             raise FormatError(f"{spec} is a {doc.format} file, not a Phoenix bitmap")
-        pspec = choose_palette(source, palette, data_root)
-        colors = palette_for_bitmap(doc.root, load_palette_doc(pspec))
+        own = embedded_palette(doc.root)  # a bitmap that carries its palette is drawn with it
+        pspec = "" if own is not None else choose_palette(source, palette, data_root)
+        colors = palette_for_bitmap(doc.root, own if own is not None else load_palette_doc(pspec))
         rgba = bitmap_rgba(doc.root, colors)
         if transparent:  # the material says transparent: index 0 is clear, as the engine draws it
             rgba[..., 3][mip_levels(doc.root)[0] == 0] = 0
