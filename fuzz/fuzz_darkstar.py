@@ -18,8 +18,14 @@ FAMILY = "darkstar"
 
 
 def seed_documents() -> dict:
-    """Extra encoder-made seeds: JSON documents (or bytes) by name."""
-    return {}
+    """Extra encoder-made seeds: JSON documents (or bytes) by name.  The world
+    formats (bitmaps, palettes, volumes, interiors) have no corpus folder of this
+    family, so each gets a small file made by potsherd's encoders."""
+    try:
+        from potsherd.formats.darkstar.world_examples import seed_files
+    except ImportError:  # older trees
+        return {}
+    return {name: (lambda data=data: data) for name, data in seed_files().items()}
 
 
 if __name__ == "__main__":

@@ -86,6 +86,9 @@ def read_input(path: str, limits: Limits = DEFAULT_LIMITS, *, stdio: bool = True
             raise LimitError(f"standard input exceeds the limit of {limits.max_input} bytes "
                              f"(--max-input)", offset=0)
         return data
+    from . import containers
+    if containers.split_member_path(path)[1]:  # "game.vol::shape.dts": a member, read in place
+        return containers.read_input(path, limits)
     st = os.stat(path)
     if stat.S_ISDIR(st.st_mode):
         raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)

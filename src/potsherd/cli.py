@@ -456,6 +456,9 @@ def build_parser() -> argparse.ArgumentParser:
     sp = sub.add_parser("textures", help="extract textures to PNG")
     sp.add_argument("inputs", nargs="+", help="files or folders")
     sp.add_argument("-o", "--output", required=True, help="output folder")
+    sp.add_argument("--option", action="append", metavar="NAME=VALUE",
+                    help="texture option of the family (e.g. palette=FILE for Darkstar bitmaps)")
+    sp.add_argument("--data-root", help="game data folder for resolving palettes")
     common(sp)
     sp.set_defaults(func=cmd_textures)
 

@@ -514,10 +514,12 @@ def test_help_and_formats_list_family_options():
         assert line in text, line
     r = potsherd("formats")
     text = r.stdout.decode()
-    assert "convert --option for tr4wad:" in text and "moveable=STR  export only this moveable" in text
+    assert "convert --option for tr4wad, trwad:" in text
+    assert "moveable=STR  object id or TR4 slot name of the moveable to export" in text
     rows = json.loads(potsherd("formats", "--json").stdout)
     dts = next(x for x in rows if x["name"] == "dts")
-    assert [o["name"] for o in dts["export_options"]] == ["detail", "bounds"]
+    assert [o["name"] for o in dts["export_options"]] == ["detail", "bounds", "skin", "palette",
+                                                          "data_root"]
 
 
 # ---- names that are not UTF-8 ---------------------------------------------------------

@@ -24,7 +24,8 @@ def _names_read(module_name: str) -> set:
 
 
 #: modules besides ``formats.<family>.scene`` whose converters a codec's ``to_scene`` calls
-MORE_SCENE_MODULES = {"ko": ("potsherd.formats.ko.zone",)}
+MORE_SCENE_MODULES = {"ko": ("potsherd.formats.ko.zone",),
+                      "darkstar": ("potsherd.formats.darkstar.interiors",)}
 
 
 @pytest.mark.parametrize("family", registry.FAMILIES)

@@ -85,7 +85,8 @@ def test_static_or_single_node_shapes_stay_rigid():
 
 
 def test_export_options_are_declared_and_typed():
-    assert [o.name for o in DTS.export_options] == ["detail", "bounds", "skin"]
+    assert [o.name for o in DTS.export_options] == ["detail", "bounds", "skin", "palette",
+                                                    "data_root"]
     doc = _doc(_animated_v8())
     assert DTS.to_scene(doc, skin="0").skins == []       # command-line text is coerced
     assert len(DTS.to_scene(doc, skin="1").skins) == 1

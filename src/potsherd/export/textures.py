@@ -63,6 +63,30 @@ def _jobs(inputs: list[str]):
             yield p, "", True
 
 
+def _texture_options(codec, args) -> dict:
+    """``--option``/``--data-root`` for codecs that declare ``texture_options``
+    (unknown names are a usage error); nothing for the others."""
+    declared = getattr(codec, "texture_options", ())
+    given = {}
+    for item in getattr(args, "option", None) or []:
+        if "=" not in item:
+            from ..cli import UsageError
+            raise UsageError(f"--option expects name=value, got {item!r}")
+        k, v = item.split("=", 1)
+        given[k.strip()] = v
+    if not declared:
+        return {}
+    from ..registry import coerce_options
+    from ..cli import UsageError
+    try:
+        opts = coerce_options(declared, given, what=codec.name)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    if getattr(args, "data_root", None) and any(o.name == "data_root" for o in declared):
+        opts["data_root"] = args.data_root
+    return opts
+
+
 def run(args) -> int:
     limits = api.make_limits(**{k: getattr(args, k, None) for k in
                                 ("max_depth", "max_elements", "max_inflated", "max_input")})
@@ -100,7 +124,7 @@ def run(args) -> int:
         files += 1
         before = len(doc.warnings)
         try:
-            images = extract(doc)
+            images = extract(doc, **_texture_options(doc.codec, args))
         except FormatError as e:
             print(f"FAIL  {api.display_path(path)}: {e}", file=sys.stderr)
             failed += 1

@@ -13,6 +13,7 @@ from ...core.stream import Reader, Writer
 from ...document import Document
 from ...registry import Codec, Option, coerce_options
 from .pers import BLOCK, TAG
+from .textures import SHAPE_TEXTURE_OPTIONS
 
 
 def describe_non_pers(data: bytes) -> str:
@@ -129,6 +130,9 @@ class ShapeCodec(DarkstarCodec):
         Option("bounds", bool, "also export the 'bounds' utility object", False),
         Option("skin", bool, "bind the meshes to a skeleton of the shape's nodes (default: on "
                "for shapes with several nodes and node animation); 0 keeps meshes on the nodes", None),
+        *SHAPE_TEXTURE_OPTIONS,   # palette=FILE for the material bitmaps
+        Option("data_root", str, "game data folder (or volumes) searched for the material "
+               "bitmaps and palettes"),
     )
 
     def to_scene(self, doc: Document, **options: Any):

@@ -370,6 +370,9 @@ def to_scene(doc: Any, *, detail: int | None = 0, bounds: bool = False, skin: bo
     rest = _rest_pose(view, scene.warnings)
     n_tf = len(p["transforms"])
     materials = _materials(view, scene)
+    from .textures import texture_materials  # material .bmp files -> textures (palette lookup)
+    texture_materials(scene, materials, options.get("source_path") or doc.source,
+                      palette=options.get("palette") or "", data_root=options.get("data_root"))
 
     node_map: dict[int, int] = {}
     for i in order:

@@ -38,7 +38,22 @@ _CODES = {"b": ("i8", "i1"), "B": ("u8", "u1"), "h": ("i16", "i2"), "H": ("u16",
 def structures() -> dict:
     """The package's corrected copy of the spec structures (parsed once)."""
     text = resources.files(__package__).joinpath("structures.json").read_text("utf-8")
-    return json.loads(text)
+    data = json.loads(text)
+    data["structures"].update(_extra_structures("itr_structures.json"))
+    return data
+
+
+def _extra_structures(name: str) -> dict:
+    """Further PERS classes kept in their own data file (interiors), in the same
+    form; a version ``{"same_as": "N"}`` reuses version N's members."""
+    extra = json.loads(resources.files(__package__).joinpath(name).read_text("utf-8"))
+    classes = extra["structures"]
+    for cdef in classes.values():
+        versions = cdef.get("versions") or {}
+        for ver, vdef in list(versions.items()):
+            if "same_as" in vdef:
+                versions[ver] = versions[vdef["same_as"]]
+    return classes
 
 
 def parse_struct(fmt: str, keys: str | list[str]) -> list[tuple[str, str, int]]:
@@ -262,12 +277,21 @@ def member_rows(member: dict) -> list[tuple[str, Any, Any]]:
 def payload_rows(cls: str, version: str, pers: Storage) -> list[tuple[str, Any, Any]] | None:
     """Layout rows of a (class, version) payload, from the structures data."""
     cdef = structures()["structures"].get(cls) or {}
+    return _rows_from(cdef, version, pers, cls)
+
+
+def _rows_from(cdef: dict, version: str, pers: Storage, cls: str = "") -> list | None:
     vdef = (cdef.get("versions") or {}).get(version)
     if vdef is None:
         return None
     members = vdef["members"]
     rows: list[tuple[str, Any, Any]] = []
     for entry in cdef["payload"]:
+        when = entry.get("when", "always")
+        if when != "always":  # a conditional entry: its rows carry the condition
+            for name, storage, _ in payload_rows_of_entry(entry, members, pers):
+                rows.append((name, storage, when))
+            continue
         if "blocks" in entry:
             rows.append((entry["field"], {"kind": "array", "count": entry["blocks"], "item": pers},
                          "always"))
@@ -295,3 +319,10 @@ def normal_table() -> np.ndarray:
     """The engine's 256 encoded normals, float32 (256, 3)."""
     return np.asarray(structures()["normalTable"], dtype=np.float32)
 
+
+
+def payload_rows_of_entry(entry: dict, members: dict, pers: Storage) -> list[tuple[str, Any, Any]]:
+    """The rows of one unconditional payload entry (used for ``when`` entries)."""
+    rest = {k: v for k, v in entry.items() if k != "when"}
+    cdef = {"payload": [rest], "versions": {"_": {"members": members}}}
+    return _rows_from(cdef, "_", pers)

@@ -1,0 +1,165 @@
+"""The Darkstar world codecs (bitmaps, palettes, volumes, interiors) and their
+commands: ``potsherd ls ARCHIVE`` and ``potsherd extract ARCHIVE -o DIR``.
+
+Interiors: ``.dis`` (``ITRs`` shape: states, levels of detail naming their
+``.dig`` geometry and ``.dil`` lighting files) is a layout-table record
+(``layouts/world.layout``); ``.dig`` (``ITRGeometry``) and ``.dil``
+(``ITRLighting``) are PERS blocks described in ``itr_structures.json`` and read
+by the same PERS machinery as shapes.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from importlib import resources
+from typing import Any
+
+from ...core.errors import FormatError
+from ...core.fileio import atomic_write
+from ...core.layout import Layout
+from ...registry import LayoutCodec, Option
+from .codecs import DarkstarCodec
+from .phoenix import CODECS as PHOENIX_CODECS
+from .volumes import VOL, list_members, member_bytes
+
+
+def _world_layout() -> Layout:
+    text = resources.files(__package__).joinpath("layouts/world.layout").read_text("utf-8")
+    return Layout(text)
+
+
+WORLD_LAYOUT = _world_layout()
+
+INTERIOR_OPTIONS = (
+    Option("state", int, "interior state to export", 0),
+    Option("palette", str, "palette file for the textures (.ppl/.pal; default: the first "
+                           "found in the interior's tree)", ""),
+    Option("lighting", bool, "apply the .dil light maps as vertex colours", True),
+    Option("ambient", float, "ambient light added to the light maps (the engine adds the "
+                             "mission's at run time)", 0.4),
+    Option("lod", int, "level of detail of the state (0 = finest)", 0),
+)
+
+
+class InteriorShapeCodec(LayoutCodec):
+    """``.dis``: exports to glTF with its geometry, lighting and textures."""
+
+    export_options = INTERIOR_OPTIONS
+
+    def to_scene(self, doc, **options: Any):
+        from .interiors import to_scene
+        return to_scene(doc, **options)
+
+    def info(self, doc) -> dict:
+        from .interiors import dis_names
+        names = dis_names(doc)
+        return {"format": self.name, "family": self.family, "states": len(doc.root["states"]),
+                "lods": len(doc.root["lods"]), "geometry": names["geometry"],
+                "lighting": names["lighting"], "materialList": names["materialList"]}
+
+
+DIS = InteriorShapeCodec("dis", WORLD_LAYOUT, "dis", family="darkstar", extensions=(".dis",),
+                         magic=b"ITRs", description="Darkstar interior shape (ITRs: states, "
+                         "LODs naming .dig/.dil files)")
+class InteriorPartCodec(DarkstarCodec):
+    """A PERS file recognised by its class name (so a .dig/.dil read without its
+    name is still told apart from a shape)."""
+
+    def __init__(self, name: str, extensions: tuple[str, ...], description: str,
+                 class_name: bytes) -> None:
+        super().__init__(name, extensions, description)
+        self.class_name = class_name
+
+    def sniff(self, data: bytes) -> bool:
+        n = len(self.class_name)
+        return (data.startswith(b"PERS") and len(data) >= 10 + n
+                and int.from_bytes(data[8:10], "little") == n and data[10:10 + n] == self.class_name)
+
+
+DIG = InteriorPartCodec("dig", (".dig",), "Darkstar interior geometry (PERS ITRGeometry v7: BSP, "
+                    "surfaces, points, planes)", b"ITRGeometry")
+DIL = InteriorPartCodec("dil", (".dil",), "Darkstar interior lighting (PERS ITRLighting v6-v7: "
+                    "light states, light maps)", b"ITRLighting")
+
+WORLD_CODECS = [*PHOENIX_CODECS, VOL, DIS, DIG, DIL]
+
+
+# ----------------------------------------------------------------------------
+# commands
+
+
+def _open_archive(path: str, args):
+    from ...cli import read_doc
+    _, doc = read_doc(path, args)
+    if not hasattr(doc.codec, "read_member"):
+        raise FormatError(f"{path}: a {doc.format} file is not an archive")
+    return doc
+
+
+def cmd_ls(args) -> int:
+    """List an archive's members: size, compression, name."""
+    import json
+    doc = _open_archive(args.archive, args)
+    members = list_members(doc)
+    if args.json:
+        for m in members:
+            print(json.dumps({"name": m.name, "size": m.size, "compression": m.compression,
+                              "offset": m.block_offset}))
+    else:
+        for m in members:
+            print(f"{m.size:10d}  {m.compression:5s}  {m.name}")
+        print(f"{len(members)} members, {sum(m.size for m in members)} bytes")
+    return 0
+
+
+def _safe_member_path(out_dir: str, name: str) -> str:
+    """Where a member is written: inside ``out_dir`` whatever its name says."""
+    parts = [p for p in name.replace("\\", "/").split("/") if p not in ("", ".", "..")]
+    if not parts:
+        parts = ["member"]
+    return os.path.join(out_dir, *parts)
+
+
+def cmd_extract(args) -> int:
+    """Write members (all, or those named) into a folder, bytes as stored."""
+    doc = _open_archive(args.archive, args)
+    members = list_members(doc)
+    wanted = {n.lower() for n in args.members}
+    failed = written = 0
+    for m in members:
+        if wanted and m.name.lower() not in wanted:
+            continue
+        try:
+            data = member_bytes(doc, m)
+        except FormatError as e:
+            print(f"FAIL  {m.name}: {e}", file=sys.stderr)
+            failed += 1
+            continue
+        dest = _safe_member_path(args.output, m.name)
+        os.makedirs(os.path.dirname(dest) or ".", exist_ok=True)
+        atomic_write(dest, data)
+        written += 1
+        if not args.quiet:
+            print(f"ok    {dest}")
+    missing = wanted - {m.name.lower() for m in members}
+    for n in sorted(missing):
+        print(f"FAIL  {n}: no such member", file=sys.stderr)
+        failed += 1
+    print(f"{written} members written, {failed} failed")
+    return 0 if failed == 0 else 1
+
+
+def add_cli(subparsers, common) -> None:
+    sp = subparsers.add_parser("ls", help="list the members of an archive (.vol)")
+    sp.add_argument("archive")
+    sp.add_argument("--json", action="store_true", help="one JSON object per member")
+    common(sp)
+    sp.set_defaults(func=cmd_ls)
+
+    sp = subparsers.add_parser("extract", help="extract archive members (.vol) into a folder")
+    sp.add_argument("archive")
+    sp.add_argument("members", nargs="*", help="member names (default: all)")
+    sp.add_argument("-o", "--output", required=True, help="output folder")
+    sp.add_argument("-q", "--quiet", action="store_true")
+    common(sp)
+    sp.set_defaults(func=cmd_extract)

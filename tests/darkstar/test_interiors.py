@@ -1,0 +1,171 @@
+"""Interiors: .dis (layout table), .dig/.dil (PERS classes as data) decode into
+fields, round-trip, and export to glTF textured and lit."""
+from __future__ import annotations
+
+import json
+import struct
+
+import numpy as np
+import pytest
+
+import potsherd
+from potsherd.export.gltf import document_scene
+from potsherd.formats.darkstar import world_examples as we
+from potsherd.formats.darkstar.interiors import dis_names, unpack_colors
+
+
+def decode(data: bytes, name: str):
+    doc = potsherd._registry.decode(data, path=name)
+    assert doc.encode() == data
+    for form in ("wire", "readable"):
+        assert potsherd.from_json(json.dumps(doc.to_json(form))).encode() == data
+    return doc
+
+
+def test_dis_fields_and_names():
+    doc = decode(we.dis_bytes("hall"), "hall.dis")
+    assert doc.format == "dis" and doc.codec.opaque_bytes(doc) == 0
+    assert dis_names(doc) == {"geometry": ["hall-0.dig"], "lighting": ["hall-0.dil"],
+                              "states": ["State 0"], "materialList": "hall.dml"}
+    assert doc.root["version"] == 3 and doc.root["lods"][0]["minPixels"] == 0
+
+
+def test_dig_and_dil_decode_every_byte():
+    g = decode(we.dig_bytes(), "x.dig")
+    assert g.format == "dig" and g.codec.opaque_bytes(g) == 0
+    p = g.root["payload"]
+    assert (p["nSurfaces"], p["nVertices"], p["nPoints3"]) == (6, 24, 8)
+    assert p["surfaces"].dtype.itemsize == 20 and p["surfaces"]["material"].tolist() == [0, 1, 0, 0, 0, 0]
+    assert p["points3"]["z"].tolist() == [0, 0, 0, 0, 2, 2, 2, 2]
+    lt = decode(we.dil_bytes(), "x.dil")
+    assert lt.format == "dil" and lt.codec.opaque_bytes(lt) == 0
+    lp = lt.root["payload"]
+    assert lp["huffmanCompressed"] == 1 and lp["huffmanNodes"]["indexOne"].tolist() == [-2]
+    assert lp["mapData"]["value"].tolist()[:2] == [0x00, 0x0F]
+    # without the Huffman flag the tables are absent (a conditional payload entry)
+    raw = bytearray(we.dil_bytes())
+    at = raw.index(b"\x01" + struct.pack("<2i", 1, 2))
+    short = bytes(raw[:at]) + b"\x00"
+    short = short[:4] + struct.pack("<I", len(short) - 8) + short[8:]
+    lt2 = decode(short, "y.dil")
+    assert "huffmanNodes" not in lt2.root["payload"]
+
+
+def test_detection_by_class_name_without_a_file_name():
+    assert potsherd.read(we.dig_bytes(), format="dig").format == "dig"
+    from potsherd.formats.darkstar.world import DIG, DIL
+    assert DIG.sniff(we.dig_bytes()) and not DIG.sniff(we.dil_bytes()) and DIL.sniff(we.dil_bytes())
+
+
+def test_colour_nibbles():
+    assert unpack_colors(np.array([0x0F00, 0x00F0, 0x000F, 0xF000])).tolist() == [
+        [1, 0, 0], [0, 1, 0], [0, 0, 1], [0, 0, 0]]
+
+
+@pytest.fixture
+def tree(tmp_path):
+    game = tmp_path / "game.vol"
+    game.mkdir()
+    for name, data in we.interior_files():
+        (game / name.upper() if name.endswith(".bmp") else game / name).write_bytes(data)
+    return game
+
+
+def test_interior_exports_textured_and_lit(tree):
+    doc = potsherd.read(tree / "cube.dis")
+    scene = document_scene(doc, {"ambient": 0.0})
+    prims = scene.meshes[0].primitives
+    assert sum(len(p.indices) // 3 for p in prims) == 12                 # 6 quads
+    assert [scene.materials[p.material].name for p in prims] == ["wall.bmp", "roof.bmp"]
+    assert all(scene.materials[p.material].base_color_texture is not None for p in prims)
+    assert scene.materials[prims[1].material].alpha_mode == "MASK"       # transparent roof.bmp
+    # wall.bmp's bitmap is opaque, but its material is flagged transparent (0x1000):
+    # MASK, with palette index 0 clear in the texture
+    wall = scene.materials[prims[0].material]
+    assert wall.alpha_mode == "MASK"
+    from PIL import Image
+    import io
+    png = np.asarray(Image.open(io.BytesIO(scene.images[wall.base_color_texture.image].data)))
+    idx = potsherd._registry.decode(we.bitmap_bytes(16, 16, mips=1), path="w.bmp")
+    from potsherd.formats.darkstar.phoenix import mip_levels
+    zero = mip_levels(idx.root)[0] == 0
+    assert zero.any() and (png[..., 3][zero] == 0).all() and (png[..., 3][~zero] == 255).all()
+    assert any("world.ppl" in w for w in scene.warnings)                 # the palette is named
+    # roof (surface 1): textureSize 16 over an 8-pixel bitmap -> uvs 0..2
+    assert prims[1].uvs[0].max() == pytest.approx(2.0)
+    # vertex colours: surface 0 white, 3-5 red / green / blue (constant light maps)
+    cols = {tuple(c) for c in np.round(prims[0].colors, 3).tolist()}
+    assert {(1, 1, 1), (1, 0, 0), (0, 1, 0), (0, 0, 1)} <= cols
+    # surface 2's Huffman map: bits 0,1,1,0 -> black, red, red, black at the corners
+    assert {(0, 0, 0)} <= cols
+
+
+def test_interior_winding_faces_outward(tree):
+    scene = document_scene(potsherd.read(tree / "cube.dis"), {})
+    for prim in scene.meshes[0].primitives:
+        tri = prim.positions[prim.indices.reshape(-1, 3)]
+        normal = np.cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0])
+        outward = tri.mean(axis=1) - np.array([0, 0, 1.0])    # cube centre in Darkstar space
+        assert (np.einsum("ij,ij->i", normal, outward) > 0).all()
+
+
+def test_missing_files_fall_back_or_refuse(tree):
+    (tree / "cube.dml").unlink()
+    scene = document_scene(potsherd.read(tree / "cube.dis"), {})
+    assert any("material list 'cube.dml' not found" in w for w in scene.warnings)
+    assert all(m.base_color_texture is None for m in scene.materials)
+    (tree / "cube-0.dig").unlink()
+    from potsherd.core.errors import FormatError
+    with pytest.raises(FormatError, match="geometry files"):
+        document_scene(potsherd.read(tree / "cube.dis"), {})
+
+
+def test_shape_textures_come_from_volumes_on_the_data_root(tmp_path):
+    """A shape alone in its folder; its WOOD1.bmp (named WOOD1.bmp in the material list,
+    stored as wood1.BMP) inside a volume under --data-root."""
+    from dts_fixtures import shape_bytes
+    from potsherd.formats.darkstar.volumes import build_volume
+    shape_dir, data = tmp_path / "shapes", tmp_path / "data"
+    shape_dir.mkdir()
+    data.mkdir()
+    (shape_dir / "s.dts").write_bytes(shape_bytes(8))
+    (data / "art.vol").write_bytes(build_volume([("wood1.BMP", we.bitmap_bytes(8, 8, mips=1)),
+                                                 ("w.ppl", we.pl98_bytes(translucent=False))]))
+    doc = potsherd.read(shape_dir / "s.dts")
+    plain = document_scene(doc, {})
+    assert all(m.base_color_texture is None for m in plain.materials)
+    assert plain.warnings == []                              # nothing in the tree: silent
+    scene = document_scene(doc, {"data_root": str(data)})
+    textured = [m for m in scene.materials if m.base_color_texture is not None]
+    assert [m.name for m in textured] == ["WOOD1.bmp"]
+    assert any("'x.bmp' not found" in w for w in scene.warnings)
+    assert any("art.vol::w.ppl" in w for w in scene.warnings)
+    from PIL import Image
+    import io
+    img = np.asarray(Image.open(io.BytesIO(scene.images[textured[0].base_color_texture.image].data)))
+    assert (img[..., :3] == we.gradient_image(8, 8)).all()
+
+
+def test_mutated_interior_trees_raise_only_format_errors(tmp_path):
+    """Bytes of the .dis/.dig/.dil/.dml/.bmp changed at random: the export either
+    works or refuses with a FormatError (never another exception)."""
+    import os
+    import random
+    from potsherd.core.errors import FormatError
+    rng = random.Random(20261201)
+    files = dict(we.interior_files())
+    refused = 0
+    for _ in range(150):
+        for name, data in files.items():
+            b = bytearray(data)
+            if name != "world.ppl" and rng.random() < 0.6:
+                for _ in range(rng.randint(1, 6)):
+                    b[rng.randrange(len(b))] = rng.choice([0, 1, 0x7F, 0x80, 0xFF, rng.randrange(256)])
+            (tmp_path / name).write_bytes(bytes(b))
+        os.utime(tmp_path, None)
+        try:
+            doc = potsherd.read(tmp_path / "cube.dis")
+            doc.codec.to_scene(doc, source_path=str(tmp_path / "cube.dis"))
+        except FormatError:
+            refused += 1
+    assert 0 < refused < 150
