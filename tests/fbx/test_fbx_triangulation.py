@@ -97,6 +97,20 @@ def test_random_simple_polygons_are_covered_exactly(q, tilt):
     assert _problems(q, (len(q) - 1 - tri_rev)[:, ::-1]) == []
 
 
+def test_a_reflex_corner_beside_a_repeated_corner_is_still_cut():
+    """Found by the property test: the repeated corner 5/6 hid the reflex turn at it,
+    so the polygon passed as convex and its fan had a triangle wound backwards."""
+    q = np.array([[2.0, 0.0], [1.75516512, 0.95885108], [1.08060461, 1.68294197],
+                  [-0.41614684, 0.90929743], [-0.65364362, -0.7568025],
+                  [0.14183109, -0.47946214], [0.14183109, -0.47946214],
+                  [0.96017029, -0.2794155]])
+    p3 = np.concatenate([q, np.zeros((len(q), 1))], axis=1)
+    assert _problems(q, fan_triangulate(np.array([len(q)])).reshape(-1, 3)) != []  # control
+    assert _problems(q, triangulate_polygons([len(q)], p3)) == []
+    rev = triangulate_polygons([len(q)], p3[::-1])
+    assert _problems(q, (len(q) - 1 - rev)[:, ::-1]) == []
+
+
 def test_the_checker_rejects_a_fan_of_a_concave_polygon():
     """Negative control: a fan from a corner that does not see the others leaves the polygon."""
     star = np.array([[0, 0], [4, 0], [4, 4], [2, 1], [0, 4]], float)  # reflex at (2, 1)

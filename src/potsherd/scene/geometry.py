@@ -165,8 +165,8 @@ def triangulate_polygons(sizes: Any, positions: Any) -> np.ndarray:
 
 
 def _concave_ngons(sizes: np.ndarray, starts: np.ndarray, p: np.ndarray) -> np.ndarray:
-    """Indices of polygons with more than 4 corners having a reflex corner
-    (relative to their Newell normal), found for all polygons at once."""
+    """Indices of polygons with more than 4 corners having a reflex or straight
+    corner (relative to their Newell normal), found for all polygons at once."""
     big = np.flatnonzero(sizes > 4)
     if not len(big):
         return big
@@ -180,7 +180,9 @@ def _concave_ngons(sizes: np.ndarray, starts: np.ndarray, p: np.ndarray) -> np.n
     origin = p[starts[big][poly]]  # relative to the first corner, for precision
     normal = np.add.reduceat(np.cross(p[cur] - origin, p[nxt] - origin), local_start, axis=0)
     turn = np.cross(p[cur] - p[prv], p[nxt] - p[cur])
-    reflex = np.einsum("ij,ij->i", turn, normal[poly]) < 0
+    # a corner that does not turn (a repeated or collinear corner) hides the turn of its
+    # neighbours from this test, so such polygons go to earcut too
+    reflex = np.einsum("ij,ij->i", turn, normal[poly]) <= 0
     return big[np.add.reduceat(reflex.astype(np.int64), local_start) > 0]
 
 
