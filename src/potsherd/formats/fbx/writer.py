@@ -11,7 +11,12 @@ and ASCII encoders of this package write it.
 
 Conventions: the scene is glTF's (+Y up, metres, CCW), written as a Y-up
 FBX with ``UnitScaleFactor`` 100 (one unit = 1 m); UVs get FBX's bottom-left
-origin (``v' = 1 - v``).  Geometry control points are welded positions (with
+origin (``v' = 1 - v``).  Every Model says ``InheritType`` 1 (the plain matrix
+product glTF composes with).  A skin cluster stores, as Autodesk's exporters
+do, ``TransformLink`` = the bone's world at bind and ``Transform`` = the mesh
+node in that bone's space (``TransformLink⁻¹ · mesh world``), the record
+ufbx, Blender and this package's reader take as geometry-to-bone.
+Geometry control points are welded positions (with
 their skin weights and morph deltas); normals, UVs and colours are per
 polygon vertex, so seams stay where the scene had them.
 
@@ -416,8 +421,8 @@ class _FbxWriter:
         return t, r, s
 
     def fbx_worlds(self) -> np.ndarray:
-        """World matrices in FBX space (below the folded axes wrapper), per scene node,
-        with a folded geometric transform applied for mesh-owning models."""
+        """World matrices in FBX space (below the folded axes wrapper), per scene
+        node; a folded geometric transform is applied by :meth:`geometry_world`."""
         sc = self.scene
         w = world_matrices(sc) if sc.nodes else np.zeros((0, 4, 4))
         if self.skip & set(sc.roots):
