@@ -237,6 +237,135 @@ def _source_scene(kind, src):
     return document_scene(doc, {"source_path": str(src)})
 
 
+_UFBX_SKIN = r"""
+import json, os, sys
+import numpy as np
+import ufbx
+KEEP = []
+def keep(x):
+    KEEP.append(x)
+    return x
+def mat(m):
+    out = np.eye(4)
+    for j, c in enumerate((m.c0, m.c1, m.c2, m.c3)):
+        out[:3, j] = (c.x, c.y, c.z)
+    return out
+def skinned(scene):
+    (mesh,) = keep(list(scene.meshes))
+    rest = np.array([[v.x, v.y, v.z] for v in keep(list(mesh.vertices))])
+    acc, total = np.zeros_like(rest), np.zeros(len(rest))
+    for cl in keep(list(keep(list(mesh.skin_deformers))[0].clusters)):
+        m = mat(keep(cl.bone_node).node_to_world) @ mat(cl.geometry_to_bone)
+        idx = np.array(keep(list(cl.vertices)), dtype=np.int64)
+        w = np.array(keep(list(cl.weights)))
+        np.add.at(acc, idx, (rest[idx] @ m[:3, :3].T + m[:3, 3]) * w[:, None])
+        np.add.at(total, idx, w)
+    return rest.tolist(), (acc / total[:, None]).tolist()
+scene = keep(ufbx.load_file(sys.argv[1]))
+(stack,) = keep(list(scene.anim_stacks))
+out = {"rest": skinned(scene)[0], "posed": {}}
+for t in json.loads(sys.argv[2]):
+    out["posed"][str(t)] = skinned(keep(ufbx.evaluate_scene(scene, stack.anim, t)))[1]
+print(json.dumps(out), flush=True)
+os._exit(0)
+"""
+
+
+def _ufbx_skinned(path, times) -> dict:
+    pytest.importorskip("ufbx")
+    from ufbx_probe import run_probe
+    return json.loads(run_probe(_UFBX_SKIN, [str(path), json.dumps(list(times))]))
+
+
+def _gltf_skinned(scene, t: float) -> dict:
+    """{rest position: skinned position} of the scene's one skinned primitive at
+    time ``t``, by glTF's rule (joint world · inverse bind, weights blended)."""
+    from potsherd.scene.ops import local_matrix, world_matrices
+    from potsherd.scene.xform import trs_to_matrix as trs
+    locals_ = np.stack([local_matrix(n) for n in scene.nodes])
+    trs_now = {i: [n.translation, n.rotation, n.scale] for i, n in enumerate(scene.nodes)}
+    for ch in scene.animations[0].channels:
+        trs_now[ch.node][("translation", "rotation", "scale").index(ch.path)] = \
+            sample_channel(ch, np.array([t]))[0]
+    for i, (tt, rr, ss) in trs_now.items():
+        locals_[i] = trs(tt, rr, ss)
+    worlds = world_matrices(scene, locals_)
+    skin = scene.skins[0]
+    mats = np.stack([worlds[j] @ ibm for j, ibm in zip(skin.joints, skin.inverse_bind_matrices)])
+    p = scene.meshes[0].primitives[0]
+    ph = np.concatenate([p.positions, np.ones((len(p.positions), 1))], axis=1)
+    out = np.einsum("vk,vkij,vj->vi", p.weights.astype(np.float64), mats[p.joints], ph)[:, :3]
+    return {tuple(np.round(r, 5)): v for r, v in zip(p.positions.tolist(), out)}
+
+
+def _scaled_rig_scene():
+    """The skinned cube under an armature moved by (1, 0, 0) and scaled (2, 1, 1)
+    non-uniformly, bound where it stands: the chest's bend then shears in glTF
+    (plain matrix product), which only InheritType 1 reproduces in FBX."""
+    s = skinned_cube_scene()
+    arm = next(i for i, n in enumerate(s.nodes) if n.name == "armature")
+    s.nodes[arm].translation = [1.0, 0.0, 0.0]
+    s.nodes[arm].scale = [2.0, 1.0, 1.0]
+    from potsherd.scene.ops import world_matrices
+    w = world_matrices(s)
+    s.skins[0].inverse_bind_matrices = np.stack([np.linalg.inv(w[j]) for j in s.skins[0].joints])
+    return s
+
+
+#: ufbx against glTF skinning: values are float32 key values and float64
+#: matrices of a unit-sized model, so 1e-5 m is far below any real mistake
+#: (the Transform bug was 1 m, RrSs instead of RSrs about 0.3 m)
+SKIN_TOL = 1e-5
+
+
+@pytest.mark.parametrize("binary", [True, False])
+def test_ufbx_skins_the_written_cube_like_the_scene(tmp_path, binary):
+    path = tmp_path / "cube.fbx"
+    path.write_bytes(scene_to_fbx(skinned_cube_scene(), binary=binary).encode())
+    got = _ufbx_skinned(path, [0.0, 2.0])
+    rest = np.asarray(got["rest"])
+    assert np.allclose(rest.min(0), [-0.5, 0, -0.5]) and np.allclose(rest.max(0), [0.5, 2, 0.5])
+    assert np.allclose(got["posed"]["0.0"], rest, atol=SKIN_TOL)     # bind pose = rest
+    end = np.asarray(got["posed"]["2.0"])
+    # at 2 s the hip has risen 0.5 m and the chest turned 90 degrees about +Z:
+    # the upper box lies over x -1..0, the seam (50/50) halfway between both poses
+    assert np.allclose(end.min(0), [-1.0, 0.5, -0.5], atol=SKIN_TOL)
+    assert np.allclose(end.max(0), [0.5, 2.0, 0.5], atol=SKIN_TOL)
+    top = np.isclose(rest[:, 1], 2.0)
+    assert np.allclose(end[top, 0], -1.0, atol=SKIN_TOL)
+    seam = np.isclose(rest[:, 1], 1.0)                       # 50/50 on hip and chest
+    x, z = rest[seam, 0], rest[seam, 2]
+    assert seam.sum() == 8          # 4 corners of each box (their joints differ in order)
+    assert np.allclose(end[seam], np.stack([x / 2, 1.5 + x / 2, z], axis=1), atol=SKIN_TOL)
+
+
+def test_ufbx_skins_a_scaled_armature_like_the_scene(tmp_path):
+    scene = _scaled_rig_scene()
+    path = tmp_path / "scaled.fbx"
+    path.write_bytes(scene_to_fbx(scene).encode())
+    times = [0.0, 1.0, 1.5, 2.0]
+    got = _ufbx_skinned(path, times)
+    rest = np.asarray(got["rest"])
+    checked = 0
+    for t in times:
+        want = _gltf_skinned(scene, t)
+        posed = np.asarray(got["posed"][str(t)])
+        exp = np.array([want[tuple(np.round(r, 5))] for r in rest.tolist()])
+        assert np.abs(posed - exp).max() <= SKIN_TOL, t
+        checked += 1
+    assert checked == 4
+    # negative control: the same file saying InheritType 0 (RrSs) skins differently
+    doc = scene_to_fbx(scene)
+    for model in (n for n in doc.root.find("Objects").children if n.name == b"Model"):
+        for prop in model.find("Properties70").children:
+            if prop.props[0][1] == b"InheritType":
+                prop.props[4] = ("I", 0)
+    path.write_bytes(doc.encode())
+    other = np.asarray(_ufbx_skinned(path, [2.0])["posed"]["2.0"])
+    exp = np.array([_gltf_skinned(scene, 2.0)[tuple(np.round(r, 5))] for r in rest.tolist()])
+    assert np.abs(other - exp).max() > 0.1
+
+
 def test_ufbx_reads_upgraded_files_like_their_sources(converted):
     checked = 0
     for kind, src, dst in converted:

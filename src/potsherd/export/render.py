@@ -172,6 +172,19 @@ def evaluate(g: Gltf, animation: int | None, t: float) -> tuple:
     return world, weights
 
 
+def _normal_matrices(m: np.ndarray) -> np.ndarray:
+    """(V, 3, 3) matrices taking normals through ``m``: the cofactor matrix
+    (``det(m) · inverse(m)ᵀ``) with the determinant's sign, so the directions
+    are those of the inverse transpose, yet a part hidden by scale 0 (a
+    singular ``m``, as glTF uses for a shown/hidden flag) gives zero normals
+    instead of a failed inversion.  Its triangles have no area and are not
+    drawn."""
+    c0, c1, c2 = m[:, :, 0], m[:, :, 1], m[:, :, 2]
+    cof = np.stack([np.cross(c1, c2), np.cross(c2, c0), np.cross(c0, c1)], axis=2)
+    det = np.einsum("vi,vi->v", c0, cof[:, :, 0])
+    return cof * np.where(det < 0, -1.0, 1.0)[:, None, None]
+
+
 def scene_triangles(g: Gltf, animation: int | None = None, t: float = 0.0) -> list:
     """Posed triangles: list of dicts (pos (T,3,3), nrm, uv, color (T,3,4), tex, double)."""
     world, weights = evaluate(g, animation, t)
@@ -210,7 +223,7 @@ def scene_triangles(g: Gltf, animation: int | None = None, t: float = 0.0) -> li
                 m = np.broadcast_to(world[ni], (len(pos), 4, 4))
             pw = np.einsum("vij,vj->vi", m[:, :3, :3], pos) + m[:, :3, 3]
             if nrm is not None:
-                nw = np.einsum("vij,vj->vi", np.linalg.inv(m[:, :3, :3]).swapaxes(1, 2), nrm)
+                nw = np.einsum("vij,vj->vi", _normal_matrices(m[:, :3, :3]), nrm)
             else:
                 nw = None
             idx = g.accessor(p["indices"])[:, 0].astype(int) if "indices" in p \

@@ -11,7 +11,12 @@ and ASCII encoders of this package write it.
 
 Conventions: the scene is glTF's (+Y up, metres, CCW), written as a Y-up
 FBX with ``UnitScaleFactor`` 100 (one unit = 1 m); UVs get FBX's bottom-left
-origin (``v' = 1 - v``).  Geometry control points are welded positions (with
+origin (``v' = 1 - v``).  Every Model says ``InheritType`` 1 (the plain matrix
+product glTF composes with).  A skin cluster stores, as Autodesk's exporters
+do, ``TransformLink`` = the bone's world at bind and ``Transform`` = the mesh
+node in that bone's space (``TransformLink⁻¹ · mesh world``), the record
+ufbx, Blender and this package's reader take as geometry-to-bone.
+Geometry control points are welded positions (with
 their skin weights and morph deltas); normals, UVs and colours are per
 polygon vertex, so seams stay where the scene had them.
 
@@ -269,7 +274,7 @@ class _FbxWriter:
             "Model": ("FbxNode", [
                 _p("QuaternionInterpolate", "enum", "", "", _i(0)),
                 _p("RotationOrder", "enum", "", "", _i(0)),
-                _p("InheritType", "enum", "", "", _i(0)),
+                _p("InheritType", "enum", "", "", _i(1)),
                 _p("DefaultAttributeIndex", "int", "Integer", "", _i(-1)),
                 _p("Lcl Translation", "Lcl Translation", "", "A", _d(0), _d(0), _d(0)),
                 _p("Lcl Rotation", "Lcl Rotation", "", "A", _d(0), _d(0), _d(0)),
@@ -364,7 +369,10 @@ class _FbxWriter:
             t, r, s = self.local_trs(i)
             if i in self.free_skinned:      # glTF ignores a skinned mesh node's transform
                 t, r, s = np.zeros(3), np.array([0.0, 0, 0, 1]), np.ones(3)
-            props = [_p_vec("Lcl Translation", "Lcl Translation", "", "A", t),
+            # glTF composes plain matrix products: FBX InheritType 1 (RSrs), not
+            # the SDK default 0 (RrSs) that scales children component-wise
+            props = [_p("InheritType", "enum", "", "", _i(1)),
+                     _p_vec("Lcl Translation", "Lcl Translation", "", "A", t),
                      _p_vec("Lcl Rotation", "Lcl Rotation", "", "A", euler_xyz_degrees(r)),
                      _p_vec("Lcl Scaling", "Lcl Scaling", "", "A", s),
                      _p("DefaultAttributeIndex", "int", "Integer", "", _i(0))]
@@ -413,8 +421,8 @@ class _FbxWriter:
         return t, r, s
 
     def fbx_worlds(self) -> np.ndarray:
-        """World matrices in FBX space (below the folded axes wrapper), per scene node,
-        with a folded geometric transform applied for mesh-owning models."""
+        """World matrices in FBX space (below the folded axes wrapper), per scene
+        node; a folded geometric transform is applied by :meth:`geometry_world`."""
         sc = self.scene
         w = world_matrices(sc) if sc.nodes else np.zeros((0, 4, 4))
         if self.skip & set(sc.roots):
@@ -673,9 +681,10 @@ class _FbxWriter:
                                                       _n("Link_DeformAcuracy", _d(50))]))
         self.oo(sid, rec["id"])
         G = self.geometry_world(owner, worlds)
+        node_world = self.model_world(owner, worlds)
         ibms = np.tile(np.eye(4), (len(sk.joints), 1, 1)) if sk.inverse_bind_matrices is None \
             else np.asarray(sk.inverse_bind_matrices, np.float64).reshape(-1, 4, 4)
-        rec["bind"] = {owner: G}
+        rec["bind"] = {owner: node_world}
         for ji, joint in enumerate(sk.joints):
             if joint not in self.model_id:
                 continue
@@ -683,12 +692,16 @@ class _FbxWriter:
             rows = np.flatnonzero(hit.any(axis=1))
             weights = (W * hit).sum(axis=1)[rows]
             link = G @ np.linalg.inv(ibms[ji])
+            # stored in bone space (mesh node -> bone at bind), as Autodesk's SDK,
+            # Blender, ufbx and this package's reader read it; the SDK's
+            # GetTransformMatrix (mesh world) is TransformLink times this
+            mesh_to_bone = np.linalg.inv(link) @ node_world
             cid = self.ids.new()
             self.add("Deformer", _n("Deformer", _l(cid), _obj_name(
                 self.scene.nodes[joint].name or f"joint{ji}", "SubDeformer"), _s("Cluster"),
                 children=[_n("Version", _i(100)), _n("UserData", _s(""), _s("")),
                           _n("Indexes", _arr("i", rows)), _n("Weights", _arr("d", weights)),
-                          _n("Transform", _arr("d", mat4_to_gltf(G))),
+                          _n("Transform", _arr("d", mat4_to_gltf(mesh_to_bone))),
                           _n("TransformLink", _arr("d", mat4_to_gltf(link)))]))
             self.oo(cid, sid)
             self.oo(self.model_id[joint], cid)
@@ -706,6 +719,14 @@ class _FbxWriter:
         if geo is not None:
             g = g @ trs_to_matrix(*geo)
         return g
+
+    def model_world(self, owner: int, worlds: np.ndarray) -> np.ndarray:
+        """The world of the Model the geometry hangs on (its geometric transform
+        not applied): what the BindPose and the cluster's ``Transform`` refer to."""
+        src, geo = self.mesh_on.get(owner, (owner, None))
+        if src == owner and owner in self.free_skinned:
+            return np.eye(4)
+        return worlds[owner]
 
     def bind_pose(self, records: dict) -> None:
         pid = self.ids.new()
