@@ -49,7 +49,7 @@ def test_v8_hierarchy_rest_pose_and_object():
     assert node.rotation == pytest.approx([0, 0, -H, H], abs=1e-6)
     assert node.translation == [1.0, 2.0, 3.0] and node.scale is None
     assert obj.translation == [1.0, 2.0, 3.0] and obj.mesh == 0
-    assert obj.extras == {"dts_object": 0, "default_invisible": False, "name": "root"}
+    assert obj.extras == {"dts_object": 0, "default_invisible": False, "originalName": "root"}
     assert s.extras["dts_version"] == 8 and s.extras["details"] == [{"root": "bounds", "size": 64.0}]
 
 

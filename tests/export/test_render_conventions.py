@@ -350,8 +350,9 @@ def test_darkstar_larmor(models):
     check_upright(head, feet, pts, min_up=0.9, min_head=0.8, max_feet=0.15)
     # front: the feet reach forward (+Z) from the ankle much further than back:
     # left 0.246 vs 0.070, right 0.136 vs 0.067
-    # (the object nodes share their node's name, so unique naming gave them ".1")
-    for foot, mesh in (("lfoot75", "submesh_lfoot 75.1"), ("rfoot75", "submesh_rfoot 75.1")):
+    # (the object nodes share their node's name: unique naming made them ".1" and kept
+    # the stored name, which node_points matches)
+    for foot, mesh in (("lfoot75", "submesh_lfoot 75"), ("rfoot75", "submesh_rfoot 75")):
         ankle = m.node(world, foot)
         points = m.node_points(world, mesh)
         fwd, back = toes_forward(points, ankle)

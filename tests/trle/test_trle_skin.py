@@ -77,16 +77,15 @@ def test_every_animation_kept_with_tr_extras():
 
 
 def test_names_are_unique_and_originals_kept():
-    from potsherd.formats.trle.scene import unique_names
     from potsherd.scene import Animation, Scene
     s = Scene()
     for _ in range(3):
         s.add_node(name="end_site")
         s.add_animation(Animation(name="run"))
-    unique_names(s)
+    s.unique_names()
     assert [n.name for n in s.nodes] == ["end_site", "end_site.1", "end_site.2"]
     assert [a.name for a in s.animations] == ["run", "run.1", "run.2"]
-    assert s.nodes[0].extras == {} and s.nodes[2].extras == {"name": "end_site"}
+    assert s.nodes[0].extras == {} and s.nodes[2].extras == {"originalName": "end_site"}
 
 
 def test_options_are_declared():

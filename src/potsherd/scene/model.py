@@ -250,6 +250,28 @@ class Scene:
         self.animations.append(animation)
         return len(self.animations) - 1
 
+    def unique_names(self, *kinds: str) -> "Scene":
+        """Make names unique within each list (``nodes``, ``meshes``, ``skins``,
+        ``animations`` by default): later repeats become ``name.1``, ``name.2``... and
+        keep the stored name in ``extras.originalName`` so an importer can write it
+        back (assimp refuses repeated node names; Blender renames them at random)."""
+        for kind in kinds or ("nodes", "meshes", "skins", "animations"):
+            items = getattr(self, kind)
+            taken = {x.name for x in items}
+            seen: set = set()
+            for x in items:
+                if not x.name or x.name not in seen:
+                    seen.add(x.name)
+                    continue
+                k = 1
+                while f"{x.name}.{k}" in taken:
+                    k += 1
+                x.extras.setdefault("originalName", x.name)
+                x.name = f"{x.name}.{k}"
+                taken.add(x.name)
+                seen.add(x.name)
+        return self
+
     def parents(self) -> list:
         """Parent index of every node (None for roots and unreachable nodes)."""
         out: list = [None] * len(self.nodes)

@@ -88,9 +88,9 @@ class ShapeModel:
 
 
 def original_name(item: Any) -> str:
-    """The name before export made it unique (kept in ``extras.name``)."""
+    """The name before export made it unique (kept in ``extras.originalName``)."""
     ex = getattr(item, "extras", None) or {}
-    n = ex.get("name")
+    n = ex.get("originalName")
     return n if isinstance(n, str) else (item.name or "")
 
 

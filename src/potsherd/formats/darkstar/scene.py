@@ -42,7 +42,7 @@ from ...scene import (Z_UP_Y_FORWARD_TO_GLTF, Animation, Channel, Material, Mesh
                       quat_conjugate, quat_continuous, quat_normalize, weld)
 from . import geometry
 from .geometry import name_text
-from .skinning import skin_rigid_scene, unique_names
+from .skinning import skin_rigid_scene
 
 #: v2 keyframes keep flags in the top bits of keyValue
 V2_KEY_INDEX_MASK = 0x3FFFFFFF
@@ -427,6 +427,4 @@ def to_scene(doc: Any, *, detail: int | None = 0, bounds: bool = False, skin: bo
     scene.extras["skin"] = bool(skin)
     if skin:
         skin_rigid_scene(scene, wrap)
-    for items in (scene.nodes, scene.meshes, scene.animations):
-        unique_names(items)
-    return scene
+    return scene.unique_names("nodes", "meshes", "animations")

@@ -139,19 +139,3 @@ def skin_rigid_scene(scene: Scene, wrap: int) -> int | None:
     return skin
 
 
-def unique_names(items: list, what: str = "") -> None:
-    """Give every item (anything with ``name`` and ``extras``) a distinct name:
-    later duplicates get ``.1``, ``.2``...; the original stays in ``extras.name``
-    (assimp refuses duplicate node names, Blender renames them at random)."""
-    seen: set[str] = {it.name for it in items}
-    used: set[str] = set()
-    for it in items:
-        if it.name not in used:
-            used.add(it.name)
-            continue
-        k = 1
-        while f"{it.name}.{k}" in seen or f"{it.name}.{k}" in used:
-            k += 1
-        it.extras = {**it.extras, "name": it.name}
-        it.name = f"{it.name}.{k}"
-        used.add(it.name)

@@ -761,30 +761,9 @@ def scene_chr(doc: Any, **options: Any) -> Scene:
     return scene
 
 
-def unique_names(scene: Scene) -> Scene:
-    """Repeated node and animation names get ``.1``, ``.2``... (glTF importers
-    such as assimp refuse duplicates); the file's name stays in
-    ``extras.originalName`` so an import can write it back."""
-    for items in (scene.nodes, scene.animations):
-        taken = {x.name for x in items}
-        seen: set[str] = set()
-        for x in items:
-            if x.name not in seen:
-                seen.add(x.name)
-                continue
-            n = 1
-            while f"{x.name}.{n}" in taken:
-                n += 1
-            x.extras.setdefault("originalName", x.name)
-            x.name = f"{x.name}.{n}"
-            taken.add(x.name)
-            seen.add(x.name)
-    return scene
-
-
 def _named(fn):
     def scene_fn(doc: Any, **options: Any) -> Scene:
-        return unique_names(fn(doc, **options))
+        return fn(doc, **options).unique_names("nodes", "animations")
     scene_fn.__name__ = fn.__name__
     scene_fn.__doc__ = fn.__doc__
     return scene_fn

@@ -109,8 +109,7 @@ def to_scene(doc: Any, **options: Any) -> Scene:
     for i, (t, rects) in enumerate(zip(movs, rect_lists)):
         _add_moveable(scene, top, t, rects, size, materials,
                       offset=(i * spacing, 0.0, 0.0), prefix=len(movs) > 1, skinned=skinned)
-    unique_names(scene)
-    return scene
+    return scene.unique_names()
 
 
 def _block_atlas(texture_lists: list) -> tuple[np.ndarray, list]:
@@ -438,23 +437,6 @@ def _add_animations(scene: Scene, t: dict, nodes: list, prefix: str, decoded: li
                                          np.asarray([nd.translation or (0.0, 0.0, 0.0)],
                                                     np.float32)))
         scene.add_animation(anim)
-
-
-def unique_names(scene: Scene) -> None:
-    """Make node, mesh, skin and animation names unique (``name.N``), keeping
-    a changed name's original in ``extras.name``."""
-    for items in (scene.nodes, scene.meshes, scene.skins, scene.animations):
-        seen: set = set()
-        for it in items:
-            if not it.name:
-                continue
-            if it.name in seen:
-                k = 1
-                while f"{it.name}.{k}" in seen:
-                    k += 1
-                it.extras.setdefault("name", it.name)
-                it.name = f"{it.name}.{k}"
-            seen.add(it.name)
 
 
 def _frame_start(anims: list, rel: int) -> int:
