@@ -1098,18 +1098,35 @@ class _Curve:
         x1, x2 = w0, 1.0 - w1
         y1 = v0 + self.slopes[seg, 0] * secs * w0
         y2 = v1 - self.slopes[seg, 1] * secs * w1
-        lo, hi = np.zeros_like(u), np.ones_like(u)
-        for _ in range(40):  # x(s) is monotone for weights in (0, 1]: bisect s
-            mid = (lo + hi) / 2
-            x = 3 * (1 - mid) ** 2 * mid * x1 + 3 * (1 - mid) * mid ** 2 * x2 + mid ** 3
-            lo = np.where(x < u, mid, lo)
-            hi = np.where(x < u, hi, mid)
-        sb = (lo + hi) / 2
+        sb = _bezier_parameter(u, x1, x2, inside & cubic)
         bez = ((1 - sb) ** 3 * v0 + 3 * (1 - sb) ** 2 * sb * y1 + 3 * (1 - sb) * sb ** 2 * y2
                + sb ** 3 * v1)
         out = np.where(inside & cubic, bez, out)
         out = np.where(inside & const & (ticks < t1), v0, out)
         return out
+
+
+def _bezier_parameter(u: np.ndarray, x1: np.ndarray, x2: np.ndarray,
+                      used: np.ndarray) -> np.ndarray:
+    """The Bezier parameter s with x(s) = u, x(s) = 3(1-s)^2 s x1 + 3(1-s) s^2 x2 + s^3.
+
+    With the unweighted tangents (x1 = 1/3, x2 = 2/3) x(s) is s itself, so only
+    the samples of weighted cubic segments (``used``) are solved, by bisection
+    (x is monotone for weights in (0, 1]) to 2^-40, over those samples alone."""
+    s = u.copy()
+    solve = used & ((x1 != 1.0 / 3.0) | (x2 != 1.0 - 1.0 / 3.0))
+    if not solve.any():
+        return s
+    target, a, b = u[solve], x1[solve], x2[solve]
+    lo, hi = np.zeros_like(target), np.ones_like(target)
+    for _ in range(40):
+        mid = (lo + hi) / 2
+        x = 3 * (1 - mid) ** 2 * mid * a + 3 * (1 - mid) * mid ** 2 * b + mid ** 3
+        below = x < target
+        lo = np.where(below, mid, lo)
+        hi = np.where(below, hi, mid)
+    s[solve] = (lo + hi) / 2
+    return s
 
 
 def _auto_slope(pt, t, nt, pv, v, nv, wl, wr, bias, flags) -> np.ndarray:
