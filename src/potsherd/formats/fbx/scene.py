@@ -262,16 +262,27 @@ def local_matrices(obj: _Object, t=None, r=None, s=None, rq=None) -> np.ndarray:
 
     def inv(m):
         return np.linalg.inv(m)
-    roff = tr(_vec(obj, "RotationOffset", (0, 0, 0)))
-    rp = tr(_vec(obj, "RotationPivot", (0, 0, 0)))
-    rpre = rot(_vec(obj, "PreRotation", (0, 0, 0)))
-    rpost = rot(_vec(obj, "PostRotation", (0, 0, 0)))
-    soff = tr(_vec(obj, "ScalingOffset", (0, 0, 0)))
-    sp = tr(_vec(obj, "ScalingPivot", (0, 0, 0)))
+
+    def static(name):
+        """A pivot / offset / pre-post angle, or None when it is zero (the
+        usual case: its factor is the identity and is left out of the chain,
+        which changes no bit of the product)."""
+        v = _vec(obj, name, (0, 0, 0))
+        return v if v.any() else None
+    roff, rp, rpre, rpost, soff, sp = (static(n) for n in (
+        "RotationOffset", "RotationPivot", "PreRotation", "PostRotation", "ScalingOffset",
+        "ScalingPivot"))
     S = trs_to_matrix(scale=np.asarray(s, dtype=np.float64))
     R = rot(r, order) if rq is None else trs_to_matrix(rotation=np.asarray(rq, np.float64))
-    return (tr(t) @ roff @ rp @ rpre @ R @ inv(rpost) @ inv(rp) @ soff @ sp @ S
-            @ inv(sp))
+    m = tr(t)
+    for factor in (None if roff is None else tr(roff), None if rp is None else tr(rp),
+                   None if rpre is None else rot(rpre), R,
+                   None if rpost is None else inv(rot(rpost)),
+                   None if rp is None else inv(tr(rp)), None if soff is None else tr(soff),
+                   None if sp is None else tr(sp), S, None if sp is None else inv(tr(sp))):
+        if factor is not None:
+            m = m @ factor
+    return m
 
 
 def local_trs(obj: _Object, t=None, r=None, s=None, rq=None) -> tuple:
