@@ -86,3 +86,16 @@ def import_gltf(src: Any, dst: str | os.PathLike, *, format: str | None = None,
     See :func:`potsherd.importer.import_gltf`."""
     from .importer import import_gltf as _import_gltf
     return _import_gltf(src, dst, format=format, like=like, options=options, limits=limits)
+
+
+_LAZY_SUBMODULES = frozenset({"registry", "api", "cli", "containers", "core", "examples",
+                              "export", "imaging", "importer", "scene", "view"})
+
+
+def __getattr__(name: str) -> Any:
+    """``potsherd.registry`` (and the other subpackages) without importing
+    them first, as when the package imported the registry eagerly."""
+    if name in _LAZY_SUBMODULES:
+        import importlib
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

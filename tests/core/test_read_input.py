@@ -121,3 +121,18 @@ def test_registering_a_codec_updates_detection():
         del registry._CODECS[probe.name]
         registry._DETECT_INDEX.clear()
     assert not registry.known_extension("a.probedetect")
+
+
+def test_import_is_light_and_subpackages_stay_reachable():
+    """``import potsherd`` leaves numpy and the families unloaded (the CLI's
+    --version relies on it); ``potsherd.registry`` still works without an import."""
+    import subprocess
+    import sys
+    code = ("import sys, potsherd; light = 'numpy' not in sys.modules; "
+            "n = len(potsherd.registry.codecs()); print(light, n > 10, 'numpy' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.split()
+    assert out == ["True", "True", "True"]
+    r = subprocess.run([sys.executable, "-m", "potsherd", "--version"], capture_output=True,
+                       text=True, check=True)
+    assert r.stdout == f"potsherd {potsherd.__version__}\n"
