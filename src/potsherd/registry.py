@@ -334,14 +334,19 @@ def _ext_of(path: str) -> str:
     return os.path.splitext(base)[1]
 
 
-#: detection tables built once from the registered codecs (cleared by register):
+#: detection tables built once from the registered codecs (rebuilt when they change):
 #: "ext" -> {extension: (codecs with magic, first codec accepting without a sniff or None,
 #: first codec)}, "magic" -> codecs with magic bytes in registration order
 _DETECT_INDEX: dict[str, Any] = {}
 
 
 def _detect_index() -> dict[str, Any]:
-    if not _DETECT_INDEX:
+    # rebuilt whenever the codec table differs from the one it was built from
+    # (a dict comparison of ~40 identical entries; callers such as tests also
+    # add and remove codecs in _CODECS directly, without register())
+    if _DETECT_INDEX.get("of") != _CODECS:
+        _DETECT_INDEX.clear()
+        _DETECT_INDEX["of"] = dict(_CODECS)
         by_ext: dict[str, list[Codec]] = {}
         for c in _CODECS.values():
             for ext in c.extensions:

@@ -118,9 +118,15 @@ def test_registering_a_codec_updates_detection():
         assert registry.detect(b"PRBDETCT....") is probe
         assert registry.known_extension("a.probedetect")
     finally:
-        del registry._CODECS[probe.name]
-        registry._DETECT_INDEX.clear()
+        del registry._CODECS[probe.name]  # removed behind register()'s back, as tests do
     assert not registry.known_extension("a.probedetect")
+    with pytest.raises(UnknownFormatError):
+        registry.detect(b"PRBDETCT....")
+    registry._CODECS[probe.name] = probe  # and added the same way
+    try:
+        assert registry.detect(b"PRBDETCT....", "b.probedetect") is probe
+    finally:
+        del registry._CODECS[probe.name]
 
 
 def test_import_is_light_and_subpackages_stay_reachable():
