@@ -95,7 +95,7 @@ _LAZY_SUBMODULES = frozenset({"registry", "api", "cli", "containers", "core", "e
 def __getattr__(name: str) -> Any:
     """``potsherd.registry`` (and the other subpackages) without importing
     them first, as when the package imported the registry eagerly."""
-    if name in _LAZY_SUBMODULES:
+    if name in _LAZY_SUBMODULES or name == "_registry":  # the eager import's old alias
         import importlib
-        return importlib.import_module(f"{__name__}.{name}")
+        return importlib.import_module(f"{__name__}.{name.lstrip('_')}")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
