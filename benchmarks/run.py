@@ -475,6 +475,9 @@ def print_report(res: dict) -> None:
             p(f"{r['format']:14} {r['bytes'] / MB:>8.2f} {r['rss_before'] / MB:>8.1f} "
               f"{r['peak_rss'] / MB:>8.1f} {r['growth'] / MB:>8.1f} {r['bound'] / MB:>8.1f}  "
               f"{'yes' if r['within_bound'] else 'NO'}")
+    if res.get("issue_table"):
+        import issue21
+        issue21.print_rows(res["issue_table"], p)
     p("\nTargets")
     for t in res["targets"]:
         p(f"  [{'met' if t['met'] else 'NOT met'}] {t['target']}: {t['value']}")
@@ -501,6 +504,11 @@ def targets(res: dict) -> list[dict]:
         out.append({"target": "KO corpus round trip faster than Construct reading it",
                     "value": f"{kc['potsherd_roundtrip_s']:.2f} s vs {kc['construct_read_s']:.2f} s",
                     "met": kc["potsherd_roundtrip_s"] < kc["construct_read_s"]})
+    for r in res.get("issue_table", []):
+        if r["met"] is not None:
+            out.append({"target": f"{r['path']} {r['goal']}",
+                        "value": f"{r['value']:.2f}{r['unit'] if r['unit'] == 'x' else ' ' + r['unit']}",
+                        "met": r["met"]})
     mem = res.get("memory", [])
     if mem:
         mem = [r for r in mem if "error" not in r]
@@ -521,6 +529,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-memory", action="store_true", help="skip the peak-memory probe")
     ap.add_argument("--no-construct-corpus", action="store_true",
                     help="skip the (slow) Construct read of the whole KO corpus")
+    ap.add_argument("--no-issue-table", action="store_true",
+                    help="skip the performance issue's table (its extra references)")
+    ap.add_argument("--no-processes", action="store_true",
+                    help="skip the whole-process FBX -> glb row (potsherd vs assimp)")
     args = ap.parse_args(argv)
     fams = {f for f in args.families.split(",") if f} or None
     t0 = time.time()
@@ -562,6 +574,11 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_memory:
         progress("peak memory (one process per file)")
         res["memory"] = memory(groups, gen)
+    if not args.no_issue_table:
+        progress("performance issue table (small reads, FBX, whole processes)")
+        import issue21
+        res["issue_table"] = issue21.measure(groups, res, CORPUS, medians, args.runs,
+                                             processes=not args.no_processes)
     res["targets"] = targets(res)
     res["wall_seconds"] = time.time() - t0
     print_report(res)

@@ -18,10 +18,13 @@ from .core.errors import (CountError, EncodeError, FormatError, InternalDecodeEr
                           UnknownFormatError)
 from .core.limits import DEFAULT_LIMITS, Limits
 from .document import Document
-from . import registry as _registry
 from . import formats  # noqa: E402  (callable: potsherd.formats() == list_formats())
 
 __version__ = "0.1.0"
+
+# The registry (and with it numpy and the layout engine) is imported by the
+# functions that need it, not here: ``potsherd --version`` and importing a
+# light module (errors, limits) stay quick.
 
 __all__ = [
     "read", "write", "from_json", "formats", "list_formats", "Document", "Limits",
@@ -35,6 +38,7 @@ def read(source: str | os.PathLike | bytes, format: str | None = None, *,
          limits: Limits = DEFAULT_LIMITS, **params: Any) -> Document:
     """Decode a file (path) or bytes.  ``format`` overrides detection;
     keyword parameters override layout parameters (e.g. ``gridCell=16``)."""
+    from . import registry as _registry
     if isinstance(source, (bytes, bytearray, memoryview)):
         return _registry.decode(bytes(source), format=format, limits=limits, **params)
     from .api import read_input
@@ -60,6 +64,7 @@ def from_json(obj: dict | str | bytes) -> Document:
             obj = json.loads(obj)
         except (ValueError, RecursionError) as e:
             raise JsonFormatError(f"invalid JSON: {e}", path="$") from None
+    from . import registry as _registry
     return _registry.from_json(obj)
 
 
@@ -67,6 +72,7 @@ def list_formats() -> list[dict]:
     """The supported formats: name, family, extensions, description.
 
     Also available as ``potsherd.formats()``."""
+    from . import registry as _registry
     return [{"name": c.name, "family": c.family, "extensions": list(c.extensions),
              "magic": c.magic.hex() if c.magic else None, "description": c.description}
             for c in _registry.codecs()]
@@ -80,3 +86,16 @@ def import_gltf(src: Any, dst: str | os.PathLike, *, format: str | None = None,
     See :func:`potsherd.importer.import_gltf`."""
     from .importer import import_gltf as _import_gltf
     return _import_gltf(src, dst, format=format, like=like, options=options, limits=limits)
+
+
+_LAZY_SUBMODULES = frozenset({"registry", "api", "cli", "containers", "core", "examples",
+                              "export", "imaging", "importer", "scene", "view"})
+
+
+def __getattr__(name: str) -> Any:
+    """``potsherd.registry`` (and the other subpackages) without importing
+    them first, as when the package imported the registry eagerly."""
+    if name in _LAZY_SUBMODULES or name == "_registry":  # the eager import's old alias
+        import importlib
+        return importlib.import_module(f"{__name__}.{name.lstrip('_')}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -81,7 +81,7 @@ def read_input(path: str, limits: Limits = DEFAULT_LIMITS, *, stdio: bool = True
     refusing before reading what is larger than ``limits.max_input``.  A folder
     or a device is an ``OSError`` naming the path; a FIFO named explicitly is read."""
     if stdio and path == STDIO:
-        data = sys.stdin.buffer.read(limits.max_input + 1)
+        data = read_stream(sys.stdin.buffer, limits.max_input)
         if len(data) > limits.max_input:
             raise LimitError(f"standard input exceeds the limit of {limits.max_input} bytes "
                              f"(--max-input)", offset=0)
@@ -99,7 +99,31 @@ def read_input(path: str, limits: Limits = DEFAULT_LIMITS, *, stdio: bool = True
         if size > limits.max_input:  # refuse before reading it into memory
             raise LimitError(f"input of {size} bytes exceeds the limit of {limits.max_input} "
                              f"(--max-input)", offset=0, path=None if stdio else path)
-        return f.read(limits.max_input + 1)
+        if stat.S_ISREG(st.st_mode):
+            return f.read(size)  # exactly the file: no allocation sized by the limit
+        data = read_stream(f, limits.max_input)
+        if len(data) > limits.max_input:
+            raise LimitError(f"{display_path(path)} exceeds the limit of {limits.max_input} bytes "
+                             f"(--max-input)", offset=0, path=None if stdio else path)
+        return data
+
+
+_STREAM_CHUNK = 1 << 20
+
+
+def read_stream(f: IO[bytes], limit: int) -> bytes:
+    """Up to ``limit + 1`` bytes of a stream (standard input, a FIFO) read in
+    1 MiB pieces, so memory follows what is actually sent, not the limit
+    (one ``read(limit + 1)`` asks the allocator for the whole limit)."""
+    parts: list[bytes] = []
+    total = 0
+    while total <= limit:
+        chunk = f.read(min(_STREAM_CHUNK, limit + 1 - total))
+        if not chunk:
+            break
+        parts.append(chunk)
+        total += len(chunk)
+    return b"".join(parts)
 
 
 def read_doc(path: str, *, limits: Limits = DEFAULT_LIMITS, format: str | None = None,

@@ -489,6 +489,9 @@ def main(argv: list[str] | None = None) -> int:
     """Run one command; exit codes: 0 success, 1 a data or file-system error,
     2 a usage error, 130 interrupted (Ctrl-C)."""
     _tolerant_streams()
+    if list(sys.argv[1:] if argv is None else argv) == ["--version"]:
+        print(f"potsherd {__version__}")  # without building every family's parser
+        return 0
     try:
         parser = build_parser()
         args = parser.parse_args(argv)

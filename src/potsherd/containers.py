@@ -9,6 +9,7 @@ today); the part after ``::`` may itself name a member of a nested container.
 from __future__ import annotations
 
 import os
+import stat
 
 from .core.errors import FormatError, LimitError
 from .core.limits import DEFAULT_LIMITS, Limits
@@ -27,11 +28,18 @@ def split_member_path(path: str) -> tuple[str, list[str]]:
 
 def read_file_bytes(path: str, limits: Limits = DEFAULT_LIMITS) -> bytes:
     with open(path, "rb") as f:
-        size = os.fstat(f.fileno()).st_size
+        st = os.fstat(f.fileno())
+        size = st.st_size
         if size > limits.max_input:  # refuse before reading it into memory
             raise LimitError(f"input of {size} bytes exceeds the limit of {limits.max_input}",
                              offset=0, path=path)
-        return f.read(limits.max_input + 1)
+        if stat.S_ISREG(st.st_mode):
+            return f.read(size)  # exactly the file's size, not a buffer sized by the limit
+        from .api import read_stream
+        data = read_stream(f, limits.max_input)
+        if len(data) > limits.max_input:
+            raise LimitError(f"input exceeds the limit of {limits.max_input}", offset=0, path=path)
+        return data
 
 
 def open_container(data: bytes, path: str, limits: Limits = DEFAULT_LIMITS):

@@ -293,6 +293,7 @@ def register(codec: Codec) -> Codec:
     if codec.name in _CODECS and _CODECS[codec.name] is not codec:
         raise ValueError(f"codec {codec.name!r} registered twice")
     _CODECS[codec.name] = codec
+    _DETECT_INDEX.clear()  # rebuilt on the next detect()
     return codec
 
 
@@ -333,24 +334,52 @@ def _ext_of(path: str) -> str:
     return os.path.splitext(base)[1]
 
 
+#: detection tables built once from the registered codecs (rebuilt when they change):
+#: "ext" -> {extension: (codecs with magic, first codec accepting without a sniff or None,
+#: first codec)}, "magic" -> codecs with magic bytes in registration order
+_DETECT_INDEX: dict[str, Any] = {}
+
+
+def _detect_index() -> dict[str, Any]:
+    # rebuilt whenever the codec table differs from the one it was built from
+    # (a dict comparison of ~40 identical entries; callers such as tests also
+    # add and remove codecs in _CODECS directly, without register())
+    if _DETECT_INDEX.get("of") != _CODECS:
+        _DETECT_INDEX.clear()
+        _DETECT_INDEX["of"] = dict(_CODECS)
+        by_ext: dict[str, list[Codec]] = {}
+        for c in _CODECS.values():
+            for ext in c.extensions:
+                group = by_ext.setdefault(ext, [])
+                if c not in group:
+                    group.append(c)
+        _DETECT_INDEX["ext"] = {
+            ext: (tuple(c for c in cs if c.magic is not None),
+                  next((c for c in cs if c.magic is None), None), cs[0])
+            for ext, cs in by_ext.items()}
+        _DETECT_INDEX["magic"] = tuple(c for c in _CODECS.values() if c.magic is not None)
+    return _DETECT_INDEX
+
+
 def detect(data: bytes, path: str | None = None) -> Codec:
-    """Pick a codec: magic bytes first, then the file extension."""
+    """Pick a codec: magic bytes first, then the file extension.
+
+    Among the codecs claiming the extension, the first whose magic matches wins,
+    else the first without magic bytes, else the first claiming it; a name no
+    codec claims is identified by magic alone.  The tables are built once, so a
+    call costs one dictionary look-up and the sniffers of that extension only."""
     _load()
-    by_ext = []
-    if path:
-        ext = _ext_of(path)
-        by_ext = [c for c in _CODECS.values() if ext in c.extensions]
-    for c in by_ext:
-        if c.magic is not None and c.sniff(data):
+    index = _detect_index()
+    entry = index["ext"].get(_ext_of(path)) if path else None
+    if entry is not None:
+        with_magic, without_magic, first = entry
+        for c in with_magic:
+            if c.sniff(data):
+                return c
+        return without_magic if without_magic is not None else first
+    for c in index["magic"]:
+        if c.sniff(data):
             return c
-    for c in _CODECS.values():
-        if c.magic is not None and c.sniff(data) and not by_ext:
-            return c
-    for c in by_ext:
-        if c.magic is None or c.sniff(data):
-            return c
-    if by_ext:
-        return by_ext[0]
     raise UnknownFormatError("no codec recognises this input"
                              + (f" (extension {_ext_of(path)!r})" if path else ""),
                              offset=0, found=data[:8].hex())
@@ -358,8 +387,7 @@ def detect(data: bytes, path: str | None = None) -> Codec:
 
 def known_extension(path: str) -> bool:
     _load()
-    ext = _ext_of(path)
-    return any(ext in c.extensions for c in _CODECS.values())
+    return _ext_of(path) in _detect_index()["ext"]
 
 
 def decode(data: bytes, *, format: str | None = None, path: str | None = None,

@@ -185,24 +185,27 @@ def _decode_binary(data: bytes, limits: Limits, spans: Any = None) -> tuple[FbxN
             raise TruncatedError("input ends inside a node record", offset=pos,
                                  path=_path(stack), expected=null_len,
                                  found=end_of_data - pos) from None
-        if end_offset == 0 and nlen == 0 and limit is None:
-            if data[pos:pos + null_len] != null_record:
-                raise FormatError("top-level null record is not all zero", offset=pos)
-            pos += null_len
-            break
         start = pos
-        pos += null_len
-        if nlen > end_of_data - pos:
-            raise TruncatedError("input ends inside a node name", offset=pos, path=_path(stack))
-        name = data[pos:pos + nlen]
-        pos += nlen
+        name_at = pos + null_len
+        pos = name_at + nlen  # where the property list starts
         props_end = pos + plen
-        if plen > end_of_data - pos:
-            raise TruncatedError(f"property list of {plen} bytes runs past the end of input",
-                                 offset=pos, path=_path(stack, name))
-        if nprops > plen:
-            raise CountError(f"{nprops} properties cannot fit in {plen} bytes", offset=start,
-                             path=_path(stack, name))
+        if props_end > end_of_data or nprops > plen or end_offset == 0:
+            # rare: one test here instead of four on every record
+            if end_offset == 0 and nlen == 0 and limit is None:
+                if data[start:name_at] != null_record:
+                    raise FormatError("top-level null record is not all zero", offset=start)
+                pos = name_at
+                break
+            if nlen > end_of_data - name_at:
+                raise TruncatedError("input ends inside a node name", offset=name_at,
+                                     path=_path(stack))
+            if plen > end_of_data - pos:
+                raise TruncatedError(f"property list of {plen} bytes runs past the end of input",
+                                     offset=pos, path=_path(stack, data[name_at:pos]))
+            if nprops > plen:
+                raise CountError(f"{nprops} properties cannot fit in {plen} bytes", offset=start,
+                                 path=_path(stack, data[name_at:pos]))
+        name = data[name_at:pos]
         # every slot set here rather than by FbxNode.__init__: a third less per node
         node = new_node(FbxNode)
         node.name = name

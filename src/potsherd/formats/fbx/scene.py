@@ -262,16 +262,27 @@ def local_matrices(obj: _Object, t=None, r=None, s=None, rq=None) -> np.ndarray:
 
     def inv(m):
         return np.linalg.inv(m)
-    roff = tr(_vec(obj, "RotationOffset", (0, 0, 0)))
-    rp = tr(_vec(obj, "RotationPivot", (0, 0, 0)))
-    rpre = rot(_vec(obj, "PreRotation", (0, 0, 0)))
-    rpost = rot(_vec(obj, "PostRotation", (0, 0, 0)))
-    soff = tr(_vec(obj, "ScalingOffset", (0, 0, 0)))
-    sp = tr(_vec(obj, "ScalingPivot", (0, 0, 0)))
+
+    def static(name):
+        """A pivot / offset / pre-post angle, or None when it is zero (the
+        usual case: its factor is the identity and is left out of the chain,
+        which changes no bit of the product)."""
+        v = _vec(obj, name, (0, 0, 0))
+        return v if v.any() else None
+    roff, rp, rpre, rpost, soff, sp = (static(n) for n in (
+        "RotationOffset", "RotationPivot", "PreRotation", "PostRotation", "ScalingOffset",
+        "ScalingPivot"))
     S = trs_to_matrix(scale=np.asarray(s, dtype=np.float64))
     R = rot(r, order) if rq is None else trs_to_matrix(rotation=np.asarray(rq, np.float64))
-    return (tr(t) @ roff @ rp @ rpre @ R @ inv(rpost) @ inv(rp) @ soff @ sp @ S
-            @ inv(sp))
+    m = tr(t)
+    for factor in (None if roff is None else tr(roff), None if rp is None else tr(rp),
+                   None if rpre is None else rot(rpre), R,
+                   None if rpost is None else inv(rot(rpost)),
+                   None if rp is None else inv(tr(rp)), None if soff is None else tr(soff),
+                   None if sp is None else tr(sp), S, None if sp is None else inv(tr(sp))):
+        if factor is not None:
+            m = m @ factor
+    return m
 
 
 def local_trs(obj: _Object, t=None, r=None, s=None, rq=None) -> tuple:
@@ -1098,18 +1109,35 @@ class _Curve:
         x1, x2 = w0, 1.0 - w1
         y1 = v0 + self.slopes[seg, 0] * secs * w0
         y2 = v1 - self.slopes[seg, 1] * secs * w1
-        lo, hi = np.zeros_like(u), np.ones_like(u)
-        for _ in range(40):  # x(s) is monotone for weights in (0, 1]: bisect s
-            mid = (lo + hi) / 2
-            x = 3 * (1 - mid) ** 2 * mid * x1 + 3 * (1 - mid) * mid ** 2 * x2 + mid ** 3
-            lo = np.where(x < u, mid, lo)
-            hi = np.where(x < u, hi, mid)
-        sb = (lo + hi) / 2
+        sb = _bezier_parameter(u, x1, x2, inside & cubic)
         bez = ((1 - sb) ** 3 * v0 + 3 * (1 - sb) ** 2 * sb * y1 + 3 * (1 - sb) * sb ** 2 * y2
                + sb ** 3 * v1)
         out = np.where(inside & cubic, bez, out)
         out = np.where(inside & const & (ticks < t1), v0, out)
         return out
+
+
+def _bezier_parameter(u: np.ndarray, x1: np.ndarray, x2: np.ndarray,
+                      used: np.ndarray) -> np.ndarray:
+    """The Bezier parameter s with x(s) = u, x(s) = 3(1-s)^2 s x1 + 3(1-s) s^2 x2 + s^3.
+
+    With the unweighted tangents (x1 = 1/3, x2 = 2/3) x(s) is s itself, so only
+    the samples of weighted cubic segments (``used``) are solved, by bisection
+    (x is monotone for weights in (0, 1]) to 2^-40, over those samples alone."""
+    s = u.copy()
+    solve = used & ((x1 != 1.0 / 3.0) | (x2 != 1.0 - 1.0 / 3.0))
+    if not solve.any():
+        return s
+    target, a, b = u[solve], x1[solve], x2[solve]
+    lo, hi = np.zeros_like(target), np.ones_like(target)
+    for _ in range(40):
+        mid = (lo + hi) / 2
+        x = 3 * (1 - mid) ** 2 * mid * a + 3 * (1 - mid) * mid ** 2 * b + mid ** 3
+        below = x < target
+        lo = np.where(below, mid, lo)
+        hi = np.where(below, hi, mid)
+    s[solve] = (lo + hi) / 2
+    return s
 
 
 def _auto_slope(pt, t, nt, pv, v, nv, wl, wr, bias, flags) -> np.ndarray:

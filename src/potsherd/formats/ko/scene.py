@@ -29,6 +29,7 @@ the ``data_root`` option, else in each folder above the source file.
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 from pathlib import Path
 from typing import Any
@@ -134,6 +135,35 @@ class Resolver:
 # materials and textures
 
 
+#: texture images already decoded and PNG-encoded, by (path, mtime_ns, size): a
+#: folder conversion uses one .dxt for many parts, and PNG encoding was half of
+#: converting them when each scene encoded it again.  Bounded by its bytes
+#: (oldest dropped first); an edited file has a new stamp, so it is read again.
+_TEXTURE_IMAGES: dict[tuple, Image] = {}
+TEXTURE_CACHE_BYTES = 256 << 20
+
+
+def _file_stamp(path: Path | None) -> tuple | None:
+    if path is None:
+        return None
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (os.path.realpath(path), st.st_mtime_ns, st.st_size)
+
+
+def _remember_texture(stamp: tuple, image: Image) -> None:
+    size = len(image.data or b"")
+    if size > TEXTURE_CACHE_BYTES:
+        return
+    _TEXTURE_IMAGES[stamp] = image
+    total = sum(len(i.data or b"") for i in _TEXTURE_IMAGES.values())
+    while total > TEXTURE_CACHE_BYTES:
+        oldest = next(iter(_TEXTURE_IMAGES))
+        total -= len(_TEXTURE_IMAGES.pop(oldest).data or b"")
+
+
 class Materials:
     """Scene materials from N3 ``material`` records plus texture files."""
 
@@ -148,6 +178,13 @@ class Materials:
         if key in self.images:
             return self.images[key]
         self.images[key] = None
+        path = self.resolver.find(ref) if text(ref) else None
+        stamp = _file_stamp(path)
+        cached = _TEXTURE_IMAGES.get(stamp) if stamp is not None else None
+        if cached is not None:  # decoded and PNG-encoded by an earlier scene of this batch
+            self.images[key] = self.scene.add_image(dataclasses.replace(
+                cached, extras=dict(cached.extras)))
+            return self.images[key]
         doc = self.resolver.load(ref, self.scene, "texture")
         if doc is None or getattr(doc.codec, "textures", None) is None:
             return None
@@ -162,6 +199,8 @@ class Materials:
         name, pic = pics[0]
         img = pic if isinstance(pic, bytes) else None
         image = Image(name=name, data=img) if img is not None else Image.from_pil(pic, name=name)
+        if stamp is not None and stamp == _file_stamp(path):  # unchanged while decoding
+            _remember_texture(stamp, dataclasses.replace(image, extras=dict(image.extras)))
         self.images[key] = self.scene.add_image(image)
         return self.images[key]
 

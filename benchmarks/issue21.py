@@ -1,0 +1,220 @@
+"""The table of the performance issue (paths users wait on), measured against
+references in the same run: each row is a ratio (or a throughput) next to
+its goal.
+
+Rows and their references:
+
+* ``potsherd.read(path)`` on the small KO corpus files vs ``open().read()``
+  plus ``registry.decode(bytes, format=...)`` (no detection, no checks);
+* binary FBX decode vs ``ufbx.load_memory`` (C, and it builds a scene);
+* FBX -> glb, whole processes (``python -m potsherd convert``) vs
+  ``assimp export`` on the same files (wall time, one process per file);
+* ASCII FBX decode in MB/s, next to the binary decode of the same content
+  (the ASCII files converted to binary by potsherd);
+* wire JSON dump and ``.uif`` decode throughput per format, from the
+  per-format figures of the main table;
+* ``.n3pmesh`` decode vs the hand-written struct/numpy decoder (a decoder
+  building numpy views and structured arrays, the issue's reference, and the
+  orjson reference of the JSON row belong to the engine's record arrays).
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import potsherd
+from potsherd import registry
+from potsherd.core.errors import FormatError
+
+SMALL_FILE = 4096          # bytes: "small" KO files for the per-file overhead row
+PROCESS_FILES = 40         # FBX files converted in whole processes
+SRC = Path(__file__).resolve().parent.parent / "src"
+
+
+def _row(path: str, value: float | None, unit: str, reference: str, goal: str,
+         met: bool | None, note: str = "") -> dict:
+    return {"path": path, "value": value, "unit": unit, "reference": reference, "goal": goal,
+            "met": met, "note": note}
+
+
+def small_reads(groups: dict, corpus: Path, medians: Callable, runs: int) -> dict | None:
+    """``potsherd.read(path)`` vs reading the file and decoding its bytes with
+    the format named (the per-file overhead: limits, detection, checks)."""
+    files = [(str(corpus / name), g.codec.name) for g in groups.get("ko", {}).values()
+             if g.source == "corpus" for name, d in zip(g.names, g.datas) if len(d) < SMALL_FILE]
+    if not files:
+        return None
+    files = (files * (400 // len(files) + 1))[:400]
+
+    def read_api():
+        for p, _ in files:
+            potsherd.read(p)
+
+    def read_plain():
+        for p, fmt in files:
+            with open(p, "rb") as f:
+                data = f.read()
+            registry.decode(data, format=fmt)
+
+    t = medians({"api": read_api, "plain": read_plain}, runs)
+    ratio = t["api"] / t["plain"]
+    return _row(f"potsherd.read(path), {len(files)} reads of {len(set(files))} small KO files",
+                ratio, "x", "open().read() + decode(bytes, format)", "<= 1.3x", ratio <= 1.3)
+
+
+def fbx_binary(fb: dict | None) -> dict | None:
+    if not fb or "ratio" not in fb:
+        return None
+    return _row(f"binary FBX decode, {fb['files']} files", fb["ratio"], "x",
+                "ufbx.load_memory", "<= 3x", fb["ratio"] <= 3.0)
+
+
+def fbx_ascii(groups: dict, medians: Callable, runs: int) -> dict | None:
+    g = groups.get("fbx", {}).get("fbx-ascii")
+    if g is None or not g.datas:
+        return None
+    from potsherd.formats.fbx.convert import convert_document
+    codec, datas = g.codec, g.datas
+    binary_codec = registry.get_codec("fbx")
+    binaries = []
+    for doc in g.docs:
+        try:
+            binaries.append(convert_document(doc, "binary", {}))
+        except FormatError:
+            pass
+
+    def ascii_decode():
+        for d in datas:
+            codec.decode(d)
+
+    def binary_decode():
+        for d in binaries:
+            binary_codec.decode(d)
+
+    t = medians({"ascii": ascii_decode, "binary": binary_decode}, runs)
+    mb_s = g.size / 1e6 / t["ascii"]
+    bin_mb_s = sum(map(len, binaries)) / 1e6 / t["binary"] if binaries else None
+    ref = (f"binary decode of the same content: {bin_mb_s:.0f} MB/s"
+           if bin_mb_s else "binary decode of the same content")
+    return _row(f"ASCII FBX decode, {len(datas)} files", mb_s, "MB/s", ref, ">= 30 MB/s",
+                mb_s >= 30)
+
+
+def fbx_processes(groups: dict, corpus: Path, runs: int) -> dict | None:
+    """FBX -> glb, one process per file, potsherd vs assimp (wall time)."""
+    assimp = shutil.which("assimp")
+    files = [str(corpus / n) for name in ("fbx", "fbx-ascii")
+             for g in [groups.get("fbx", {}).get(name)] if g is not None and g.source == "corpus"
+             for n in g.names]
+    if not files:
+        return None
+    if assimp is None:
+        return _row("FBX -> glb, whole processes", None, "x", "assimp export", "<= 3x", None,
+                    "assimp is not installed")
+    files = sorted(files)[:PROCESS_FILES]
+    out_dir = tempfile.mkdtemp(prefix="potsherd-bench-glb-")
+    # as an installed package runs: compiled bytecode (kept in a scratch folder,
+    # even where PYTHONDONTWRITEBYTECODE is set), so no run pays for compiling
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPATH"] = str(SRC) + os.pathsep + os.environ.get("PYTHONPATH", "")
+    env["PYTHONPYCACHEPREFIX"] = os.path.join(out_dir, "pycache")
+
+    def run_all(cmd_of) -> tuple[float, int]:
+        ok = 0
+        t = time.perf_counter()
+        for i, f in enumerate(files):
+            r = subprocess.run(cmd_of(f, os.path.join(out_dir, f"{i}.glb")), env=env,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            ok += r.returncode == 0
+        return time.perf_counter() - t, ok
+
+    def potsherd_cmd(f, out):
+        return [sys.executable, "-m", "potsherd", "convert", f, out, "--to", "glb"]
+
+    def assimp_cmd(f, out):
+        return [assimp, "export", f, out, "-fglb2"]
+
+    times: dict[str, list[float]] = {"potsherd": [], "assimp": [], "numpy": []}
+    oks = {}
+    numpy_cmd = [sys.executable, "-c", "import numpy"]
+    try:
+        subprocess.run(potsherd_cmd(files[0], os.path.join(out_dir, "warm.glb")), env=env,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        for _ in range(max(1, min(runs, 3))):
+            for name, cmd in (("potsherd", potsherd_cmd), ("assimp", assimp_cmd)):
+                sec, oks[name] = run_all(cmd)
+                times[name].append(sec)
+            times["numpy"].append(run_all(lambda f, out: numpy_cmd)[0])
+    finally:
+        shutil.rmtree(out_dir, ignore_errors=True)
+    p, a = statistics.median(times["potsherd"]), statistics.median(times["assimp"])
+    ratio = p / a
+    return _row(f"FBX -> glb, {len(files)} files, whole processes", ratio, "x",
+                f"assimp export ({a:.2f} s; potsherd {p:.2f} s)", "<= 3x", ratio <= 3.0,
+                f"converted: potsherd {oks['potsherd']}, assimp {oks['assimp']}; "
+                f"{len(files)} processes only importing numpy take "
+                f"{statistics.median(times['numpy']):.2f} s, a floor for any Python side")
+
+
+def throughput_rows(res: dict) -> list[dict]:
+    """JSON dump per format and ``.uif`` decode, from the per-format table."""
+    rows = []
+    dumps = [(f"{fam}/{name}", r["json_dump"]["MB_s"]) for fam, fmts in res["formats"].items()
+             for name, r in fmts.items() if r.get("json_dump", {}).get("MB_s")]
+    if dumps:
+        slowest = min(dumps, key=lambda x: x[1])
+        below = [n for n, v in dumps if v < 50]
+        rows.append(_row("wire JSON dump (json.dumps(to_json)), slowest format", slowest[1],
+                         "MB/s", f"slowest: {slowest[0]}; {len(below)} of {len(dumps)} formats "
+                         "under 50 MB/s", ">= 50 MB/s for every format", not below,
+                         "the orjson reference and the dump speed belong to the engine"))
+    for fmts in res["formats"].values():
+        for name, r in fmts.items():
+            if name.startswith("uif") and "decode" in r:
+                v = r["decode"]["MB_s"]
+                rows.append(_row(f".{name} decode ({r['source']})", v, "MB/s", "-", ">= 50 MB/s",
+                                 v is not None and v >= 50))
+    return rows
+
+
+def pmesh_row(res: dict) -> dict | None:
+    for r in res.get("baselines", []):
+        if r["format"] == "n3pmesh" and r["source"] == "corpus":
+            v = r["engine_vs_handwritten"]
+            return _row(f".n3pmesh decode, {r['files']} files (bytes in memory)", v, "x",
+                        "hand-written struct + numpy decoder (dicts; the view-based "
+                        "reference is the engine's)", "<= 2x", v <= 2.0)
+    return None
+
+
+def measure(groups: dict, res: dict, corpus: Path, medians: Callable, runs: int, *,
+            processes: bool = True) -> list[dict]:
+    rows: list[Any] = []
+    rows += throughput_rows(res)
+    rows.append(small_reads(groups, corpus, medians, runs))
+    rows.append(fbx_binary(res.get("fbx_vs_ufbx")))
+    if processes:
+        rows.append(fbx_processes(groups, corpus, runs))
+    rows.append(fbx_ascii(groups, medians, runs))
+    rows.append(pmesh_row(res))
+    return [r for r in rows if r is not None]
+
+
+def print_rows(rows: list[dict], p=print) -> None:
+    if not rows:
+        return
+    p("\nPerformance issue table (value, reference, goal)")
+    for r in rows:
+        v = "-" if r["value"] is None else (f"{r['value']:.2f}{r['unit']}" if r["unit"] == "x"
+                                             else f"{r['value']:.1f} {r['unit']}")
+        state = {True: "met", False: "NOT met", None: "not measured"}[r["met"]]
+        p(f"  [{state}] {r['path']}: {v}  (goal {r['goal']}; reference: {r['reference']})")
+        if r["note"]:
+            p(f"        {r['note']}")
