@@ -15,13 +15,20 @@ from pathlib import Path
 
 import pytest
 
+from potsherd import families
+
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS_ROOT = ROOT.parent / "shared" / "corpus"
 
 
-def corpus_path(family: str) -> Path:
-    """``../shared/corpus/<family>`` beside the checkout (it may not exist)."""
-    return CORPUS_ROOT / family
+def corpus_path(name: str) -> Path:
+    """A corpus folder beside the checkout (it may not exist): a family's main one by
+    family name (``darkstar`` -> ``dts``, from :mod:`potsherd.families`), else the
+    folder of that name (``darkstar-world``, ``glb``)."""
+    try:
+        return families.family(name).corpus_dirs(CORPUS_ROOT)[0]
+    except KeyError:
+        return CORPUS_ROOT / name
 
 
 @pytest.fixture

@@ -19,12 +19,11 @@ from .core.errors import (CountError, EncodeError, FormatError, InternalDecodeEr
 from .core.limits import DEFAULT_LIMITS, Limits
 from .document import Document
 from . import registry as _registry
-from . import formats  # noqa: E402  (callable: potsherd.formats() == list_formats())
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "read", "write", "from_json", "formats", "list_formats", "Document", "Limits",
+    "read", "write", "from_json", "list_formats", "Document", "Limits",
     "FormatError", "TruncatedError", "CountError", "MagicError", "LimitError",
     "JsonFormatError", "EncodeError", "UnknownFormatError", "InternalDecodeError",
     "import_gltf",
@@ -64,12 +63,11 @@ def from_json(obj: dict | str | bytes) -> Document:
 
 
 def list_formats() -> list[dict]:
-    """The supported formats: name, family, extensions, description.
-
-    Also available as ``potsherd.formats()``."""
-    return [{"name": c.name, "family": c.family, "extensions": list(c.extensions),
-             "magic": c.magic.hex() if c.magic else None, "description": c.description}
-            for c in _registry.codecs()]
+    """The supported formats: name, family, extensions, magic (hex), description,
+    ``features`` (read, write, json, export, import, textures, transcode: bools) and
+    the declared ``export_options`` / ``import_options``.  Does not import the
+    families when they are not loaded yet (see :mod:`potsherd.families`)."""
+    return _registry.format_rows()
 
 
 def import_gltf(src: Any, dst: str | os.PathLike, *, format: str | None = None,

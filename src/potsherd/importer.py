@@ -76,7 +76,7 @@ def target_codec(dst: str | os.PathLike, format: str | None = None,
             cands = [like.codec] + [c for c in cands if c is not like.codec]
     if not cands:
         raise OptionError(f"no format for {what}; say it with --to (see `potsherd formats`)")
-    importing = [c for c in cands if getattr(c, "from_scene", None) is not None]
+    importing = [c for c in cands if c.from_scene is not None]
     if not importing:
         names = ", ".join(c.name for c in cands)
         raise NoImportError(f"{names} cannot be made from glTF yet (the {cands[0].family} "
@@ -213,13 +213,13 @@ def goes_through_scene(doc: Document, target: str) -> bool:
     """True when ``doc`` reaches ``target`` only through the neutral scene: the
     source has ``to_scene``, the target codec has ``from_scene``, and the source
     has no direct conversion to it (a different family)."""
-    if getattr(doc.codec, "to_scene", None) is None:
+    if doc.codec.to_scene is None:
         return False
     try:
         codec = target_codec("out." + target, target)
     except (OptionError, FormatError):
         return False
-    return codec.family != doc.codec.family or getattr(doc.codec, "convert", None) is None
+    return codec.family != doc.codec.family or doc.codec.convert is None
 
 
 def convert_via_scene(doc: Document, dst: str | os.PathLike, target: str,

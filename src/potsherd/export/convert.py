@@ -85,7 +85,7 @@ def convert_file(src: str, dst: str, target: str, options: dict) -> dict:
                                              version=options.get("target_version"))
         summary["in_bytes"] = len(data)
         return summary
-    conv = getattr(doc.codec, "convert", None)
+    conv = doc.codec.convert
     if conv is None:
         raise UsageError(f"{doc.format} cannot be converted to {target!r}")
     out = conv(doc, target, options={"target_version": options.get("target_version"),
@@ -265,8 +265,8 @@ def _can_reach(path: str, target: str) -> bool:
     ext = os.path.splitext(path)[1].lower()
     cands = [c for c in registry.codecs() if ext in c.extensions]
     if target in GLTF_TARGETS:
-        return any(getattr(c, "to_scene", None) is not None for c in cands)
-    return any(getattr(c, "convert", None) is not None for c in cands)
+        return any(c.to_scene is not None for c in cands)
+    return any(c.convert is not None for c in cands)
 
 
 def plan_folder(src_dir: str, dst_dir: str, target: str) -> tuple:

@@ -796,7 +796,7 @@ def write_scene(scene: Scene, path: str | os.PathLike, binary: bool | None = Non
 def document_scene(doc: Any, options: dict | None = None) -> Scene:
     """``doc.codec.to_scene(doc, **options)`` with a clear error when absent."""
     codec = doc.codec
-    to_scene = getattr(codec, "to_scene", None)
+    to_scene = codec.to_scene
     if to_scene is None:
         raise NoSceneError(f"{codec.name} files cannot be exported to glTF (no to_scene "
                            f"in the {codec.family} family yet)")

@@ -149,7 +149,7 @@ class Materials:
             return self.images[key]
         self.images[key] = None
         doc = self.resolver.load(ref, self.scene, "texture")
-        if doc is None or getattr(doc.codec, "textures", None) is None:
+        if doc is None or doc.codec.textures is None:
             return None
         try:
             pics = doc.codec.textures(doc)

@@ -167,7 +167,7 @@ def write_companions(wad_path: str, out_path: str, old: dict, new: dict,
 
 def cmd_textures(args) -> int:
     doc = _read(args.file, args)
-    fn = getattr(doc.codec, "textures", None)
+    fn = doc.codec.textures
     if fn is None:
         raise FormatError(f"{doc.format} files hold no textures")
     os.makedirs(args.output, exist_ok=True)
