@@ -23,6 +23,8 @@ class Document:
     warnings: list = dataclasses.field(default_factory=list)
     meta: dict = dataclasses.field(default_factory=dict)
     source: str | None = None
+    #: the limits it was decoded with: the files it refers to are read within them
+    limits: Any = dataclasses.field(default=None, compare=False, repr=False)
 
     @property
     def codec(self):

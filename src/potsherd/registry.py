@@ -421,6 +421,7 @@ def decode(data: bytes, *, format: str | None = None, path: str | None = None,
         raise InternalDecodeError(f"internal error in the {codec.name} decoder: "
                                   f"{type(e).__name__}: {e}") from e
     doc.source = path
+    doc.limits = limits
     return doc
 
 
@@ -444,6 +445,7 @@ def decode_with_spans(data: bytes, *, format: str | None = None, path: str | Non
         raise InternalDecodeError(f"internal error in the {codec.name} decoder: "
                                   f"{type(e).__name__}: {e}") from e
     doc.source = path
+    doc.limits = limits
     return doc, spans
 
 

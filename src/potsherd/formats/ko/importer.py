@@ -701,7 +701,7 @@ def _like_ref(like: Document | None, fmt: str, field: str, target: str) -> Docum
     if like is None or not like.format.startswith(fmt):
         return None
     from .scene import Resolver
-    doc = Resolver(like.source, None).load(like.root[field], Scene(), target)
+    doc = Resolver(like.source, None, limits=like.limits).load(like.root[field], Scene(), target)
     return doc if doc is not None and doc.format == target else None
 
 
@@ -967,7 +967,7 @@ def _like_set(like: Document | None) -> dict:
     if like is None or like.format != "n3chr":
         return {}
     from .scene import Resolver
-    res = Resolver(like.source, None)
+    res = Resolver(like.source, None, limits=like.limits)
     sink = Scene()
 
     def load(ref: Any, fmt: str):

@@ -35,7 +35,9 @@ from typing import Any
 
 import numpy as np
 
+from ... import resolve
 from ...core.errors import FormatError, ValueFormatError
+from ...core.limits import Limits
 from ...scene import (Animation, Channel, Image, Material, Mesh, Node, Primitive, Scene, Skin,
                       TextureRef, flip_winding, limit_influences, quat_multiply, quat_normalize,
                       quat_slerp, weld)
@@ -65,69 +67,18 @@ def _finite(values: Any) -> list:
 # reference resolution
 
 
-class Resolver:
-    """Finds referenced client files (case-insensitive, backslash paths)."""
+class Resolver(resolve.Resolver):
+    """Finds referenced client files (see :class:`potsherd.resolve.Resolver`): names
+    in the client's code page, warnings into the scene being built."""
 
-    def __init__(self, source: str | None, data_root: str | None) -> None:
-        self.roots: list[Path] = []
-        if data_root:
-            self.roots.append(Path(data_root))
-        if source:
-            here = Path(source).resolve().parent
-            self.roots.extend([here, *list(here.parents)[:6]])
-        self._listing: dict[Path, dict[str, str]] = {}
-        self._docs: dict[Path, Any] = {}
+    def __init__(self, source: str | None, data_root: str | None, *,
+                 limits: Limits | None = None,
+                 listings: resolve.Listings | None = None) -> None:
+        super().__init__(source, data_root, limits=limits, listings=listings, name_of=text)
 
-    def _child(self, folder: Path, name: str) -> Path | None:
-        listing = self._listing.get(folder)
-        if listing is None:
-            try:
-                listing = {n.lower(): n for n in os.listdir(folder)}
-            except OSError:
-                listing = {}
-            self._listing[folder] = listing
-        real = listing.get(name.lower())
-        return folder / real if real is not None else None
-
-    def find(self, ref: Any) -> Path | None:
-        if isinstance(ref, (str, os.PathLike)) and os.path.isfile(ref):
-            return Path(ref)  # a path given as an option
-        rel = text(ref).replace("\\", "/").strip().strip("/")
-        if not rel or ".." in rel.split("/"):
-            return None
-        parts = [p for p in rel.split("/") if p]
-        for root in self.roots:
-            cur: Path | None = root
-            for part in parts:
-                cur = self._child(cur, part)
-                if cur is None:
-                    break
-            if cur is not None and cur.is_file():
-                return cur
-        if self.roots:  # last resort: the bare file name next to the source
-            hit = self._child(self.roots[-1 if len(self.roots) == 1 else 0], parts[-1])
-            if hit is not None and hit.is_file():
-                return hit
-        return None
-
-    def load(self, ref: Any, scene: Scene, what: str):
+    def load(self, ref: Any, scene: Scene, what: str):  # type: ignore[override]
         """The decoded document a reference names, or None (with a warning)."""
-        if not text(ref):
-            return None
-        path = self.find(ref)
-        if path is None:
-            scene.warnings.append(f"{what} {text(ref)!r} not found")
-            return None
-        if path in self._docs:
-            return self._docs[path]
-        from ... import registry
-        try:
-            doc = registry.decode(path.read_bytes(), path=str(path))
-        except (FormatError, OSError) as e:
-            scene.warnings.append(f"{what} {path.name}: {e}")
-            doc = None
-        self._docs[path] = doc
-        return doc
+        return super().load(ref, scene.warnings, what)
 
 
 # ----------------------------------------------------------------------------
@@ -495,7 +446,7 @@ def add_clips(scene: Scene, anim_doc: Any, joints: list[Joint], nodes: list[int]
 def _scene(doc: Any, options: dict) -> tuple[Scene, Resolver, Materials]:
     src = options.get("source_path") or doc.source
     scene = Scene(name=os.path.basename(src) if src else doc.format)
-    resolver = Resolver(src, options.get("data_root"))
+    resolver = Resolver(src, options.get("data_root"), limits=doc.limits)
     return scene, resolver, Materials(scene, resolver)
 
 

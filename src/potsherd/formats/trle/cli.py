@@ -100,17 +100,9 @@ def _insert_gltf(args, root: dict) -> int:
 
 def _sibling(path: str, ext: str) -> str | None:
     """The file beside ``path`` with its stem and extension ``ext`` (any case)."""
-    folder = os.path.dirname(path) or "."
-    stem = os.path.splitext(os.path.basename(path))[0].lower()
-    try:
-        names = os.listdir(folder)
-    except OSError:
-        return None
-    for name in sorted(names):
-        base, e = os.path.splitext(name)
-        if base.lower() == stem and e.lower() == ext:
-            return os.path.join(folder, name)
-    return None
+    from ...resolve import Listings
+    hit = Listings().sibling(path, ext)
+    return str(hit) if hit is not None else None
 
 
 def write_companions(wad_path: str, out_path: str, old: dict, new: dict,
