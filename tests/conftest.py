@@ -15,20 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from potsherd import families
-
-ROOT = Path(__file__).resolve().parents[1]
-CORPUS_ROOT = ROOT.parent / "shared" / "corpus"
-
-
-def corpus_path(name: str) -> Path:
-    """A corpus folder beside the checkout (it may not exist): a family's main one by
-    family name (``darkstar`` -> ``dts``, from :mod:`potsherd.families`), else the
-    folder of that name (``darkstar-world``, ``glb``)."""
-    try:
-        return families.family(name).corpus_dirs(CORPUS_ROOT)[0]
-    except KeyError:
-        return CORPUS_ROOT / name
+from corpus_paths import CORPUS_ROOT, ROOT, corpus_path  # noqa: F401  (shared with the tests)
 
 
 @pytest.fixture

@@ -18,8 +18,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "export"))
-
 from export_scenes import morph_scene, skinned_cube_scene, textured_quad_scene  # noqa: E402
 
 import potsherd  # noqa: E402
@@ -29,8 +27,9 @@ from potsherd.export.gltf import document_scene, write_glb  # noqa: E402
 from potsherd.formats.fbx.writer import euler_xyz_degrees, scene_to_fbx, unique_names  # noqa: E402
 from potsherd.scene import quat_from_euler, read_gltf  # noqa: E402
 from potsherd.scene.ops import sample_channel, triangle_sets  # noqa: E402
+from corpus_paths import CORPUS_ROOT
 
-ROOT = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
+ROOT = CORPUS_ROOT
 FBX = ROOT / "fbx"
 GLB = ROOT / "glb"
 
