@@ -76,6 +76,21 @@ def make_limits(**changes: int | None) -> Limits:
     return DEFAULT_LIMITS.replace(**changes) if changes else DEFAULT_LIMITS
 
 
+LIMIT_FLAGS = ("max_depth", "max_elements", "max_inflated", "max_input")
+
+
+def limits_from_args(args: Any) -> Limits:
+    """The limits an argparse namespace asks for (``--max-input`` ...), for the
+    command modules of the families (which must not import the CLI module)."""
+    return make_limits(**{name: getattr(args, name, None) for name in LIMIT_FLAGS})
+
+
+def read_doc_args(path: str, args: Any):
+    """``(bytes, Document)`` of ``path`` with the limits, format and params of ``args``."""
+    return read_doc(path, limits=limits_from_args(args), format=getattr(args, "format", None),
+                    params=parse_params(getattr(args, "param", None)))
+
+
 def read_input(path: str, limits: Limits = DEFAULT_LIMITS, *, stdio: bool = True) -> bytes:
     """The bytes of ``path`` (``-``: standard input unless ``stdio`` is False),
     refusing before reading what is larger than ``limits.max_input``.  A folder

@@ -20,15 +20,8 @@ from .core.limits import Limits
 __all__ = ["main", "build_parser", "UsageError", "parse_params", "read_doc", "iter_inputs"]
 
 
-def limits_from_args(args) -> Limits:
-    return api.make_limits(**{name: getattr(args, name, None) for name in
-                              ("max_depth", "max_elements", "max_inflated", "max_input")})
-
-
-def read_doc(path: str, args):
-    """``(bytes, Document)`` of ``path`` with the limits, format and params of ``args``."""
-    return api.read_doc(path, limits=limits_from_args(args), format=getattr(args, "format", None),
-                        params=parse_params(getattr(args, "param", None)))
+limits_from_args = api.limits_from_args
+read_doc = api.read_doc_args
 
 
 def iter_inputs(paths: list[str], *, skip_unknown: bool) -> Iterator[str]:

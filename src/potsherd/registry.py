@@ -21,6 +21,7 @@ from .core.errors import (FormatError, InternalDecodeError, JsonFormatError, Lim
 from .core.layout import JsonCtx, Layout
 from .core.limits import DEFAULT_LIMITS, Limits
 from .core.spans import SpanMap
+from . import document as _document
 from .document import Document
 from . import families as _families
 
@@ -362,6 +363,9 @@ def get_codec(name: str) -> Codec:
         return _CODECS[name]
     except KeyError:
         raise UnknownFormatError(f"unknown format {name!r}; see `potsherd formats`") from None
+
+
+_document.codec_lookup = get_codec
 
 
 def _ext_of(path: str) -> str:

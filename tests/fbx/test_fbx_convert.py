@@ -11,7 +11,8 @@ import pytest
 import potsherd
 from potsherd.cli import main
 from potsherd.core.errors import EncodeError
-from potsherd.formats.fbx.convert import convert_document, to_ascii, to_binary
+from potsherd.formats.fbx.transcode import to_ascii, to_binary
+from potsherd.formats.fbx.upgrade import convert_document
 from potsherd.formats.fbx.model import file_id, footer_id
 from potsherd.formats.fbx.tables import expand, load_table
 from corpus_paths import CORPUS_ROOT

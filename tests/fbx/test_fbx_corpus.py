@@ -13,7 +13,7 @@ import pytest
 import potsherd
 from potsherd.core.values import f64_to_bits
 from potsherd.formats.fbx.binary import MAGIC
-from potsherd.formats.fbx.convert import to_ascii, to_binary
+from potsherd.formats.fbx.transcode import to_ascii, to_binary
 from corpus_paths import CORPUS_ROOT
 
 CORPUS = CORPUS_ROOT / "fbx"

@@ -54,7 +54,7 @@ def _glb(fbx: Path, tmp: Path, **options):
 
 def _texture_names(fbx: Path) -> list[str]:
     """The external file names of every Texture without embedded content."""
-    from potsherd.formats.fbx.convert import ascii_tree_to_binary
+    from potsherd.formats.fbx.transcode import ascii_tree_to_binary
     doc = potsherd.read(fbx)
     root = doc.root if doc.format != "fbx-ascii" else ascii_tree_to_binary(doc.root, "none")
     names = []

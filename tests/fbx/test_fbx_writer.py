@@ -198,7 +198,7 @@ def _old_or_ascii() -> list:
             continue
         version = doc.params.get("version") or 0
         if doc.format == "fbx":
-            from potsherd.formats.fbx.convert import _real_version
+            from potsherd.formats.fbx.transcode import _real_version
             version = _real_version(doc)
         if doc.format == "fbx-ascii" or version < 7100:
             out.append(p)

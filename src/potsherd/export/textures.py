@@ -70,14 +70,14 @@ def _texture_options(codec, args) -> dict:
     given = {}
     for item in getattr(args, "option", None) or []:
         if "=" not in item:
-            from ..cli import UsageError
+            from ..api import UsageError
             raise UsageError(f"--option expects name=value, got {item!r}")
         k, v = item.split("=", 1)
         given[k.strip()] = v
     if not declared:
         return {}
     from ..registry import coerce_options
-    from ..cli import UsageError
+    from ..api import UsageError
     try:
         opts = coerce_options(declared, given, what=codec.name)
     except ValueError as e:

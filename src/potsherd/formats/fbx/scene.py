@@ -42,7 +42,7 @@ MAX_EVAL_MATRICES = 400_000
 def to_scene(doc: Any, **options: Any) -> Scene:
     root: FbxNode = doc.root
     if doc.format == "fbx-ascii":
-        from .convert import ascii_tree_to_binary
+        from .transcode import ascii_tree_to_binary
         root = ascii_tree_to_binary(root, "none")
     if root.find(b"Objects") is None or root.find(b"Connections") is None:
         if root.find(b"Model") is None:

@@ -45,7 +45,7 @@ from ...document import Document
 from ...scene import Scene, compute_normals, flip_winding, weld
 from ...scene.ops import sample_node_trs, triangle_sets, world_matrices
 from ...scene.xform import mirror_x, mirror_x_quat, quat_continuous, quat_normalize
-from .codecs import CP_DEFAULT, text
+from .text import CP_DEFAULT, text
 from .pmgen import build_progressive, replay
 
 FRAME_RATE = 30.0
@@ -247,7 +247,7 @@ def pmesh_root(geo: Geometry, name: str, *, progressive: bool,
 def _same_pmesh_geometry(geo: Geometry, like: dict) -> bool:
     """The imported triangles are the ones the original exports to (full detail,
     positions and UVs to float32 precision)."""
-    from .codecs import replay_pmesh
+    from .info import replay_pmesh
     verts = np.asarray(like["vertices"], np.float32).reshape(-1, 8)
     nv, ni, idx = replay_pmesh(like)
     tris = idx[:ni].reshape(-1, 3)

@@ -42,7 +42,8 @@ from ...scene import (Animation, Channel, Image, Material, Mesh, Node, Primitive
                       TextureRef, flip_winding, limit_influences, quat_multiply, quat_normalize,
                       quat_slerp, weld)
 from ...scene.xform import mirror_x, mirror_x_matrix, mirror_x_quat
-from .codecs import replay_pmesh, text
+from .info import replay_pmesh
+from .text import text
 
 FRAME_RATE = 30.0  # one n3joint timeline "frame" per 1/30 s
 RF_ALPHA, RF_DOUBLE_SIDED, RF_BILLBOARD, RF_NO_LIGHTING = 0x1, 0x4, 0x8, 0x40

@@ -44,7 +44,7 @@ from ...core.errors import FormatError
 from ...core.limits import DEFAULT_LIMITS, Limits
 from ...scene import Image, Material, Mesh, Primitive, Scene, TextureRef, flip_winding, weld
 from ...scene.xform import mirror_x
-from .codecs import text
+from .text import text
 from .scene import Materials, Resolver, _transform_trs, add_shape
 
 TILE_SIZE = 4.0  # metres between height samples (the engine's TILE_SIZE)

@@ -34,7 +34,7 @@ import numpy as np
 
 from ...core.errors import EncodeError, FormatError, ValueFormatError
 from . import model
-from .codecs import animation_ranges
+from .model import animation_ranges
 from .layouts import odd_quads
 
 TRWAD_VERSION = 170
