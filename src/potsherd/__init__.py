@@ -13,9 +13,10 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from .core.errors import (CountError, EncodeError, FormatError, InternalDecodeError,
-                          JsonFormatError, LimitError, MagicError, TruncatedError,
-                          UnknownFormatError)
+from .errors import (CountError, EncodeError, FormatError, InternalDecodeError,
+                     InternalEncodeError, JsonFormatError, LimitError, MagicError,
+                     NoGeometryError, NoImportError, NoSceneError, SceneExportError,
+                     SceneImportError, TruncatedError, UnknownFormatError, ValueFormatError)
 from .core.limits import DEFAULT_LIMITS, Limits
 from .document import Document
 from . import registry as _registry
@@ -25,8 +26,9 @@ __version__ = "0.1.0"
 __all__ = [
     "read", "write", "from_json", "list_formats", "Document", "Limits",
     "FormatError", "TruncatedError", "CountError", "MagicError", "LimitError",
-    "JsonFormatError", "EncodeError", "UnknownFormatError", "InternalDecodeError",
-    "import_gltf",
+    "ValueFormatError", "JsonFormatError", "EncodeError", "UnknownFormatError",
+    "InternalDecodeError", "InternalEncodeError", "NoSceneError", "SceneExportError",
+    "NoGeometryError", "NoImportError", "SceneImportError", "import_gltf",
 ]
 
 

@@ -26,7 +26,7 @@ class Family:
     title: str
     #: the package whose ``CODECS`` list holds the family's codecs
     package: str
-    #: folders of real files under ``../shared/corpus/`` (the first is the main one)
+    #: folders of the family in the real-file test corpus (the first is the main one)
     corpus: tuple[str, ...]
     #: ``"module:function"`` adding the family's subcommands, and those commands' names
     cli_hook: str | None = None
@@ -46,7 +46,7 @@ class Family:
         return getattr(importlib.import_module(module), func)
 
     def corpus_dirs(self, root: str | Path) -> list[Path]:
-        """The family's corpus folders under ``root`` (``../shared/corpus``), present or not."""
+        """The family's corpus folders under the corpus ``root``, present or not."""
         return [Path(root) / d for d in self.corpus]
 
 

@@ -17,6 +17,7 @@ from typing import Any, Iterable
 
 from .core.errors import EncodeError, FormatError
 from .core.fileio import atomic_write
+from .errors import NoImportError, SceneImportError
 from .core.limits import DEFAULT_LIMITS, Limits
 from .document import Document
 from .registry import Codec, coerce_options
@@ -25,14 +26,6 @@ __all__ = ["import_gltf", "scene_to_files", "convert_via_scene", "goes_through_s
            "SceneImportError", "OptionError"]
 
 GLTF_EXTENSIONS = (".glb", ".gltf")
-
-
-class NoImportError(FormatError):
-    """The target format has no ``from_scene`` (cannot be made from glTF yet)."""
-
-
-class SceneImportError(FormatError):
-    """A bug in a family's ``from_scene``, wrapped (never a traceback)."""
 
 
 class OptionError(ValueError):

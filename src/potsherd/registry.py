@@ -421,7 +421,7 @@ def decode(data: bytes, *, format: str | None = None, path: str | None = None,
         raise FormatError("nesting too deep for this decoder") from None
     except MemoryError:
         raise FormatError("out of memory while decoding") from None
-    except Exception as e:  # noqa: BLE001 - the safety net the issue asks for
+    except Exception as e:  # noqa: BLE001 - the safety net: never a traceback
         raise InternalDecodeError(f"internal error in the {codec.name} decoder: "
                                   f"{type(e).__name__}: {e}") from e
     doc.source = path

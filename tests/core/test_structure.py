@@ -119,3 +119,19 @@ def test_tests_do_not_edit_sys_path():
                     isinstance(node.value, ast.Name) and node.value.id == "sys":
                 offenders.append(f"{p.relative_to(TESTS)}:{node.lineno}")
     assert offenders == []
+
+
+def test_every_error_class_is_exported_from_the_package():
+    import inspect
+
+    import potsherd
+    from potsherd.core import errors as core_errors
+    from potsherd import errors
+    for mod in (core_errors, errors):
+        for name, obj in vars(mod).items():
+            if inspect.isclass(obj) and issubclass(obj, Exception) and \
+                    obj.__module__ == mod.__name__:
+                assert getattr(potsherd, name) is obj, name
+                assert name in potsherd.__all__, name
+    assert issubclass(potsherd.InternalEncodeError, potsherd.EncodeError)
+    assert issubclass(potsherd.ValueFormatError, potsherd.FormatError)

@@ -23,15 +23,12 @@ from .. import api
 from ..api import UsageError, display_path
 from ..core.errors import FormatError
 from ..core.fileio import atomic_write, remove_temporaries
+from ..errors import NoGeometryError
 
 GLTF_TARGETS = ("glb", "gltf")
 
 #: OS errors after which a batch stops at once (every later file would fail the same way)
 FATAL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS})
-
-
-class NoGeometryError(FormatError):
-    """A model whose geometry lives in referenced files, none of which were found."""
 
 
 def _target_of(args) -> str:

@@ -25,6 +25,7 @@ from ..core.plainjson import plain_json
 
 from ..core.errors import EncodeError, FormatError
 from ..core.fileio import atomic_write
+from ..errors import NoSceneError, SceneExportError
 from ..scene.model import Scene
 from ..scene.xform import decompose_matrix, mat4_to_gltf, quat_normalize
 
@@ -807,7 +808,7 @@ def document_scene(doc: Any, options: dict | None = None) -> Scene:
     except FormatError:
         raise
     except ModuleNotFoundError as e:
-        if (e.name or "").startswith("potsherd.formats."):   # family converter not written yet
+        if (e.name or "").startswith("potsherd.formats."):   # a family without a converter module
             raise NoSceneError(f"{codec.name} files cannot be exported to glTF yet "
                                f"({e.name} is missing)") from None
         raise SceneExportError(f"{codec.name} to_scene: {e}") from e
@@ -844,14 +845,6 @@ def write_exported(scene: Scene, out_path: str | os.PathLike, *, binary: bool = 
     return {"path": os.fspath(out_path), "bytes": size, "nodes": len(scene.nodes),
             "meshes": len(scene.meshes), "animations": len(scene.animations),
             "warnings": list(scene.warnings)}
-
-
-class NoSceneError(FormatError):
-    """The codec has no glTF conversion."""
-
-
-class SceneExportError(FormatError):
-    """A bug in a family's ``to_scene`` or in the writer, wrapped."""
 
 
 def _texcoords_needed(m: Any) -> int:

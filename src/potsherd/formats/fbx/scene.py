@@ -1,4 +1,4 @@
-"""FBX node tree -> neutral scene (note section 7); 7.x, 6.x and 5.x trees.
+"""FBX node tree -> neutral scene (docs/formats/fbx.md, "Scene semantics"); 7.x, 6.x, 5.x trees.
 
 Objects are wired by ``Connections``; models become nodes (full FBX local
 transform with pivots, offsets and pre/post rotation, decomposed to TRS),

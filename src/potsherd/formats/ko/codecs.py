@@ -1,17 +1,17 @@
 """Knight Online record codecs, all driven by the wire layout ``layouts/ko.layout``.
 
 Each top-level record of the layout is one codec.  Per-file variants (format
-note section 7) are layout parameters, picked by trial parse in the order
+docs/formats/knight-online.md) are layout parameters, picked by trial parse in the order
 given by ``variants`` and stored in ``Document.params`` (the writer repeats
 them); ``--param name=value`` / keyword arguments override them.
 
-Opaque fallback rule (note section 9: unknown layouts round-trip as opaque
+Opaque fallback rule (docs/formats/knight-online.md: unknown layouts round-trip as opaque
 files with a warning).  A file is kept whole as raw bytes, in a document with
 ``params = {"opaque": 1}`` and a warning, only when all of these hold:
 
 1. no variant of its record parses, and no parameter was given explicitly;
 2. the codec has a ``foreign`` test (n3shape, opd, gtd, uif: the formats the
-   note lists with foreign files) and it recognises the bytes:
+   documentation lists with foreign files) and it recognises the bytes:
    * n3shape / opd / uif: the first fields are plausible for the format (a
      printable name, a sane width/length or child count), and the parse failed
      on an *absurd* count or length -- one of at least 2**20 items that is
@@ -51,7 +51,7 @@ FAMILY = "ko"
 # codec
 
 
-#: formats with a glTF conversion (``scene.py``, note section 10)
+#: formats with a glTF conversion (``scene.py``; docs/formats/knight-online.md, "To glTF")
 SCENE_FORMATS = ("n3pmesh", "n3shape", "n3joint", "n3cskins", "n3skin", "n3cpart", "n3cplug",
                  "n3cplug_cloak", "n3chr")
 
@@ -116,7 +116,7 @@ def _scene_importer(name: str):
 
 
 class KoCodec(LayoutCodec):
-    """A layout codec with the note's opaque fallback and text encodings."""
+    """A layout codec with the opaque fallback (module docstring) and text encodings."""
 
     #: set per instance for the formats of SCENE_FORMATS / IMPORT_FORMATS
     to_scene = None

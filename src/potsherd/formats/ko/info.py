@@ -36,7 +36,7 @@ def _transform_info(t: dict, enc: str) -> dict:
 
 
 def replay_pmesh(m: dict) -> tuple[int, int, np.ndarray]:
-    """Full detail of a progressive mesh (note section 10.5): replay every
+    """Full detail of a progressive mesh (docs/formats/knight-online.md): replay every
     collapse in file order from the stored lowest-detail index buffer.
     Returns (vertex count, index count, index buffer)."""
     idx = np.array(m["indices"], dtype=np.int64)

@@ -1,4 +1,4 @@
-"""Knight Online documents as neutral scenes (glTF export), per note section 10.
+"""Knight Online documents as neutral scenes (glTF export); docs/formats/knight-online.md.
 
 Conventions applied here (the scene model wants glTF's): N3 is left-handed,
 Y up, row vectors, and a model's forward is its local +Z (the client moves a
@@ -235,7 +235,7 @@ def pmesh_extras(m: dict) -> dict:
 
 
 def skin_arrays(sk: dict, scene: Scene) -> dict | None:
-    """LOD geometry unwelded per (position index, UV index) corner (note 10.3)."""
+    """LOD geometry unwelded per (position index, UV index) corner (docs/formats/knight-online.md)."""
     f, v = int(sk["faceCount"]), int(sk["vertexCount"])
     if f <= 0 or v <= 0 or "positionNormals" not in sk:
         return None
@@ -265,7 +265,7 @@ def skin_arrays(sk: dict, scene: Scene) -> dict | None:
         for n, b in enumerate(bindings):
             c = counts[n]
             if c == 0:
-                weights[n, 0] = 1.0  # no influence: bound to joint 0 (note 10.3)
+                weights[n, 0] = 1.0  # no influence: bound to joint 0 (docs/formats/knight-online.md)
             elif c == 1:
                 joints[n, 0] = int(b["joints"][0])
                 weights[n, 0] = 1.0
@@ -282,7 +282,7 @@ def skin_arrays(sk: dict, scene: Scene) -> dict | None:
 
 
 # ----------------------------------------------------------------------------
-# keys, joints and animation (note 10.2, 10.4)
+# keys, joints and animation (docs/formats/knight-online.md)
 
 
 class KeyTrack:
@@ -484,7 +484,7 @@ def add_shape(scene: Scene, resolver: Resolver, mats: Materials, r: dict,
                           extras={"keys": [int(k["count"]) for k in t["keys"]]})
     tracks = [Joint(t, None)]
     if any(k.ok for k in (tracks[0].pos, tracks[0].rot, tracks[0].scale)):
-        # note 10.4: a shape's transform keys play as one animation over their range
+        # docs/formats/knight-online.md: a shape's transform keys play as one animation over their range
         end = timeline_end(tracks)
         a = joint_animation(f"{text(t['name']) or 'shape'} keys", tracks, [root], 0.0, end,
                             FRAME_RATE, {"frames": [0.0, end]})
@@ -611,7 +611,7 @@ def scene_part(doc: Any, **options: Any) -> Scene:
 
 
 def _plug_matrix(r: dict) -> np.ndarray:
-    """Row-vector Scale(scale) · rotation, translation position ⊙ scale (note 10.2)."""
+    """Row-vector Scale(scale) · rotation, translation position ⊙ scale (docs/formats/knight-online.md)."""
     rot = np.asarray(r["rotation"], np.float64).reshape(4, 4)
     scale = np.asarray(r["scale"], np.float64)
     m = np.diag([*scale, 1.0]) @ rot
@@ -655,7 +655,7 @@ def scene_plug(doc: Any, **options: Any) -> Scene:
 
 def add_rig(scene: Scene, resolver: Resolver, ref: Any) -> tuple[list, list, int | None]:
     """The skeleton a reference names, at frame 0, and its skin (bind pose =
-    the frame-0 world matrices, note 10.3): (joints, node indices, skin index)."""
+    the frame-0 world matrices; docs/formats/knight-online.md): (joints, node indices, skin index)."""
     jdoc = resolver.load(ref, scene, "skeleton")
     if jdoc is None or jdoc.format != "n3joint":
         return [], [], None

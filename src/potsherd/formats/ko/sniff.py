@@ -44,7 +44,7 @@ def foreign_shape(data: bytes, e: FormatError) -> str | None:
     """A shape of another N3 game (Repent Online): a plausible transform name,
     then a layout this engine does not read."""
     if _plausible_string(data, 0) is not None and _failed_inside(data, e):
-        return "n3shape of an unknown layout (note row 3: a Repent Online shape)"
+        return "n3shape of an unknown layout (a Repent Online shape)"
     return None
 
 
@@ -61,7 +61,7 @@ def foreign_opd(data: bytes, e: FormatError) -> str | None:
             continue
         w, h = struct.unpack_from("<2f", data, off)
         if 0 < w <= 65536 and 0 < h <= 65536 and _failed_inside(data, e):
-            return "opd of an unknown layout (note row 15: the Hero Online build)"
+            return "opd of an unknown layout (the Hero Online build)"
     return None
 
 
@@ -73,19 +73,19 @@ def foreign_gtd(data: bytes, e: FormatError) -> str | None:
     header = v in (1, 2) and _plausible_string(data, 4, 64) is not None
     size_ok = v is not None and v > 1 and ((v - 1) & (v - 2)) == 0
     if not header and not size_ok and len(data) >= 4096:
-        return "gtd of an unknown layout (note row 14: obfuscated or compressed)"
+        return "gtd of an unknown layout (obfuscated or compressed)"
     return None
 
 
 def foreign_uif(data: bytes, e: FormatError) -> str | None:
-    """A UIF of an older or foreign build (note row 20): a plausible root
+    """A UIF of an older or foreign build: a plausible root
     name and child count, but a layout this engine does not read."""
     end = _plausible_string(data, 0, 256)
     if end is None or _i32(data, end) is None:
         return None
     count = int.from_bytes(data[end:end + 2], "little", signed=True)
     if 0 <= count <= 4096 and _failed_inside(data, e):
-        return "uif of an unknown layout (note row 20)"
+        return "uif of an unknown layout"
     return None
 
 
@@ -96,7 +96,7 @@ def foreign_uif(data: bytes, e: FormatError) -> str | None:
 def check_fxb(doc: Document) -> None:
     v = doc.root.get("version")
     if isinstance(v, int) and v >= 3:
-        doc.warnings.append(f"fxb version {v}: part layouts unknown (note row 8); "
+        doc.warnings.append(f"fxb version {v}: part layouts unknown; "
                             f"body of {len(doc.root.get('body', b''))} bytes kept raw")
 
 

@@ -28,7 +28,7 @@ def _roundtrips(data: bytes, enc: str) -> str | None:
 
 
 class KoString(String):
-    """The spec's ``string`` with the note's text view (section 8).
+    """The spec's ``string`` with the text view of docs/formats/knight-online.md.
 
     Readable JSON shows the file's code page (cp949, or cp950 for ``_tw``
     files) where it round-trips, else the other code page as
