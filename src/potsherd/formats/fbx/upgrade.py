@@ -57,7 +57,7 @@ def _keep_take_spans(doc: Document, scene: Any) -> None:
     """Give every 5.x/6.x Take its stack, with its LocalTime span, even when it
     animates nothing the scene holds (applications list and play it)."""
     from ...scene import Animation
-    from .scene import KTIME_PER_SECOND
+    from .objects import KTIME_PER_SECOND
     root = doc.root
     if doc.format == "fbx-ascii":
         root = ascii_tree_to_binary(root, "none")
