@@ -78,7 +78,7 @@ EXPORT_OPTIONS = {
 
 def _scene_exporter(name: str):
     def to_scene(doc: Document, **options: Any):
-        from .scene import SCENES  # scene.py imports this module
+        from .scene import SCENES  # imported when first used
         return SCENES[name](doc, **options)
     to_scene.__doc__ = f"The {name} document as a neutral scene (glTF export)."
     return to_scene
@@ -109,7 +109,7 @@ IMPORT_OPTIONS = {
 def _scene_importer(name: str):
     def from_scene(scene: Any, *, like: Document | None = None, out_name: str = "",
                    **options: Any):
-        from .importer import IMPORTERS  # importer.py imports this module
+        from .importer import IMPORTERS  # imported when first used (it is large)
         return IMPORTERS[name](scene, like=like, out_name=out_name, **options)
     from_scene.__doc__ = f"A neutral scene (glTF import) as {name} file(s)."
     return from_scene
@@ -281,7 +281,7 @@ CODECS = [
 
 def _zone_to_scene(doc: Document, **options: Any):
     """The gtd terrain, its water and the opd's objects as a neutral scene."""
-    from .zone import scene_zone  # zone.py imports this module
+    from .zone import scene_zone  # imported when first used
     return scene_zone(doc, **options)
 
 
