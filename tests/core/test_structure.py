@@ -15,7 +15,8 @@ MAX_LINES = 800
 #: the engine (core/) is being split into packages by another change (issue 12, item 5):
 #: its two modules and their mutual import are exempt here until that lands
 ENGINE = {"potsherd.core.layout", "potsherd.core.fastpath"}
-SIZE_EXEMPT: set[str] = set(ENGINE)
+#: formats/fbx/writer.py is being fixed by another change at the same time; split it after
+SIZE_EXEMPT: set[str] = set(ENGINE) | {"potsherd.formats.fbx.writer"}
 TWO_WAY_EXEMPT = {("potsherd.core.fastpath", "potsherd.core.layout")}
 
 
