@@ -106,6 +106,7 @@ def read_manifest() -> list[dict]:
 
 def write_manifest() -> Path:
     """Regenerate ``formats/manifest.json`` from the codecs; returns its path."""
+    from .core.fileio import atomic_write
     path = Path(__file__).resolve().parent / "formats" / MANIFEST
-    path.write_text(json.dumps(build_manifest(), indent=1) + "\n", encoding="utf-8")
+    atomic_write(path, (json.dumps(build_manifest(), indent=1) + "\n").encode("utf-8"))
     return path
