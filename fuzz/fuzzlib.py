@@ -35,7 +35,7 @@ from typing import Any, Callable, Iterable
 import numpy as np
 
 import potsherd
-from potsherd import registry
+from potsherd import families as potsherd_families, registry
 from potsherd.core.errors import (EncodeError, FormatError, InternalDecodeError,
                                   JsonFormatError)
 from potsherd.core.limits import Limits
@@ -48,8 +48,8 @@ except ImportError:  # pragma: no cover
 
 REPO = Path(__file__).resolve().parents[1]
 CORPUS_ROOT = REPO.parent / "shared" / "corpus"
-#: corpus sub-folder of each family
-FAMILY_CORPUS = {"ko": "ko", "darkstar": "dts", "fbx": "fbx", "trle": "tr4wad"}
+#: corpus sub-folder of each family (the main one its descriptor names)
+FAMILY_CORPUS = {f.name: f.corpus[0] for f in potsherd_families.FAMILIES}
 FAMILIES = tuple(FAMILY_CORPUS)
 
 #: the limits every fuzzed decode runs under: the defaults, except a smaller

@@ -15,13 +15,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-CORPUS_ROOT = ROOT.parent / "shared" / "corpus"
-
-
-def corpus_path(family: str) -> Path:
-    """``../shared/corpus/<family>`` beside the checkout (it may not exist)."""
-    return CORPUS_ROOT / family
+from corpus_paths import CORPUS_ROOT, ROOT, corpus_path  # noqa: F401  (shared with the tests)
 
 
 @pytest.fixture

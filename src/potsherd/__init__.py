@@ -13,12 +13,12 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from .core.errors import (CountError, EncodeError, FormatError, InternalDecodeError,
-                          JsonFormatError, LimitError, MagicError, TruncatedError,
-                          UnknownFormatError)
+from .errors import (CountError, EncodeError, FormatError, InternalDecodeError,
+                     InternalEncodeError, JsonFormatError, LimitError, MagicError,
+                     NoGeometryError, NoImportError, NoSceneError, SceneExportError,
+                     SceneImportError, TruncatedError, UnknownFormatError, ValueFormatError)
 from .core.limits import DEFAULT_LIMITS, Limits
 from .document import Document
-from . import formats  # noqa: E402  (callable: potsherd.formats() == list_formats())
 
 __version__ = "0.1.0"
 
@@ -27,10 +27,11 @@ __version__ = "0.1.0"
 # light module (errors, limits) stay quick.
 
 __all__ = [
-    "read", "write", "from_json", "formats", "list_formats", "Document", "Limits",
+    "read", "write", "from_json", "list_formats", "Document", "Limits",
     "FormatError", "TruncatedError", "CountError", "MagicError", "LimitError",
-    "JsonFormatError", "EncodeError", "UnknownFormatError", "InternalDecodeError",
-    "import_gltf",
+    "ValueFormatError", "JsonFormatError", "EncodeError", "UnknownFormatError",
+    "InternalDecodeError", "InternalEncodeError", "NoSceneError", "SceneExportError",
+    "NoGeometryError", "NoImportError", "SceneImportError", "import_gltf",
 ]
 
 
@@ -69,13 +70,12 @@ def from_json(obj: dict | str | bytes) -> Document:
 
 
 def list_formats() -> list[dict]:
-    """The supported formats: name, family, extensions, description.
-
-    Also available as ``potsherd.formats()``."""
+    """The supported formats: name, family, extensions, magic (hex), description,
+    ``features`` (read, write, json, export, import, textures, transcode: bools) and
+    the declared ``export_options`` / ``import_options``.  Does not import the
+    families when they are not loaded yet (see :mod:`potsherd.families`)."""
     from . import registry as _registry
-    return [{"name": c.name, "family": c.family, "extensions": list(c.extensions),
-             "magic": c.magic.hex() if c.magic else None, "description": c.description}
-            for c in _registry.codecs()]
+    return _registry.format_rows()
 
 
 def import_gltf(src: Any, dst: str | os.PathLike, *, format: str | None = None,

@@ -18,7 +18,7 @@ from typing import IO, Any, Iterable, Iterator
 
 from . import registry
 from .core.errors import LimitError, UnknownFormatError
-from .core.fileio import atomic_write, output_target
+from .core.fileio import atomic_write, output_target, read_stream
 from .core.limits import DEFAULT_LIMITS, Limits
 
 #: the path that means standard input (reading commands) or standard output (writing ones)
@@ -76,6 +76,21 @@ def make_limits(**changes: int | None) -> Limits:
     return DEFAULT_LIMITS.replace(**changes) if changes else DEFAULT_LIMITS
 
 
+LIMIT_FLAGS = ("max_depth", "max_elements", "max_inflated", "max_input")
+
+
+def limits_from_args(args: Any) -> Limits:
+    """The limits an argparse namespace asks for (``--max-input`` ...), for the
+    command modules of the families (which must not import the CLI module)."""
+    return make_limits(**{name: getattr(args, name, None) for name in LIMIT_FLAGS})
+
+
+def read_doc_args(path: str, args: Any):
+    """``(bytes, Document)`` of ``path`` with the limits, format and params of ``args``."""
+    return read_doc(path, limits=limits_from_args(args), format=getattr(args, "format", None),
+                    params=parse_params(getattr(args, "param", None)))
+
+
 def read_input(path: str, limits: Limits = DEFAULT_LIMITS, *, stdio: bool = True) -> bytes:
     """The bytes of ``path`` (``-``: standard input unless ``stdio`` is False),
     refusing before reading what is larger than ``limits.max_input``.  A folder
@@ -108,22 +123,6 @@ def read_input(path: str, limits: Limits = DEFAULT_LIMITS, *, stdio: bool = True
         return data
 
 
-_STREAM_CHUNK = 1 << 20
-
-
-def read_stream(f: IO[bytes], limit: int) -> bytes:
-    """Up to ``limit + 1`` bytes of a stream (standard input, a FIFO) read in
-    1 MiB pieces, so memory follows what is actually sent, not the limit
-    (one ``read(limit + 1)`` asks the allocator for the whole limit)."""
-    parts: list[bytes] = []
-    total = 0
-    while total <= limit:
-        chunk = f.read(min(_STREAM_CHUNK, limit + 1 - total))
-        if not chunk:
-            break
-        parts.append(chunk)
-        total += len(chunk)
-    return b"".join(parts)
 
 
 def read_doc(path: str, *, limits: Limits = DEFAULT_LIMITS, format: str | None = None,

@@ -11,7 +11,7 @@ import os
 import sys
 from typing import Any, Iterator
 
-from . import __version__, api, registry
+from . import __version__, api, families, registry
 from .api import UsageError, display_path, parse_params
 from .core.errors import FormatError
 from .core.plainjson import plain_json
@@ -20,15 +20,8 @@ from .core.limits import Limits
 __all__ = ["main", "build_parser", "UsageError", "parse_params", "read_doc", "iter_inputs"]
 
 
-def limits_from_args(args) -> Limits:
-    return api.make_limits(**{name: getattr(args, name, None) for name in
-                              ("max_depth", "max_elements", "max_inflated", "max_input")})
-
-
-def read_doc(path: str, args):
-    """``(bytes, Document)`` of ``path`` with the limits, format and params of ``args``."""
-    return api.read_doc(path, limits=limits_from_args(args), format=getattr(args, "format", None),
-                        params=parse_params(getattr(args, "param", None)))
+limits_from_args = api.limits_from_args
+read_doc = api.read_doc_args
 
 
 def iter_inputs(paths: list[str], *, skip_unknown: bool) -> Iterator[str]:
@@ -97,15 +90,13 @@ def _error_line(path: str, reason: Any) -> str:
 # ----------------------------------------------------------------------------
 # commands
 
+FEATURES = ("read", "write", "json", "export", "import")
+
+
 def cmd_formats(args) -> int:
-    from . import list_formats
-    rows = list_formats()
-    by_name = {c.name: c for c in registry.codecs()}
-    for r in rows:
-        c = by_name.get(r["name"])
-        r["export_options"] = [{"name": o.name, "type": o.type.__name__, "help": o.help,
-                                "default": o.default}
-                               for o in (c.export_options if c else ())]
+    """Each format with what its codec declares (read from the manifest: listing
+    formats imports no family)."""
+    rows = registry.format_rows()
     if args.json:
         print(json.dumps(rows, indent=1))
         return 0
@@ -115,30 +106,40 @@ def cmd_formats(args) -> int:
             continue
         print(f"{fam}:")
         for r in fam_rows:
-            print(f"  {r['name']:<16} {' '.join(r['extensions']):<24} {r['description']}")
-        for line in _family_option_lines(fam):
+            feats = r.get("features", {})
+            can = ",".join(f for f in FEATURES if feats.get(f)) or "-"
+            print(f"  {r['name']:<16} {' '.join(r['extensions']):<24} {can:<30} "
+                  f"{r['description']}")
+        for line in _family_option_lines(fam, rows):
             print(line)
     return 0
 
 
-def _family_option_lines(family: str, indent: str = "    ") -> list[str]:
+def _option_line(o: dict) -> str:
+    default = f" (default {o['default']})" if o.get("default") is not None else ""
+    return f"{o['name']}={o['type'].upper()}  {o['help']}{default}"
+
+
+def _family_option_lines(family: str, rows: list[dict], indent: str = "    ") -> list[str]:
     """The glTF export options of one family's codecs, grouped by identical sets."""
     groups: dict = {}
-    for c in registry.codecs():
-        if c.family == family and c.export_options:
-            groups.setdefault(tuple(c.export_options), []).append(c.name)
+    for r in rows:
+        if r["family"] == family and r.get("export_options"):
+            key = json.dumps(r["export_options"], sort_keys=True)
+            groups.setdefault(key, (r["export_options"], []))[1].append(r["name"])
     lines = []
-    for opts, names in groups.items():
+    for opts, names in groups.values():
         lines.append(f"{indent[:-2]}convert --option for {', '.join(names)}:")
-        lines += [f"{indent}{x}" for x in api.describe_options(opts)]
+        lines += [f"{indent}{_option_line(o)}" for o in opts]
     return lines
 
 
 def options_epilog() -> str:
     """``convert --help`` text listing every family's options."""
+    rows = registry.format_rows()
     lines = ["family options (--option NAME=VALUE; an unknown name is an error):"]
     for fam in registry.FAMILIES:
-        lines += _family_option_lines(fam, indent="      ")
+        lines += _family_option_lines(fam, rows, indent="      ")
     return "\n".join(lines)
 
 
@@ -353,7 +354,14 @@ def cmd_textures(args) -> int:
     return textures.run(args)
 
 
-def build_parser() -> argparse.ArgumentParser:
+#: the commands cli.py adds itself (a family's hook adds the others)
+CORE_COMMANDS = ("example", "formats", "info", "dump", "build", "roundtrip", "validate",
+                 "convert", "render", "textures", "view")
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The argument parser; with ``command`` (the first word of the command line)
+    only the family whose CLI hook adds that command is imported for its hook."""
     p = argparse.ArgumentParser(
         prog="potsherd",
         description="Read, write and convert the 3D asset formats of classic games "
@@ -471,7 +479,7 @@ def build_parser() -> argparse.ArgumentParser:
     common(sp, params=False)
     sp.set_defaults(func=cmd_view)
 
-    for hook in registry.cli_hooks():
+    for hook in registry.cli_hooks(command):
         hook(sub, common)
     return p
 
@@ -493,7 +501,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"potsherd {__version__}")  # without building every family's parser
         return 0
     try:
-        parser = build_parser()
+        words = sys.argv[1:] if argv is None else argv
+        first = next((w for w in words if not w.startswith("-")), None)
+        known = first in CORE_COMMANDS or families.command_family(first or "") is not None
+        parser = build_parser(first if known else None)
         args = parser.parse_args(argv)
         if not getattr(args, "func", None):
             parser.print_help()

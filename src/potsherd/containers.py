@@ -35,7 +35,7 @@ def read_file_bytes(path: str, limits: Limits = DEFAULT_LIMITS) -> bytes:
                              offset=0, path=path)
         if stat.S_ISREG(st.st_mode):
             return f.read(size)  # exactly the file's size, not a buffer sized by the limit
-        from .api import read_stream
+        from .core.fileio import read_stream
         data = read_stream(f, limits.max_input)
         if len(data) > limits.max_input:
             raise LimitError(f"input exceeds the limit of {limits.max_input}", offset=0, path=path)

@@ -6,6 +6,14 @@ import json
 from typing import Any
 
 
+def _no_registry(name: str):
+    raise RuntimeError("potsherd.registry is not imported")  # import potsherd does it
+
+
+#: ``name -> Codec``; :mod:`potsherd.registry` sets it to its ``get_codec``
+codec_lookup = _no_registry
+
+
 @dataclasses.dataclass
 class Document:
     """A decoded file.
@@ -23,11 +31,14 @@ class Document:
     warnings: list = dataclasses.field(default_factory=list)
     meta: dict = dataclasses.field(default_factory=dict)
     source: str | None = None
+    #: the limits it was decoded with: the files it refers to are read within them
+    limits: Any = dataclasses.field(default=None, compare=False, repr=False)
 
     @property
     def codec(self):
-        from .registry import get_codec
-        return get_codec(self.format)
+        """The codec of ``format``, looked up through the registry (which installs
+        the lookup when it is imported, so this module does not import it)."""
+        return codec_lookup(self.format)
 
     def encode(self) -> bytes:
         """The file's bytes.  Only :class:`EncodeError` (a FormatError) escapes."""

@@ -17,6 +17,7 @@ from typing import Any, Iterable
 
 from .core.errors import EncodeError, FormatError
 from .core.fileio import atomic_write
+from .errors import NoImportError, SceneImportError
 from .core.limits import DEFAULT_LIMITS, Limits
 from .document import Document
 from .registry import Codec, coerce_options
@@ -25,14 +26,6 @@ __all__ = ["import_gltf", "scene_to_files", "convert_via_scene", "goes_through_s
            "SceneImportError", "OptionError"]
 
 GLTF_EXTENSIONS = (".glb", ".gltf")
-
-
-class NoImportError(FormatError):
-    """The target format has no ``from_scene`` (cannot be made from glTF yet)."""
-
-
-class SceneImportError(FormatError):
-    """A bug in a family's ``from_scene``, wrapped (never a traceback)."""
 
 
 class OptionError(ValueError):
@@ -76,7 +69,7 @@ def target_codec(dst: str | os.PathLike, format: str | None = None,
             cands = [like.codec] + [c for c in cands if c is not like.codec]
     if not cands:
         raise OptionError(f"no format for {what}; say it with --to (see `potsherd formats`)")
-    importing = [c for c in cands if getattr(c, "from_scene", None) is not None]
+    importing = [c for c in cands if c.from_scene is not None]
     if not importing:
         names = ", ".join(c.name for c in cands)
         raise NoImportError(f"{names} cannot be made from glTF yet (the {cands[0].family} "
@@ -213,13 +206,13 @@ def goes_through_scene(doc: Document, target: str) -> bool:
     """True when ``doc`` reaches ``target`` only through the neutral scene: the
     source has ``to_scene``, the target codec has ``from_scene``, and the source
     has no direct conversion to it (a different family)."""
-    if getattr(doc.codec, "to_scene", None) is None:
+    if doc.codec.to_scene is None:
         return False
     try:
         codec = target_codec("out." + target, target)
     except (OptionError, FormatError):
         return False
-    return codec.family != doc.codec.family or getattr(doc.codec, "convert", None) is None
+    return codec.family != doc.codec.family or doc.codec.convert is None
 
 
 def convert_via_scene(doc: Document, dst: str | os.PathLike, target: str,

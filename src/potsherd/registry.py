@@ -13,7 +13,6 @@ direction accepts are declared as :class:`Option` tuples (``export_options``,
 """
 from __future__ import annotations
 
-import importlib
 import os
 from typing import Any, Iterable, NamedTuple
 
@@ -22,9 +21,12 @@ from .core.errors import (FormatError, InternalDecodeError, JsonFormatError, Lim
 from .core.layout import JsonCtx, Layout
 from .core.limits import DEFAULT_LIMITS, Limits
 from .core.spans import SpanMap
+from . import document as _document
 from .document import Document
+from . import families as _families
 
-FAMILIES = ("ko", "darkstar", "fbx", "trle")
+#: family names, in listing order (the descriptors are in :mod:`potsherd.families`)
+FAMILIES = _families.NAMES
 
 JSON_VERSION = 1
 
@@ -99,6 +101,22 @@ class Codec:
     #: options accepted by ``to_scene`` / ``from_scene``
     export_options: tuple[Option, ...] = ()
     import_options: tuple[Option, ...] = ()
+    #: ``textures(doc, **options) -> [(name, PNG bytes)]`` (texture extraction), or None
+    textures: Any = None
+    #: options accepted by ``textures``
+    texture_options: tuple[Option, ...] = ()
+    #: ``convert(doc, to, **options)``: a same-family transcode (FBX binary <-> ASCII), or None
+    convert: Any = None
+    #: the three directions every byte-exact codec has; a codec lacking one says so
+    can_read: bool = True
+    can_write: bool = True
+    can_json: bool = True
+
+    def features(self) -> dict[str, bool]:
+        """What this codec can do, as ``potsherd formats`` shows it."""
+        return {"read": self.can_read, "write": self.can_write, "json": self.can_json,
+                "export": self.to_scene is not None, "import": self.from_scene is not None,
+                "textures": self.textures is not None, "transcode": self.convert is not None}
 
     def sniff(self, data: bytes) -> bool:
         """True when ``data`` looks like this format (magic bytes by default)."""
@@ -286,7 +304,6 @@ class LayoutCodec(Codec):
 
 _CODECS: dict[str, Codec] = {}
 _LOADED = False
-_CLI_HOOKS: list = []
 
 
 def register(codec: Codec) -> Codec:
@@ -302,13 +319,14 @@ def _load() -> None:
     if _LOADED:
         return
     _LOADED = True
-    for fam in FAMILIES:
-        mod = importlib.import_module(f"potsherd.formats.{fam}")
-        for c in getattr(mod, "CODECS", ()):
+    for fam in _families.FAMILIES:
+        for c in fam.codecs():
             register(c)
-        hook = getattr(mod, "add_cli", None)
-        if hook is not None:
-            _CLI_HOOKS.append(hook)
+
+
+def loaded() -> bool:
+    """True once the families' codecs are imported."""
+    return _LOADED
 
 
 def codecs() -> list[Codec]:
@@ -316,9 +334,28 @@ def codecs() -> list[Codec]:
     return list(_CODECS.values())
 
 
-def cli_hooks() -> list:
-    _load()
-    return list(_CLI_HOOKS)
+def cli_hooks(command: str | None = None) -> list:
+    """The functions adding family subcommands: all of them, or only the one that
+    adds ``command`` (none when a core command is named), so that running a core
+    command does not import every family."""
+    if command is None:
+        wanted = _families.FAMILIES
+    else:
+        fam = _families.command_family(command)
+        wanted = (fam,) if fam is not None else ()
+    return [h for h in (f.add_cli() for f in wanted) if h is not None]
+
+
+def format_rows() -> list[dict]:
+    """What every codec declares (name, extensions, magic, features, options).
+
+    From the live codecs once they are loaded (so a codec registered at run time
+    is listed), else from the generated manifest, without importing any family."""
+    if _LOADED:
+        return [_families.describe_codec(c) for c in _CODECS.values()]
+    rows = _families.read_manifest()
+    listed = {r["name"] for r in rows}
+    return rows + [_families.describe_codec(c) for c in _CODECS.values() if c.name not in listed]
 
 
 def get_codec(name: str) -> Codec:
@@ -327,6 +364,9 @@ def get_codec(name: str) -> Codec:
         return _CODECS[name]
     except KeyError:
         raise UnknownFormatError(f"unknown format {name!r}; see `potsherd formats`") from None
+
+
+_document.codec_lookup = get_codec
 
 
 def _ext_of(path: str) -> str:
@@ -409,10 +449,11 @@ def decode(data: bytes, *, format: str | None = None, path: str | None = None,
         raise FormatError("nesting too deep for this decoder") from None
     except MemoryError:
         raise FormatError("out of memory while decoding") from None
-    except Exception as e:  # noqa: BLE001 - the safety net the issue asks for
+    except Exception as e:  # noqa: BLE001 - the safety net: never a traceback
         raise InternalDecodeError(f"internal error in the {codec.name} decoder: "
                                   f"{type(e).__name__}: {e}") from e
     doc.source = path
+    doc.limits = limits
     return doc
 
 
@@ -436,6 +477,7 @@ def decode_with_spans(data: bytes, *, format: str | None = None, path: str | Non
         raise InternalDecodeError(f"internal error in the {codec.name} decoder: "
                                   f"{type(e).__name__}: {e}") from e
     doc.source = path
+    doc.limits = limits
     return doc, spans
 
 

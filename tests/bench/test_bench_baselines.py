@@ -7,20 +7,16 @@ its last byte.  The generated large inputs must round-trip.
 """
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 
+from corpus_paths import CORPUS_ROOT, ROOT
+from handwritten import DECODERS            # benchmarks/ (pytest pythonpath)
 from potsherd import registry
+from test_engine_differential import deep_diff
 
-ROOT = Path(__file__).resolve().parents[2]
-CORPUS = ROOT.parent / "shared" / "corpus" / "ko"
-sys.path.insert(0, str(ROOT / "benchmarks"))
-sys.path.insert(0, str(ROOT / "tests" / "core"))
-
-from handwritten import DECODERS  # noqa: E402
-from test_engine_differential import deep_diff  # noqa: E402
+CORPUS = CORPUS_ROOT / "ko"
 
 
 def corpus_files(ext: str) -> list[Path]:

@@ -38,8 +38,12 @@ def test_api_read_write_json_roundtrip(tmp_path):
     assert potsherd.write(doc) == sample()
     for form in ("wire", "readable"):
         assert potsherd.write(potsherd.from_json(json.dumps(doc.to_json(form)))) == sample()
-    assert {"name": "pstest", "family": "test", "extensions": [".pstest"], "magic": "50535431",
-            "description": "test-only format"} in potsherd.formats()
+    row = next(r for r in potsherd.list_formats() if r["name"] == "pstest")
+    assert {k: row[k] for k in ("name", "family", "extensions", "magic", "description")} == {
+        "name": "pstest", "family": "test", "extensions": [".pstest"], "magic": "50535431",
+        "description": "test-only format"}
+    assert row["features"] == {"read": True, "write": True, "json": True, "export": False,
+                               "import": False, "textures": False, "transcode": False}
 
 
 def test_magic_detection_without_extension_and_unknown_input():

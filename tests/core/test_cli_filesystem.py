@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from corpus_paths import CORPUS_ROOT
+
 SRC = Path(__file__).resolve().parents[2] / "src"
 IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
 
@@ -669,7 +671,7 @@ def test_a_model_whose_references_are_missing_is_an_error():
     _check_geometry("a.n3joint", Scene(name="joint"))
 
 
-CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
+CORPUS = CORPUS_ROOT
 
 
 def test_full_disk_fbx_to_ascii_and_trle_insert(tmp_path, tiny_tmpfs):

@@ -24,8 +24,9 @@ from potsherd.core import fastpath
 from potsherd.core.errors import FormatError
 from potsherd.core.layout import JsonCtx, Layout, Storage
 from potsherd.core.limits import DEFAULT_LIMITS
+from corpus_paths import CORPUS_ROOT
 
-CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
+CORPUS = CORPUS_ROOT
 
 
 def deep_diff(a, b, path="$"):

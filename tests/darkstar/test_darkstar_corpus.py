@@ -13,9 +13,10 @@ import pytest
 import potsherd
 from potsherd.core.errors import MagicError
 from potsherd.formats.darkstar import geometry
+from corpus_paths import CORPUS_ROOT
 
 # tests/darkstar/<file> -> repo root is parents[2]; shared/ sits beside the repo
-CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus" / "dts"
+CORPUS = CORPUS_ROOT / "dts"
 
 if not CORPUS.is_dir():
     pytest.skip("shared Darkstar corpus not present", allow_module_level=True)

@@ -24,8 +24,9 @@ from potsherd.scene import (Animation, Channel, Image, Material, Mesh, Primitive
                             TextureRef, trs_to_matrix)
 
 from dts_fixtures import NAME_TAIL, envelope, shape_doc
+from corpus_paths import CORPUS_ROOT
 
-CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus" / "dts"
+CORPUS = CORPUS_ROOT / "dts"
 H = math.sqrt(0.5)
 needs_corpus = pytest.mark.skipif(not CORPUS.is_dir(), reason="shared Darkstar corpus not present")
 

@@ -14,10 +14,11 @@ from potsherd.export import render as rd
 from potsherd.export.gltf import write_glb
 from potsherd.formats.darkstar import DTS
 from potsherd.formats.darkstar.scene import to_scene
+from corpus_paths import CORPUS_ROOT
 
 gltf_read = pytest.importorskip("potsherd.scene.gltf_read")
 
-SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
+SHARED = CORPUS_ROOT
 DTS_CORPUS = SHARED / "dts"
 GLB_CORPUS = SHARED / "glb"
 

@@ -276,6 +276,6 @@ def test_json_errors():
 
 
 def test_registry_entries():
-    rows = {r["name"]: r for r in potsherd.formats() if r["family"] == "darkstar"}
+    rows = {r["name"]: r for r in potsherd.list_formats() if r["family"] == "darkstar"}
     assert rows["dts"]["extensions"] == [".dts"] and rows["dts"]["magic"] == "50455253"
     assert rows["dml"]["extensions"] == [".dml"] and rows["dml"]["magic"] == "50455253"

@@ -16,9 +16,10 @@ from potsherd.formats.darkstar.scene import to_scene
 from potsherd.scene import trs_to_matrix
 
 from dts_fixtures import envelope, matlist_bytes, shape_doc
+from corpus_paths import CORPUS_ROOT
 
 H = math.sqrt(0.5)
-CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus" / "dts"
+CORPUS = CORPUS_ROOT / "dts"
 
 
 def _doc(root: dict) -> potsherd.Document:

@@ -22,8 +22,9 @@ from potsherd.formats.darkstar.scene import to_scene
 from potsherd.formats.darkstar.skinning import world_matrices
 
 from dts_fixtures import envelope, shape_doc
+from corpus_paths import CORPUS_ROOT
 
-CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus" / "dts"
+CORPUS = CORPUS_ROOT / "dts"
 LARMOR = CORPUS / "tribesrebirth" / "entities_vol" / "larmor.dts"
 
 

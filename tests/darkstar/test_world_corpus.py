@@ -13,8 +13,9 @@ import pytest
 import potsherd
 from potsherd.export.gltf import document_scene
 from potsherd.formats.darkstar.volumes import build_volume, list_members
+from corpus_paths import CORPUS_ROOT
 
-WORLD = Path(__file__).resolve().parents[2].parent / "shared" / "corpus" / "darkstar-world"
+WORLD = CORPUS_ROOT / "darkstar-world"
 
 if not WORLD.is_dir():
     pytest.skip("shared Darkstar world corpus not present", allow_module_level=True)

@@ -18,8 +18,9 @@ from potsherd import registry
 from potsherd.core.errors import FormatError, UnknownFormatError
 from potsherd.export.gltf import NoSceneError, document_scene, write_glb
 from potsherd.export.validate import validate_many, validator_available
+from corpus_paths import CORPUS_ROOT
 
-CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
+CORPUS = CORPUS_ROOT
 FAMILY_DIRS = ["ko", "dts", "fbx", "tr4wad"]
 LIMIT = int(os.environ.get("POTSHERD_GLTF_CORPUS_LIMIT", "400"))
 

@@ -27,8 +27,9 @@ from PIL import Image
 
 from potsherd.cli import main
 from potsherd.export import render as rd
+from corpus_paths import CORPUS_ROOT
 
-CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
+CORPUS = CORPUS_ROOT
 SIZE = 96            # tile size: small keeps the file fast; every measure is a ratio
 HEADER = 14          # caption strip above the tiles of a rendered sheet
 BACKGROUND = np.array([0.22, 0.24, 0.27])    # the renderer's clear colour

@@ -8,13 +8,10 @@ area) and draw the rest exactly as if the part were absent.
 """
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from export_scenes import cube  # noqa: E402
 

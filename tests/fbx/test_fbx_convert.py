@@ -11,11 +11,13 @@ import pytest
 import potsherd
 from potsherd.cli import main
 from potsherd.core.errors import EncodeError
-from potsherd.formats.fbx.convert import convert_document, to_ascii, to_binary
+from potsherd.formats.fbx.transcode import to_ascii, to_binary
+from potsherd.formats.fbx.upgrade import convert_document
 from potsherd.formats.fbx.model import file_id, footer_id
 from potsherd.formats.fbx.tables import expand, load_table
+from corpus_paths import CORPUS_ROOT
 
-CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus" / "fbx"
+CORPUS = CORPUS_ROOT / "fbx"
 
 ASCII = (
     "; FBX 7.4.0 project file\n"

@@ -13,9 +13,10 @@ import pytest
 import potsherd
 from potsherd.core.values import f64_to_bits
 from potsherd.formats.fbx.binary import MAGIC
-from potsherd.formats.fbx.convert import to_ascii, to_binary
+from potsherd.formats.fbx.transcode import to_ascii, to_binary
+from corpus_paths import CORPUS_ROOT
 
-CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus" / "fbx"
+CORPUS = CORPUS_ROOT / "fbx"
 FILES = sorted(p for p in CORPUS.glob("*") if p.suffix.lower() == ".fbx") if CORPUS.is_dir() else []
 BINARY_ONLY = (b"FileId", b"CreationTime", b"Creator")
 

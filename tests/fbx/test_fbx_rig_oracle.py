@@ -19,8 +19,9 @@ import pytest
 
 import potsherd
 from potsherd.scene import trs_to_matrix
+from corpus_paths import CORPUS_ROOT
 
-CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus" / "fbx"
+CORPUS = CORPUS_ROOT / "fbx"
 #: allowed distance, relative to the diagonal of the rest pose's node positions
 REL_TOL = 1e-3
 NAMED = ("motionbuilder_sausage_rrss", "maya_instanced_skin", "maya_anim_layers",

@@ -10,8 +10,9 @@ import pytest
 
 import potsherd
 from potsherd.scene import trs_to_matrix
+from corpus_paths import CORPUS_ROOT
 
-CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus" / "fbx"
+CORPUS = CORPUS_ROOT / "fbx"
 
 QUAD = """; FBX 7.4.0 project file
 FBXHeaderExtension:  {

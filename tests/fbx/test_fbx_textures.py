@@ -18,8 +18,9 @@ import potsherd
 from potsherd.export.gltf import export_document
 from potsherd.formats.fbx.model import FbxNode
 from potsherd.scene.gltf_read import read_gltf
+from corpus_paths import CORPUS_ROOT
 
-CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus" / "fbx"
+CORPUS = CORPUS_ROOT / "fbx"
 MAX_PBR = "assimp__maxPbrMaterial_metalRough.fbx"
 EMBEDDED = "ufbx__blender_293_embedded_textures_7400_binary.fbx"
 
@@ -53,7 +54,7 @@ def _glb(fbx: Path, tmp: Path, **options):
 
 def _texture_names(fbx: Path) -> list[str]:
     """The external file names of every Texture without embedded content."""
-    from potsherd.formats.fbx.convert import ascii_tree_to_binary
+    from potsherd.formats.fbx.transcode import ascii_tree_to_binary
     doc = potsherd.read(fbx)
     root = doc.root if doc.format != "fbx-ascii" else ascii_tree_to_binary(doc.root, "none")
     names = []

@@ -15,8 +15,9 @@ from hypothesis import strategies as st
 
 import potsherd
 from potsherd.scene.geometry import earcut_polygon, fan_triangulate, triangulate_polygons
+from corpus_paths import CORPUS_ROOT
 
-CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus" / "fbx"
+CORPUS = CORPUS_ROOT / "fbx"
 
 
 def _signed_area(q: np.ndarray) -> float:

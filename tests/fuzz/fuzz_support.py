@@ -5,15 +5,9 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
-import sys
-from pathlib import Path
 
-FUZZ_DIR = Path(__file__).resolve().parents[2] / "fuzz"
-if str(FUZZ_DIR) not in sys.path:
-    sys.path.insert(0, str(FUZZ_DIR))
-
-import fuzz_core  # noqa: E402
-import fuzzlib  # noqa: E402
+import fuzz_core  # the engine in fuzz/ (on the path through pyproject's pytest pythonpath)
+import fuzzlib
 
 FAMILIES = ("core",) + fuzzlib.FAMILIES
 #: inputs per family in the mutation tier (raise it for a longer local run)

@@ -55,9 +55,6 @@ def test_json_float_array_value_beyond_f32_is_refused():
 
 
 def fbx_seed(name: str) -> bytes:
-    import sys
-    from pathlib import Path
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "fuzz"))
     import fuzz_fbx
     if "fbx" not in {c.name for c in registry.codecs()}:
         pytest.skip("codec fbx is not available")
@@ -86,15 +83,13 @@ def test_fbx_array_whose_payload_does_not_inflate_still_dumps_to_json(damage):
         assert potsherd.from_json(text).encode() == data
 
 
-def test_darkstar_info_of_a_shape_whose_material_slot_holds_another_class():
+def test_darkstar_info_of_a_shape_whose_material_slot_holds_another_class(corpus):
     # was: KeyError 'materials' in darkstar/info.py material_info (potsherd info /
     # validate on a damaged shape); built here from a real shape by the encoder
     import copy
-    from pathlib import Path
     from potsherd import cli
-    corpus = Path(__file__).resolve().parents[2].parent / "shared" / "corpus" / "dts"
-    files = sorted((p for p in corpus.rglob("*") if p.suffix.lower() == ".dts"),
-                   key=lambda p: p.stat().st_size) if corpus.is_dir() else []
+    files = sorted((p for p in corpus("darkstar").rglob("*") if p.suffix.lower() == ".dts"),
+                   key=lambda p: p.stat().st_size)
     for f in files:
         doc = potsherd.read(f)
         p = doc.root["payload"]
@@ -146,9 +141,6 @@ def test_fbx_json_with_a_short_creation_time_and_derived_file_id_is_an_encode_er
 def test_fbx_scene_of_damaged_values_is_a_format_error(change, path):
     # was: ValueError (reshape / float() / int()) in fbx/scene.py, reported by
     # `potsherd convert` as "internal error in fbx to_scene"
-    import sys
-    from pathlib import Path
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "fuzz"))
     import fuzz_fbx
     from potsherd.core.errors import ValueFormatError
     from potsherd.export.gltf import document_scene

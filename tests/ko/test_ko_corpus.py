@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 
 import potsherd
+from corpus_paths import CORPUS_ROOT
 
-CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus" / "ko"
+CORPUS = CORPUS_ROOT / "ko"
 EXTENSIONS = {".n3pmesh", ".n3cskins", ".n3cpart", ".n3cplug", ".n3cplug_cloak", ".n3shape",
               ".n3chr", ".n3joint", ".n3anim", ".n3sky", ".fxb", ".gtd", ".opd", ".uif",
               ".n3fxplug", ".n3skin", ".n3imesh"}

@@ -12,8 +12,9 @@ import potsherd
 from potsherd import FormatError
 from potsherd.scene.xform import (mirror_x, mirror_x_matrix, mirror_x_quat, quat_to_matrix,
                                   trs_to_matrix)
+from corpus_paths import CORPUS_ROOT
 
-CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus" / "ko" / "data"
+CORPUS = CORPUS_ROOT / "ko" / "data"
 
 
 def i32(*v):

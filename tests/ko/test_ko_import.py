@@ -17,8 +17,9 @@ from potsherd.formats.ko.pmgen import build_progressive, replay
 from potsherd.scene import Animation, Channel, Material, Mesh, Primitive, Scene, Skin
 from potsherd.scene.gltf_read import read_gltf
 from potsherd.scene.ops import triangle_sets, world_matrices
+from corpus_paths import CORPUS_ROOT
 
-ROOT = Path(__file__).resolve().parents[2].parent / "shared"
+ROOT = CORPUS_ROOT.parent
 KO = ROOT / "corpus" / "ko" / "data"
 GLB = ROOT / "corpus" / "glb"
 SPEC = ROOT / "specs" / "knight-online-wire-layout.txt"

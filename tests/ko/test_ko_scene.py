@@ -12,8 +12,9 @@ import potsherd
 from potsherd import Document
 from potsherd.formats.ko.scene import KeyTrack, skin_arrays
 from potsherd.scene import Scene, trs_to_matrix
+from corpus_paths import CORPUS_ROOT
 
-CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus" / "ko"
+CORPUS = CORPUS_ROOT / "ko"
 
 
 def i32(*v):

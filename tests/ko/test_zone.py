@@ -19,8 +19,9 @@ from PIL import Image
 import potsherd
 from potsherd.export import gltf
 from potsherd.scene import trs_to_matrix
+from corpus_paths import CORPUS_ROOT
 
-CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus" / "ko"
+CORPUS = CORPUS_ROOT / "ko"
 ZONES = CORPUS / "data" / "Zones"
 
 A8R8G8B8 = 21

@@ -7,14 +7,10 @@ applies the same normalisation to the original and then demands equality
 """
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "export"))
-
-from potsherd.scene import Scene, quat_normalize  # noqa: E402
+from potsherd.scene import Scene, quat_normalize
 
 
 def _f32(a):

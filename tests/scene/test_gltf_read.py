@@ -22,8 +22,9 @@ from potsherd.export.gltf import document_scene, glb_bytes, scene_to_gltf, write
 from potsherd.scene import (Animation, Channel, Image, Material, Mesh, MorphTarget, Node,
                             Primitive, Scene, Skin, TextureRef, quat_from_axis_angle)
 from potsherd.scene.gltf_read import read_gltf
+from corpus_paths import CORPUS_ROOT
 
-CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
+CORPUS = CORPUS_ROOT
 
 
 def roundtrip(scene: Scene) -> Scene:

@@ -11,6 +11,7 @@ import struct
 from pathlib import Path
 
 import numpy as np
+from corpus_paths import CORPUS_ROOT
 
 DXT1 = 0x31545844
 DXT3 = 0x33545844
@@ -21,7 +22,7 @@ A4R4G4B4 = 26
 def corpus_root() -> Path:
     """The KO corpus folder (tests skip when it is absent)."""
     # tests/textures/x.py -> parents[1] = tests, .parent = repo; shared/ sits beside the repo
-    return Path(__file__).resolve().parents[2].parent / "shared" / "corpus" / "ko"
+    return CORPUS_ROOT / "ko"
 
 
 def pattern(n: int, seed: int) -> bytes:

@@ -8,8 +8,9 @@ import pytest
 
 import potsherd
 from potsherd.cli import main
+from corpus_paths import CORPUS_ROOT
 
-CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus" / "tr4wad"
+CORPUS = CORPUS_ROOT / "tr4wad"
 POYU = CORPUS / "poyu" / "TR4 color.wad"
 TUT1 = CORPUS / "tut1" / "tut1.WAD"
 pytestmark = pytest.mark.skipif(not CORPUS.is_dir(), reason="shared tr4wad corpus not present")

@@ -16,9 +16,10 @@ from potsherd.formats.trle.catalog import moveable_name
 from potsherd.formats.trle.codecs import animation_ranges
 from potsherd.formats.trle.moveables import (empty_wad, extract, insert, mesh_offsets,
                                              view_from_trwad, view_from_wad)
+from corpus_paths import CORPUS_ROOT
 
 # tests/trle/<file> -> repo root is parents[2]; shared/ sits beside the repo
-CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus" / "tr4wad"
+CORPUS = CORPUS_ROOT / "tr4wad"
 if not CORPUS.is_dir():
     pytest.skip("shared tr4wad corpus not present", allow_module_level=True)
 

@@ -23,8 +23,9 @@ from potsherd.scene.gltf_read import read_gltf
 from potsherd.scene.ops import triangle_sets
 
 from trle_fixtures import tiny_trwad_bytes
+from corpus_paths import CORPUS_ROOT
 
-ROOT = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
+ROOT = CORPUS_ROOT
 CORPUS = ROOT / "tr4wad"
 WADS = [CORPUS / "tut1" / "tut1.WAD", CORPUS / "poyu" / "TR4 color.wad"]
 GLBS = sorted((ROOT / "glb").glob("*.glb")) if (ROOT / "glb").is_dir() else []

@@ -13,8 +13,9 @@ from potsherd.core.errors import FormatError
 from potsherd.export.gltf import write_glb
 
 from trle_fixtures import tiny_trwad_bytes
+from corpus_paths import CORPUS_ROOT
 
-CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus" / "tr4wad"
+CORPUS = CORPUS_ROOT / "tr4wad"
 H = math.sqrt(0.5)
 
 

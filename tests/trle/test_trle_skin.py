@@ -18,8 +18,9 @@ import potsherd
 from potsherd.export.gltf import write_glb
 
 from trle_fixtures import tiny_trwad_bytes
+from corpus_paths import CORPUS_ROOT
 
-CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus" / "tr4wad"
+CORPUS = CORPUS_ROOT / "tr4wad"
 TUT1 = CORPUS / "tut1" / "tut1.WAD"
 H = math.sqrt(0.5)
 

@@ -17,8 +17,9 @@ import potsherd
 from potsherd import registry
 from potsherd.examples import write_examples
 from potsherd.view import make_server
+from corpus_paths import CORPUS_ROOT
 
-CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
+CORPUS = CORPUS_ROOT
 
 
 @pytest.fixture

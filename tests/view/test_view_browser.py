@@ -20,8 +20,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from corpus_paths import CORPUS_ROOT
+
 ROOT = Path(__file__).resolve().parents[2]
-CORPUS = ROOT.parent / "shared" / "corpus"
+CORPUS = CORPUS_ROOT
 ARTIFACTS = ROOT / "build" / "test-artifacts"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 

@@ -19,10 +19,29 @@ import glob
 import os
 import stat
 import tempfile
-from typing import Iterator
+from typing import IO, Iterator
 
 TEMP_PREFIX = ".potsherd-"
 TEMP_SUFFIX = ".part"
+
+
+#: pieces in which a stream of unknown size (standard input, a FIFO) is read
+STREAM_CHUNK = 1 << 20
+
+
+def read_stream(f: IO[bytes], limit: int) -> bytes:
+    """Up to ``limit + 1`` bytes of a stream (standard input, a FIFO) read in
+    1 MiB pieces, so memory follows what is actually sent, not the limit
+    (one ``read(limit + 1)`` asks the allocator for the whole limit)."""
+    parts: list[bytes] = []
+    total = 0
+    while total <= limit:
+        chunk = f.read(min(STREAM_CHUNK, limit + 1 - total))
+        if not chunk:
+            break
+        parts.append(chunk)
+        total += len(chunk)
+    return b"".join(parts)
 
 
 def atomic_write(path: str | os.PathLike, data: bytes) -> None:

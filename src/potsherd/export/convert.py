@@ -23,15 +23,12 @@ from .. import api
 from ..api import UsageError, display_path
 from ..core.errors import FormatError
 from ..core.fileio import atomic_write, remove_temporaries
+from ..errors import NoGeometryError
 
 GLTF_TARGETS = ("glb", "gltf")
 
 #: OS errors after which a batch stops at once (every later file would fail the same way)
 FATAL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS})
-
-
-class NoGeometryError(FormatError):
-    """A model whose geometry lives in referenced files, none of which were found."""
 
 
 def _target_of(args) -> str:
@@ -85,7 +82,7 @@ def convert_file(src: str, dst: str, target: str, options: dict) -> dict:
                                              version=options.get("target_version"))
         summary["in_bytes"] = len(data)
         return summary
-    conv = getattr(doc.codec, "convert", None)
+    conv = doc.codec.convert
     if conv is None:
         raise UsageError(f"{doc.format} cannot be converted to {target!r}")
     out = conv(doc, target, options={"target_version": options.get("target_version"),
@@ -265,8 +262,8 @@ def _can_reach(path: str, target: str) -> bool:
     ext = os.path.splitext(path)[1].lower()
     cands = [c for c in registry.codecs() if ext in c.extensions]
     if target in GLTF_TARGETS:
-        return any(getattr(c, "to_scene", None) is not None for c in cands)
-    return any(getattr(c, "convert", None) is not None for c in cands)
+        return any(c.to_scene is not None for c in cands)
+    return any(c.convert is not None for c in cands)
 
 
 def plan_folder(src_dir: str, dst_dir: str, target: str) -> tuple:

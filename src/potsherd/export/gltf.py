@@ -22,11 +22,12 @@ from typing import Any
 import numpy as np
 
 from ..core.plainjson import plain_json
-
 from ..core.errors import EncodeError, FormatError
 from ..core.fileio import atomic_write
+from ..errors import NoSceneError, SceneExportError
 from ..scene.model import Scene
 from ..scene.xform import decompose_matrix, mat4_to_gltf, quat_normalize
+from .gltf_names import _finite, _safe_name, _uri_stem, unique_names, valid_text
 
 ARRAY_BUFFER = 34962
 ELEMENT_ARRAY_BUFFER = 34963
@@ -39,7 +40,6 @@ _TYPE = {1: "SCALAR", 2: "VEC2", 3: "VEC3", 4: "VEC4", 16: "MAT4"}
 GLB_MAGIC = 0x46546C67
 CHUNK_JSON = 0x4E4F534A
 CHUNK_BIN = 0x004E4942
-
 
 
 _jsonable = plain_json  # extras: see potsherd.core.plainjson
@@ -631,97 +631,6 @@ class _Writer:
         return valid_text(gl)
 
 
-def unique_names(gl: dict) -> None:
-    """Give nodes (joints included) and animations names unique in their list.
-
-    Importers such as assimp refuse a file whose skeleton repeats a joint name
-    (Knight Online skeletons repeat ``end_site``, clip lists repeat ``run``).
-    The first holder keeps the name; later ones become ``name.001``, ... and
-    keep the stored name in ``extras.originalName``."""
-    for key in ("nodes", "animations"):
-        items = gl.get(key) or []
-        taken = {d["name"] for d in items if isinstance(d.get("name"), str)}
-        seen: set = set()
-        for d in items:
-            name = d.get("name")
-            if not isinstance(name, str):
-                continue
-            if name not in seen:
-                seen.add(name)
-                continue
-            k = 1
-            while f"{name}.{k:03d}" in taken:
-                k += 1
-            new = f"{name}.{k:03d}"
-            taken.add(new)
-            seen.add(new)
-            d["name"] = new
-            extras = d.get("extras")
-            if not isinstance(extras, dict):
-                extras = {} if extras is None else {"value": extras}
-            d["extras"] = {**extras, "originalName": name}
-
-
-def valid_text(value: Any) -> Any:
-    """``value`` with every string made valid UTF-8.
-
-    Names taken from file names the OS gave as undecodable bytes (cp949 file
-    names of Korean clients on a UTF-8 system) arrive as surrogate escapes,
-    which JSON cannot encode.  Their bytes are read as cp949 when that decodes,
-    else as UTF-8 with replacement characters."""
-    if isinstance(value, str):
-        return _valid_str(value)
-    if isinstance(value, dict):
-        return {_valid_str(k) if isinstance(k, str) else k: valid_text(v)
-                for k, v in value.items()}
-    if isinstance(value, list):
-        return [valid_text(v) for v in value]
-    return value
-
-
-def _valid_str(text: str) -> str:
-    try:
-        text.encode("utf-8")
-        return text
-    except UnicodeEncodeError:
-        pass
-    raw = text.encode("utf-8", "surrogateescape") if _only_escapes(text) else \
-        text.encode("utf-8", "surrogatepass")
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError:
-        pass
-    try:
-        return raw.decode("cp949")
-    except UnicodeDecodeError:
-        return raw.decode("utf-8", "replace")
-
-
-def _only_escapes(text: str) -> bool:
-    """True when every surrogate in ``text`` is a surrogateescape of one byte."""
-    return all(not 0xD800 <= ord(c) <= 0xDFFF or 0xDC80 <= ord(c) <= 0xDCFF for c in text)
-
-
-def _uri_stem(stem: str) -> str:
-    """A file-name stem as URI text: unchanged when it is valid UTF-8, else its
-    raw bytes percent-encoded (so the URI still names the file on disk)."""
-    try:
-        stem.encode("utf-8")
-        return stem
-    except UnicodeEncodeError:
-        from urllib.parse import quote
-        return quote(os.fsencode(stem))
-
-
-def _finite(values: list, default: float) -> list:
-    return [v if math.isfinite(v) else default for v in values]
-
-
-def _safe_name(name: str) -> str:
-    keep = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in name)
-    return keep.strip("._")[:80]
-
-
 def scene_to_gltf(scene: Scene, binary: bool = True, *, image_files: dict | None = None,
                   bin_uri: str | None = None) -> tuple:
     """Encode a scene: returns ``(gltf_json_dict, bin_bytes)``.
@@ -796,7 +705,7 @@ def write_scene(scene: Scene, path: str | os.PathLike, binary: bool | None = Non
 def document_scene(doc: Any, options: dict | None = None) -> Scene:
     """``doc.codec.to_scene(doc, **options)`` with a clear error when absent."""
     codec = doc.codec
-    to_scene = getattr(codec, "to_scene", None)
+    to_scene = codec.to_scene
     if to_scene is None:
         raise NoSceneError(f"{codec.name} files cannot be exported to glTF (no to_scene "
                            f"in the {codec.family} family yet)")
@@ -807,7 +716,7 @@ def document_scene(doc: Any, options: dict | None = None) -> Scene:
     except FormatError:
         raise
     except ModuleNotFoundError as e:
-        if (e.name or "").startswith("potsherd.formats."):   # family converter not written yet
+        if (e.name or "").startswith("potsherd.formats."):   # a family without a converter module
             raise NoSceneError(f"{codec.name} files cannot be exported to glTF yet "
                                f"({e.name} is missing)") from None
         raise SceneExportError(f"{codec.name} to_scene: {e}") from e
@@ -844,14 +753,6 @@ def write_exported(scene: Scene, out_path: str | os.PathLike, *, binary: bool = 
     return {"path": os.fspath(out_path), "bytes": size, "nodes": len(scene.nodes),
             "meshes": len(scene.meshes), "animations": len(scene.animations),
             "warnings": list(scene.warnings)}
-
-
-class NoSceneError(FormatError):
-    """The codec has no glTF conversion."""
-
-
-class SceneExportError(FormatError):
-    """A bug in a family's ``to_scene`` or in the writer, wrapped."""
 
 
 def _texcoords_needed(m: Any) -> int:

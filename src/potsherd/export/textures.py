@@ -39,7 +39,7 @@ def _has_texture_codec(path: str) -> bool:
     walk those, so other formats are not decoded for nothing)."""
     from .. import registry
     ext = os.path.splitext(path)[1].lower()
-    return any(ext in c.extensions and hasattr(c, "textures") for c in registry.codecs())
+    return any(ext in c.extensions and c.textures is not None for c in registry.codecs())
 
 
 def _jobs(inputs: list[str]):
@@ -66,18 +66,18 @@ def _jobs(inputs: list[str]):
 def _texture_options(codec, args) -> dict:
     """``--option``/``--data-root`` for codecs that declare ``texture_options``
     (unknown names are a usage error); nothing for the others."""
-    declared = getattr(codec, "texture_options", ())
+    declared = codec.texture_options
     given = {}
     for item in getattr(args, "option", None) or []:
         if "=" not in item:
-            from ..cli import UsageError
+            from ..api import UsageError
             raise UsageError(f"--option expects name=value, got {item!r}")
         k, v = item.split("=", 1)
         given[k.strip()] = v
     if not declared:
         return {}
     from ..registry import coerce_options
-    from ..cli import UsageError
+    from ..api import UsageError
     try:
         opts = coerce_options(declared, given, what=codec.name)
     except ValueError as e:
@@ -116,7 +116,7 @@ def run(args) -> int:
             print(f"FAIL  {api.display_path(path)}: {e.strerror or e}", file=sys.stderr)
             failed += 1
             continue
-        extract = getattr(doc.codec, "textures", None)
+        extract = doc.codec.textures
         if extract is None:
             if explicit:
                 print(f"skip  {path}: {doc.format} holds no textures", file=sys.stderr)

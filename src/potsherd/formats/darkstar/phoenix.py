@@ -217,6 +217,9 @@ def mip_levels(bm: dict) -> list[np.ndarray]:
 
 
 class BitmapCodec(TreeCodec):
+    """PBMP; its ``textures`` extractor is wired in by ``world.py`` (it lives in
+    ``textures.py``, which builds on this module)."""
+
     texture_options = TEXTURE_OPTIONS
 
     def decode_tree(self, r: Reader, warnings: list[str]) -> Any:
@@ -236,10 +239,6 @@ class BitmapCodec(TreeCodec):
                "paletteIndex": bitmap_field(doc.root, "paletteIndex"),
                "chunks": [c["tag"] for c in doc.root["chunks"]]}
         return out
-
-    def textures(self, doc, **options):
-        from .textures import bitmap_textures
-        return bitmap_textures(doc, **options)
 
 
 class BitmapArrayCodec(TreeCodec):
@@ -320,10 +319,6 @@ class BitmapArrayCodec(TreeCodec):
         bms = self.bitmaps(doc)
         return {"format": self.name, "family": self.family, "bitmaps": len(bms),
                 "sizes": [f"{bitmap_head(b)['width']}x{bitmap_head(b)['height']}" for b in bms[:32]]}
-
-    def textures(self, doc, **options):
-        from .textures import bitmap_textures
-        return bitmap_textures(doc, **options)
 
 
 # ----------------------------------------------------------------------------

@@ -1,8 +1,8 @@
-"""A decoded ``TS::Shape`` as a neutral scene (format note section 8).
+"""A decoded ``TS::Shape`` as a neutral scene (docs/formats/darkstar.md, "To glTF").
 
 * Nodes keep the shape's tree; a node's rest pose is its default transform.
   The engine applies quaternions to row vectors, so the glTF rotation is the
-  conjugate of the normalised stored quaternion (note 8.2, still to be checked
+  conjugate of the normalised stored quaternion (docs/formats/darkstar.md, still to be checked
   visually).  The data is Z-up with the front toward +Y (the engine moves a
   player along row 1 of its transform, right along row 0): everything hangs
   under one root node turned 180 degrees about (0, 1, 1), ``(x, y, z) ->
@@ -11,7 +11,7 @@
 * Each object becomes a child node of its node, carrying the object's offset
   (v8: a translation; v7 and older: the TMat3F, decomposed to TRS) and its mesh.
 * Meshes split vertices on unique (vertex, texture vertex) pairs, one primitive
-  per material; every triangle is reversed once (note 8.3).  Extra mesh frames
+  per material; every triangle is reversed once (docs/formats/darkstar.md).  Extra mesh frames
   are morph targets (position deltas from frame 0).
 * ``detail`` picks one level of detail (an index into ``details``, 0 = the
   first, usually the finest); nodes under the other details' root nodes are
@@ -219,7 +219,7 @@ def _object_trs(view: _ShapeView, i: int) -> dict:
     m = [float(ob[k][i]) for k in ("fDep0X", "fDep0Y", "fDep0Z", "fDep1X", "fDep1Y", "fDep1Z",
                                    "fDep2X", "fDep2Y", "fDep2Z")]
     p = [float(ob[k][i]) for k in ("fObjectOffsetX", "fObjectOffsetY", "fObjectOffsetZ")]
-    # note 8.2: the 9 floats fill glTF elements 0-2, 4-6, 8-10 and p 12-14
+    # docs/formats/darkstar.md: the 9 floats fill glTF elements 0-2, 4-6, 8-10 and p 12-14
     mat = mat4_from_gltf(m[0:3] + [0.0] + m[3:6] + [0.0] + m[6:9] + [0.0] + p + [1.0])
     if not np.isfinite(mat).all():
         return {}
@@ -259,7 +259,7 @@ def _timeline(positions: np.ndarray, duration: float, values: np.ndarray) -> tup
 
 def _visibility_channel(view: _ShapeView, scene: Scene, scene_node: int, keys: np.ndarray,
                         duration: float) -> Channel | None:
-    """Object keys flagged "affects visibility" (note 3.4) as a STEP scale track:
+    """Object keys flagged "affects visibility" (docs/formats/darkstar.md) as a STEP scale track:
     the node's own scale while visible, zero while hidden.  Shape v2 keys have
     no such flag."""
     kf = view.p["keyframes"]

@@ -2,7 +2,7 @@
 
 The package carries ``structures.json``: the spec's own JSON form (member ->
 ``keys`` + Python ``struct`` format per class and version), corrected and
-completed from the format note (every change carries a ``correction`` string),
+completed from the format documentation, docs/formats/darkstar.md (every change carries a ``correction`` string),
 plus a ``payload`` list per class giving the order of a block's payload.
 :func:`payload_rows` turns one (class, version) into layout-engine rows:
 

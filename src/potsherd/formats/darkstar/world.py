@@ -19,7 +19,8 @@ from ...core.fileio import atomic_write
 from ...core.layout import Layout
 from ...registry import LayoutCodec, Option
 from .codecs import DarkstarCodec
-from .phoenix import CODECS as PHOENIX_CODECS
+from .phoenix import BMP, PBA, CODECS as PHOENIX_CODECS
+from .textures import bitmap_textures
 from .volumes import VOL, list_members, member_bytes
 
 
@@ -81,6 +82,9 @@ DIG = InteriorPartCodec("dig", (".dig",), "Darkstar interior geometry (PERS ITRG
 DIL = InteriorPartCodec("dil", (".dil",), "Darkstar interior lighting (PERS ITRLighting v6-v7: "
                     "light states, light maps)", b"ITRLighting")
 
+# bitmaps and bitmap arrays extract their images to PNG through the palette machinery
+BMP.textures = PBA.textures = bitmap_textures
+
 WORLD_CODECS = [*PHOENIX_CODECS, VOL, DIS, DIG, DIL]
 
 
@@ -89,8 +93,8 @@ WORLD_CODECS = [*PHOENIX_CODECS, VOL, DIS, DIG, DIL]
 
 
 def _open_archive(path: str, args):
-    from ...cli import read_doc
-    _, doc = read_doc(path, args)
+    from ...api import read_doc_args
+    _, doc = read_doc_args(path, args)
     if not hasattr(doc.codec, "read_member"):
         raise FormatError(f"{path}: a {doc.format} file is not an archive")
     return doc

@@ -61,7 +61,7 @@ class _FbxCodec(Codec):
         return out
 
     def convert(self, doc: Document, target: str, options: dict | None = None) -> bytes:
-        from .convert import convert_document
+        from .upgrade import convert_document
         return convert_document(doc, target, options or {})
 
     #: what :func:`potsherd.formats.fbx.scene.to_scene` reads (``source_path``

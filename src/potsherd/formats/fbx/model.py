@@ -230,7 +230,7 @@ def deflate(raw: bytes, level: int) -> bytes:
 
 
 # ----------------------------------------------------------------------------
-# FileId / footer id (note section 4)
+# FileId / footer id (docs/formats/fbx.md, "Binary container")
 
 _FILEID_KEY = bytes.fromhex("18b31aea8624fcc38ec980239725c2ff")
 _FOOTER_KEY = bytes.fromhex("fabc9b09d0c9e467b176ca821dff1978")

@@ -32,6 +32,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ...resolve import Listings
 from ...scene import CLAMP_TO_EDGE, Image, Material, TextureRef
 
 #: biggest external image read (bytes)
@@ -99,8 +100,7 @@ class TextureFiles:
                 self.roots.append(self.data_root)
             except (OSError, ValueError):
                 pass
-        self._listing: dict = {}
-        self._by_name: dict | None = None
+        self._listings = Listings(MAX_INDEXED_FILES)
 
     def find(self, names: list[str]) -> Path | None:
         """The first existing file among ``names`` (relative or absolute, either
@@ -124,35 +124,12 @@ class TextureFiles:
             return self._indexed(self.data_root, tails[-1][-1])
         return None
 
-    def _entries(self, folder: Path) -> dict:
-        if folder not in self._listing:
-            try:
-                self._listing[folder] = {e.lower(): e for e in os.listdir(folder)}
-            except OSError:
-                self._listing[folder] = {}
-        return self._listing[folder]
-
     def _walk(self, root: Path, tail: tuple) -> Path | None:
-        cur = root
-        for part in tail:
-            real = self._entries(cur).get(part.lower())
-            if real is None:
-                return None
-            cur = cur / real
-        return cur if self._readable(cur, root) else None
+        cur = self._listings.walk(root, tail)
+        return cur if cur is not None and self._readable(cur, root) else None
 
     def _indexed(self, root: Path, name: str) -> Path | None:
-        if self._by_name is None:
-            self._by_name = {}
-            count = 0
-            for folder, dirs, files in os.walk(root):
-                dirs.sort()
-                for f in sorted(files):
-                    self._by_name.setdefault(f.lower(), Path(folder) / f)
-                    count += 1
-                if count > MAX_INDEXED_FILES:
-                    break
-        hit = self._by_name.get(name.lower())
+        hit = self._listings.by_name(root, name)
         return hit if hit is not None and self._readable(hit, root) else None
 
     @staticmethod

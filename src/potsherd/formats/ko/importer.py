@@ -39,44 +39,20 @@ from typing import Any
 
 import numpy as np
 
-from ...core.errors import FormatError, ValueFormatError
+from ...core.errors import FormatError
 from ...core.values import RawString
 from ...document import Document
-from ...scene import Scene, compute_normals, flip_winding, weld
-from ...scene.ops import sample_node_trs, triangle_sets, world_matrices
-from ...scene.xform import mirror_x, mirror_x_quat, quat_continuous, quat_normalize
-from .codecs import CP_DEFAULT, text
+from ...scene import Scene, compute_normals, weld
+from ...scene.ops import triangle_sets, world_matrices
+from ...scene.xform import mirror_x
+from .text import CP_DEFAULT, text
 from .pmgen import build_progressive, replay
+from .import_base import (DEFAULT_MATERIAL, ImportError_, MAX_VERTICES, PMESH_LOD_DISTANCES,
+                          PMESH_LOD_FRACTIONS, SKIN_LOD_FRACTIONS, _no_lod, _original_name, _raw)
+from .import_rig import (anim_root, import_anim, import_joint, joint_root, skeleton_order,
+                         _copy_doc, _joint_maps, _same_motion)
 
-FRAME_RATE = 30.0
-MAX_VERTICES = 65535          #: indices are u16
-SKIN_LOD_FRACTIONS = (1.0, 0.5, 0.25, 0.125)
-PMESH_LOD_FRACTIONS = (1.0, 0.45, 0.1, 0.0)
-PMESH_LOD_DISTANCES = (12.0, 24.0, 60.0, 100.0)   #: times the bounding radius
-DEFAULT_MATERIAL = {"diffuse": [1.0, 1.0, 1.0, 1.0], "ambient": [0.5, 0.5, 0.5, 1.0],
-                    "specular": [0.0, 0.0, 0.0, 0.0], "emissive": [0.0, 0.0, 0.0, 0.0],
-                    "power": 0.0, "colorOp": 4, "colorArg1": 0, "colorArg2": 2,
-                    "renderFlags": 0, "sourceBlend": 5, "destinationBlend": 6}
 RF_ALPHA, RF_DOUBLE_SIDED, RF_NO_LIGHTING = 0x1, 0x4, 0x40
-
-
-class ImportError_(FormatError):
-    """The scene cannot become the requested Knight Online file."""
-
-
-def _raw(name: str) -> RawString:
-    try:
-        return RawString(name.encode(CP_DEFAULT))
-    except UnicodeEncodeError:
-        return RawString(name.encode("ascii", "replace"))
-
-
-def _original_name(obj: Any) -> str:
-    return str(obj.extras.get("originalName", obj.name) if obj.extras else obj.name)
-
-
-def _no_lod(options: dict) -> bool:
-    return bool(options.get("no_lod")) or options.get("lod", 1) in (0, "0", False)
 
 
 # ----------------------------------------------------------------------------
@@ -247,7 +223,7 @@ def pmesh_root(geo: Geometry, name: str, *, progressive: bool,
 def _same_pmesh_geometry(geo: Geometry, like: dict) -> bool:
     """The imported triangles are the ones the original exports to (full detail,
     positions and UVs to float32 precision)."""
-    from .codecs import replay_pmesh
+    from .info import replay_pmesh
     verts = np.asarray(like["vertices"], np.float32).reshape(-1, 8)
     nv, ni, idx = replay_pmesh(like)
     tris = idx[:ni].reshape(-1, 3)
@@ -400,217 +376,6 @@ def _skins_doc(scene: Scene, geo: Geometry, like: Document | None, options: dict
 # skeleton and animation
 
 
-def skeleton_order(scene: Scene) -> list[int]:
-    """Node indices of the (first) skin's joints in depth-first pre-order, the
-    order every N3 joint index refers to.  A skeleton with several roots gets
-    them in file order under the first."""
-    if not scene.skins:
-        raise ImportError_("the scene has no skin (no skeleton to write)")
-    joints = set(scene.skins[0].joints)
-    for sk in scene.skins[1:]:
-        joints |= set(sk.joints)
-    parents = scene.parents()
-    roots = [j for j in sorted(joints) if parents[j] not in joints]
-    # the roots in scene order (roots list first, then node order)
-    out: list[int] = []
-    seen: set = set()
-
-    def visit(n: int) -> None:
-        stack = [n]
-        while stack:
-            v = stack.pop()
-            if v in seen:
-                continue
-            seen.add(v)
-            out.append(v)
-            kids = [c for c in scene.nodes[v].children if c in joints]
-            stack.extend(reversed(kids))
-
-    for r in roots:
-        visit(r)
-    if len(roots) > 1:
-        scene.warnings.append(f"skeleton: {len(roots)} root joints; the N3 skeleton has one, "
-                              f"the others hang under {scene.nodes[roots[0]].name!r}")
-    return out
-
-
-def _joint_maps(scene: Scene, order: list[int]) -> dict:
-    index = {n: i for i, n in enumerate(order)}
-    return {si: np.array([index.get(j, 0) for j in sk.joints], np.int64)
-            for si, sk in enumerate(scene.skins)}
-
-
-def clip_layout(scene: Scene) -> list[dict]:
-    """Where each animation goes on the joint timeline: frame 0 is the rest pose,
-    then clip k covers [start, end] played at its fps."""
-    out, frame = [], 1.0
-    for a in scene.animations:
-        fps = a.extras.get("fps") if a.extras else None
-        fps = float(fps) if isinstance(fps, (int, float)) and fps > 0 else FRAME_RATE
-        n = max(int(round(a.duration * fps)), 0)   # a one-frame pose (start == end) is 0
-        out.append({"start": frame, "end": frame + n, "fps": fps, "frames": n})
-        frame += n + 1
-    return out
-
-
-def joint_root(scene: Scene, order: list[int], name: str | None = None) -> tuple[dict, int]:
-    """The n3joint tree (pre-order ``order``) and the timeline's frame count."""
-    layout = clip_layout(scene)
-    total = int(layout[-1]["end"]) + 1 if layout else 0
-    frames = np.arange(total, dtype=np.float64)
-    index = {n: i for i, n in enumerate(order)}
-    parents = scene.parents()
-    animated = {(c.node, c.path) for a in scene.animations for c in a.channels}
-    records = []
-    for node in order:
-        nd = scene.nodes[node]
-        t0, r0, s0 = sample_node_trs(scene, _EMPTY, node, [0.0])
-        keys = [{"count": 0, "values": np.zeros((0, 0), np.float32)} for _ in range(4)]
-        if total:
-            tr = np.tile(t0[0], (total, 1))
-            ro = np.tile(r0[0], (total, 1))
-            sc = np.tile(s0[0], (total, 1))
-            for a, lay in zip(scene.animations, layout):
-                f = frames[int(lay["start"]):int(lay["end"]) + 1]
-                t, r, s = sample_node_trs(scene, a, node, (f - lay["start"]) / lay["fps"])
-                tr[int(lay["start"]):int(lay["end"]) + 1] = t
-                ro[int(lay["start"]):int(lay["end"]) + 1] = r
-                sc[int(lay["start"]):int(lay["end"]) + 1] = s
-            if (node, "translation") in animated:
-                keys[0] = _key(0, mirror_x(tr))
-            if (node, "rotation") in animated:
-                keys[1] = _key(1, quat_continuous(mirror_x_quat(quat_normalize(ro))))
-            if (node, "scale") in animated:
-                keys[2] = _key(0, sc)
-        records.append({"name": _raw(_original_name(nd) or f"joint{len(records)}"),
-                        "position": [float(x) for x in mirror_x(t0[0])],
-                        "rotation": [float(x) for x in mirror_x_quat(quat_normalize(r0[0]))],
-                        "scale": [float(x) for x in s0[0]], "keys": keys,
-                        "childCount": 0, "children": [], "_parent": parents[node]})
-    root = None
-    for node, rec in zip(order, records):
-        parent = rec.pop("_parent")
-        if parent in index:
-            p = records[index[parent]]
-            p["children"].append(rec)
-            p["childCount"] += 1
-        elif root is None:
-            root = rec
-        else:  # a second root: hang it under the first (warned in skeleton_order)
-            root["children"].append(rec)
-            root["childCount"] += 1
-    if name:
-        root["name"] = _raw(name)
-    return root, total
-
-
-class _NoAnimation:
-    channels: list = []
-
-
-_EMPTY = _NoAnimation()
-
-
-def _key(kind: int, values: np.ndarray) -> dict:
-    return {"count": len(values), "keyType": kind, "samplingRate": FRAME_RATE,
-            "values": np.asarray(values, np.float32)}
-
-
-def anim_root(scene: Scene) -> dict:
-    clips = []
-    for a, lay in zip(scene.animations, clip_layout(scene)):
-        ex = a.extras or {}
-
-        def pair(key: str) -> list:
-            v = ex.get(key)
-            return [float(x) if isinstance(x, (int, float)) else 0.0 for x in v][:2] \
-                if isinstance(v, list) and len(v) == 2 else [0.0, 0.0]
-        blend = ex.get("blendTime")
-        clips.append({"recordId": 0, "start": lay["start"], "end": lay["end"], "fps": lay["fps"],
-                      "metadata": np.array([*pair("traceFrames"), *pair("soundFrames"),
-                                            float(blend) if isinstance(blend, (int, float))
-                                            else 0.25], np.float32),
-                      "flags": int(ex.get("blendFlags", 0) or 0),
-                      "strikeValues": np.array(pair("strikeFrames"), np.float32),
-                      "name": _raw(_original_name(a) or f"clip{len(clips)}")})
-    return {"count": len(clips), "clips": clips}
-
-
-def _same_motion(scene: Scene, like_scene: Scene, order: list[int],
-                 like_order: list[int]) -> bool:
-    """Rest pose and every clip of the imported skeleton match the original's
-    export (names, counts, durations, sampled values)."""
-    if len(order) != len(like_order) or len(scene.animations) != len(like_scene.animations):
-        return False
-    for a, b in zip(order, like_order):
-        if _original_name(scene.nodes[a]) != _original_name(like_scene.nodes[b]):
-            return False
-    for n_a, n_b in zip(order, like_order):
-        for anim_a, anim_b in [(_EMPTY, _EMPTY), *zip(scene.animations, like_scene.animations)]:
-            if anim_a is not _EMPTY and abs(anim_a.duration - anim_b.duration) > 1e-4:
-                return False
-            d = 0.0 if anim_a is _EMPTY else anim_a.duration
-            times = np.linspace(0.0, d, 5)
-            ta, ra, sa = sample_node_trs(scene, anim_a, n_a, times)
-            tb, rb, sb = sample_node_trs(like_scene, anim_b, n_b, times)
-            dots = np.abs(np.einsum("ij,ij->i", quat_normalize(ra), quat_normalize(rb)))
-            if not (np.allclose(ta, tb, atol=1e-4) and np.allclose(sa, sb, atol=1e-4)
-                    and (dots > 1 - 1e-6).all()):
-                return False
-    return True
-
-
-def _copy_doc(doc: Document) -> Document:
-    return Document(doc.format, copy.deepcopy(doc.root), dict(doc.params), bytes(doc.trailing),
-                    [], dict(doc.meta))
-
-
-def import_joint(scene: Scene, *, like: Document | None = None, out_name: str = "",
-                 **options: Any) -> Document:
-    order = skeleton_order(scene) if scene.skins else _all_joint_nodes(scene)
-    if like is not None and like.format == "n3joint":
-        like_scene = like.codec.to_scene(like)
-        # to_scene's one "timeline" animation spans the whole key range
-        if _same_motion(scene, like_scene, order, list(range(len(like_scene.nodes)))):
-            return _copy_doc(like)
-    root, _ = joint_root(scene, order, options.get("name"))
-    return Document("n3joint", root, {"jointKeys": 4}, b"", [], {})
-
-
-def _all_joint_nodes(scene: Scene) -> list[int]:
-    """Without a skin, the skeleton is the first root's whole tree (pre-order)."""
-    if not scene.roots:
-        raise ImportError_("the scene has no nodes (no skeleton to write)")
-    out, stack = [], [scene.roots[0]]
-    while stack:
-        v = stack.pop()
-        out.append(v)
-        stack.extend(reversed(scene.nodes[v].children))
-    return out
-
-
-def import_anim(scene: Scene, *, like: Document | None = None, out_name: str = "",
-                **options: Any) -> Document:
-    if not scene.animations:
-        raise ImportError_("the scene has no animations (nothing to write to .n3anim)")
-    root = anim_root(scene)
-    if like is not None and like.format == "n3anim" and _same_clips(root, like.root):
-        return Document("n3anim", copy.deepcopy(like.root), dict(like.params),
-                        bytes(like.trailing), [], dict(like.meta))
-    return Document("n3anim", root, {}, b"", [], {})
-
-
-def _same_clips(new: dict, old: dict) -> bool:
-    if new["count"] != len(old["clips"]):
-        return False
-    for a, b in zip(new["clips"], old["clips"]):
-        da = (a["end"] - a["start"]) / a["fps"]
-        db = (float(b["end"]) - float(b["start"])) / float(b["fps"]) if b["fps"] else -1
-        if abs(da - db) > 1e-4 or bytes(a["name"]).rstrip(b"\0") != bytes(b["name"]).rstrip(b"\0"):
-            return False
-    return True
-
-
 # ----------------------------------------------------------------------------
 # materials and textures
 
@@ -701,7 +466,7 @@ def _like_ref(like: Document | None, fmt: str, field: str, target: str) -> Docum
     if like is None or not like.format.startswith(fmt):
         return None
     from .scene import Resolver
-    doc = Resolver(like.source, None).load(like.root[field], Scene(), target)
+    doc = Resolver(like.source, None, limits=like.limits).load(like.root[field], Scene(), target)
     return doc if doc is not None and doc.format == target else None
 
 
@@ -967,7 +732,7 @@ def _like_set(like: Document | None) -> dict:
     if like is None or like.format != "n3chr":
         return {}
     from .scene import Resolver
-    res = Resolver(like.source, None)
+    res = Resolver(like.source, None, limits=like.limits)
     sink = Scene()
 
     def load(ref: Any, fmt: str):

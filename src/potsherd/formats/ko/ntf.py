@@ -2,7 +2,7 @@
 
 One NTF record is a whole ``.dxt`` file, each element of a ``.gtt`` file and
 each gtd lightmap (storage kind ``ntf`` in the KO wire layout).  Layout
-(format note section 4)::
+(docs/formats/knight-online.md, "Textures (NTF)")::
 
     string name                         i32 signed length + raw bytes
     char id[3] = "NTF"; u8 version      3 plain, 7 RC4-encrypted payload

@@ -1,4 +1,4 @@
-"""Knight Online documents as neutral scenes (glTF export), per note section 10.
+"""Knight Online documents as neutral scenes (glTF export); docs/formats/knight-online.md.
 
 Conventions applied here (the scene model wants glTF's): N3 is left-handed,
 Y up, row vectors, and a model's forward is its local +Z (the client moves a
@@ -36,12 +36,15 @@ from typing import Any
 
 import numpy as np
 
+from ... import resolve
 from ...core.errors import FormatError, ValueFormatError
+from ...core.limits import Limits
 from ...scene import (Animation, Channel, Image, Material, Mesh, Node, Primitive, Scene, Skin,
                       TextureRef, flip_winding, limit_influences, quat_multiply, quat_normalize,
                       quat_slerp, weld)
 from ...scene.xform import mirror_x, mirror_x_matrix, mirror_x_quat
-from .codecs import replay_pmesh, text
+from .info import replay_pmesh
+from .text import text
 
 FRAME_RATE = 30.0  # one n3joint timeline "frame" per 1/30 s
 RF_ALPHA, RF_DOUBLE_SIDED, RF_BILLBOARD, RF_NO_LIGHTING = 0x1, 0x4, 0x8, 0x40
@@ -66,69 +69,18 @@ def _finite(values: Any) -> list:
 # reference resolution
 
 
-class Resolver:
-    """Finds referenced client files (case-insensitive, backslash paths)."""
+class Resolver(resolve.Resolver):
+    """Finds referenced client files (see :class:`potsherd.resolve.Resolver`): names
+    in the client's code page, warnings into the scene being built."""
 
-    def __init__(self, source: str | None, data_root: str | None) -> None:
-        self.roots: list[Path] = []
-        if data_root:
-            self.roots.append(Path(data_root))
-        if source:
-            here = Path(source).resolve().parent
-            self.roots.extend([here, *list(here.parents)[:6]])
-        self._listing: dict[Path, dict[str, str]] = {}
-        self._docs: dict[Path, Any] = {}
+    def __init__(self, source: str | None, data_root: str | None, *,
+                 limits: Limits | None = None,
+                 listings: resolve.Listings | None = None) -> None:
+        super().__init__(source, data_root, limits=limits, listings=listings, name_of=text)
 
-    def _child(self, folder: Path, name: str) -> Path | None:
-        listing = self._listing.get(folder)
-        if listing is None:
-            try:
-                listing = {n.lower(): n for n in os.listdir(folder)}
-            except OSError:
-                listing = {}
-            self._listing[folder] = listing
-        real = listing.get(name.lower())
-        return folder / real if real is not None else None
-
-    def find(self, ref: Any) -> Path | None:
-        if isinstance(ref, (str, os.PathLike)) and os.path.isfile(ref):
-            return Path(ref)  # a path given as an option
-        rel = text(ref).replace("\\", "/").strip().strip("/")
-        if not rel or ".." in rel.split("/"):
-            return None
-        parts = [p for p in rel.split("/") if p]
-        for root in self.roots:
-            cur: Path | None = root
-            for part in parts:
-                cur = self._child(cur, part)
-                if cur is None:
-                    break
-            if cur is not None and cur.is_file():
-                return cur
-        if self.roots:  # last resort: the bare file name next to the source
-            hit = self._child(self.roots[-1 if len(self.roots) == 1 else 0], parts[-1])
-            if hit is not None and hit.is_file():
-                return hit
-        return None
-
-    def load(self, ref: Any, scene: Scene, what: str):
+    def load(self, ref: Any, scene: Scene, what: str):  # type: ignore[override]
         """The decoded document a reference names, or None (with a warning)."""
-        if not text(ref):
-            return None
-        path = self.find(ref)
-        if path is None:
-            scene.warnings.append(f"{what} {text(ref)!r} not found")
-            return None
-        if path in self._docs:
-            return self._docs[path]
-        from ... import registry
-        try:
-            doc = registry.decode(path.read_bytes(), path=str(path))
-        except (FormatError, OSError) as e:
-            scene.warnings.append(f"{what} {path.name}: {e}")
-            doc = None
-        self._docs[path] = doc
-        return doc
+        return super().load(ref, scene.warnings, what)
 
 
 # ----------------------------------------------------------------------------
@@ -186,7 +138,7 @@ class Materials:
                 cached, extras=dict(cached.extras)))
             return self.images[key]
         doc = self.resolver.load(ref, self.scene, "texture")
-        if doc is None or getattr(doc.codec, "textures", None) is None:
+        if doc is None or doc.codec.textures is None:
             return None
         try:
             pics = doc.codec.textures(doc)
@@ -322,7 +274,7 @@ def pmesh_extras(m: dict) -> dict:
 
 
 def skin_arrays(sk: dict, scene: Scene) -> dict | None:
-    """LOD geometry unwelded per (position index, UV index) corner (note 10.3)."""
+    """LOD geometry unwelded per (position index, UV index) corner (docs/formats/knight-online.md)."""
     f, v = int(sk["faceCount"]), int(sk["vertexCount"])
     if f <= 0 or v <= 0 or "positionNormals" not in sk:
         return None
@@ -352,7 +304,7 @@ def skin_arrays(sk: dict, scene: Scene) -> dict | None:
         for n, b in enumerate(bindings):
             c = counts[n]
             if c == 0:
-                weights[n, 0] = 1.0  # no influence: bound to joint 0 (note 10.3)
+                weights[n, 0] = 1.0  # no influence: bound to joint 0 (docs/formats/knight-online.md)
             elif c == 1:
                 joints[n, 0] = int(b["joints"][0])
                 weights[n, 0] = 1.0
@@ -369,7 +321,7 @@ def skin_arrays(sk: dict, scene: Scene) -> dict | None:
 
 
 # ----------------------------------------------------------------------------
-# keys, joints and animation (note 10.2, 10.4)
+# keys, joints and animation (docs/formats/knight-online.md)
 
 
 class KeyTrack:
@@ -534,7 +486,7 @@ def add_clips(scene: Scene, anim_doc: Any, joints: list[Joint], nodes: list[int]
 def _scene(doc: Any, options: dict) -> tuple[Scene, Resolver, Materials]:
     src = options.get("source_path") or doc.source
     scene = Scene(name=os.path.basename(src) if src else doc.format)
-    resolver = Resolver(src, options.get("data_root"))
+    resolver = Resolver(src, options.get("data_root"), limits=doc.limits)
     return scene, resolver, Materials(scene, resolver)
 
 
@@ -571,7 +523,7 @@ def add_shape(scene: Scene, resolver: Resolver, mats: Materials, r: dict,
                           extras={"keys": [int(k["count"]) for k in t["keys"]]})
     tracks = [Joint(t, None)]
     if any(k.ok for k in (tracks[0].pos, tracks[0].rot, tracks[0].scale)):
-        # note 10.4: a shape's transform keys play as one animation over their range
+        # docs/formats/knight-online.md: a shape's transform keys play as one animation over their range
         end = timeline_end(tracks)
         a = joint_animation(f"{text(t['name']) or 'shape'} keys", tracks, [root], 0.0, end,
                             FRAME_RATE, {"frames": [0.0, end]})
@@ -698,7 +650,7 @@ def scene_part(doc: Any, **options: Any) -> Scene:
 
 
 def _plug_matrix(r: dict) -> np.ndarray:
-    """Row-vector Scale(scale) · rotation, translation position ⊙ scale (note 10.2)."""
+    """Row-vector Scale(scale) · rotation, translation position ⊙ scale (docs/formats/knight-online.md)."""
     rot = np.asarray(r["rotation"], np.float64).reshape(4, 4)
     scale = np.asarray(r["scale"], np.float64)
     m = np.diag([*scale, 1.0]) @ rot
@@ -742,7 +694,7 @@ def scene_plug(doc: Any, **options: Any) -> Scene:
 
 def add_rig(scene: Scene, resolver: Resolver, ref: Any) -> tuple[list, list, int | None]:
     """The skeleton a reference names, at frame 0, and its skin (bind pose =
-    the frame-0 world matrices, note 10.3): (joints, node indices, skin index)."""
+    the frame-0 world matrices; docs/formats/knight-online.md): (joints, node indices, skin index)."""
     jdoc = resolver.load(ref, scene, "skeleton")
     if jdoc is None or jdoc.format != "n3joint":
         return [], [], None

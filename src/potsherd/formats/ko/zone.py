@@ -39,10 +39,12 @@ from typing import Any
 
 import numpy as np
 
+from ... import resolve
 from ...core.errors import FormatError
+from ...core.limits import DEFAULT_LIMITS, Limits
 from ...scene import Image, Material, Mesh, Primitive, Scene, TextureRef, flip_winding, weld
 from ...scene.xform import mirror_x
-from .codecs import text
+from .text import text
 from .scene import Materials, Resolver, _transform_trs, add_shape
 
 TILE_SIZE = 4.0  # metres between height samples (the engine's TILE_SIZE)
@@ -398,25 +400,18 @@ def _prototype_key(obj: dict) -> tuple:
                   float(p["textureFps"])) for p in obj["parts"])
 
 
-def find_opd(gtd_path: str | None) -> Path | None:
+def find_opd(gtd_path: str | None, listings: resolve.Listings | None = None) -> Path | None:
     """The ``.opd`` with the gtd's name in the gtd's folder (any case)."""
     if not gtd_path:
         return None
-    p = Path(gtd_path)
-    want = p.stem.lower() + ".opd"
-    try:
-        for name in os.listdir(p.parent or "."):
-            if name.lower() == want:
-                return p.parent / name
-    except OSError:
-        return None
-    return None
+    return (listings or resolve.Listings()).sibling(gtd_path, ".opd")
 
 
-def load_opd(path: Path, scene: Scene) -> Any:
+def load_opd(path: Path, scene: Scene, limits: Limits | None = None) -> Any:
     from ... import registry
+    limits = limits or DEFAULT_LIMITS
     try:
-        doc = registry.decode(path.read_bytes(), path=str(path))
+        doc = registry.decode(resolve.read_bounded(path, limits), path=str(path), limits=limits)
     except (FormatError, OSError) as e:
         scene.warnings.append(f"objects: {path.name}: {e}")
         return None
@@ -490,7 +485,7 @@ def scene_zone(doc: Any, **options: Any) -> Scene:
         raise NotImplementedError("the gtd's layout is unknown (kept opaque)")
     src = options.get("source_path") or doc.source
     scene = Scene(name=os.path.basename(src) if src else "zone")
-    resolver = Resolver(src, options.get("data_root"))
+    resolver = Resolver(src, options.get("data_root"), limits=doc.limits)
     mats = Materials(scene, resolver)
     try:
         lod = max(int(options.get("lod") or 0), 0)
@@ -513,13 +508,13 @@ def scene_zone(doc: Any, **options: Any) -> Scene:
     opd_doc = None
     if want_objects or want_collision:
         given = options.get("opd")
-        path = Path(given) if given else find_opd(src)
+        path = Path(given) if given else find_opd(src, resolver.listings)
         if path is None:
             scene.warnings.append("objects: no .opd beside the .gtd (give one with --option opd=FILE)")
         elif not path.is_file():
             scene.warnings.append(f"objects: {path} not found")
         else:
-            opd_doc = load_opd(path, scene)
+            opd_doc = load_opd(path, scene, resolver.limits)
     if opd_doc is not None and want_objects:
         stats = add_objects(opd_doc, scene, resolver, mats, root)
         summary["objects"] = stats

@@ -100,17 +100,9 @@ def _insert_gltf(args, root: dict) -> int:
 
 def _sibling(path: str, ext: str) -> str | None:
     """The file beside ``path`` with its stem and extension ``ext`` (any case)."""
-    folder = os.path.dirname(path) or "."
-    stem = os.path.splitext(os.path.basename(path))[0].lower()
-    try:
-        names = os.listdir(folder)
-    except OSError:
-        return None
-    for name in sorted(names):
-        base, e = os.path.splitext(name)
-        if base.lower() == stem and e.lower() == ext:
-            return os.path.join(folder, name)
-    return None
+    from ...resolve import Listings
+    hit = Listings().sibling(path, ext)
+    return str(hit) if hit is not None else None
 
 
 def write_companions(wad_path: str, out_path: str, old: dict, new: dict,
@@ -167,7 +159,7 @@ def write_companions(wad_path: str, out_path: str, old: dict, new: dict,
 
 def cmd_textures(args) -> int:
     doc = _read(args.file, args)
-    fn = getattr(doc.codec, "textures", None)
+    fn = doc.codec.textures
     if fn is None:
         raise FormatError(f"{doc.format} files hold no textures")
     os.makedirs(args.output, exist_ok=True)

@@ -12,6 +12,7 @@ from ...document import Document
 from ...registry import Codec, LayoutCodec
 from . import model
 from .catalog import moveable_name
+from .model import animation_ranges  # noqa: F401  (also imported from here)
 from .options import EXPORT_OPTIONS, IMPORT_OPTIONS
 from .layouts import SFX_LAYOUT, SWD_LAYOUT, TRWAD_LAYOUT, WAD_LAYOUT
 
@@ -120,24 +121,6 @@ def guarded_import(fn: Any, scene: Any, **kw: Any) -> dict:
     except (KeyError, TypeError, ValueError, IndexError, OverflowError) as e:
         raise FormatError(f"the glTF's TR4 extras or data are not usable: "
                           f"{type(e).__name__}: {e}") from None
-
-
-def animation_ranges(root: dict) -> list[tuple[int, int]]:
-    """(first, end) animation index of every moveable: up to the next moveable
-    in list order that has animations, or to the end of the array."""
-    movs = root["moveables"]
-    total = len(root["animations"])
-    out = []
-    nxt = total
-    for m in reversed(movs):
-        a = m["anim_index"]
-        if a < 0:
-            out.append((0, 0))
-            continue
-        out.append((a, max(a, min(nxt, total))))
-        nxt = a
-    out.reverse()
-    return out
 
 
 def wad_warnings(root: dict) -> list[str]:

@@ -48,7 +48,7 @@ I16X3 = '{"kind":"array","count":3,"item":"i16"}'
 I16X4 = '{"kind":"array","count":4,"item":"i16"}'
 
 MESH_TEXT = f"""
-# A mesh (note 3.3): u16 radius + u16 flags (the spec's i32 radius), signed
+# A mesh (docs/formats/trle.md): u16 radius + u16 flags (the spec's i32 radius), signed
 # normal count selecting normals (>0), shades (<0) or nothing.
 mesh
 center\t{I16X3}\t"always"
@@ -63,7 +63,7 @@ polygon_count\t"u16"\t"always"
 polygons\t{{"kind":"array","count":"polygon_count","item":"polygon"}}\t"always"
 pad\t"quad_pad"\t"mesh_pad"\t# WAD only: 2 bytes after an odd number of quads
 
-# A polygon (note 3.4): shape 8 = triangle (3 indices), 9 = quad (4 indices).
+# A polygon (docs/formats/trle.md): shape 8 = triangle (3 indices), 9 = quad (4 indices).
 polygon
 shape\t"poly_shape"\t"always"
 vertices\t{{"kind":"array","count":{{"choose":[{{"eq":["shape",9]}},4,3]}},"item":"u16"}}\t"always"
@@ -71,7 +71,7 @@ texture\t"u16"\t"always"\t# raw texture word (index + corner/mirror bits)
 attributes\t"u8"\t"always"
 unknown\t"u8"\t"always"
 
-# .trwad state change: dispatches follow each state change at once (note 2 row 10)
+# .trwad state change: dispatches follow each state change at once (docs/formats/trle.md)
 state_change
 state_id\t"u16"\t"always"
 dispatch_count\t"u16"\t"always"
@@ -80,7 +80,7 @@ dispatches\t{{"kind":"array","count":"dispatch_count","item":{I16X4}}}\t"always"
 """
 
 WAD_TEXT = f"""
-# TR4 .wad v129/v130 (note 5.1): 13 sections, all counts u32.
+# TR4 .wad v129/v130 (docs/formats/trle.md): 13 sections, all counts u32.
 wad
 mesh_pad\t{{"kind":"parameter","name":"mesh_pad","default":1}}\t"always"
 version\t"u32"\t"always"
@@ -111,7 +111,7 @@ statics\t{{"kind":"array","count":"static_count","item":{STRUCTS["static"]}}}\t"
 """
 
 TRWAD_TEXT = f"""
-# WadMerger .trwad (note 2): one moveable cut out of a WAD.  The spec's
+# WadMerger .trwad (docs/formats/trle.md): one moveable cut out of a WAD.  The spec's
 # signed counts are read unsigned, so a negative count is refused as too large
 # (the link count stays signed: N = 0 stores -1).
 trwad
@@ -134,7 +134,7 @@ keyframe_word_count\t"u32"\t{{"eq":["moveable_count",1]}}
 keyframe_words\t{{"kind":"array","count":"keyframe_word_count","item":"i16"}}\t{{"eq":["moveable_count",1]}}
 state_changes\t"state_change_list"\t{{"eq":["moveable_count",1]}}\t# no count: sum of the animations'
 sound_count\t"i32"\t{{"eq":["moveable_count",1]}}
-sound_data\t{{"kind":"tail"}}\t{{"eq":["moveable_count",1]}}\t# unresolved (note 3.9): opaque
+sound_data\t{{"kind":"tail"}}\t{{"eq":["moveable_count",1]}}\t# unresolved (docs/formats/trle.md): opaque
 unsupported\t{{"kind":"tail"}}\t{{"ne":["moveable_count",1]}}
 
 # a texture: its 8-byte texinfo, then (w+1)(h+1) BGR pixels, top row first
@@ -150,7 +150,7 @@ pixels\t{{"kind":"bytes","count":{{"product":[{{"plus":["w",1]}},{{"plus":["h",1
 """
 
 SWD_TEXT = f"""
-# .swd sprites (note 5.2)
+# .swd sprites (docs/formats/trle.md)
 swd
 version\t"u32"\t"always"
 sprite_count\t"u32"\t"always"
@@ -162,7 +162,7 @@ sequences\t{{"kind":"array","count":"sequence_count","item":{STRUCTS["sprite_seq
 """
 
 SFX_TEXT = f"""
-# .sfx sound map (note 5.2): 370 entries (v129) or 2048 (v130 / NG)
+# .sfx sound map (docs/formats/trle.md): 370 entries (v129) or 2048 (v130 / NG)
 sfx
 map_size\t{{"kind":"parameter","name":"map_size","default":370}}\t"always"
 sound_map\t{{"kind":"array","count":"map_size","item":"i16"}}\t"always"

@@ -248,3 +248,21 @@ def image(rgb: np.ndarray, transparent_magenta: bool = False) -> Any:
 def check(condition: bool, message: str) -> None:
     if not condition:
         raise FormatError(message)
+
+
+def animation_ranges(root: dict) -> list[tuple[int, int]]:
+    """(first, end) animation index of every moveable: up to the next moveable
+    in list order that has animations, or to the end of the array."""
+    movs = root["moveables"]
+    total = len(root["animations"])
+    out = []
+    nxt = total
+    for m in reversed(movs):
+        a = m["anim_index"]
+        if a < 0:
+            out.append((0, 0))
+            continue
+        out.append((a, max(a, min(nxt, total))))
+        nxt = a
+    out.reverse()
+    return out

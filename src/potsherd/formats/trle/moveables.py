@@ -2,13 +2,13 @@
 ``.trwad`` -> WAD (``insert``), plus a self-contained view of a moveable used
 to compare the two value by value.
 
-``extract`` writes what WadMerger writes (note section 2): the moveable record
+``extract`` writes what WadMerger writes (docs/formats/trle.md): the moveable record
 and every animation keep their source-WAD indices; the link block is the
 ``4N - 1`` words from ``links_index`` (the last 3 belong to whatever follows);
 J = N meshes, then J zero words; the textures the meshes use, each with its
 pixels cut from the RGB pages and stored BGR; commands padded to 4 words;
 state changes with their dispatches interleaved; no sounds (count 0).
-Choices where WadMerger's behaviour is unknown (note section 9):
+Choices where WadMerger's behaviour is unknown (docs/formats/trle.md):
 
 * meshes are written without the WAD's odd-quad pad (``mesh_pad=0``);
 * polygon texture words are rebased onto the file's own texture list (in order
@@ -21,7 +21,7 @@ id in place.  Textures are deduplicated against the WAD's (same size, flips
 and pixels), new ones are packed onto new pages; meshes, links, state changes,
 dispatches and commands are appended and re-indexed; animations and keyframes
 are spliced at the moveable's list position, because a moveable's animation and
-keyframe counts are implied by the next moveable's (note 3.7).  A replaced
+keyframe counts are implied by the next moveable's (docs/formats/trle.md).  A replaced
 moveable's meshes, links, state changes, commands and textures stay in the file
 unreferenced.
 """
@@ -34,7 +34,7 @@ import numpy as np
 
 from ...core.errors import EncodeError, FormatError, ValueFormatError
 from . import model
-from .codecs import animation_ranges
+from .model import animation_ranges
 from .layouts import odd_quads
 
 TRWAD_VERSION = 170

@@ -9,7 +9,7 @@ engine's per-keyframe bounding boxes within a few units).  Vertex data stay in
 TR space (Y down, 1024 units a sector, front toward +Z: the engine moves an
 item with heading 0 along +Z); one root node turns them Y-up with a 180 degree
 rotation about Z, ``(x, y, z) -> (-x, -y, z)``, so the front stays glTF's +Z
-(note 6's 180 degrees about X would turn it to -Z).  A proper rotation, so
+(the documented 180 degrees about X would turn it to -Z).  A proper rotation, so
 nothing is mirrored and the winding is only reversed because TR faces are
 clockwise (checked against the stored normals).  The root also scales by
 ``unit_scale`` (default 1/512: 512 units = 1 m, WADBlender's choice, which
@@ -63,7 +63,7 @@ FPS = 30.0
 #: the animation the engine starts Lara (object 0) in on land (InitialiseLaraAnims)
 LARA_START_ANIMATION = 103
 
-# corner ids: 0 nw, 1 ne, 2 se, 3 sw (note 6, TombLib's CalculateTr4UVCoordinates)
+# corner ids: 0 nw, 1 ne, 2 se, 3 sw (docs/formats/trle.md; TombLib's CalculateTr4UVCoordinates)
 _QUAD = np.array([[0, 1, 2, 3], [1, 0, 3, 2]])
 _TRI = np.array([[[0, 1, 3], [1, 0, 2]],     # bits 12-14 = 0
                  [[1, 2, 0], [0, 3, 1]],     # 2

@@ -1,0 +1,260 @@
+"""FBX animation curves: keys with their tangents (auto, user, broken; weights and
+velocity), evaluated as the SDK does; layers, defaults and 5.x/6.x takes."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .model import FbxNode
+from .objects import KTIME_PER_SECOND, _Object
+
+
+class _Curve:
+    """An animation curve: KTime ticks, values and (7.x) per-key attributes.
+
+    ``KeyAttrFlags`` pick constant (0x02), linear (0x04) or cubic (0x08)
+    interpolation; cubic segments are Bezier curves in (time, value) built from
+    the right / next-left slopes of ``KeyAttrDataFloat`` (4 floats per
+    attribute, shared by ``KeyAttrRefCount`` consecutive keys) and, when the
+    weighted flags (0x01000000 right, 0x02000000 next left) are set, the
+    tangent weights packed in its third float (two 16-bit fixed points, 1/10000);
+    otherwise weights are 1/3 (a plain Hermite spline).
+    """
+
+    def __init__(self, t, v, flags=None, data=None, refcount=None) -> None:
+        self.t = np.asarray(t, dtype=np.int64)
+        self.v = np.asarray(v, dtype=np.float64)
+        n = len(self.t)
+        self.mode = np.full(n, 0x04, dtype=np.int64)
+        self.slopes = np.zeros((n, 2))
+        self.weights = np.full((n, 2), 1.0 / 3.0)
+        if flags is not None and refcount is not None and len(flags) == len(refcount):
+            # key k uses the attribute whose running refcount total first exceeds k
+            # (no np.repeat: a hostile refcount must not size an allocation)
+            ends = np.cumsum(np.clip(np.asarray(refcount, dtype=np.float64), 0, n))
+            if len(ends) and ends[-1] >= n:
+                per_key = np.searchsorted(ends, np.arange(n), side="right")
+                self.mode = np.asarray(flags, dtype=np.int64)[per_key]
+                if data is not None and len(data) >= 4 * len(refcount):
+                    raw = np.asarray(data, dtype=np.float32)[:4 * len(refcount)]
+                    d = raw.astype(np.float64).reshape(-1, 4)
+                    self.slopes = d[per_key, :2]
+                    packed = raw.reshape(-1, 4)[:, 2].view(np.uint32)[per_key]
+                    right = (packed & 0xFFFF) / 10000.0
+                    left = (packed >> 16) / 10000.0
+                    self.weights[:, 0] = np.where(self.mode & 0x01000000, right, 1.0 / 3.0)
+                    self.weights[:, 1] = np.where(self.mode & 0x02000000, left, 1.0 / 3.0)
+                self._auto_tangents()
+
+    def _auto_tangents(self) -> None:
+        """Cubic keys with automatic tangents (neither user 0x400 nor TCB
+        0x200) store an auto *bias* in their slope fields: the slopes are
+        recomputed from the neighbouring keys, as Maya and ufbx do (clamped
+        with 0x1000, progressive clamp with 0x4000, time-independent 0x2000)."""
+        n = len(self.t)
+        mode = self.mode
+        auto = ((mode & 0x08) != 0) & ((mode & 0x02) == 0) & ((mode & 0x600) == 0)
+        if n < 2 or not auto.any():
+            return
+        t = self.t.astype(np.float64) / KTIME_PER_SECOND
+        v = self.v
+        k = np.arange(n)
+        stored_left = np.concatenate([[0.0], self.slopes[:-1, 1]])
+        stored_right = self.slopes[:, 0].copy()
+        weight_left = np.concatenate([[1.0 / 3.0], self.weights[:-1, 1]])
+        weight_right = self.weights[:, 0]
+        pk, nk = np.maximum(k - 1, 0), np.minimum(k + 1, n - 1)
+        pt, nt, pv, nv = t[pk], t[nk], v[pk], v[nk]
+        interior = (k > 0) & (k < n - 1) & (t > pt) & (nt > t)
+        first_only = ~interior & (k + 1 < n) & (nt > t) & ~((k > 0) & (t > pt))
+        last_only = ~interior & (k > 0) & (t > pt)
+        flags = mode
+        with np.errstate(divide="ignore", invalid="ignore"):
+            unified = np.abs(stored_left + stored_right) <= 1e-4
+            right_in = _auto_slope(pt, t, nt, pv, v, nv, weight_left, weight_right,
+                                   stored_right, flags)
+            left_in = np.where(unified, right_in, _auto_slope(
+                pt, t, nt, pv, v, nv, weight_left, weight_right, -stored_left, flags))
+            one_side_left = _one_side_slope(pt, t, pv, v, -stored_left, flags)
+            one_side_right = _one_side_slope(t, nt, v, nv, stored_right, flags)
+        left = np.where(interior, left_in, np.where(last_only, one_side_left,
+                                                    np.where(first_only, one_side_right, 0.0)))
+        right = np.where(interior, right_in, np.where(last_only, one_side_left,
+                                                      np.where(first_only, one_side_right, 0.0)))
+        left = np.where(np.isfinite(left), left, 0.0)
+        right = np.where(np.isfinite(right), right, 0.0)
+        self.slopes[:, 0] = np.where(auto, right, self.slopes[:, 0])
+        prev_left = np.where(auto[1:], left[1:], self.slopes[:-1, 1])
+        self.slopes[:-1, 1] = prev_left
+
+    def sample(self, ticks: np.ndarray) -> np.ndarray:
+        t = self.t.astype(np.float64)
+        out = np.interp(ticks, t, self.v)
+        if len(t) < 2:
+            return out
+        seg = np.clip(np.searchsorted(t, ticks, side="right") - 1, 0, len(t) - 2)
+        inside = (ticks >= t[0]) & (ticks <= t[-1])
+        t0, t1 = t[seg], t[seg + 1]
+        dt = np.where(t1 > t0, t1 - t0, 1.0)
+        u = np.clip((ticks - t0) / dt, 0.0, 1.0)
+        v0, v1 = self.v[seg], self.v[seg + 1]
+        mode = self.mode[seg]
+        const = (mode & 0x02) != 0
+        cubic = ((mode & 0x08) != 0) & ~const
+        secs = dt / KTIME_PER_SECOND
+        w0 = np.clip(self.weights[seg, 0], 1e-4, 1.0)
+        w1 = np.clip(self.weights[seg, 1], 1e-4, 1.0)
+        # Bezier control points in normalised time u and in value
+        x1, x2 = w0, 1.0 - w1
+        y1 = v0 + self.slopes[seg, 0] * secs * w0
+        y2 = v1 - self.slopes[seg, 1] * secs * w1
+        sb = _bezier_parameter(u, x1, x2, inside & cubic)
+        bez = ((1 - sb) ** 3 * v0 + 3 * (1 - sb) ** 2 * sb * y1 + 3 * (1 - sb) * sb ** 2 * y2
+               + sb ** 3 * v1)
+        out = np.where(inside & cubic, bez, out)
+        out = np.where(inside & const & (ticks < t1), v0, out)
+        return out
+
+
+
+def _bezier_parameter(u: np.ndarray, x1: np.ndarray, x2: np.ndarray,
+                      used: np.ndarray) -> np.ndarray:
+    """The Bezier parameter s with x(s) = u, x(s) = 3(1-s)^2 s x1 + 3(1-s) s^2 x2 + s^3.
+
+    With the unweighted tangents (x1 = 1/3, x2 = 2/3) x(s) is s itself, so only
+    the samples of weighted cubic segments (``used``) are solved, by bisection
+    (x is monotone for weights in (0, 1]) to 2^-40, over those samples alone."""
+    s = u.copy()
+    solve = used & ((x1 != 1.0 / 3.0) | (x2 != 1.0 - 1.0 / 3.0))
+    if not solve.any():
+        return s
+    target, a, b = u[solve], x1[solve], x2[solve]
+    lo, hi = np.zeros_like(target), np.ones_like(target)
+    for _ in range(40):
+        mid = (lo + hi) / 2
+        x = 3 * (1 - mid) ** 2 * mid * a + 3 * (1 - mid) * mid ** 2 * b + mid ** 3
+        below = x < target
+        lo = np.where(below, mid, lo)
+        hi = np.where(below, hi, mid)
+    s[solve] = (lo + hi) / 2
+    return s
+
+def _auto_slope(pt, t, nt, pv, v, nv, wl, wr, bias, flags) -> np.ndarray:
+    """Automatic tangent slope at an interior key (Maya's rule, as ufbx solves it)."""
+    slope = (nv - pv) / (nt - pt)
+    dependent = (flags & 0x2000) == 0
+    sl = (v - pv) / (t - pt)
+    sr = (nv - v) / (nt - t)
+    delta = (t - pt) / (nt - pt)
+    blended = slope * 0.5 + (sl * (1.0 - delta) + sr * delta) * 0.5
+    bias_weight = np.abs(bias) / 100.0
+    target = np.where(bias > 0.0, sr, sl)
+    biased = np.where(bias_weight > 0.0001, blended * (1.0 - bias_weight) + target * bias_weight,
+                      blended)
+    extra = bias_weight - 5.0
+    sign = np.where(np.abs(target - blended) > 0.00001, target - blended, bias)
+    biased = biased + np.where(extra > 0.0, extra * extra * np.where(sign > 0, 1.0, -1.0) * 40.0,
+                               0.0)
+    slope = np.where(dependent, biased, slope)
+    progressive = (flags & 0x4000) != 0
+    ssign = np.where(slope >= 0.0, 1.0, -1.0)
+    range_left, range_right = wl * (t - pt), wr * (nt - t)
+    max_left = np.where(range_left > 0, ssign * (v - pv) / np.where(range_left > 0, range_left, 1),
+                        0.0)
+    max_right = np.where(range_right > 0, ssign * (nv - v) /
+                         np.where(range_right > 0, range_right, 1), 0.0)
+    max_left = np.where(max_left > 0.0, max_left, 0.0)
+    max_right = np.where(max_right > 0.0, max_right, 0.0)
+    clamped = ssign * np.minimum(np.minimum(ssign * slope, max_left), max_right)
+    slope = np.where(progressive, clamped, slope)
+    flat = ((flags & 0x1000) != 0) & (np.minimum(np.abs(pv - v), np.abs(nv - v)) <= 0.0)
+    return np.where(flat, 0.0, slope)
+
+
+def _one_side_slope(t0, t1, v0, v1, bias, flags) -> np.ndarray:
+    """Automatic slope at the first or last key: the chord, plus the large-bias term."""
+    slope = (v1 - v0) / (t1 - t0)
+    extra = np.abs(bias) / 100.0 - 5.0
+    slope = slope + np.where(((flags & 0x2000) == 0) & (extra > 0.0),
+                             extra * extra * np.where(bias > 0, 1.0, -1.0) * 40.0, 0.0)
+    slope = np.where((flags & 0x4000) != 0, 0.0, slope)
+    return np.where(((flags & 0x1000) != 0) & (np.abs(v1 - v0) <= 0.0), 0.0, slope)
+
+
+class _Layer:
+    """How one AnimationLayer blends (see :mod:`.scene_rig`); 6.x takes are one layer."""
+
+    def __init__(self, index: int, layer: "_Object | None", weight_curve=None) -> None:
+        self.index = index
+        self.weight_curve = weight_curve
+        weight = layer.number("Weight", 100.0) / 100.0 if layer is not None else 1.0
+        self.weight = 1.0 if not weight <= 0.99999 else max(weight, 0.0)  # NaN: full
+        self.blend_mode = int(layer.number("BlendMode", 0)) if layer is not None else 1
+        self.compose_rotation = layer is None or layer.number("RotationAccumulationMode", 0) == 0
+        self.compose_scale = layer is None or layer.number("ScaleAccumulationMode", 0) == 0
+
+    def weight_at(self, ticks: np.ndarray) -> Any:
+        """The weight (0..1) at ``ticks``: animated only for blending modes, as in ufbx."""
+        if self.weight_curve is None or self.blend_mode not in (0, 2):
+            return self.weight
+        w = self.weight_curve.sample(ticks) / 100.0
+        return np.where(~(w <= 0.99999), 1.0, np.clip(w, 0.0, 1.0))  # NaN: full weight
+
+
+class _Defaults:
+    """Stands in for an AnimationCurveNode: channel defaults by ``d|X`` name."""
+
+    def __init__(self, props: dict) -> None:
+        self.props = props
+
+
+def _take_keys(node: FbxNode | None) -> "_Curve | None":
+    """A 6.x Key list as a curve; None when it cannot be split.
+
+    Each key starts with its KTime (typed L), then the value and an
+    interpolation char: ``C`` constant, ``L`` linear, ``U`` cubic followed by a
+    tangent-mode char, the right and next-left slopes, and optionally a
+    weight-mode char (``a`` both weights, ``r`` right, ``n``/``l``...) with
+    its weights.
+    """
+    if node is None or not node.props:
+        return None
+    props = node.props
+    starts = [i for i, (c, _) in enumerate(props) if c == "L"]
+    if not starts or starts[0] != 0:
+        return None
+    ends = starts[1:] + [len(props)]
+    n = len(starts)
+    times = np.zeros(n, dtype=np.int64)
+    values = np.zeros(n)
+    mode = np.full(n, 0x04, dtype=np.int64)
+    slopes = np.zeros((n, 2))
+    weights = np.full((n, 2), 1.0 / 3.0)
+    for k, (a, b) in enumerate(zip(starts, ends)):
+        key = props[a:b]
+        if len(key) < 2 or key[1][0] not in "DFIL":
+            return None
+        times[k] = key[0][1]
+        values[k] = float(key[1][1])
+        chars = [(i, chr(v)) for i, (c, v) in enumerate(key) if c in "CB" and 0 <= v < 256]
+        if not chars:
+            continue
+        interp = chars[0][1]
+        if interp == "C":
+            mode[k] = 0x02
+        elif interp == "U":
+            mode[k] = 0x08
+            nums = [float(v) for c, v in key[chars[0][0] + 1:] if c in "DFIL"]
+            if len(nums) >= 2:
+                slopes[k] = nums[:2]
+            wmode = chars[2][1] if len(chars) > 2 else "n"
+            if wmode == "a" and len(nums) >= 4:
+                weights[k] = nums[2:4]
+            elif wmode == "r" and len(nums) >= 3:
+                weights[k, 0] = nums[2]
+    if n > 1 and np.any(np.diff(times) <= 0):
+        return None
+    curve = _Curve(times, values)
+    curve.mode, curve.slopes, curve.weights = mode, slopes, weights
+    return curve

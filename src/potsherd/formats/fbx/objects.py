@@ -1,0 +1,178 @@
+"""FBX objects as the scene builder reads them: checked number arrays, Properties70, the
+local transform of a Model (pivots, pre/post rotation, rotation order), axis settings."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ...core.errors import ValueFormatError
+from ...scene import decompose_matrix, quat_from_euler, trs_to_matrix
+from .model import FbxNode
+
+
+KTIME_PER_SECOND = 46186158000
+
+
+ROTATION_ORDERS = ("XYZ", "XZY", "YZX", "YXZ", "ZXY", "ZYX", "XYZ")
+
+
+def _numbers(values: Any, path: str) -> np.ndarray:
+    """Property values or an array as a numeric numpy array (its own dtype).
+
+    ASCII files type a word where a number belongs as a string; that (or a
+    nested array, or an integer beyond 64 bits) is a ValueFormatError naming
+    the node path, so no later cast or ``float()`` meets it."""
+    if hasattr(values, "values"):
+        values = values.values
+    try:
+        arr = np.asarray(values)
+    except (TypeError, ValueError, OverflowError):
+        arr = None
+    if arr is None or arr.dtype.kind not in "biuf" or arr.ndim > 1:
+        shown = [v for _, v in zip(range(3), values)] if isinstance(values, (list, tuple)) \
+            else values
+        raise ValueFormatError(f"values {str(shown)[:60]} are not numbers",
+                               path=path) from None
+    return arr
+
+
+def _number(values: Any, path: str) -> float:
+    """The first of a property's values as a float (see :func:`_numbers`)."""
+    arr = _numbers(values, path)
+    if not arr.size:
+        raise ValueFormatError("property holds no value", path=path)
+    return float(arr.reshape(-1)[0])
+
+
+def _text(v: Any) -> str:
+    if isinstance(v, bytes):
+        return v.decode("utf-8", "replace")
+    return str(v)
+
+
+class _Object:
+    __slots__ = ("id", "kind", "name", "sub", "node", "props")
+
+    def __init__(self, node: FbxNode) -> None:
+        p = node.props
+        self.node = node
+        self.kind = node.name.decode("latin-1")
+        # 7.x: id, "Name\0\1Class", "Sub";  6.x: "Name\0\1Class", "Sub" (the name is the id)
+        first = 0 if p and p[0][0] == "S" else 1
+        self.id = p[0][1] if p and p[0][0] in "LIS" else None
+        full = p[first][1] if len(p) > first and p[first][0] == "S" else b""
+        self.name = _text(full.split(b"\x00\x01")[0]) if isinstance(full, bytes) else ""
+        self.sub = _text(p[first + 1][1]) if len(p) > first + 1 and p[first + 1][0] == "S" \
+            else ""
+        self.props = _p70(node)
+
+    def child(self, name: str) -> FbxNode | None:
+        return self.node.find(name)
+
+    def array(self, name: str) -> np.ndarray | None:
+        c = self.node.find(name)
+        if c is None or not c.props:
+            return None
+        return _values(c, self.path(name))
+
+    def path(self, name: str) -> str:
+        return f"Objects/{self.kind}::{self.name}/{name}"
+
+    def number(self, name: str, default: float) -> float:
+        """A numeric property (its first value), or ``default`` when absent."""
+        v = self.props.get(name)
+        if not v:
+            return float(default)
+        return _number(v, self.path(name))
+
+
+def _p70(node: FbxNode) -> dict:
+    """Property name -> values, from Properties70/P (7.x) or Properties60/Property (6.x)."""
+    out: dict = {}
+    for block, row, skip in ((b"Properties70", b"P", 4), (b"Properties60", b"Property", 3)):
+        p70 = node.find(block)
+        for p in (p70.children or []) if p70 is not None else []:
+            if p.name == row and p.props and p.props[0][0] == "S":
+                out[_text(p.props[0][1])] = [v for _, v in p.props[skip:]]
+    return out
+
+
+def _vec(obj: _Object, name: str, default: tuple) -> np.ndarray:
+    v = obj.props.get(name)
+    if v is None or len(v) < 3:
+        return np.array(default, dtype=np.float64)
+    return _numbers(v[:3], obj.path(name)).astype(np.float64)
+
+
+def local_matrices(obj: _Object, t=None, r=None, s=None, rq=None) -> np.ndarray:
+    """``T·Roff·Rp·Rpre·R·Rpost^-1·Rp^-1·Soff·Sp·S·Sp^-1`` (vectorised over
+    the leading axis of animated t/r/s; ``rq`` gives R as quaternions instead
+    of Euler angles, for blended animation layers)."""
+    t = _vec(obj, "Lcl Translation", (0, 0, 0)) if t is None else t
+    r = _vec(obj, "Lcl Rotation", (0, 0, 0)) if r is None else r
+    s = _vec(obj, "Lcl Scaling", (1, 1, 1)) if s is None else s
+    order = ROTATION_ORDERS[int(obj.number("RotationOrder", 0)) % 7]
+
+    def tr(v):
+        return trs_to_matrix(translation=np.asarray(v, dtype=np.float64))
+
+    def rot(v, o="XYZ"):
+        return trs_to_matrix(rotation=quat_from_euler(np.asarray(v, np.float64), o, degrees=True))
+
+    def inv(m):
+        return np.linalg.inv(m)
+    def static(name):
+        """A pivot / offset / pre-post angle, or None when it is zero (the
+        usual case: its factor is the identity and is left out of the chain,
+        which changes no bit of the product)."""
+        v = _vec(obj, name, (0, 0, 0))
+        return v if v.any() else None
+    roff, rp, rpre, rpost, soff, sp = (static(n) for n in (
+        "RotationOffset", "RotationPivot", "PreRotation", "PostRotation", "ScalingOffset",
+        "ScalingPivot"))
+    S = trs_to_matrix(scale=np.asarray(s, dtype=np.float64))
+    R = rot(r, order) if rq is None else trs_to_matrix(rotation=np.asarray(rq, np.float64))
+    m = tr(t)
+    for factor in (None if roff is None else tr(roff), None if rp is None else tr(rp),
+                   None if rpre is None else rot(rpre), R,
+                   None if rpost is None else inv(rot(rpost)),
+                   None if rp is None else inv(tr(rp)), None if soff is None else tr(soff),
+                   None if sp is None else tr(sp), S, None if sp is None else inv(tr(sp))):
+        if factor is not None:
+            m = m @ factor
+    return m
+
+
+def local_trs(obj: _Object, t=None, r=None, s=None, rq=None) -> tuple:
+    """The FBX local transform as (t (T, 3), q (T, 4), s (T, 3)); pivots and
+    pre/post rotations leave no shear, so this is exact."""
+    m = local_matrices(obj, t, r, s, rq)
+    return decompose_matrix(m if m.ndim == 3 else m[None])
+
+
+def _axis_matrix(gs: dict) -> np.ndarray:
+    def axis(name, default_axis, default_sign):
+        a = _number(gs.get(name) or [default_axis], f"GlobalSettings/{name}")
+        sign = _number(gs.get(name + "Sign") or [default_sign], f"GlobalSettings/{name}Sign")
+        if not np.isfinite(a):
+            raise ValueFormatError(f"GlobalSettings {name} is not an axis number",
+                                   path=f"GlobalSettings/{name}", found=a)
+        e = np.zeros(3)
+        e[int(a) % 3] = 1.0 if sign >= 0 else -1.0
+        return e
+    return np.stack([axis("CoordAxis", 0, 1), axis("UpAxis", 1, 1), axis("FrontAxis", 2, 1)])
+
+
+def _values(node: FbxNode, path: str) -> np.ndarray:
+    """A node's numbers: its array (7.x) or its scalar list (6.x style)."""
+    if node.props and hasattr(node.props[0][1], "values"):
+        return _numbers(node.props[0][1].values, path)
+    return _numbers([v for _, v in node.props], path)
+
+
+def _text_child(node: FbxNode, name: bytes) -> str:
+    c = node.find(name)
+    if c is None or not c.props:
+        return ""
+    return _text(c.props[0][1])

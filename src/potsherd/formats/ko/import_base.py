@@ -1,0 +1,49 @@
+"""What every Knight Online importer shares: the refusal class, the engine's bounds and
+LOD fractions, the default material, and stored names as the client's raw strings."""
+from __future__ import annotations
+
+from typing import Any
+
+from ...core.errors import FormatError
+from ...core.values import RawString
+from .text import CP_DEFAULT
+
+
+FRAME_RATE = 30.0
+
+
+MAX_VERTICES = 65535          #: indices are u16
+
+
+SKIN_LOD_FRACTIONS = (1.0, 0.5, 0.25, 0.125)
+
+
+PMESH_LOD_FRACTIONS = (1.0, 0.45, 0.1, 0.0)
+
+
+PMESH_LOD_DISTANCES = (12.0, 24.0, 60.0, 100.0)   #: times the bounding radius
+
+
+DEFAULT_MATERIAL = {"diffuse": [1.0, 1.0, 1.0, 1.0], "ambient": [0.5, 0.5, 0.5, 1.0],
+                    "specular": [0.0, 0.0, 0.0, 0.0], "emissive": [0.0, 0.0, 0.0, 0.0],
+                    "power": 0.0, "colorOp": 4, "colorArg1": 0, "colorArg2": 2,
+                    "renderFlags": 0, "sourceBlend": 5, "destinationBlend": 6}
+
+
+class ImportError_(FormatError):
+    """The scene cannot become the requested Knight Online file."""
+
+
+def _raw(name: str) -> RawString:
+    try:
+        return RawString(name.encode(CP_DEFAULT))
+    except UnicodeEncodeError:
+        return RawString(name.encode("ascii", "replace"))
+
+
+def _original_name(obj: Any) -> str:
+    return str(obj.extras.get("originalName", obj.name) if obj.extras else obj.name)
+
+
+def _no_lod(options: dict) -> bool:
+    return bool(options.get("no_lod")) or options.get("lod", 1) in (0, "0", False)

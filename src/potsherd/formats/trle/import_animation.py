@@ -1,0 +1,333 @@
+"""glTF animations as TR4 keyframes: sampled at the game's 30 fps, rotations packed in
+the engine's YXZ angle words, bounding boxes per frame, and the state machine (state
+changes, commands) kept from the original wad when importing with ``like``."""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ...core.errors import FormatError
+from ...scene import decompose_matrix, quat_to_matrix, trs_to_matrix
+from ...scene.ops import local_matrix, sample_node_trs
+from . import model
+from .import_bounds import FPS, ImportRefused, MAX_GAME_FRAMES, MAX_SAMPLED_TRANSFORMS
+
+
+_COMMAND_TYPES = {v: k for k, v in model.COMMAND_NAMES.items()}
+
+
+def _anim_base(mov: dict) -> int:
+    a = mov.get("anim_index", 0)
+    return int(a) if a is not None and int(a) >= 0 else 0
+
+
+def euler_yxz(r: np.ndarray) -> np.ndarray:
+    """(..., 3, 3) rotation matrices ``Ry·Rx·Rz`` to angles (x, y, z) in radians;
+    at gimbal lock (x = +-90 degrees) z is 0."""
+    sx = np.clip(-r[..., 1, 2], -1.0, 1.0)
+    x = np.arcsin(sx)
+    cx = np.sqrt(np.maximum(1 - sx * sx, 0))
+    gimbal = cx < 1e-6
+    y = np.where(gimbal, np.arctan2(np.sign(sx) * r[..., 0, 1], r[..., 0, 0]),
+                 np.arctan2(r[..., 0, 2], r[..., 2, 2]))
+    z = np.where(gimbal, 0.0, np.arctan2(r[..., 1, 0], r[..., 1, 1]))
+    return np.stack([x, y, z], -1)
+
+
+def rotation_words(angles: np.ndarray) -> list[list[int]]:
+    """Per mesh the engine's rotation words: single-axis 12-bit when two of the
+    three angles are 0 at 12 bits, else packed 10-bit (1024 = 360 degrees)."""
+    out = []
+    fine = np.round(np.asarray(angles) * 4096 / (2 * math.pi)).astype(np.int64) % 4096
+    coarse = np.round(np.asarray(angles) * 1024 / (2 * math.pi)).astype(np.int64) % 1024
+    for f, c in zip(fine, coarse):
+        nz = np.flatnonzero(f)
+        if len(nz) == 0:
+            out.append([0x4000])                    # X only, 0
+        elif len(nz) == 1:
+            out.append([(0x4000 * (int(nz[0]) + 1)) | int(f[nz[0]])])
+        else:
+            p = (int(c[0]) << 20) | (int(c[1]) << 10) | int(c[2])
+            out.append([(p >> 16) & 0x3FFF, p & 0xFFFF])
+    return out
+
+
+def mov_table(hx: dict) -> dict:
+    """The moveable node's copy of the animation extras, by animation name."""
+    rows = hx.get("tr4_animations")
+    if not isinstance(rows, list):
+        return {}
+    return {r["name"]: {k: v for k, v in r.items() if k != "name"}
+            for r in rows if isinstance(r, dict) and isinstance(r.get("name"), str)}
+
+
+def _animations(scene: Any, bones: list, parents: list, meshes: list, to_tr: np.ndarray,
+                post: np.ndarray, rate: float, mov: dict, like: Any,
+                rate_given: bool = False, mov_extras: dict | None = None) -> tuple:
+    base_anim = _anim_base(mov)
+    kf_base = int(mov.get("keyframe_offset", 0) or 0)
+    like_anims = like["animations"] if like else []
+    like_cmds, like_changes = _like_lists(like)
+    n = len(bones)
+    order = _topological(scene)
+    node_parents = scene.parents()
+    mesh_points = [np.asarray(m["vertices"], np.float64) for m in meshes]
+    anims, cmds, changes, words = [], [], [], []
+    sc_index = None
+    cmd_offset = None
+    plan = []
+    table = mov_table(mov_extras) if mov_extras else {}
+    for ai, anim in enumerate(scene.animations):
+        ex = anim.extras if isinstance(anim.extras, dict) else {}
+        if not ex and anim.name in table:     # extras dropped by another tool
+            ex = table[anim.name]
+        la = like_anims[ai] if ai < len(like_anims) else None
+        # keyframe spacing: the frame_rate option when given, else the carried one
+        # (the timing is the glTF's, never the --like moveable's)
+        carried_fd = ex.get("frame_duration")
+        fd = int(carried_fd) if isinstance(carried_fd, int) and not rate_given else \
+            max(1, round(FPS / rate))
+        fd = max(1, min(fd, 255))
+        count = ex.get("keyframe_count") if fd == carried_fd else None
+        if not isinstance(count, int) or count < 0:
+            duration = anim.duration if anim.channels else 0.0
+            if not math.isfinite(duration) or duration * FPS > MAX_GAME_FRAMES:
+                raise ImportRefused(f"animation {ai} ({anim.name!r}) lasts {duration:g} s: more "
+                                    f"than the {MAX_GAME_FRAMES} game frames a TR animation "
+                                    "can number")
+            count = int(math.floor(duration * FPS / fd + 1e-6)) + 1 if anim.channels else 0
+        if count * fd > MAX_GAME_FRAMES + fd:
+            raise ImportRefused(f"animation {ai}: {count} keyframes are more than a TR "
+                                "animation can number")
+        if count * len(scene.nodes) > MAX_SAMPLED_TRANSFORMS:
+            raise ImportRefused(f"animation {ai}: {count} keyframes of {len(scene.nodes)} nodes "
+                                f"exceed the {MAX_SAMPLED_TRANSFORMS} transforms sampled at once")
+        plan.append((anim, ex, la, fd, count))
+    starts = []
+    for anim, ex, la, fd, count in plan:
+        starts.append(int(ex.get("frame_start", la["frame_start"] if la else 0)))
+    kf_pos = kf_base
+    for ai, (anim, ex, la, fd, count) in enumerate(plan):
+        times = np.arange(count, dtype=np.float64) * fd / FPS
+        frame_words: list[list[int]] = []
+        if count:
+            local = np.repeat(np.stack([local_matrix(nd) for nd in scene.nodes])[None],
+                              count, 0)
+            animated = {c.node for c in anim.channels if c.path != "weights"}
+            for node in animated:
+                t, r, s = sample_node_trs(scene, anim, node, times)
+                local[:, node] = trs_to_matrix(t, r, s)
+            world = np.empty_like(local)
+            for i in order:
+                p = node_parents[i]
+                world[:, i] = local[:, i] if p is None else world[:, p] @ local[:, i]
+            fr = np.empty((count, n, 4, 4))
+            for k, b in enumerate(bones):
+                if b < 0:
+                    fr[:, k] = np.eye(4)
+                    continue
+                m = to_tr @ world[:, b] @ post
+                t_, r_, _ = decompose_matrix(m)
+                fr[:, k] = np.eye(4)
+                fr[:, k, :3, :3] = quat_to_matrix(r_)[..., :3, :3]
+                fr[:, k, :3, 3] = t_
+            rel = np.empty((count, n, 3, 3))
+            for k in range(n):
+                rel[:, k] = fr[:, k, :3, :3] if parents[k] < 0 else \
+                    np.swapaxes(fr[:, parents[k], :3, :3], -1, -2) @ fr[:, k, :3, :3]
+            angles = euler_yxz(rel)
+            offsets = np.round(fr[:, 0, :3, 3]).astype(np.int64)
+            boxes = _boxes(fr, mesh_points)
+            carried = ex.get("bboxes")
+            if isinstance(carried, list) and len(carried) == count:
+                cb = np.asarray(carried, np.int64).reshape(count, 6)
+                if np.abs(cb - boxes).max(initial=0) <= 32:
+                    boxes = cb
+            like_frames = _like_keyframes(like, ai, count, n)
+            for f in range(count):
+                rot = rotation_words(angles[f])
+                words_f = [*boxes[f].tolist(), *offsets[f].tolist(), *(w for r in rot for w in r)]
+                if like_frames is not None:
+                    lw, lq, loff = like_frames
+                    mine = quat_from_rel(rel[f])
+                    if loff[f].tolist() == offsets[f].tolist() and \
+                            np.all(np.abs((mine * lq[f]).sum(-1)) > 1 - 1e-9):
+                        words_f = [w & 0xFFFF for w in lw[f]]   # unchanged: the original words
+                frame_words.append(words_f)
+        need = max((len(w) for w in frame_words), default=0)
+        fsz = int(ex.get("frame_size", need))
+        if fsz < need or (count and fsz < 9):
+            fsz = need
+        if not count and "frame_size" not in ex:
+            fsz = 9 + 2 * n
+        for w in frame_words:
+            words.extend(v - 0x10000 if v >= 0x8000 else v for v in w + [0] * (fsz - len(w)))
+        fs = starts[ai]
+        fe = int(ex.get("frame_end", fs + max(count - 1, 0) * fd))
+        src = ex.get("source_indices", {}) if isinstance(ex.get("source_indices"), dict) else {}
+        a_cmds = _commands(ex, fs, la, like_cmds, ai)
+        a_changes = _changes(ex, fs, la, like_changes, ai, base_anim, starts, src)
+        if sc_index is None:
+            sc_index = int(src.get("state_change_index", la["state_change_index"] if la else 0))
+            cmd_offset = int(src.get("command_offset", la["command_offset"] if la else 0))
+        next_rel = int(ex.get("next_anim", (la["next_anim"] - base_anim) if la else ai))
+        next_frame = ex.get("next_frame")
+        target_start = starts[next_rel] if 0 <= next_rel < len(starts) else 0
+        next_frame = int(next_frame) + target_start if next_frame is not None else \
+            (int(la["next_frame"]) if la else target_start)
+        rec = {"keyframe_offset": kf_pos, "frame_duration": fd, "frame_size": fsz,
+               "state_id": int(ex.get("state_id", la["state_id"] if la else 0)),
+               **{k: _fixed(ex, k, la) for k in ("speed", "accel", "speed_lateral",
+                                                 "accel_lateral")},
+               "frame_start": fs, "frame_end": fe,
+               "next_anim": (next_rel + base_anim) & 0xFFFF, "next_frame": next_frame & 0xFFFF,
+               "state_change_count": len(a_changes),
+               "state_change_index": int(src.get("state_change_index", sc_index)),
+               "command_count": len(a_cmds),
+               "command_offset": int(src.get("command_offset", cmd_offset))}
+        sc_index = rec["state_change_index"] + len(a_changes)
+        cmd_offset = rec["command_offset"] + len(model.command_stream(a_cmds))
+        kf_pos += 2 * fsz * count
+        anims.append(rec)
+        cmds.extend(a_cmds)
+        changes.extend(a_changes)
+    return anims, cmds, changes, words
+
+
+def quat_from_rel(r: np.ndarray) -> np.ndarray:
+    """(n, 3, 3) rotations as (n, 4) quaternions of their quantised TR angles."""
+    angles = euler_yxz(r)
+    words = rotation_words(angles)
+    out = np.zeros((len(words), 3))
+    for k, w in enumerate(words):
+        if len(w) == 2:
+            p = (w[0] << 16) | w[1]
+            out[k] = [((p >> 20) & 0x3FF) * 2 * math.pi / 1024, ((p >> 10) & 0x3FF) * 2 * math.pi
+                      / 1024, (p & 0x3FF) * 2 * math.pi / 1024]
+        else:
+            out[k, (w[0] >> 14) - 1] = (w[0] & 0xFFF) * 2 * math.pi / 4096
+    return model.quaternions_yxz(out)
+
+
+def _like_keyframes(like: Any, ai: int, count: int, n: int) -> tuple | None:
+    """The original animation's keyframe words (padding included), decoded
+    rotations and offsets, when it has ``count`` keyframes of ``n`` meshes."""
+    if not like or ai >= len(like["animations"]) or int(like["moveable"]["mesh_count"]) != n:
+        return None
+    anims = like["animations"]
+    a = anims[ai]
+    base = int(like["moveable"]["keyframe_offset"])
+    total = 2 * len(like["keyframe_words"])
+    start = int(a["keyframe_offset"]) - base
+    end = (int(anims[ai + 1]["keyframe_offset"]) - base) if ai + 1 < len(anims) else total
+    fsz = int(a["frame_size"])
+    if start < 0 or start % 2 or model.keyframe_count(start, fsz, end) != count or not count:
+        return None
+    words = np.asarray(like["keyframe_words"], np.int16)[start // 2:]
+    try:
+        kf = model.decode_keyframes(words, fsz, count, n)
+    except FormatError:
+        return None
+    lw = words[:count * fsz].reshape(count, fsz).astype(np.int64).tolist()
+    return lw, model.quaternions_yxz(kf["rotation"]), kf["offset"].astype(np.int64)
+
+
+def _topological(scene: Any) -> list[int]:
+    out = []
+    stack = list(reversed(scene.roots))
+    while stack:
+        i = stack.pop()
+        out.append(i)
+        stack.extend(reversed(scene.nodes[i].children))
+    return out
+
+
+def _boxes(frames: np.ndarray, points: list) -> np.ndarray:
+    """(F, 6) min/max x, y, z of the posed meshes, rounded outward."""
+    count = frames.shape[0]
+    lo = np.full((count, 3), np.inf)
+    hi = np.full((count, 3), -np.inf)
+    for k, p in enumerate(points):
+        if not len(p):
+            continue
+        posed = np.einsum("fij,vj->fvi", frames[:, k, :3, :3], p) + frames[:, k, None, :3, 3]
+        lo = np.minimum(lo, posed.min(1))
+        hi = np.maximum(hi, posed.max(1))
+    lo = np.where(np.isfinite(lo), np.floor(lo), 0)
+    hi = np.where(np.isfinite(hi), np.ceil(hi), 0)
+    return np.clip(np.stack([lo[:, 0], hi[:, 0], lo[:, 1], hi[:, 1], lo[:, 2], hi[:, 2]], 1),
+                   -32768, 32767).astype(np.int64)
+
+
+def _fixed(ex: dict, key: str, la: Any) -> int:
+    if key in ex:
+        return int(round(float(ex[key]) * 65536.0))
+    return int(la[key]) if la else 0
+
+
+def _like_lists(like: Any) -> tuple[list, list]:
+    """Per like animation its commands and state changes."""
+    if not like:
+        return [], []
+    cmds = np.asarray(like["commands"]).tolist()
+    changes = list(like["state_changes"])
+    out_c, out_s = [], []
+    ci = si = 0
+    for a in like["animations"]:
+        nc, ns = int(a["command_count"]), int(a["state_change_count"])
+        out_c.append(cmds[ci:ci + nc])
+        out_s.append(changes[si:si + ns])
+        ci += nc
+        si += ns
+    return out_c, out_s
+
+
+def _commands(ex: dict, fs: int, la: Any, like_cmds: list, ai: int) -> list[list[int]]:
+    if not isinstance(ex.get("commands"), list):
+        return [list(c) for c in like_cmds[ai]] if ai < len(like_cmds) else []
+    out = []
+    for c in ex["commands"]:
+        kind = c.get("type")
+        kind = _COMMAND_TYPES.get(kind, kind)
+        if not isinstance(kind, int) or kind not in model.COMMAND_PARAMS:
+            raise ImportRefused(f"animation command type {c.get('type')!r} is unknown")
+        words = [kind, 0, 0, 0]
+        if kind == 1:
+            words[1:4] = [int(x) for x in c["position"]]
+        elif kind == 2:
+            words[1:3] = [int(x) for x in c["velocity"]]
+        elif kind in (5, 6):
+            words[1] = int(c["frame"]) + fs
+            words[2] = (int(c["id"]) & 0x3FFF) | ((int(c.get("condition", 0)) & 3) << 14)
+        pad = c.get("padding")
+        if isinstance(pad, list):
+            used = 1 + model.COMMAND_PARAMS[kind]
+            words[used:4] = [int(x) for x in pad][:4 - used]
+        out.append([w - 0x10000 if w >= 0x8000 else w for w in words])
+    return out
+
+
+def _changes(ex: dict, fs: int, la: Any, like_changes: list, ai: int, base: int,
+             starts: list, src: dict) -> list[dict]:
+    if not isinstance(ex.get("state_changes"), list):
+        return [dict(s) for s in like_changes[ai]] if ai < len(like_changes) else []
+    dispatch_index = src.get("dispatch_index") if isinstance(src.get("dispatch_index"), list) \
+        else []
+    out = []
+    next_disp = 0
+    for k, s in enumerate(ex["state_changes"]):
+        rows = []
+        for d in s.get("dispatches", []):
+            rel = int(d["next_anim"])
+            target = starts[rel] if 0 <= rel < len(starts) else 0
+            rows.append([int(d["low"]) + fs, int(d["high"]) + fs, (rel + base) & 0xFFFF,
+                         int(d["next_frame"]) + target])
+        arr = np.asarray(rows, np.int64).reshape(-1, 4)
+        arr = ((arr + 0x8000) & 0xFFFF) - 0x8000
+        di = int(dispatch_index[k]) if k < len(dispatch_index) else next_disp
+        out.append({"state_id": int(s["state_id"]), "dispatch_count": len(rows),
+                    "dispatch_index": di, "dispatches": arr.astype(np.int16)})
+        next_disp = di + len(rows)
+    return out

@@ -1,0 +1,171 @@
+"""The textures of a glTF moveable packed into TR4 texture pages (used texels only), and
+the object texture records (texinfos) its polygons point at."""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from . import model
+from .moveables import _pack_textures
+from .import_bounds import ImportRefused, MAX_BAKED
+
+
+class _Textures:
+    """Texinfos with pixels: the potsherd atlas' rectangles, baked polygons and
+    solid colours, in order of first use (carried rectangles first, in order)."""
+
+    def __init__(self, scene: Any, hx: dict, like: Any) -> None:
+        self.scene = scene
+        self.warnings: list[str] = []
+        self.items: list[dict] = []
+        self.by_key: dict[tuple, int] = {}
+        self.images: dict[int, np.ndarray] = {}
+        self.carried: dict[tuple, int] = {}
+        self.mirrored_quad_zero = False
+        for info in hx.get("tr4_textures", []) if isinstance(hx.get("tr4_textures"), list) else []:
+            x, y, w, h = (int(v) for v in info["atlas"])
+            self.carried[(x, y, w, h)] = len(self.items)
+            self.items.append({"pending": (x, y, w, h), **{k: int(info[k]) for k in (
+                "x", "y", "page", "flip_x", "w", "flip_y", "h")}})
+        self.carried_count = len(self.items)
+
+    def image(self, material: int | None) -> tuple[np.ndarray | None, tuple]:
+        """(RGBA array or None, base colour) of a material."""
+        if material is None or not 0 <= material < len(self.scene.materials):
+            return None, (1.0, 1.0, 1.0, 1.0)
+        mat = self.scene.materials[material]
+        ref = mat.base_color_texture
+        if ref is None or not 0 <= ref.image < len(self.scene.images):
+            return None, tuple(mat.base_color)
+        if ref.image not in self.images:
+            img = self.scene.images[ref.image]
+            arr = None
+            if img.data:
+                import io
+                from PIL import Image
+                try:
+                    with Image.open(io.BytesIO(img.data)) as pil:
+                        arr = np.asarray(pil.convert("RGBA"))
+                except Exception:  # noqa: BLE001 - any undecodable image is reported
+                    self.warnings.append(f"image {ref.image} could not be decoded; "
+                                         "its polygons use the base colour")
+            self.images[ref.image] = arr
+        return self.images[ref.image], tuple(mat.base_color)
+
+    def carried_index(self, material: int | None, uv: np.ndarray) -> tuple[int, tuple] | None:
+        """(texture, corner ids) when a polygon's UVs are exactly the corners of a
+        carried atlas rectangle."""
+        if not self.carried:
+            return None
+        arr, _ = self.image(material)
+        if arr is None:
+            return None
+        h, w = arr.shape[:2]
+        px = uv * [w, h]
+        r = np.round(px)
+        if np.abs(px - r).max() > 1e-3:
+            return None
+        x0, y0 = r.min(0)
+        x1, y1 = r.max(0)
+        k = self.carried.get((int(x0), int(y0), int(x1 - x0), int(y1 - y0)))
+        if k is None:
+            return None
+        corners = []
+        for cx, cy in r:
+            corners.append({(x0, y0): 0, (x1, y0): 1, (x1, y1): 2, (x0, y1): 3}[(cx, cy)]
+                           if (cx, cy) in {(x0, y0), (x1, y0), (x1, y1), (x0, y1)} else -1)
+        if -1 in corners:
+            return None
+        self._fill(k, arr)
+        return k, tuple(corners)
+
+    def _fill(self, k: int, arr: np.ndarray) -> None:
+        item = self.items[k]
+        if "pending" not in item:
+            return
+        x, y, w, h = item.pop("pending")
+        block = np.zeros((h, w, 3), np.uint8)
+        part = arr[y:y + h, x:x + w]
+        rgb = part[..., :3].copy()
+        rgb[part[..., 3] < 128] = (255, 0, 255)
+        block[:rgb.shape[0], :rgb.shape[1]] = rgb
+        item["pixels"] = model.rgb_to_bgr_bytes(block)
+
+    def add(self, rgb: np.ndarray) -> int:
+        """A new texture of these RGB pixels (identical ones shared)."""
+        h, w = rgb.shape[:2]
+        key = (w, h, rgb.tobytes())
+        if key not in self.by_key:
+            self.by_key[key] = len(self.items)
+            self.items.append({"x": 0, "y": 0, "page": 0, "flip_x": -1, "w": w - 1,
+                               "flip_y": -1, "h": h - 1, "pixels": model.rgb_to_bgr_bytes(rgb),
+                               "new": True})
+        return self.by_key[key]
+
+    def solid(self, colour: tuple) -> int:
+        rgb = np.clip(np.round(np.asarray(colour[:3], np.float64) * 255), 0, 255)
+        return self.add(np.tile(rgb.astype(np.uint8), (4, 4, 1)))
+
+    def bake(self, material: int | None, uv: np.ndarray) -> tuple[int, tuple]:
+        """A texture holding the polygon's UV area, mapped onto the rectangle's
+        corners nw, ne, sw (triangles) or nw, ne, se, sw (quads)."""
+        arr, colour = self.image(material)
+        if arr is None:
+            return self.solid(colour), ((0, 1, 3) if len(uv) == 3 else (0, 1, 2, 3))
+        ih, iw = arr.shape[:2]
+        px = uv * [iw, ih]
+        if len(uv) == 3:
+            w = max(np.linalg.norm(px[1] - px[0]), 1.0)
+            h = max(np.linalg.norm(px[2] - px[0]), 1.0)
+        else:
+            w = max(np.linalg.norm(px[1] - px[0]), np.linalg.norm(px[2] - px[3]), 1.0)
+            h = max(np.linalg.norm(px[3] - px[0]), np.linalg.norm(px[2] - px[1]), 1.0)
+        tw, th = int(min(math.ceil(w), MAX_BAKED)), int(min(math.ceil(h), MAX_BAKED))
+        if math.ceil(w) > MAX_BAKED or math.ceil(h) > MAX_BAKED:
+            self.shrunk = getattr(self, "shrunk", 0) + 1
+        s = (np.arange(tw) + 0.5) / tw
+        t = (np.arange(th) + 0.5) / th
+        ss, tt = np.meshgrid(s, t)
+        if len(uv) == 3:   # nw + s (ne - nw) + t (sw - nw)
+            src = px[0] + ss[..., None] * (px[1] - px[0]) + tt[..., None] * (px[2] - px[0])
+        else:              # bilinear over nw, ne, se, sw
+            top = px[0] + ss[..., None] * (px[1] - px[0])
+            bottom = px[3] + ss[..., None] * (px[2] - px[3])
+            src = top + tt[..., None] * (bottom - top)
+        xs = np.floor(src[..., 0]).astype(np.int64) % iw
+        ys = np.floor(src[..., 1]).astype(np.int64) % ih
+        texels = arr[ys, xs]
+        tint = np.asarray(colour[:3], np.float64)
+        rgb = np.clip(np.round(texels[..., :3] * tint), 0, 255).astype(np.uint8)
+        rgb[texels[..., 3] < 128] = (255, 0, 255)
+        return self.add(rgb), ((0, 1, 3) if len(uv) == 3 else (0, 1, 2, 3))
+
+    def finish(self) -> list[dict]:
+        """The texinfo list; new textures packed onto 256x256 pages after the
+        carried ones (a texinfo's place is where a wad would put it)."""
+        for k, item in enumerate(self.items):
+            if "pending" in item:     # carried but unused: still kept, in its slot
+                arr = next((a for a in self.images.values() if a is not None), None)
+                if arr is None:
+                    x, y, w, h = item.pop("pending")
+                    item["pixels"] = bytes(3 * w * h)
+                else:
+                    self._fill(k, arr)
+        new = [i for i, it in enumerate(self.items) if it.pop("new", False)]
+        if new:
+            first_page = 1 + max((it["page"] for it in self.items[:self.carried_count]),
+                                 default=-1)
+            places = _pack_textures([(self.items[i]["w"] + 1, self.items[i]["h"] + 1)
+                                     for i in new], first_page)
+            for i, (page, x, y) in zip(new, places):
+                self.items[i].update(x=x, y=y, page=page)
+        if getattr(self, "shrunk", 0):
+            self.warnings.append(f"{self.shrunk} polygon textures were shrunk to at most "
+                                 f"{MAX_BAKED}x{MAX_BAKED} pixels")
+        if len(self.items) > 0x1000:
+            raise ImportRefused(f"{len(self.items)} textures: a TR4 triangle can address "
+                                "only 4096")
+        return [{k: it[k] for k in ("x", "y", "page", "flip_x", "w", "flip_y", "h", "pixels")}
+                for it in self.items]
