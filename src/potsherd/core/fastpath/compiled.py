@@ -7,6 +7,7 @@ from typing import Any, Callable
 
 from . import kinds as L
 from . import runtime
+from .runtime import _Short
 from .decoder import _DecoderGen
 from .encoder import _EncoderGen
 
@@ -81,8 +82,10 @@ class FastLayout:
                 return None
 
     def decode(self, root: str, data: bytes, params: dict | None, limits: Any,
-               start: int) -> tuple[Any, int, dict, list] | None:
-        """(value, end, params, warnings), or None: the reference must decide."""
+               start: int) -> tuple[Any, int, dict, list] | bool | None:
+        """(value, end, params, warnings); False when the input certainly does not
+        decode (it ends before bytes that must be read); None: the reference
+        must decide."""
         fn = self.dec[root]
         if fn is None or len(data) - start > limits.max_elements:
             # (the generated code relies on: an array that fits in the input
@@ -94,6 +97,8 @@ class FastLayout:
         s = L.Scope(p, r, limits, warnings)
         try:
             v, pos = fn(r.buf, start, r.end, s, r)
+        except _Short:  # the input ends too early: the reference fails as well
+            return False
         except Exception:  # noqa: BLE001 - any surprise: the reference decides
             return None
         return v, pos, p, warnings

@@ -128,7 +128,7 @@ class _DecoderGen(_GenBase):
         ST = struct.Struct(fmt)
         assert ST.size == off
         allv = [v for _, vs in slots for v in vs]
-        out.append(f"{ind}if pos + {off} > end: raise _FB")
+        out.append(f"{ind}if pos + {off} > end: raise _FBS")
         out.append(f"{ind}{', '.join(allv)}, = {self.const(ST.unpack_from, 'U')}(buf, pos)")
         for v, fix in nanchecks:
             out.append(f"{ind}if {v} != {v}: {v} = {fix}")
@@ -185,13 +185,13 @@ class _DecoderGen(_GenBase):
     def dec_storage(self, st: "L.Storage", var: str, out: list, ind: str, env: _ExprEnv) -> None:
         t = _kind(st)
         if t is L.Prim:
-            out.append(f"{ind}if pos + {st.size} > end: raise _FB")
+            out.append(f"{ind}if pos + {st.size} > end: raise _FBS")
             out.append(f"{ind}{var}, = {self.const(st.st.unpack_from, 'U')}(buf, pos)")
             if st.kind == "f":
                 out.append(f"{ind}if {var} != {var}: {var} = {self.const(_bits_reader(st), 'NB')}(buf, pos)")
             out.append(f"{ind}pos += {st.size}")
         elif t is L.Group:
-            out.append(f"{ind}if pos + {st.size} > end: raise _FB")
+            out.append(f"{ind}if pos + {st.size} > end: raise _FBS")
             out.append(f"{ind}{var} = list({self.const(st.st.unpack_from, 'U')}(buf, pos))")
             if st.prim.kind == "f":
                 nb = self.const(_bits_reader(st.prim), "NB")
@@ -201,16 +201,16 @@ class _DecoderGen(_GenBase):
         elif t is L.String:
             pu = self.const(st.prefix.st.unpack_from, "U")
             ps = st.prefix.size
-            out.append(f"{ind}if pos + {ps} > end: raise _FB")
+            out.append(f"{ind}if pos + {ps} > end: raise _FBS")
             out.append(f"{ind}{var}, = {pu}(buf, pos)")
             out.append(f"{ind}pos += {ps}")
             out.append(f"{ind}if {var} <= 0: {var} = RawString(b'', {var} if {var} < 0 else None)")
-            out.append(f"{ind}elif {var} > end - pos: raise _FB")
+            out.append(f"{ind}elif {var} > end - pos: raise _FBS")
             out.append(f"{ind}else:")
             out.append(f"{ind}    {var} = RawString(buf[pos:pos + {var}]); pos += len({var})")
         elif t is L.Bytes and st.size is not None:
             n = st.size
-            out.append(f"{ind}if pos + {n} > end: raise _FB")
+            out.append(f"{ind}if pos + {n} > end: raise _FBS")
             out.append(f"{ind}{var} = buf[pos:pos + {n}]")
             out.append(f"{ind}pos += {n}")
         elif t is L.Tail:
@@ -244,7 +244,7 @@ class _DecoderGen(_GenBase):
 
     def dec_struct_record(self, st: "L.StructRecord", var: str, out: list, ind: str) -> None:
         vs = [self.fresh("r") for _ in st.names]
-        out.append(f"{ind}if pos + {st.size} > end: raise _FB")
+        out.append(f"{ind}if pos + {st.size} > end: raise _FBS")
         out.append(f"{ind}{', '.join(vs)}, = {self.const(st.st.unpack_from, 'U')}(buf, pos)")
         for v, fo in zip(vs, st.float_offs):
             if fo is not None:
@@ -263,7 +263,7 @@ class _DecoderGen(_GenBase):
             k = int(np.prod(shape)) if shape else 1
             isz = st.elem_dtype.itemsize
             self.dec_count(st.count_src, n, out, ind, env)
-            out.append(f"{ind}if {n} * {isz} > end - pos: raise _FB")
+            out.append(f"{ind}if {n} * {isz} > end - pos: raise _FBS")
             arr = f"_fbuf(buf, {self.const(base, 'DT')}, {n} * {k}, pos).copy()" if k != 1 else \
                 f"_fbuf(buf, {self.const(base, 'DT')}, {n}, pos).copy()"
             if shape:
@@ -281,7 +281,7 @@ class _DecoderGen(_GenBase):
             self.dec_count(inner, k, out, ind + "    ", env)
             out.append(f"{ind}    if {k} == 0:")
             out.append(f"{ind}        if {n} > end - pos + 65536 or {n} > _S.limits.max_elements: raise _FB")
-            out.append(f"{ind}    elif {n} * {k} * {dt.itemsize} > end - pos: raise _FB")
+            out.append(f"{ind}    elif {n} * {k} * {dt.itemsize} > end - pos: raise _FBS")
             out.append(f"{ind}    {var} = _fbuf(buf, {self.const(dt, 'DT')}, {n} * {k}, pos).copy()"
                        f".reshape({n}, {k})")
             out.append(f"{ind}    pos += {n} * {k} * {dt.itemsize}")
@@ -295,7 +295,7 @@ class _DecoderGen(_GenBase):
             self.dec_fixed_records(item, fixed, n, var, out, ind)
             return
         self.dec_count(st.count_src, n, out, ind, env)
-        out.append(f"{ind}if {n} * {item.min_size} > end - pos: raise _FB")
+        out.append(f"{ind}if {n} * {item.min_size} > end - pos: raise _FBS")
         out.append(f"{ind}{var} = []")
         ap = self.fresh("ap")
         out.append(f"{ind}{ap} = {var}.append")
@@ -349,7 +349,7 @@ class _DecoderGen(_GenBase):
                     floats.append((name, None, fo[0], (order, 4 if fo[1] == "f32" else 8)))
         ST = struct.Struct(fmt)
         size = ST.size
-        out.append(f"{ind}if {n} * {size} > end - pos: raise _FB")
+        out.append(f"{ind}if {n} * {size} > end - pos: raise _FBS")
         if not is_struct_record:
             out.append(f"{ind}if {n} and len(frames) > _S.limits.max_depth: raise _FB")
         allv = [v for _, vs, _ in parts for v in vs]

@@ -36,6 +36,13 @@ class _Fallback(Exception):
     """Raised by generated code: let the reference interpreter decide."""
 
 
+class _Short(_Fallback):
+    """Raised by generated code when the input ends before bytes that must be read
+    next: the reference, reading the same fields in the same order, fails too.
+    Callers that only need to know *whether* an input decodes (trying variants)
+    then skip the reference run that would word an error nobody reads."""
+
+
 class _MissingName:
     """Stand-in for a name an expression cannot resolve: any use falls back."""
 

@@ -87,7 +87,7 @@ class Layout:
         if not reference and spans is None:
             fast = _fast_layout(self)
             done = fast.decode(root, data, params, limits, start) if fast is not None else None
-            if done is not None:
+            if done:
                 v, end, p, warns = done
                 if warnings is not None:
                     warnings.extend(warns)
@@ -103,6 +103,26 @@ class Layout:
         except RecursionError:
             raise FormatError("nesting too deep", offset=r.pos, path=root) from None
         return v, r.pos, p
+
+    def trial_decode(self, root: str, data: bytes, params: dict | None = None,
+                     limits: Limits = DEFAULT_LIMITS, warnings: list | None = None,
+                     ) -> tuple[Any, int, dict] | None:
+        """:meth:`decode` for callers that try several parameter sets and keep the
+        first that works (format variants): None when the compiled decoder proves
+        ``data`` cannot be decoded (it ends before bytes that must be read), without
+        the reference run whose only product would be the wording of an error the
+        caller throws away.  Otherwise exactly :meth:`decode` (same results, same
+        errors)."""
+        fast = _fast_layout(self)
+        done = fast.decode(root, data, params, limits, 0) if fast is not None else None
+        if done is False:
+            return None
+        if done:
+            v, end, p, warns = done
+            if warnings is not None:
+                warnings.extend(warns)
+            return v, end, p
+        return self.decode(root, data, params, limits, warnings, reference=True)
 
     def encode(self, root: str, value: Any, params: dict | None = None,
                limits: Limits = DEFAULT_LIMITS, *, reference: bool = False) -> bytes:
