@@ -2,8 +2,8 @@
 through the compiled fast path first, the reference interpreter otherwise."""
 from __future__ import annotations
 
+import sys
 from typing import Any
-
 
 from ..errors import EncodeError, FormatError
 from ..expr import Scope
@@ -13,16 +13,29 @@ from .jsonio import JsonCtx
 from .storages import GROUPS, PRIMS, Bytes, Choice, Param, Storage, String, Tail
 from .arrays import Array, StructRecord
 from .records import Record
-from .text import parse_layout_text
+from .text import LayoutRows, parse_layout_text, short_place
 
 
 class Layout:
     """A compiled set of records plus custom storages."""
 
     def __init__(self, records: dict[str, list[tuple[str, Any, Any]]] | str,
-                 storages: dict[str, Storage] | None = None) -> None:
+                 storages: dict[str, Storage] | None = None, *, source: str | None = None) -> None:
+        """``records``: rows per record, or ``.layout`` text (``source``: the file it
+        was read from).  Every field learns where it is declared: its row in
+        ``source``, else its row in the Python literal of the module that built
+        this layout, else this call's ``file:line`` (rows built in Python)."""
+        caller = sys._getframe(1)
+        while caller.f_code.co_filename == __file__ and caller.f_back is not None:
+            caller = caller.f_back
+        caller_file = caller.f_code.co_filename
+        #: where this layout is built (the place of rows without their own)
+        self.declared_at = short_place(caller_file, caller.f_lineno)
         if isinstance(records, str):
-            records = parse_layout_text(records)
+            records = parse_layout_text(records, source)
+        #: (record, row index) -> "file:line"
+        self.where: dict[tuple[str, int], str] = (
+            records.places(caller_file, self.declared_at) if isinstance(records, LayoutRows) else {})
         self.rows = records
         self.custom: dict[str, Storage] = dict(storages or {})
         self.records: dict[str, Record] = {}

@@ -14,10 +14,14 @@ from .arrays import Array
 
 
 class Field:
-    __slots__ = ("name", "storage", "cond", "cond_src", "is_param")
+    """One row of a record: name, storage, condition, and where it is declared
+    (``defined_at``: ``file:line`` of the row, or of the Python declaration)."""
 
-    def __init__(self, name: str, storage: Storage, cond: Any) -> None:
+    __slots__ = ("name", "storage", "cond", "cond_src", "is_param", "defined_at")
+
+    def __init__(self, name: str, storage: Storage, cond: Any, defined_at: str | None = None) -> None:
         self.name = name
+        self.defined_at = defined_at
         self.storage = storage
         self.cond_src = cond
         self.is_param = isinstance(storage, Param)
@@ -43,7 +47,10 @@ class Record(Storage):
         return self.name
 
     def compile(self, rows: list[tuple[str, Any, Any]]) -> None:
-        self.fields = [Field(n, self.layout.storage(st), c) for n, st, c in rows]
+        where = self.layout.where
+        self.fields = [Field(n, self.layout.storage(st), c,
+                             where.get((self.name, i), self.layout.declared_at))
+                       for i, (n, st, c) in enumerate(rows)]
         self.derivations = []
         names_before: dict[str, Field] = {}
         for f in self.fields:
@@ -84,6 +91,8 @@ class Record(Storage):
                 except FormatError as e:
                     if e.offset is None:
                         e.offset = r.pos
+                    if e.defined_at is None:
+                        e.defined_at = f.defined_at
                     raise e.prepend(f.name)
         finally:
             s.pop()
@@ -154,6 +163,8 @@ class Record(Storage):
                     f.storage.encode(w, x, s)
                     cur[f.name] = x
                 except FormatError as e:
+                    if e.defined_at is None:
+                        e.defined_at = f.defined_at
                     raise e.prepend(f.name)
             extra = set(v) - known
             if extra:
@@ -192,6 +203,8 @@ class Record(Storage):
                 except JsonFormatError as e:
                     err = err or e
             if err is not None:
+                if err.defined_at is None:
+                    err.defined_at = fs[0].defined_at
                 raise err
             known.add(k)
         return out
