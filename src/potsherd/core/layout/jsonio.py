@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import JsonFormatError
+from ..jsontext import arrays_stay_native
 
 
 # ----------------------------------------------------------------------------
@@ -67,14 +68,29 @@ def _np_to_json(a: np.ndarray, ctx: JsonCtx) -> Any:
     of columns, each converted the same way."""
     if a.dtype.names:
         return {n: _np_to_json(a[n], ctx) for n in a.dtype.names}
+    # inside jsontext.native_arrays() (dump): arrays stay arrays, in native byte
+    # order and contiguous, for orjson to write without a Python int per element
+    out = _native if arrays_stay_native() else _as_list
     kind = a.dtype.kind
     if kind in "iu":
-        return a.tolist()
+        return out(a)
     bits_dtype = a.dtype.newbyteorder("=").str.replace("f", "u")
     if ctx.form == "readable" and np.isfinite(a).all():
-        return a.astype(np.float64).tolist()
-    bits = a.astype(a.dtype.newbyteorder("=")).view(bits_dtype).tolist()
+        return out(a.astype(np.float64))
+    bits = out(a.astype(a.dtype.newbyteorder("=")).view(bits_dtype))
     return bits if ctx.form == "wire" else {"bits": bits}
+
+
+def _as_list(a: np.ndarray) -> list:
+    return a.tolist()
+
+
+def _native(a: np.ndarray) -> np.ndarray:
+    if a.dtype.byteorder not in ("=", "|"):
+        a = a.astype(a.dtype.newbyteorder("="))
+    if a.dtype.kind == "b" or a.size == 0:
+        return a.tolist()  # (booleans and empty shapes: as the list form writes them)
+    return np.ascontiguousarray(a)
 
 
 def _np_from_json(o: Any, dtype: np.dtype, shape_tail: tuple, ctx: JsonCtx, jpath: str) -> np.ndarray:
