@@ -97,6 +97,49 @@ def _tab_indent(text: bytes) -> bytes:
     return text
 
 
+def _reindent(raw: bytes, keep: int) -> bytes | None:
+    """orjson's two-space indentation as ``keep`` spaces per level (0 or 1), in
+    a few numpy passes over the text; None when the text is not shaped as
+    expected (the caller then uses :func:`_tab_indent`).
+
+    A line's depth follows from its neighbours: one deeper after a line ending
+    in ``[`` or ``{``, one shallower on a line that only closes (``]``/``}``
+    after its indentation; an inline ``[]``/``{}`` has its opener before it)."""
+    arr = np.frombuffer(raw, np.uint8)
+    n = arr.size
+    nl = np.flatnonzero(arr == 10)
+    if nl.size == 0:
+        return raw
+    starts = nl + 1
+    ends = np.empty_like(nl)
+    ends[:-1] = nl[1:]
+    ends[-1] = n
+    last = ends - 1
+    comma = arr[last] == 44
+    last = last - comma
+    closer = arr[last]
+    before = arr[np.maximum(last - 1, 0)]
+    closing = ((closer == 93) | (closer == 125)) & ((before == 32) | (before == 10))
+    opener = arr[nl - 1]
+    opening = (opener == 91) | (opener == 123)
+    depth = np.cumsum(opening.astype(np.int64) - closing)
+    if depth.size and depth.min() < 0:
+        return None
+    # check: exactly 2*depth spaces open every line
+    pos = starts + 2 * depth
+    if pos.max() >= n or (arr[pos] == 32).any():
+        return None
+    deep = depth > 0
+    if (arr[starts[deep] + 2 * depth[deep] - 1] != 32).any():
+        return None
+    mask = np.ones(n, dtype=bool)
+    drop = depth * (2 - keep)
+    for k in range(int(drop.max(initial=0))):
+        sel = drop > k
+        mask[starts[sel] + k] = False
+    return arr[mask].tobytes()
+
+
 def _plain(obj: Any) -> Any:
     """numpy arrays as lists, for the standard library fallback."""
     if isinstance(obj, dict):
@@ -126,11 +169,13 @@ def dumps(obj: Any, indent: int | None = 1) -> str:
         return json.dumps(_plain(obj), indent=indent, ensure_ascii=False)
     raw = _python_floats(raw)
     if indent is None:
-        raw = _tab_indent(raw).replace(b"\t", b"")
+        out = _reindent(raw, 0)
+        raw = out if out is not None else _tab_indent(raw).replace(b"\t", b"")
         raw = raw.replace(b",\n", b", ").replace(b"[\n", b"[").replace(b"{\n", b"{")
         raw = raw.replace(b"\n]", b"]").replace(b"\n}", b"}")
     else:
-        raw = _tab_indent(raw).translate(_TAB_TO_SPACE)
+        out = _reindent(raw, 1)
+        raw = out if out is not None else _tab_indent(raw).translate(_TAB_TO_SPACE)
     return raw.decode("utf-8")
 
 

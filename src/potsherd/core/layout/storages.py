@@ -149,6 +149,9 @@ class Group(Storage):
         self.st = cached_struct("<" + str(n) + prim.st.format[-1])
         self.size = self.min_size = self.st.size
         self.dtype = np.dtype((prim.dtype, (n,)))
+        #: the group's floats as unsigned bit patterns (the wire form), in one call
+        self.bits_st = cached_struct("<" + str(n) + {4: "I", 8: "Q"}[prim.size]) \
+            if prim.kind == "f" else None
 
     def describe(self) -> str:
         return self.name
@@ -169,11 +172,27 @@ class Group(Storage):
             self.prim.encode(w, x, s)
 
     def to_json(self, v: Any, ctx: JsonCtx) -> Any:
+        # wire form of finite floats: one pack/unpack for the group (a NaN sum
+        # sends NaNs, whose bits are kept, and inf - inf to the per-value path)
+        if self.bits_st is not None and ctx.form == "wire" and len(v) == self.n:
+            try:
+                total = sum(v)
+                if total == total:
+                    return list(self.bits_st.unpack(self.st.pack(*v)))
+            except (TypeError, OverflowError, struct.error):
+                pass
         return [self.prim.to_json(x, ctx) for x in v]
 
     def from_json(self, o: Any, ctx: JsonCtx, jpath: str) -> Any:
         if not isinstance(o, list) or len(o) != self.n:
             raise _jerr(f"{self.name} needs a list of {self.n} values", jpath)
+        if self.bits_st is not None and ctx.form == "wire" and all(x.__class__ is int for x in o):
+            try:
+                vals = list(self.st.unpack(self.bits_st.pack(*o)))
+            except struct.error:
+                vals = None  # out of range: the per-value path words the error
+            if vals is not None and sum(vals) == sum(vals):
+                return vals
         return [self.prim.from_json(x, ctx, f"{jpath}[{i}]") for i, x in enumerate(o)]
 
 
