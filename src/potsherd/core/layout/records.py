@@ -180,20 +180,37 @@ class Record(Storage):
                 out[f.name] = f.storage.to_json(v[f.name], ctx)
         return out
 
+    def _fields_by_name(self) -> dict[str, tuple[Field, ...]]:
+        """JSON key -> the fields it may be (several under exclusive conditions);
+        built once per compiled record."""
+        by_name = self.__dict__.get("_by_name")
+        if by_name is None or by_name[0] is not self.fields:
+            table: dict[str, list[Field]] = {}
+            for f in self.fields:
+                if not f.is_param:
+                    table.setdefault(f.name, []).append(f)
+            by_name = (self.fields, {k: tuple(v) for k, v in table.items()})
+            self._by_name = by_name
+        return by_name[1]
+
     def from_json(self, o: Any, ctx: JsonCtx, jpath: str) -> Any:
         if not isinstance(o, dict):
             raise _jerr(f"expected an object ({self.name}), found {type(o).__name__}", jpath)
         out = {}
-        known = set()
-        # fields may share a name under exclusive conditions: try each storage
-        by_name: dict[str, list[Field]] = {}
-        for f in self.fields:
-            if not f.is_param:
-                by_name.setdefault(f.name, []).append(f)
+        by_name = self._fields_by_name()
         for k, val in o.items():
             fs = by_name.get(k)
             if fs is None:
                 raise _jerr(f"unknown field {k!r} in {self.name}", jpath)
+            if len(fs) == 1:
+                try:
+                    out[k] = fs[0].storage.from_json(val, ctx, f"{jpath}.{k}")
+                except JsonFormatError as e:
+                    if e.defined_at is None:
+                        e.defined_at = fs[0].defined_at
+                    raise
+                continue
+            # fields may share a name under exclusive conditions: try each storage
             err = None
             for f in fs:
                 try:
@@ -206,7 +223,6 @@ class Record(Storage):
                 if err.defined_at is None:
                     err.defined_at = fs[0].defined_at
                 raise err
-            known.add(k)
         return out
 
     def opaque_size(self, v: Any) -> int:

@@ -186,8 +186,8 @@ class Group(Storage):
     def from_json(self, o: Any, ctx: JsonCtx, jpath: str) -> Any:
         if not isinstance(o, list) or len(o) != self.n:
             raise _jerr(f"{self.name} needs a list of {self.n} values", jpath)
-        if self.bits_st is not None and ctx.form == "wire" and all(x.__class__ is int for x in o):
-            try:
+        if self.bits_st is not None and ctx.form == "wire" and bool not in map(type, o):
+            try:  # (struct refuses floats, negatives and too-large ints)
                 vals = list(self.st.unpack(self.bits_st.pack(*o)))
             except struct.error:
                 vals = None  # out of range: the per-value path words the error
