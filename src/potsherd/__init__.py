@@ -60,9 +60,9 @@ def write(doc: Document, path: str | os.PathLike | None = None) -> bytes:
 def from_json(obj: dict | str | bytes) -> Document:
     """Load a document from its JSON form (a dict, or JSON text)."""
     if isinstance(obj, (str, bytes)):
-        import json
+        from .core.jsontext import loads
         try:
-            obj = json.loads(obj)
+            obj = loads(obj)
         except (ValueError, RecursionError) as e:
             raise JsonFormatError(f"invalid JSON: {e}", path="$") from None
     from . import registry as _registry

@@ -315,13 +315,14 @@ def write_json(doc: Any, form: str, out: IO[str], *, indent: int | None = 1) -> 
     The trailing bytes are written as hex in 1 MiB slices and the root is
     encoded incrementally, so a file of mostly opaque bytes costs about its own
     size in memory instead of several times the JSON text."""
+    from .core import jsontext
     trailing = doc.trailing
     doc.trailing = b""
     try:
-        obj = doc.to_json(form)
+        with jsontext.native_arrays():
+            obj = doc.to_json(form)
     finally:
         doc.trailing = trailing
-    enc = json.JSONEncoder(ensure_ascii=False, indent=indent)
     nl = "\n" if indent is not None else ""
     pad = " " * (indent or 0)
     sep = "," + nl
@@ -339,11 +340,6 @@ def write_json(doc: Any, form: str, out: IO[str], *, indent: int | None = 1) -> 
                 out.write(view[i:i + _CHUNK].hex())
             out.write('"')
             continue
-        if indent is None:
-            for chunk in enc.iterencode(value):
-                out.write(chunk)
-        else:
-            text_iter = enc.iterencode(value)
-            for chunk in text_iter:
-                out.write(chunk.replace("\n", "\n" + pad))
+        text = jsontext.dumps(value, indent)
+        out.write(text if indent is None else text.replace("\n", "\n" + pad))
     out.write(nl + "}")

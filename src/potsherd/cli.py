@@ -354,9 +354,31 @@ def cmd_textures(args) -> int:
     return textures.run(args)
 
 
+def cmd_layout(args) -> int:
+    """The record tree of a layout-driven format, with where each field is declared."""
+    from .core import describe
+    from .core.layout import Layout
+    try:
+        codec = registry.get_codec(args.format_name)
+    except FormatError as e:
+        raise UsageError(str(e)) from None
+    layout, root = getattr(codec, "layout", None), getattr(codec, "root", None)
+    if not isinstance(layout, Layout) or root not in getattr(layout, "records", {}):
+        raise UsageError(f"{codec.name} is not described by a layout table")
+    if args.field:
+        for line in describe.field_report(layout, root, args.field):
+            print(line)
+    else:
+        for line in describe.record_tree(layout, root):
+            print(line)
+    if args.source:
+        print(describe.fast_source(layout, root), end="")
+    return 0
+
+
 #: the commands cli.py adds itself (a family's hook adds the others)
 CORE_COMMANDS = ("example", "formats", "info", "dump", "build", "roundtrip", "validate",
-                 "convert", "render", "textures", "view")
+                 "convert", "render", "textures", "view", "layout")
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
@@ -478,6 +500,13 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     sp.add_argument("--no-browser", action="store_true", help="do not open a browser")
     common(sp, params=False)
     sp.set_defaults(func=cmd_view)
+
+    sp = sub.add_parser("layout", help="a format's record tree with where each field is declared")
+    sp.add_argument("format_name", metavar="FORMAT", help="codec name (see `formats`)")
+    sp.add_argument("--field", metavar="PATH",
+                    help="one field, by the path an error names (e.g. n3pmesh.collapses[3].collapseTo)")
+    sp.add_argument("--source", action="store_true", help="also print the generated fast-path code")
+    sp.set_defaults(func=cmd_layout)
 
     for hook in registry.cli_hooks(command):
         hook(sub, common)

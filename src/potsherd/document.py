@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 from typing import Any
 
 
@@ -61,7 +60,12 @@ class Document:
         return self.codec.to_json(self, form)
 
     def dumps(self, form: str = "wire", indent: int | None = 1) -> str:
-        return json.dumps(self.to_json(form), indent=indent, ensure_ascii=False)
+        """The JSON text: ``json.dumps(self.to_json(form), indent=indent,
+        ensure_ascii=False)``, written through orjson (see core.jsontext)."""
+        from .core import jsontext
+        with jsontext.native_arrays():
+            obj = self.to_json(form)
+        return jsontext.dumps(obj, indent)
 
     def info(self) -> dict:
         return self.codec.info(self)

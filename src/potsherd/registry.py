@@ -230,7 +230,8 @@ class LayoutCodec(Codec):
         self.allow_trailing = allow_trailing
 
     def parse_variants(self, data: bytes, limits: Limits, params: dict, *,
-                       stop_at_exact: bool = True) -> tuple[list[tuple], FormatError | None]:
+                       stop_at_exact: bool = True,
+                       trial: bool = True) -> tuple[list[tuple], FormatError | None]:
         """Trial-parse ``data`` with each variant the caller's ``params`` allow.
 
         Returns the successful parses as ``(root, end, params, warnings)`` in
@@ -239,14 +240,27 @@ class LayoutCodec(Codec):
         """
         results: list[tuple] = []
         first_error: FormatError | None = None
+        # variants the compiled decoder proves too long for the input are skipped
+        # without wording their error; only when no variant decodes are they
+        # tried again on the reference, for the error to report
+        trial = trial and len(self.variants) > 1
+        skipped = False
         for variant in self.variants:
             # user-supplied parameters override (and restrict) the variants
             if any(k in params and params[k] != v for k, v in variant.items()):
                 continue
             warnings: list[str] = []
             try:
-                root, end, p = self.layout.decode(self.root, data, {**variant, **params},
-                                                  limits, warnings)
+                if trial:
+                    done = self.layout.trial_decode(self.root, data, {**variant, **params},
+                                                    limits, warnings)
+                    if done is None:
+                        skipped = True
+                        continue
+                    root, end, p = done
+                else:
+                    root, end, p = self.layout.decode(self.root, data, {**variant, **params},
+                                                      limits, warnings)
             except FormatError as e:
                 if first_error is None or (e.offset or 0) > (first_error.offset or 0):
                     first_error = e
@@ -254,6 +268,10 @@ class LayoutCodec(Codec):
             results.append((root, end, p, warnings))
             if stop_at_exact and end == len(data):
                 break
+        if skipped and not results:
+            # the error to report is the reference's, among all variants
+            return self.parse_variants(data, limits, params, stop_at_exact=stop_at_exact,
+                                       trial=False)
         return results, first_error
 
     def decode(self, data: bytes, *, limits: Limits = DEFAULT_LIMITS, **params: Any) -> Document:

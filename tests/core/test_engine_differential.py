@@ -218,6 +218,54 @@ def test_mutated_files_same_document_or_same_error(corpus_files):
     assert checked > 0
 
 
+def test_inputs_the_fast_path_proves_short_fail_on_the_reference(corpus_files):
+    """``False`` from the compiled decoder (the input ends before bytes that must
+    be read) lets variant trials skip the reference run; it must never be said of
+    an input the reference decodes."""
+    rng = random.Random(99)
+    per_codec: dict[str, int] = {}
+    proven = 0
+    for codec, path in corpus_files:
+        size = path.stat().st_size
+        if size > 200_000 or per_codec.get(codec.name, 0) >= 3:
+            continue
+        per_codec[codec.name] = per_codec.get(codec.name, 0) + 1
+        compiled = fastpath.fast_layout(codec.layout)
+        data = path.read_bytes()
+        for tag, mutated in _mutations(data, rng, 6):
+            for variant in getattr(codec, "variants", [{}]):
+                if compiled.decode(codec.root, mutated, dict(variant), DEFAULT_LIMITS, 0) is not False:
+                    continue
+                proven += 1
+                with pytest.raises(FormatError):
+                    codec.layout.decode(codec.root, mutated, dict(variant), reference=True)
+        # negative control: the unmutated file is never proven short in its own variant
+        doc = codec.decode(data)
+        params = {k: v for k, v in doc.params.items() if k != "opaque"}
+        if not doc.params.get("opaque"):
+            assert compiled.decode(codec.root, data, params, DEFAULT_LIMITS, 0) is not False, path.name
+    assert proven > 0
+
+
+def test_variant_trials_report_the_reference_error_when_none_decodes(corpus_files):
+    """Skipping proven-short variants changes nothing a caller sees: a file cut
+    short gives the same error as the reference alone."""
+    checked = 0
+    for codec, path in corpus_files:
+        if len(getattr(codec, "variants", [])) < 2 or path.stat().st_size > 200_000:
+            continue
+        data = path.read_bytes()[: path.stat().st_size // 2]
+        with fastpath.reference_only():
+            ref = outcome(lambda: codec.decode(data))
+        fast = outcome(lambda: codec.decode(data))
+        if same_outcome(fast, ref, path.name):
+            same_document(fast[1], ref[1], path.name)
+        checked += 1
+        if checked >= 12:
+            break
+    assert checked > 0
+
+
 # ----------------------------------------------------------------------------
 # synthetic layouts: kinds the corpus layouts use rarely
 

@@ -12,12 +12,8 @@ SRC = Path(__file__).resolve().parents[2] / "src"
 TESTS = Path(__file__).resolve().parents[1]
 PACKAGE = SRC / "potsherd"
 MAX_LINES = 800
-#: the engine (core/) is being split into packages by another change (issue 12, item 5):
-#: its two modules and their mutual import are exempt here until that lands
-ENGINE = {"potsherd.core.layout", "potsherd.core.fastpath"}
-#: formats/fbx/writer.py is being fixed by another change at the same time; split it after
-SIZE_EXEMPT: set[str] = set(ENGINE) | {"potsherd.formats.fbx.writer"}
-TWO_WAY_EXEMPT = {("potsherd.core.fastpath", "potsherd.core.layout")}
+SIZE_EXEMPT: set[str] = set()
+TWO_WAY_EXEMPT: set = set()
 
 
 def module_name(path: Path) -> str:

@@ -11,7 +11,12 @@ from typing import Any
 
 
 class FormatError(Exception):
-    """A file (or JSON document) does not match the format it claims to be."""
+    """A file (or JSON document) does not match the format it claims to be.
+
+    ``defined_at`` is where the innermost declared field on the error's path is
+    declared (``ko.layout:212``), so a message leads to its table row."""
+
+    defined_at: str | None = None
 
     def __init__(self, message: str, *, offset: int | None = None,
                  path: str | None = None, expected: Any = None,
@@ -51,6 +56,8 @@ class FormatError(Exception):
             d["expected"] = str(self.expected)
         if self.found is not None:
             d["found"] = str(self.found)
+        if self.defined_at is not None:
+            d["defined_at"] = self.defined_at
         return d
 
     def __str__(self) -> str:

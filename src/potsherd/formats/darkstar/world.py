@@ -25,8 +25,8 @@ from .volumes import VOL, list_members, member_bytes
 
 
 def _world_layout() -> Layout:
-    text = resources.files(__package__).joinpath("layouts/world.layout").read_text("utf-8")
-    return Layout(text)
+    path = resources.files(__package__).joinpath("layouts/world.layout")
+    return Layout(path.read_text("utf-8"), source=str(path))
 
 
 WORLD_LAYOUT = _world_layout()

@@ -10,7 +10,6 @@ payloads and everything after the top-level null record.
 """
 from __future__ import annotations
 
-import gc
 import struct
 from typing import Any
 
@@ -125,17 +124,9 @@ def decode_binary(data: bytes, limits: Limits = DEFAULT_LIMITS,
     """
     if not isinstance(data, bytes):
         data = bytes(data)  # pending properties must not see later edits of the buffer
-    if not gc.isenabled():
-        return _decode_binary(data, limits, spans)
-    # The tree is acyclic (nodes, lists, tuples), so the cyclic collector can
-    # free nothing of it; left on, the ~1 allocation per 10 input bytes would
-    # trigger passes over the caller's whole heap (a third of the time when
-    # many decoded documents are alive).
-    gc.disable()
-    try:
-        return _decode_binary(data, limits, spans)
-    finally:
-        gc.enable()
+    # (the collector is left alone: pausing it is the application's choice,
+    # see potsherd.core.gcpolicy)
+    return _decode_binary(data, limits, spans)
 
 
 def _decode_binary(data: bytes, limits: Limits, spans: Any = None) -> tuple[FbxNode, dict, bytes]:

@@ -60,8 +60,8 @@ TABLE_RECORDS = ("terrainPoint", "terrainPatch", "terrainTile")
 
 
 def _load_layout() -> Layout:
-    src = resources.files(__package__).joinpath("layouts/ko.layout").read_text(encoding="utf-8")
-    rows = parse_layout_text(src)
+    path = resources.files(__package__).joinpath("layouts/ko.layout")
+    rows = parse_layout_text(path.read_text(encoding="utf-8"), source=str(path))
     tables = {n: RecordTable(n, rows[n]) for n in TABLE_RECORDS}
     layout = Layout(rows, {"ntf": NTF_STORAGE, "string": KoString(), **tables})
     for n, t in tables.items():

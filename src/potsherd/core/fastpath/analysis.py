@@ -1,0 +1,163 @@
+"""What the generators ask about storages: kinds, references, fixed runs."""
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+
+from ..expr import references
+
+from . import kinds as L
+
+
+def _has_names(e: Any) -> bool:
+    return bool(references(e))
+
+
+def _storage_references(st: Any, seen: set | None = None) -> set[str]:
+    """Names used by the expressions of a storage (not of records it refers to)."""
+    out: set[str] = set()
+    k = _kind(st)
+    if k is L.Array:
+        out |= references(st.count_src) | _storage_references(st.item)
+    elif k is L.Bytes:
+        out |= references(st.count_src)
+    elif k is L.Choice:
+        out |= references(st.cond_src) | _storage_references(st.yes) | _storage_references(st.no)
+    return out
+
+
+def _is_int(st: Any) -> bool:
+    k = _kind(st)
+    if k is L.Prim:
+        return st.kind == "i"
+    if k is L.Choice:
+        return _is_int(st.yes) and _is_int(st.no)
+    return False
+
+
+def _is_plain_number(st: Any) -> bool:
+    """Values of this storage are int/float (``_num`` is the identity)."""
+    k = _kind(st)
+    if k is L.Prim:
+        return True
+    if k is L.Choice:
+        return _is_plain_number(st.yes) and _is_plain_number(st.no)
+    return False
+
+
+def _type_test(prim: "L.Prim", x: str) -> str:
+    """Source of a test that is true when ``x`` is not a value the fast path
+    packs exactly as Prim.encode would (the reference then decides)."""
+    if prim.kind == "i":
+        return f"{x}.__class__ is not int"
+    return f"({x}.__class__ is not float and {x}.__class__ is not int)"
+
+
+_KINDS = None
+
+
+def _kind(st: Any) -> type | None:
+    """The engine class whose decode/encode ``st`` uses unchanged (a subclass
+    that only changes the JSON view, like a family's string, still counts),
+    or None for custom storages (delegated to their own methods)."""
+    global _KINDS
+    if _KINDS is None:
+        _KINDS = (L.Prim, L.Group, L.String, L.Bytes, L.Tail, L.Record, L.Choice,
+                  L.StructRecord, L.Array)
+    for k in _KINDS:
+        if isinstance(st, k):
+            t = type(st)
+            if t.decode is k.decode and t.encode is k.encode:
+                return k
+            return None
+    return None
+
+
+def _ident(name: str) -> str:
+    return "".join(c if c.isalnum() else "_" for c in name)
+
+
+def _field_groups(fields: list) -> Iterator[tuple[str, Any]]:
+    """Split a record's fields for code generation, in order: ``("param", f)``
+    for a parameter, ``("run", [f...])`` for two or more consecutive
+    unconditional fixed scalars of one byte order (one struct call), and
+    ``("field", f)`` for anything else.  Decoder and encoder share it so they
+    always agree on the byte layout of a run."""
+    i = 0
+    while i < len(fields):
+        f = fields[i]
+        if f.is_param:
+            yield "param", f
+            i += 1
+            continue
+        j = i
+        order = None
+        while j < len(fields) and fields[j].cond is None and not fields[j].is_param:
+            o = _run_order(fields[j].storage)
+            if o is None or (order is not None and o != order):
+                break
+            order = o
+            j += 1
+        if j - i >= 2:
+            yield "run", fields[i:j]
+            i = j
+        else:
+            yield "field", f
+            i += 1
+
+
+def _run_order(st: "L.Storage") -> str | None:
+    """The struct byte order of a fixed scalar storage that can join a run."""
+    t = _kind(st)
+    if t is L.Prim:
+        return st.st.format[0]
+    if t is L.Group:
+        return st.prim.st.format[0]
+    if t is L.Bytes and st.size is not None and st.size > 0:
+        return "<"
+    return None
+
+
+def _fixed_record_fields(item: Any) -> list | None:
+    """For a record of unconditional fixed scalars (or a StructRecord):
+    [(name, storage-or-size, kind, order)], else None."""
+    if _kind(item) is L.StructRecord:
+        order = ">" if item.big else "<"
+        out = []
+        for name, kind, n in item.fields:
+            if kind == "bytes":
+                out.append((name, n, "bytes", order))
+            else:
+                prim = item._prim(kind)
+                if prim.size > 1 and prim.st.format[0] != order:
+                    return None  # (a big-endian record writes this one little-endian)
+                out.append((name, prim, "prim", order))
+        if len({f[0] for f in out}) != len(out) or not item.size:
+            return None
+        return out
+    if _kind(item) is not L.Record or not item.fields:
+        return None
+    out = []
+    order = None
+    for f in item.fields:
+        if f.cond is not None or f.is_param:
+            return None
+        st = f.storage
+        t = _kind(st)
+        if t is L.Prim:
+            o, entry = st.st.format[0], (f.name, st, "prim")
+        elif t is L.Group:
+            o, entry = st.prim.st.format[0], (f.name, st, "group")
+        elif t is L.Bytes and st.size is not None and st.size > 0:
+            o, entry = None, (f.name, st.size, "bytes")
+        else:
+            return None
+        if o is not None:
+            if order is not None and o != order:
+                return None
+            order = o
+        out.append(entry)
+    if len({e[0] for e in out}) != len(out):
+        return None
+    order = order or "<"
+    return [(n, s, k, order) for n, s, k in out]

@@ -1,0 +1,85 @@
+"""The layout engine: a format described as data decodes and encodes itself.
+
+A *layout* is a set of named records; each record is an ordered list of
+``(field, storage, condition)`` rows, exactly the notation of the Knight Online
+wire layout reference.  This module turns such data into :class:`Storage`
+objects that decode bytes into a plain document tree (dicts, lists, numpy
+arrays, bytes), encode that tree back to identical bytes, and convert it to and
+from the two JSON forms.  One declaration serves all four directions.
+
+Storage kinds
+-------------
+* primitives ``u8 i8 u16 i16 u32 i32 u64 i64 f32 f64`` (little-endian) and
+  ``u16be i16be u32be i32be f32be``;
+* groups ``vec3`` (3 x f32), ``quat`` (4 x f32), ``rect`` (4 x i32);
+* ``string``: ``i32`` signed length, then that many raw bytes (a length <= 0
+  reads none; a negative length is kept); ``{"kind":"string","prefix":"u8"}``
+  for other prefixes;
+* ``{"kind":"bytes","count":E}``: opaque bytes; ``{"kind":"tail"}``: the rest;
+* ``{"kind":"array","count":E,"item":S}``: arrays of primitives (and arrays of
+  fixed groups / fixed inner arrays) are numpy arrays, others are lists;
+* ``{"kind":"choice","condition":E,"yes":S,"no":S}``;
+* ``{"kind":"parameter","name":N,"default":V}``: an input, never serialised;
+* ``{"kind":"struct","format":F,"keys":K}``: a record from a Python struct
+  format string (how the Darkstar spec writes its records);
+* any record name, and any custom storage a family registers in Python.
+
+Conditions are ``"always"``, ``"optional tail"`` (present while bytes remain)
+or an expression (:mod:`potsherd.core.expr`).
+
+Speed: reference interpreter and compiled fast path
+---------------------------------------------------
+The classes below are the *reference*: they define every document and every
+error (message, offset, path).  :meth:`Layout.decode` and
+:meth:`Layout.encode` first run the same layout compiled once (cached per
+layout) into specialised Python by :mod:`potsherd.core.fastpath`: runs of
+fixed fields in one ``struct`` call, numeric arrays in one ``frombuffer``,
+arrays of fixed scalar records in one ``iter_unpack``, expressions inlined.
+The fast path only ever returns what the reference would; on anything
+unusual (any error, a limit, an unexpected value type while encoding) it
+steps aside and the reference runs from the start, so errors are the
+reference's own.  ``reference=True`` (or ``fastpath.reference_only()``)
+forces the interpreter; ``tests/core/test_engine_differential.py`` checks
+both agree on every corpus file and on mutated files.  Families calling
+``Record.decode`` directly (inside custom storages) get the interpreter.
+
+Document model of record arrays (a deliberate non-change): an array of
+records stays a *list of dicts*, also for fixed all-scalar records (the fast
+path builds the very same dicts with ``iter_unpack``: about 0.3 us per item,
+4x faster than the interpreter).  A numpy structured array is faster still, but
+changes value types (``np.float32`` instead of ``float``, no ``F32NaN``)
+under code that already uses ``rec["points"][i]["height"]``.  Where the gain
+is big (hundreds of thousands of items) a family opts in with a storage whose
+``dtype`` is a structured dtype (KO ``RecordTable``): the array is then one
+``frombuffer``, encodes with ``tobytes`` and converts to JSON as an object of
+columns (``_np_to_json``), losslessly.
+
+Modules (each imports only those listed before it)
+--------------------------------------------------
+* :mod:`.jsonio` - JSON context, hex/text cells, numpy arrays in JSON;
+* :mod:`.storages` - base class, primitives, groups, strings, bytes, tails,
+  parameters, choices;
+* :mod:`.arrays` - counted arrays and struct-string records;
+* :mod:`.records` - records of conditional fields;
+* :mod:`.text` - the ``.layout`` table notation;
+* :mod:`.front` - :class:`Layout` (rows to records, fast path then reference).
+
+``potsherd.core.layout`` keeps exporting every name it always did.
+"""
+from __future__ import annotations
+
+from ..errors import (CountError, EncodeError, FormatError, JsonFormatError,  # noqa: F401
+                      LimitError, TruncatedError)
+from ..expr import Scope, compile_expr, linear_count  # noqa: F401
+from ..limits import DEFAULT_LIMITS, Limits  # noqa: F401
+from ..stream import Reader, Writer, cached_struct  # noqa: F401
+from ..values import (F32NaN, F64NaN, RawString, f32_from_bits, f32_to_bits,  # noqa: F401
+                      f64_from_bits, f64_to_bits)
+from .jsonio import (JsonCtx, _jerr, _np_from_json, _np_to_json, hex_to_bytes,  # noqa: F401
+                     text_or_hex, text_or_hex_back)
+from .storages import (GROUPS, PRIMS, Bytes, Choice, Group, Param, Prim, Storage,  # noqa: F401
+                       String, Tail, _byte_count)
+from .arrays import Array, StructRecord  # noqa: F401
+from .records import Field, Record  # noqa: F401
+from .text import parse_layout_text  # noqa: F401
+from .front import Layout, _fast_layout  # noqa: F401

@@ -1,0 +1,295 @@
+"""Repeated storages: counted arrays (numpy for numeric items) and records read
+from a Python struct format string."""
+from __future__ import annotations
+
+import re
+import struct
+from typing import Any
+
+import numpy as np
+
+from ..errors import EncodeError, FormatError, LimitError
+from ..expr import Scope, compile_expr
+from ..stream import Reader, Writer, cached_struct
+from ..values import f32_from_bits, f64_from_bits
+from .jsonio import JsonCtx, _jerr, _np_from_json, _np_to_json, hex_to_bytes
+from .storages import PRIMS, Prim, Storage
+
+
+class Array(Storage):
+    """``count`` items.  Numeric items give a numpy array (2-D for groups and
+    fixed inner arrays); other items give a list."""
+
+    def __init__(self, count: Any, item: Storage) -> None:
+        self.count_src = count
+        self.count = compile_expr(count)
+        self.item = item
+        self.inner_count = None
+        #: element dtype when this array decodes to a numpy array
+        self.elem_dtype: np.dtype | None = None
+        if item.dtype is not None:
+            self.elem_dtype = item.dtype  # numeric items (possibly a sub-array dtype)
+        elif isinstance(item, Array) and item.elem_dtype is not None and item.inner_count is None \
+                and item.elem_dtype.shape == ():
+            # array of arrays of primitives: one 2-D numpy array; the inner count
+            # is evaluated once per outer array (it can depend only on the scope)
+            self.inner_count = item.count
+            self.inner_dtype = item.elem_dtype
+        if self.elem_dtype is not None and self.elem_dtype.shape == () and \
+                isinstance(count, int) and not isinstance(count, bool) and count > 0:
+            # a fixed-count numeric array is itself a fixed numeric item
+            self.dtype = np.dtype((self.elem_dtype, (count,)))
+        if isinstance(count, int) and not isinstance(count, bool) and item.size is not None:
+            self.size = self.min_size = max(count, 0) * item.size
+        elif isinstance(count, int) and not isinstance(count, bool):
+            self.min_size = max(count, 0) * item.min_size
+
+    def describe(self) -> str:
+        return f"array[{self.count_src}] of {self.item.describe()}"
+
+    def _n(self, s: Scope, expr) -> int:
+        n = expr(s)
+        if n is None:
+            s.warnings.append(f"array count {self.count_src!r} selects no case; read as empty")
+            return 0
+        if isinstance(n, float):
+            raise FormatError(f"array count is not an integer ({n})")
+        return n if n > 0 else 0
+
+    def decode(self, r: Reader, s: Scope) -> Any:
+        n = self._n(s, self.count)
+        if self.elem_dtype is not None:
+            base = self.elem_dtype.base
+            k = int(np.prod(self.elem_dtype.shape)) if self.elem_dtype.shape else 1
+            r.check_count(n, self.elem_dtype.itemsize)
+            a = r.array(base, n * k)
+            return a.reshape((n,) + self.elem_dtype.shape) if self.elem_dtype.shape else a
+        if self.inner_count is not None:
+            if n == 0:  # the inner count may refer to fields absent when empty
+                return np.zeros((0, 0), dtype=self.inner_dtype)
+            k = self._n(s, self.inner_count)
+            r.check_count(n, k * self.inner_dtype.itemsize)
+            return r.array(self.inner_dtype, n * k).reshape(n, k)
+        item = self.item
+        r.check_count(n, item.min_size)
+        out = []
+        append = out.append
+        dec = item.decode
+        spans = s.spans
+        if spans is not None:  # the viewer's decode: every item's byte range
+            for i in range(n):
+                p = r.pos
+                try:
+                    append(dec(r, s))
+                except FormatError as e:
+                    raise e.prepend(f"[{i}]")
+                spans.add(out, i, p, r.pos)
+            return out
+        if item.min_size > 0:
+            for i in range(n):
+                try:
+                    append(dec(r, s))
+                except FormatError as e:
+                    raise e.prepend(f"[{i}]")
+            return out
+        # items that may read nothing: every one that does is charged to a
+        # per-decode budget, so nested counts cannot multiply allocations
+        for i in range(n):
+            p = r.pos
+            try:
+                append(dec(r, s))
+            except FormatError as e:
+                raise e.prepend(f"[{i}]")
+            if r.pos == p:
+                s.free_items -= 1
+                if s.free_items < 0:
+                    raise LimitError("too many array items that occupy no bytes "
+                                     f"(count {n}); the input is implausible",
+                                     offset=p, path=f"[{i}]", found=n)
+        return out
+
+    def items_of(self, v: Any) -> int:
+        return len(v)
+
+    def encode(self, w: Writer, v: Any, s: Scope) -> None:
+        n = self._n(s, self.count)
+        if self.elem_dtype is not None or self.inner_count is not None:
+            if self.elem_dtype is not None:
+                dt, tail = self.elem_dtype.base, self.elem_dtype.shape
+            else:
+                dt, tail = self.inner_dtype, ((self._n(s, self.inner_count),) if n else (0,))
+            try:
+                a = np.asarray(v)
+                if a.dtype != dt:
+                    if a.size and a.dtype.kind == "f" and dt.kind in "iu":
+                        raise EncodeError("integer array holds floats")
+                    a = a.astype(dt)
+            except (ValueError, TypeError) as e:
+                raise EncodeError(f"not a numeric array: {e}") from None
+            if a.shape != (n,) + tuple(tail) and not (n == 0 and a.size == 0):
+                raise EncodeError(f"array has shape {a.shape}, its count says {(n,) + tuple(tail)}")
+            w.write(a.tobytes())
+            return
+        if not isinstance(v, list):
+            raise EncodeError(f"expected a list, found {type(v).__name__}")
+        if len(v) != n:
+            raise EncodeError(f"array has {len(v)} items, its count says {n}")
+        enc = self.item.encode
+        for i, x in enumerate(v):
+            try:
+                enc(w, x, s)
+            except FormatError as e:
+                raise e.prepend(f"[{i}]")
+
+    def to_json(self, v: Any, ctx: JsonCtx) -> Any:
+        if self.elem_dtype is not None or self.inner_count is not None:
+            return _np_to_json(np.asarray(v), ctx)
+        tj = self.item.to_json
+        return [tj(x, ctx) for x in v]
+
+    def from_json(self, o: Any, ctx: JsonCtx, jpath: str) -> Any:
+        if self.elem_dtype is not None:
+            return _np_from_json(o, self.elem_dtype.base, self.elem_dtype.shape, ctx, jpath)
+        if self.inner_count is not None:
+            if isinstance(o, list) and o and isinstance(o[0], list):
+                width = (len(o[0]),)
+            elif isinstance(o, dict) and isinstance(o.get("bits"), list) and o["bits"] \
+                    and isinstance(o["bits"][0], list):
+                width = (len(o["bits"][0]),)
+            else:
+                width = (0,)
+            return _np_from_json(o, self.inner_dtype, width, ctx, jpath)
+        if not isinstance(o, list):
+            raise _jerr(f"expected a list, found {type(o).__name__}", jpath)
+        fj = self.item.from_json
+        return [fj(x, ctx, f"{jpath}[{i}]") for i, x in enumerate(o)]
+
+    def opaque_size(self, v: Any) -> int:
+        if self.elem_dtype is not None or self.inner_count is not None:
+            return 0
+        return sum(self.item.opaque_size(x) for x in v)
+
+
+class StructRecord(Storage):
+    """A fixed record from a Python struct format string and its key names.
+
+    ``{"kind":"struct","format":"<2lf5l","keys":"a b c d e f g h"}``: one
+    ``struct`` call decodes the whole record into a dict; ``Ns`` fields are
+    bytes (hex in JSON), ``x`` pad bytes are kept as a ``_padN`` bytes field.
+    """
+
+    _CODES = {"b": "i8", "B": "u8", "h": "i16", "H": "u16", "i": "i32", "I": "u32",
+              "l": "i32", "L": "u32", "q": "i64", "Q": "u64", "f": "f32", "d": "f64", "?": "u8"}
+
+    def __init__(self, fmt: str, keys: str | list[str]) -> None:
+        order = fmt[0] if fmt and fmt[0] in "<>=!@" else "<"
+        body = fmt[1:] if fmt and fmt[0] in "<>=!@" else fmt
+        names = keys.split() if isinstance(keys, str) else list(keys)
+        self.fields: list[tuple[str, str, int]] = []  # (name, kind, n) kind: prim name or 'bytes'
+        new_fmt = order if order != "@" else "<"
+        ki = 0
+        pad = 0
+        for m in re.finditer(r"(\d*)([a-zA-Z?])", body):
+            cnt = int(m.group(1)) if m.group(1) else 1
+            code = m.group(2)
+            if code in ("s", "p"):
+                if ki >= len(names):
+                    raise ValueError(f"struct {fmt}: more fields than keys")
+                self.fields.append((names[ki], "bytes", cnt))
+                new_fmt += f"{cnt}s"
+                ki += 1
+            elif code == "x":
+                self.fields.append((f"_pad{pad}", "bytes", cnt))
+                new_fmt += f"{cnt}s"
+                pad += 1
+            elif code in self._CODES:
+                for _ in range(cnt):
+                    if ki >= len(names):
+                        raise ValueError(f"struct {fmt}: more fields than keys")
+                    self.fields.append((names[ki], self._CODES[code], 1))
+                    new_fmt += ("b" if code == "?" else code if code not in "lL" else
+                                {"l": "i", "L": "I"}[code]).replace("?", "B")
+                    ki += 1
+            else:
+                raise ValueError(f"struct code {code!r} is not supported")
+        if ki != len(names):
+            raise ValueError(f"struct {fmt}: {len(names)} keys for {ki} fields")
+        self.st = cached_struct(new_fmt.replace("?", "B"))
+        self.size = self.min_size = self.st.size
+        self.names = [f[0] for f in self.fields]
+        self.big = order in ">!"
+        # byte offsets of float fields (for NaN bit preservation)
+        offs = []
+        pos = 0
+        for name, kind, n in self.fields:
+            sz = n if kind == "bytes" else PRIMS[kind].size
+            offs.append((pos, kind) if kind in ("f32", "f64") else None)
+            pos += sz
+        self.float_offs = offs
+        self.fmt = fmt
+
+    def describe(self) -> str:
+        return f"struct{self.fmt}"
+
+    def _prim(self, kind: str) -> Prim:
+        return PRIMS[kind + "be"] if self.big and kind + "be" in PRIMS else PRIMS[kind]
+
+    def decode(self, r: Reader, s: Scope) -> Any:
+        p = r.pos
+        vals = r.unpack(self.st)
+        d = dict(zip(self.names, vals))
+        for i, fo in enumerate(self.float_offs):
+            if fo is not None and vals[i] != vals[i]:
+                off, kind = fo
+                bits = struct.unpack_from((">" if self.big else "<") + ("I" if kind == "f32" else "Q"),
+                                          r.buf, p + off)[0]
+                d[self.names[i]] = (f32_from_bits if kind == "f32" else f64_from_bits)(bits)
+        return d
+
+    def encode(self, w: Writer, v: Any, s: Scope) -> None:
+        if not isinstance(v, dict):
+            raise EncodeError(f"expected a record, found {type(v).__name__}")
+        for name, kind, n in self.fields:
+            if name not in v:
+                raise EncodeError("missing field", path=name)
+            x = v[name]
+            try:
+                if kind == "bytes":
+                    if not isinstance(x, (bytes, bytearray)) or len(x) != n:
+                        raise EncodeError(f"needs exactly {n} bytes")
+                    w.write(bytes(x))
+                else:
+                    self._prim(kind).encode(w, x, s)
+            except FormatError as e:
+                raise e.prepend(name)
+        extra = set(v) - set(self.names)
+        if extra:
+            raise EncodeError(f"unknown fields {sorted(extra)}")
+
+    def to_json(self, v: Any, ctx: JsonCtx) -> Any:
+        out = {}
+        for name, kind, n in self.fields:
+            x = v[name]
+            out[name] = bytes(x).hex() if kind == "bytes" else PRIMS[kind].to_json(x, ctx)
+        return out
+
+    def from_json(self, o: Any, ctx: JsonCtx, jpath: str) -> Any:
+        if not isinstance(o, dict):
+            raise _jerr("expected an object", jpath)
+        extra = set(o) - set(self.names)
+        if extra:
+            raise _jerr(f"unknown fields {sorted(extra)}", jpath)
+        out = {}
+        for name, kind, n in self.fields:
+            if name not in o:
+                raise _jerr("missing field", f"{jpath}.{name}")
+            if kind == "bytes":
+                b = hex_to_bytes(o[name], f"{jpath}.{name}")
+                if len(b) != n:
+                    raise _jerr(f"needs exactly {n} bytes", f"{jpath}.{name}")
+                out[name] = b
+            else:
+                out[name] = PRIMS[kind].from_json(o[name], ctx, f"{jpath}.{name}")
+        return out
+
+

@@ -1,0 +1,152 @@
+"""JSON side of the layout engine: the JSON context, hex/text cells and numpy arrays
+in both JSON forms (shared by every storage and by custom family storages)."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..errors import JsonFormatError
+from ..jsontext import arrays_stay_native
+
+
+# ----------------------------------------------------------------------------
+# JSON context
+
+
+class JsonCtx:
+    """Options for JSON conversion: the form and the family's text encoding."""
+
+    __slots__ = ("form", "encoding")
+
+    def __init__(self, form: str = "wire", encoding: str = "latin-1") -> None:
+        if form not in ("wire", "readable"):
+            raise ValueError(f"unknown JSON form {form!r} (wire or readable)")
+        self.form = form
+        self.encoding = encoding
+
+
+def _jerr(msg: str, jpath: str) -> JsonFormatError:
+    return JsonFormatError(msg, path=jpath)
+
+
+def hex_to_bytes(obj: Any, jpath: str) -> bytes:
+    if not isinstance(obj, str):
+        raise _jerr(f"expected a hex string, found {type(obj).__name__}", jpath)
+    try:
+        return bytes.fromhex(obj)
+    except ValueError:
+        raise _jerr("invalid hex string", jpath) from None
+
+
+def text_or_hex(data: bytes, ctx: JsonCtx) -> Any:
+    """Readable form of raw text bytes: text where that round-trips, else hex."""
+    try:
+        t = data.decode(ctx.encoding)
+        if t.encode(ctx.encoding) == data:
+            return t
+    except (UnicodeDecodeError, UnicodeEncodeError, LookupError):
+        pass
+    return {"hex": data.hex()}
+
+
+def text_or_hex_back(obj: Any, ctx: JsonCtx, jpath: str) -> bytes:
+    if isinstance(obj, str):
+        try:
+            return obj.encode(ctx.encoding)
+        except UnicodeEncodeError:
+            raise _jerr(f"text cannot be encoded as {ctx.encoding}", jpath) from None
+    if isinstance(obj, dict) and set(obj) == {"hex"}:
+        return hex_to_bytes(obj["hex"], jpath + ".hex")
+    raise _jerr("expected text or {\"hex\": ...}", jpath)
+
+
+def _np_to_json(a: np.ndarray, ctx: JsonCtx) -> Any:
+    """A numeric array as JSON: ints as ints; floats as bit patterns (wire) or
+    decimals (readable, falling back to ``{"bits": [...]}`` when any value is
+    not finite).  A structured array (a table of fixed records) is an object
+    of columns, each converted the same way."""
+    if a.dtype.names:
+        return {n: _np_to_json(a[n], ctx) for n in a.dtype.names}
+    # inside jsontext.native_arrays() (dump): arrays stay arrays, in native byte
+    # order and contiguous, for orjson to write without a Python int per element
+    out = _native if arrays_stay_native() else _as_list
+    kind = a.dtype.kind
+    if kind in "iu":
+        return out(a)
+    bits_dtype = a.dtype.newbyteorder("=").str.replace("f", "u")
+    if ctx.form == "readable" and np.isfinite(a).all():
+        return out(a.astype(np.float64))
+    bits = out(a.astype(a.dtype.newbyteorder("=")).view(bits_dtype))
+    return bits if ctx.form == "wire" else {"bits": bits}
+
+
+def _as_list(a: np.ndarray) -> list:
+    return a.tolist()
+
+
+def _native(a: np.ndarray) -> np.ndarray:
+    if a.dtype.byteorder not in ("=", "|"):
+        a = a.astype(a.dtype.newbyteorder("="))
+    if a.dtype.kind == "b" or a.size == 0:
+        return a.tolist()  # (booleans and empty shapes: as the list form writes them)
+    return np.ascontiguousarray(a)
+
+
+def _np_from_json(o: Any, dtype: np.dtype, shape_tail: tuple, ctx: JsonCtx, jpath: str) -> np.ndarray:
+    if dtype.names:  # a table of fixed records: one column per field
+        if not isinstance(o, dict) or set(o) != set(dtype.names):
+            raise _jerr(f"expected an object with columns {list(dtype.names)}", jpath)
+        cols = [_np_from_json(o[n], dtype[n].base, dtype[n].shape, ctx, f"{jpath}.{n}")
+                for n in dtype.names]
+        if len({len(c) for c in cols}) > 1:
+            raise _jerr("table columns differ in length", jpath)
+        table = np.zeros(len(cols[0]), dtype=dtype)
+        for n, c in zip(dtype.names, cols):
+            table[n] = c
+        return table
+    bits = ctx.form == "wire"
+    if isinstance(o, dict) and set(o) == {"bits"}:
+        o, bits = o["bits"], True
+    if not isinstance(o, list):
+        raise _jerr(f"expected a list of numbers, found {type(o).__name__}", jpath)
+    try:
+        if dtype.kind == "f" and bits:
+            udt = np.dtype(dtype.str.replace("f", "u"))
+            raw = np.array(o, dtype=object if not o else None)
+            if raw.dtype.kind not in "iu" and raw.size:
+                raise ValueError("bit patterns must be integers")
+            arr = np.array(o, dtype=np.int64 if udt.itemsize <= 4 else np.uint64) if o else np.zeros(
+                (0,) + shape_tail, dtype=udt)
+            if arr.size and (arr.min() < 0 or (udt.itemsize == 4 and arr.max() > 0xFFFFFFFF)):
+                raise ValueError("bit pattern out of range")
+            arr = arr.astype(udt).view(dtype)
+        else:
+            arr = np.array(o) if o else np.zeros((0,) + shape_tail, dtype=dtype)
+            if arr.size and arr.dtype.kind not in "iuf":
+                raise ValueError("not numbers")
+            if dtype.kind in "iu":
+                if arr.size and arr.dtype.kind == "f":
+                    raise ValueError("integers expected")
+                info = np.iinfo(dtype)
+                if arr.size and (arr.min() < info.min or arr.max() > info.max):
+                    raise ValueError(f"value out of range for {dtype}")
+                arr = arr.astype(dtype)
+            else:
+                with np.errstate(over="ignore"):
+                    src, arr = arr, arr.astype(dtype)
+                if arr.size and src.dtype.kind == "f" and \
+                        bool((np.isinf(arr) & np.isfinite(src)).any()):
+                    raise ValueError(f"value out of range for {dtype}")
+    except (ValueError, TypeError, OverflowError) as e:
+        raise _jerr(f"bad numeric array: {e}", jpath) from None
+    if arr.shape[1:] != shape_tail and not (arr.size == 0):
+        raise _jerr(f"array rows must have shape {shape_tail}, found {arr.shape[1:]}", jpath)
+    if arr.size == 0:
+        rows = arr.shape[0] if arr.ndim == 1 + len(shape_tail) else 0
+        if rows and int(np.prod(shape_tail)) or arr.ndim > 1 + len(shape_tail):
+            # e.g. [[]] where rows of 4 are needed, or [[], []] for a flat array
+            raise _jerr(f"array rows must have shape {shape_tail}, found {arr.shape[1:]}", jpath)
+        arr = arr.reshape((rows,) + shape_tail)
+    return arr
+

@@ -1,0 +1,234 @@
+"""Records: ordered fields with conditions, the unit every layout row belongs to."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..errors import EncodeError, FormatError, JsonFormatError
+from ..expr import Scope, compile_expr, linear_count
+from ..stream import Reader, Writer
+from .jsonio import JsonCtx, _jerr
+from .storages import Bytes, Choice, Param, Prim, Storage
+from .arrays import Array
+
+
+class Field:
+    """One row of a record: name, storage, condition, and where it is declared
+    (``defined_at``: ``file:line`` of the row, or of the Python declaration)."""
+
+    __slots__ = ("name", "storage", "cond", "cond_src", "is_param", "defined_at")
+
+    def __init__(self, name: str, storage: Storage, cond: Any, defined_at: str | None = None) -> None:
+        self.name = name
+        self.defined_at = defined_at
+        self.storage = storage
+        self.cond_src = cond
+        self.is_param = isinstance(storage, Param)
+        if cond in (None, "always"):
+            self.cond = None
+        elif cond == "optional tail":
+            self.cond = compile_expr({"gt": [{"remaining": []}, 0]})
+        else:
+            self.cond = compile_expr(cond)
+
+
+class Record(Storage):
+    """A named record: ordered fields with conditions; decodes to a dict."""
+
+    def __init__(self, name: str, layout: Any) -> None:  # the front end's Layout
+        self.name = name
+        self.layout = layout
+        self.fields: list[Field] = []
+        self._compiled = False
+        self.derivations: list[tuple[str, str, int]] = []
+
+    def describe(self) -> str:
+        return self.name
+
+    def compile(self, rows: list[tuple[str, Any, Any]]) -> None:
+        where = self.layout.where
+        self.fields = [Field(n, self.layout.storage(st), c,
+                             where.get((self.name, i), self.layout.declared_at))
+                       for i, (n, st, c) in enumerate(rows)]
+        self.derivations = []
+        names_before: dict[str, Field] = {}
+        for f in self.fields:
+            st = f.storage
+            if isinstance(st, (Array, Bytes)):
+                lc = linear_count(st.count_src)
+                if lc and lc[0] in names_before:
+                    cf = names_before[lc[0]]
+                    cst = cf.storage
+                    if isinstance(cst, Prim) and cst.kind == "i" or isinstance(cst, Choice):
+                        self.derivations.append((lc[0], f.name, lc[1]))
+            names_before.setdefault(f.name, f)
+        fixed = all(f.cond is None and f.storage.size is not None for f in self.fields)
+        if fixed:
+            self.size = sum(f.storage.size for f in self.fields)
+        self.min_size = sum(f.storage.min_size for f in self.fields if f.cond is None)
+        self._compiled = True
+
+    # --- decode -------------------------------------------------------
+    def decode(self, r: Reader, s: Scope) -> Any:
+        rec: dict[str, Any] = {}
+        spans = s.spans
+        s.push(rec)
+        try:
+            for f in self.fields:
+                if f.is_param:
+                    p = s.frames[0]
+                    if f.name not in p:
+                        p[f.name] = f.storage.default
+                    continue
+                try:
+                    if f.cond is not None and not f.cond(s):
+                        continue
+                    start = r.pos
+                    rec[f.name] = f.storage.decode(r, s)
+                    if spans is not None:
+                        spans.add(rec, f.name, start, r.pos)
+                except FormatError as e:
+                    if e.offset is None:
+                        e.offset = r.pos
+                    if e.defined_at is None:
+                        e.defined_at = f.defined_at
+                    raise e.prepend(f.name)
+        finally:
+            s.pop()
+        return rec
+
+    # --- encode -------------------------------------------------------
+    def regenerate_counts(self, rec: dict) -> dict:
+        """Count fields follow their arrays when the arrays were edited.
+
+        A count is kept as stored when it already describes its arrays (so an
+        unedited document keeps odd counts such as -1 for an empty array)."""
+        if not self.derivations:
+            return rec
+        out = rec
+        by_count: dict[str, list[tuple[str, int]]] = {}
+        for cname, aname, k in self.derivations:
+            by_count.setdefault(cname, []).append((aname, k))
+        for cname, arrays in by_count.items():
+            cur = rec.get(cname)
+            implied = set()
+            consistent = True
+            for aname, k in arrays:
+                if aname not in rec:
+                    continue
+                v = rec[aname]
+                try:
+                    items = v.shape[0] if isinstance(v, np.ndarray) and v.ndim > 1 else len(v)
+                except TypeError:
+                    continue
+                if items % k:
+                    raise EncodeError(f"{aname} has {items} values, not a multiple of {k}", path=aname)
+                implied.add(items // k)
+                if not isinstance(cur, int) or isinstance(cur, bool) or max(cur, 0) * k != items:
+                    consistent = False
+            if consistent and cname in rec:
+                continue
+            if len(implied) > 1:
+                raise EncodeError(f"arrays counted by {cname} disagree on its value: {sorted(implied)}",
+                                  path=cname)
+            if implied:
+                if out is rec:
+                    out = dict(rec)
+                out[cname] = implied.pop()
+        return out
+
+    def encode(self, w: Writer, v: Any, s: Scope) -> None:
+        if not isinstance(v, dict):
+            raise EncodeError(f"expected a record ({self.name}), found {type(v).__name__}")
+        v = self.regenerate_counts(v)
+        cur: dict[str, Any] = {}
+        s.push(cur)
+        try:
+            known = set()
+            for f in self.fields:
+                known.add(f.name)
+                if f.is_param:
+                    p = s.frames[0]
+                    if f.name not in p:
+                        p[f.name] = f.storage.default
+                    continue
+                try:
+                    s.present = f.name in v
+                    if f.cond is not None and not f.cond(s):
+                        continue
+                    if f.name not in v:
+                        raise EncodeError("missing field (its condition is true)")
+                    x = v[f.name]
+                    f.storage.encode(w, x, s)
+                    cur[f.name] = x
+                except FormatError as e:
+                    if e.defined_at is None:
+                        e.defined_at = f.defined_at
+                    raise e.prepend(f.name)
+            extra = set(v) - known
+            if extra:
+                raise EncodeError(f"unknown fields {sorted(extra)} in {self.name}")
+        finally:
+            s.pop()
+
+    # --- JSON ---------------------------------------------------------
+    def to_json(self, v: Any, ctx: JsonCtx) -> Any:
+        out = {}
+        for f in self.fields:
+            if f.name in v and f.name not in out:
+                out[f.name] = f.storage.to_json(v[f.name], ctx)
+        return out
+
+    def _fields_by_name(self) -> dict[str, tuple[Field, ...]]:
+        """JSON key -> the fields it may be (several under exclusive conditions);
+        built once per compiled record."""
+        by_name = self.__dict__.get("_by_name")
+        if by_name is None or by_name[0] is not self.fields:
+            table: dict[str, list[Field]] = {}
+            for f in self.fields:
+                if not f.is_param:
+                    table.setdefault(f.name, []).append(f)
+            by_name = (self.fields, {k: tuple(v) for k, v in table.items()})
+            self._by_name = by_name
+        return by_name[1]
+
+    def from_json(self, o: Any, ctx: JsonCtx, jpath: str) -> Any:
+        if not isinstance(o, dict):
+            raise _jerr(f"expected an object ({self.name}), found {type(o).__name__}", jpath)
+        out = {}
+        by_name = self._fields_by_name()
+        for k, val in o.items():
+            fs = by_name.get(k)
+            if fs is None:
+                raise _jerr(f"unknown field {k!r} in {self.name}", jpath)
+            if len(fs) == 1:
+                try:
+                    out[k] = fs[0].storage.from_json(val, ctx, f"{jpath}.{k}")
+                except JsonFormatError as e:
+                    if e.defined_at is None:
+                        e.defined_at = fs[0].defined_at
+                    raise
+                continue
+            # fields may share a name under exclusive conditions: try each storage
+            err = None
+            for f in fs:
+                try:
+                    out[k] = f.storage.from_json(val, ctx, f"{jpath}.{k}")
+                    err = None
+                    break
+                except JsonFormatError as e:
+                    err = err or e
+            if err is not None:
+                if err.defined_at is None:
+                    err.defined_at = fs[0].defined_at
+                raise err
+        return out
+
+    def opaque_size(self, v: Any) -> int:
+        total = 0
+        for f in self.fields:
+            if f.name in v:
+                total += f.storage.opaque_size(v[f.name])
+        return total
+
