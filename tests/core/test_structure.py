@@ -132,3 +132,18 @@ def test_every_error_class_is_exported_from_the_package():
                 assert name in potsherd.__all__, name
     assert issubclass(potsherd.InternalEncodeError, potsherd.EncodeError)
     assert issubclass(potsherd.ValueFormatError, potsherd.FormatError)
+
+
+def test_no_source_line_points_outside_the_repository():
+    """Format facts are cited from docs/formats/, never from the notes beside the checkout."""
+    import re
+    outside = re.compile(r"\.\./shared|shared/(notes|specs|corpus)|notes/\w+\.md|note sections? \d")
+    hits = []
+    for path in sorted(PACKAGE.rglob("*")):
+        if path.suffix not in (".py", ".json", ".layout", ".js", ".html") or "__pycache__" in path.parts:
+            continue
+        for n, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+            if outside.search(line):
+                hits.append(f"{path.relative_to(PACKAGE)}:{n}")
+    assert hits == []
+    assert outside.search("see ../shared/notes/knight-online.md") is not None   # control

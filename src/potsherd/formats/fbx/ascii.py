@@ -1,6 +1,6 @@
 """ASCII FBX: the same node tree, with the source spelling kept.
 
-Byte-exact strategy (note section 8, question 6): every value keeps its
+Byte-exact strategy (docs/formats/fbx.md, ASCII): every value keeps its
 lexeme (number spelling, string content with its ``&quot;`` escapes, bare
 words), arrays keep the source text of their ``a:`` list, and each node keeps
 the trivia between its tokens (``fmt``) *only where it differs* from what the

@@ -11,7 +11,7 @@ exist only for what a table cannot say:
 * ``state_change_list``: the ``.trwad`` state changes, which have no count of
   their own (the count is the sum of the animations' ``state_change_count``).
 
-See ``notes/trle.md`` for the field meanings and the spec corrections applied.
+See ``docs/formats/trle.md`` for the field meanings and the spec corrections applied.
 """
 from __future__ import annotations
 

@@ -6,8 +6,8 @@
 * polygon texture words as (index, flag bits);
 * texture pixels as RGB images.
 
-Rules are those of ``notes/trle.md`` sections 3.2 (links), 3.4 (texture word),
-3.6 (commands) and 3.7 (keyframes and angles).
+Rules (links, texture word, commands, keyframes and angles) are described in
+``docs/formats/trle.md``.
 """
 from __future__ import annotations
 

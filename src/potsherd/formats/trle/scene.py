@@ -1,4 +1,4 @@
-"""TR4 moveables to the neutral scene (glTF), following notes/trle.md section 6.
+"""TR4 moveables to the neutral scene (glTF), following docs/formats/trle.md ("To glTF").
 
 A moveable becomes a rigid node hierarchy: one node per mesh, parented by the
 link walk, translated by the link offsets; each TR animation becomes a glTF
