@@ -711,7 +711,7 @@ def scene_to_fbx(scene: Scene, *, version: int = 7400, binary: bool = True, fps:
                    creator=creator or f"potsherd {__version__} FBX writer",
                    time_stamp=time_stamp)
     root = w.build()
-    from .convert import _ensure_binary_header_nodes, to_ascii
+    from .transcode import _ensure_binary_header_nodes, to_ascii
     stamp = w.stamp.strftime("%Y-%m-%d %H:%M:%S:") + f"{w.stamp.microsecond // 1000:03d}"
     root.children.insert(1, FbxNode(b"CreationTime", [("S", stamp.encode())]))
     _ensure_binary_header_nodes(root)
