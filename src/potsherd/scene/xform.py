@@ -260,26 +260,3 @@ def z_up_to_y_up(v: Any) -> np.ndarray:
     out[..., 2] = -v[..., 1]
     return out
 
-
-_MIRROR_X = np.diag([-1.0, 1.0, 1.0, 1.0])
-
-
-def mirror_x(v: Any) -> np.ndarray:
-    """Positions/normals/translations (..., 3): (x, y, z) -> (-x, y, z).
-    Knight Online's left-handed, +Z-forward N3 frame to glTF (the front stays
-    toward +Z).  Remember to flip triangle winding."""
-    out = np.array(v, dtype=np.result_type(np.asarray(v).dtype, np.float32), copy=True)
-    out[..., 0] *= -1
-    return out
-
-
-def mirror_x_quat(q: Any) -> np.ndarray:
-    """Rotations under the X mirror: (x, y, z, w) -> (x, -y, -z, w)."""
-    out = np.array(q, dtype=np.float64, copy=True)
-    out[..., 1:3] *= -1
-    return out
-
-
-def mirror_x_matrix(m: Any) -> np.ndarray:
-    """``S · M · S`` with ``S = diag(-1, 1, 1, 1)``, for (..., 4, 4)."""
-    return _MIRROR_X @ _f64(m) @ _MIRROR_X
