@@ -375,20 +375,6 @@ def add_water(doc: Any, scene: Scene, mats: Materials, parent: int) -> int:
 # objects (.opd)
 
 
-def _shape_frame_rotation() -> list[float]:
-    """The rotation taking shapes as :func:`.scene.add_shape` builds them into
-    this module's axes.  Both conventions in use are mirrors of the N3 frame:
-    mirror X (this module's) and mirror Z, which differ by a half turn about Y.
-    Probed on a transform, so objects follow add_shape whichever it applies."""
-    probe = _transform_trs({"position": (1.0, 2.0, 3.0), "rotation": (0.0, 0.0, 0.0, 1.0),
-                            "scale": (1.0, 1.0, 1.0)})["translation"]
-    if np.allclose(probe, (-1.0, 2.0, 3.0)):
-        return [0.0, 0.0, 0.0, 1.0]
-    if np.allclose(probe, (1.0, 2.0, -3.0)):
-        return [0.0, 1.0, 0.0, 0.0]
-    raise FormatError(f"shape axes not understood (a probe gave {probe})")
-
-
 def _material_key(m: dict) -> tuple:
     return tuple((k, tuple(np.asarray(v, np.float64).ravel().tolist())) for k, v in sorted(m.items()))
 
@@ -428,7 +414,8 @@ def load_opd(path: Path, scene: Scene, limits: Limits | None = None) -> Any:
 def add_objects(opd: Any, scene: Scene, resolver: Resolver, mats: Materials,
                 parent: int) -> dict:
     """Every placed shape as a node under a group node below ``parent``."""
-    group = scene.add_node(name="objects", parent=parent, rotation=_shape_frame_rotation())
+    # shapes from add_shape and this terrain share one axis rule (scene/xform.mirror_x)
+    group = scene.add_node(name="objects", parent=parent)
     protos: dict[tuple, list[int]] = {}
     stats = {"objects": 0, "prototypes": 0, "parts": 0, "partsWithMesh": 0, "objectsWithMesh": 0}
     for n, obj in enumerate(opd.root["objects"]):
