@@ -76,30 +76,24 @@ class Array(Storage):
         append = out.append
         dec = item.decode
         spans = s.spans
-        if spans is not None:  # the viewer's decode: every item's byte range
-            for i in range(n):
-                p = r.pos
-                try:
-                    append(dec(r, s))
-                except FormatError as e:
-                    raise e.prepend(f"[{i}]")
-                spans.add(out, i, p, r.pos)
-            return out
-        if item.min_size > 0:
+        if item.min_size > 0 and spans is None:
             for i in range(n):
                 try:
                     append(dec(r, s))
                 except FormatError as e:
                     raise e.prepend(f"[{i}]")
             return out
-        # items that may read nothing: every one that does is charged to a
-        # per-decode budget, so nested counts cannot multiply allocations
+        # items that may read nothing are charged to a per-decode budget (so nested
+        # counts cannot multiply allocations); the viewer's decode also notes every
+        # item's byte range here
         for i in range(n):
             p = r.pos
             try:
                 append(dec(r, s))
             except FormatError as e:
                 raise e.prepend(f"[{i}]")
+            if spans is not None:
+                spans.add(out, i, p, r.pos)
             if r.pos == p:
                 s.free_items -= 1
                 if s.free_items < 0:
