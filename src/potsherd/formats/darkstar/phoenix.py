@@ -81,27 +81,29 @@ def _payload(r: Reader, tag: str, size: int, start: int) -> bytes:
 # bitmaps
 
 
-def decode_bitmap_chunks(r: Reader, lead: list | None = None) -> dict:
-    """One bitmap's chunks (``lead``: chunks the caller already read)."""
+def decode_chunk_list(r: Reader, what: str, magic: str, head: Any, head_fields: Any,
+                      body: Any, lead: list | None = None) -> list:
+    """The chunk list both Phoenix containers share: the ``magic`` chunk (a header
+    only: the reader ignores its size), preamble chunks, a ``head`` chunk whose low
+    24 version bits count the chunks after it, then that many chunks, each decoded by
+    ``body(r, tag, size, start, counted)`` (``counted``: the head has been read)."""
     chunks: list[dict] = list(lead or [])
     count = None
     i = 0
     while count is None or i < count:
         path = f"chunks[{len(chunks)}]"
         try:
-            tag, size, start = _chunk_header(r, "bitmap")
-            if tag == "PBMP" and count is None:
-                chunks.append({"tag": tag, "size": size})  # header-only: the reader ignores its size
-            elif tag == "head" and count is None and size == _HEAD.size:
-                ver_nc, w, h, bpp, attr = r.unpack(_HEAD)
+            tag, size, start = _chunk_header(r, what)
+            if tag == magic and count is None:
+                chunks.append({"tag": tag, "size": size})
+            elif tag == "head" and count is None and size == head.size:
+                ver_nc, *values = r.unpack(head)
                 count = ver_nc & 0xFFFFFF
                 chunks.append({"tag": tag, "size": size, "version": ver_nc >> 24,
-                               "chunkCount": count, "width": w, "height": h,
-                               "bitDepth": bpp, "attribute": attr})
+                               "chunkCount": count, **head_fields(values)})
                 continue
             else:
-                data = _payload(r, tag, size, start)
-                chunks.append(_bitmap_chunk(tag, size, data))
+                chunks.append(body(r, tag, size, start, count is not None))
         except FormatError as e:
             raise e.prepend(path)
         if count is None:
@@ -110,7 +112,21 @@ def decode_bitmap_chunks(r: Reader, lead: list | None = None) -> dict:
                                  offset=start, path=path)
         else:
             i += 1
-    return {"chunks": chunks}
+    return chunks
+
+
+def _bitmap_head(values: list) -> dict:
+    w, h, bpp, attr = values
+    return {"width": w, "height": h, "bitDepth": bpp, "attribute": attr}
+
+
+def decode_bitmap_chunks(r: Reader, lead: list | None = None) -> dict:
+    """One bitmap's chunks (``lead``: chunks the caller already read)."""
+    return {"chunks": decode_chunk_list(
+        r, "bitmap", "PBMP", _HEAD, _bitmap_head,
+        lambda r, tag, size, start, counted: _bitmap_chunk(tag, size,
+                                                           _payload(r, tag, size, start)),
+        lead)}
 
 
 def _bitmap_chunk(tag: str, size: int, data: bytes) -> dict:
@@ -241,42 +257,23 @@ class BitmapCodec(TreeCodec):
         return out
 
 
+def _array_chunk(r: Reader, tag: str, size: int, start: int, counted: bool) -> dict:
+    """A chunk of a bitmap array after its head: nested bitmaps, the remap table, or raw."""
+    if tag == "PBMP" and counted:
+        return {"tag": tag, "size": size, "bitmap": decode_bitmap_chunks(r)}
+    if tag == "rmap" and counted and size % 4 == 0:
+        data = _payload(r, tag, size, start)
+        return {"tag": tag, "size": size, "remap": np.frombuffer(data, "<i4").copy()}
+    return {"tag": tag, "size": size, "raw": _payload(r, tag, size, start)}
+
+
 class BitmapArrayCodec(TreeCodec):
     texture_options = TEXTURE_OPTIONS
 
     def decode_tree(self, r: Reader, warnings: list[str]) -> Any:
-        chunks: list[dict] = []
-        count = None
-        i = 0
-        while count is None or i < count:
-            path = f"chunks[{len(chunks)}]"
-            try:
-                tag, size, start = _chunk_header(r, "bitmap array")
-                if tag == "PBMA" and count is None:
-                    chunks.append({"tag": tag, "size": size})
-                elif tag == "head" and count is None and size == _AHEAD.size:
-                    ver_nc, n = r.unpack(_AHEAD)
-                    count = ver_nc & 0xFFFFFF
-                    chunks.append({"tag": tag, "size": size, "version": ver_nc >> 24,
-                                   "chunkCount": count, "numBitmaps": n})
-                    continue
-                elif tag == "PBMP" and count is not None:
-                    chunks.append({"tag": tag, "size": size, "bitmap": decode_bitmap_chunks(r)})
-                elif tag == "rmap" and count is not None and size % 4 == 0:
-                    data = _payload(r, tag, size, start)
-                    chunks.append({"tag": tag, "size": size,
-                                   "remap": np.frombuffer(data, "<i4").copy()})
-                else:
-                    chunks.append({"tag": tag, "size": size, "raw": _payload(r, tag, size, start)})
-            except FormatError as e:
-                raise e.prepend(path)
-            if count is None:
-                if len(chunks) > MAX_PREAMBLE:
-                    raise LimitError(f"no 'head' chunk in the first {MAX_PREAMBLE} chunks",
-                                     offset=start, path=path)
-            else:
-                i += 1
-        return {"chunks": chunks}
+        return {"chunks": decode_chunk_list(r, "bitmap array", "PBMA", _AHEAD,
+                                            lambda values: {"numBitmaps": values[0]},
+                                            _array_chunk)}
 
     def encode_tree(self, root: Any) -> bytes:
         w = Writer()
