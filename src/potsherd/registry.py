@@ -448,19 +448,19 @@ def known_extension(path: str) -> bool:
     return _ext_of(path) in _detect_index()["ext"]
 
 
-def decode(data: bytes, *, format: str | None = None, path: str | None = None,
-           limits: Limits = DEFAULT_LIMITS, **params: Any) -> Document:
-    """Decode bytes with the named or detected codec.
-
-    Only :class:`FormatError` escapes; an unexpected exception inside a codec
-    is a bug and is reported as :class:`InternalDecodeError`.
-    """
+def _checked_codec(data: bytes, format: str | None, path: str | None, limits: Limits) -> Codec:
     if len(data) > limits.max_input:
         raise LimitError(f"input of {len(data)} bytes exceeds the limit of {limits.max_input}",
                          offset=0)
-    codec = get_codec(format) if format else detect(data, path)
+    return get_codec(format) if format else detect(data, path)
+
+
+def _run_decoder(codec: Codec, run: Any) -> Any:
+    """``run()`` with the decoders' safety net: only :class:`FormatError` escapes;
+    an unexpected exception inside a codec is a bug, reported as
+    :class:`InternalDecodeError` (never a traceback)."""
     try:
-        doc = codec.decode(data, limits=limits, **params)
+        return run()
     except FormatError:
         raise
     except RecursionError:
@@ -470,6 +470,17 @@ def decode(data: bytes, *, format: str | None = None, path: str | None = None,
     except Exception as e:  # noqa: BLE001 - the safety net: never a traceback
         raise InternalDecodeError(f"internal error in the {codec.name} decoder: "
                                   f"{type(e).__name__}: {e}") from e
+
+
+def decode(data: bytes, *, format: str | None = None, path: str | None = None,
+           limits: Limits = DEFAULT_LIMITS, **params: Any) -> Document:
+    """Decode bytes with the named or detected codec.
+
+    Only :class:`FormatError` escapes; an unexpected exception inside a codec
+    is a bug and is reported as :class:`InternalDecodeError`.
+    """
+    codec = _checked_codec(data, format, path, limits)
+    doc = _run_decoder(codec, lambda: codec.decode(data, limits=limits, **params))
     doc.source = path
     doc.limits = limits
     return doc
@@ -479,21 +490,8 @@ def decode_with_spans(data: bytes, *, format: str | None = None, path: str | Non
                       limits: Limits = DEFAULT_LIMITS, **params: Any) -> tuple[Document, SpanMap]:
     """:func:`decode`, also returning where each field came from (see
     :mod:`potsherd.core.spans`); the same refusals as :func:`decode`."""
-    if len(data) > limits.max_input:
-        raise LimitError(f"input of {len(data)} bytes exceeds the limit of {limits.max_input}",
-                         offset=0)
-    codec = get_codec(format) if format else detect(data, path)
-    try:
-        doc, spans = codec.decode_spans(data, limits=limits, **params)
-    except FormatError:
-        raise
-    except RecursionError:
-        raise FormatError("nesting too deep for this decoder") from None
-    except MemoryError:
-        raise FormatError("out of memory while decoding") from None
-    except Exception as e:  # noqa: BLE001 - same safety net as decode()
-        raise InternalDecodeError(f"internal error in the {codec.name} decoder: "
-                                  f"{type(e).__name__}: {e}") from e
+    codec = _checked_codec(data, format, path, limits)
+    doc, spans = _run_decoder(codec, lambda: codec.decode_spans(data, limits=limits, **params))
     doc.source = path
     doc.limits = limits
     return doc, spans
