@@ -42,10 +42,7 @@ def display_path(path: str | os.PathLike) -> str:
 def parse_params(items: Iterable[str] | None, flag: str = "--param") -> dict[str, Any]:
     """``name=value`` items to a dict; values that read as int or float become numbers."""
     out: dict[str, Any] = {}
-    for item in items or []:
-        if "=" not in item:
-            raise UsageError(f"{flag} expects name=value, got {item!r}")
-        k, v = item.split("=", 1)
+    for k, v in parse_options(items, flag).items():
         val: Any = v
         for conv in (int, float):
             try:
@@ -53,7 +50,7 @@ def parse_params(items: Iterable[str] | None, flag: str = "--param") -> dict[str
                 break
             except ValueError:
                 continue
-        out[k.strip()] = val
+        out[k] = val
     return out
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any, Iterable
+from typing import Any
 
 from .core.errors import EncodeError, FormatError
 from .core.fileio import atomic_write
@@ -166,25 +166,13 @@ def import_gltf(src: Any, dst: str | os.PathLike, *, format: str | None = None,
     return scene_to_files(scene, dst, codec, like=like_doc, options=options)
 
 
-def split_options(items: Iterable[str] | None) -> dict:
-    """``--option name=value`` items as text values (typed later by the codec's
-    declaration); a malformed item is an :class:`OptionError`."""
-    out: dict = {}
-    for item in items or []:
-        if "=" not in item:
-            raise OptionError(f"--option expects name=value, got {item!r}")
-        k, v = item.split("=", 1)
-        out[k.strip()] = v
-    return out
-
-
 def run_cli(args: Any, target: str) -> int:
     """``potsherd convert IN.glb OUT.EXT``: the import branch of the command."""
-    from .api import UsageError, make_limits
+    from .api import UsageError, make_limits, parse_options
     limits = make_limits(**{k: getattr(args, k, None) for k in
                             ("max_depth", "max_elements", "max_inflated", "max_input")})
     try:
-        options = split_options(getattr(args, "option", None))
+        options = parse_options(getattr(args, "option", None))
         like = _load_like(getattr(args, "like", None), limits)
         codec = target_codec(args.output, getattr(args, "to", None) or None, like)
         if getattr(args, "target_version", None) is not None and \
