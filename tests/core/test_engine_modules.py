@@ -45,7 +45,7 @@ def test_engine_modules_import_in_one_direction(pkg):
 
 
 def test_old_import_paths_keep_their_names():
-    for name in ["JsonCtx", "Layout", "Record", "Storage", "Array", "StructRecord", "PRIMS", "GROUPS",
+    for name in ["JsonCtx", "Layout", "Record", "Storage", "Array", "Table", "Sized", "PRIMS", "GROUPS",
                  "String", "Tail", "Bytes", "Choice", "Param", "Prim", "Group", "Field",
                  "parse_layout_text", "hex_to_bytes", "text_or_hex", "text_or_hex_back",
                  "_np_to_json", "_np_from_json", "_jerr", "_byte_count"]:

@@ -35,7 +35,8 @@ class Scope:
     in the document, which makes "optional tail" symmetric.
     """
 
-    __slots__ = ("frames", "reader", "present", "warnings", "limits", "free_items", "spans")
+    __slots__ = ("frames", "reader", "present", "warnings", "limits", "free_items", "spans",
+                 "encoded")
 
     def __init__(self, params: dict, reader=None, limits: Limits = DEFAULT_LIMITS,
                  warnings: list | None = None) -> None:
@@ -49,6 +50,8 @@ class Scope:
         self.free_items = 65536 + (reader.remaining if reader is not None else 0)
         #: a :class:`potsherd.core.spans.SpanMap` when the caller wants byte spans
         self.spans = None
+        #: id(value) -> bytes of sized contents already encoded to regenerate their size field
+        self.encoded: dict[int, bytes] | None = None
 
     def push(self, frame: dict) -> None:
         if len(self.frames) > self.limits.max_depth:

@@ -23,6 +23,8 @@ def _storage_references(st: Any, seen: set | None = None) -> set[str]:
         out |= references(st.count_src)
     elif k is L.Choice:
         out |= references(st.cond_src) | _storage_references(st.yes) | _storage_references(st.no)
+    elif k is L.Sized:
+        out |= references(st.size_src) | _storage_references(st.item)
     return out
 
 
@@ -63,7 +65,7 @@ def _kind(st: Any) -> type | None:
     global _KINDS
     if _KINDS is None:
         _KINDS = (L.Prim, L.Group, L.String, L.Bytes, L.Tail, L.Record, L.Choice,
-                  L.StructRecord, L.Array)
+                  L.Sized, L.Array)
     for k in _KINDS:
         if isinstance(st, k):
             t = type(st)
@@ -119,22 +121,8 @@ def _run_order(st: "L.Storage") -> str | None:
 
 
 def _fixed_record_fields(item: Any) -> list | None:
-    """For a record of unconditional fixed scalars (or a StructRecord):
+    """For a record of unconditional fixed scalars:
     [(name, storage-or-size, kind, order)], else None."""
-    if _kind(item) is L.StructRecord:
-        order = ">" if item.big else "<"
-        out = []
-        for name, kind, n in item.fields:
-            if kind == "bytes":
-                out.append((name, n, "bytes", order))
-            else:
-                prim = item._prim(kind)
-                if prim.size > 1 and prim.st.format[0] != order:
-                    return None  # (a big-endian record writes this one little-endian)
-                out.append((name, prim, "prim", order))
-        if len({f[0] for f in out}) != len(out) or not item.size:
-            return None
-        return out
     if _kind(item) is not L.Record or not item.fields:
         return None
     out = []

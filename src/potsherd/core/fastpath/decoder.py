@@ -9,7 +9,7 @@ import numpy as np
 
 
 from . import kinds as L
-from .runtime import _bits_reader, _float_nan_reader
+from .runtime import _bits_reader
 from .analysis import _field_groups, _fixed_record_fields, _kind, _run_order
 from .exprs import _ExprEnv, _GenBase
 
@@ -229,8 +229,8 @@ class _DecoderGen(_GenBase):
             self.dec_storage(st.yes, var, out, ind + "    ", env)
             out.append(f"{ind}else:")
             self.dec_storage(st.no, var, out, ind + "    ", env)
-        elif t is L.StructRecord:
-            self.dec_struct_record(st, var, out, ind)
+        elif t is L.Sized:
+            self.dec_sized(st, var, out, ind, env)
         elif t is L.Array:
             self.dec_array(st, var, out, ind, env)
         else:
@@ -242,17 +242,31 @@ class _DecoderGen(_GenBase):
             return f"{self.const(st.cond, 'E')}(_S)"
         return self.test(src_expr, env)
 
-    def dec_struct_record(self, st: "L.StructRecord", var: str, out: list, ind: str) -> None:
-        vs = [self.fresh("r") for _ in st.names]
-        out.append(f"{ind}if pos + {st.size} > end: raise _FBS")
-        out.append(f"{ind}{', '.join(vs)}, = {self.const(st.st.unpack_from, 'U')}(buf, pos)")
-        for v, fo in zip(vs, st.float_offs):
-            if fo is not None:
-                off, kind = fo
-                nb = self.const(_float_nan_reader(">" if st.big else "<", 4 if kind == "f32" else 8), "NB")
-                out.append(f"{ind}if {v} != {v}: {v} = {nb}(buf, pos + {off})")
-        out.append(f"{ind}{var} = {{" + ", ".join(f"{n!r}: {v}" for n, v in zip(st.names, vs)) + "}")
-        out.append(f"{ind}pos += {st.size}")
+    def dec_sized(self, st: "L.Sized", var: str, out: list, ind: str, env: _ExprEnv) -> None:
+        """A sized sub-stream: the content is read with ``end`` moved to the
+        sub-stream's end.  Content that does not fill it exactly, or fails,
+        hands the whole input to the reference (which keeps the bytes raw)."""
+        n, saved, p0 = self.fresh("sz"), self.fresh("se"), self.fresh("sp")
+        src, _ = self.expr(st.size_src, env)
+        out.append(f"{ind}{n} = {src}")
+        out.append(f"{ind}if {n}.__class__ is not int or {n} < 0: raise _FB")
+        out.append(f"{ind}if {n} > end - pos: raise _FBS")
+        out.append(f"{ind}{saved} = end; end = pos + {n}; _R.end = end")
+        out.append(f"{ind}try:")
+        inner = ind + "    "
+        if st.repeat:
+            x = self.fresh("x")
+            out.append(f"{inner}{var} = []")
+            out.append(f"{inner}while pos < end:")
+            out.append(f"{inner}    {p0} = pos")
+            self.dec_storage(st.item, x, out, inner + "    ", env)
+            out.append(f"{inner}    {var}.append({x})")
+            out.append(f"{inner}    if pos == {p0}: raise _FB")
+        else:
+            self.dec_storage(st.item, var, out, inner, env)
+        out.append(f"{inner}if pos != end: raise _FB")
+        out.append(f"{ind}except _FBS: raise _FB")
+        out.append(f"{ind}finally: _R.end = end = {saved}")
 
     def dec_array(self, st: "L.Array", var: str, out: list, ind: str, env: _ExprEnv) -> None:
         n = self.fresh("n")
@@ -339,19 +353,10 @@ class _DecoderGen(_GenBase):
                 fmt += f"{st}s"
                 parts.append((name, [v], kind))
                 off += st
-        is_struct_record = _kind(item) is L.StructRecord
-        if is_struct_record:
-            # the record's own struct (its codes, e.g. "?", decode as it does)
-            fmt = item.st.format
-            floats = []
-            for (name, _st, _k, _o), fo in zip(fixed, item.float_offs):
-                if fo is not None:
-                    floats.append((name, None, fo[0], (order, 4 if fo[1] == "f32" else 8)))
         ST = struct.Struct(fmt)
         size = ST.size
         out.append(f"{ind}if {n} * {size} > end - pos: raise _FBS")
-        if not is_struct_record:
-            out.append(f"{ind}if {n} and len(frames) > _S.limits.max_depth: raise _FB")
+        out.append(f"{ind}if {n} and len(frames) > _S.limits.max_depth: raise _FB")
         allv = [v for _, vs, _ in parts for v in vs]
         fields = []
         for name, vs, kind in parts:
@@ -362,13 +367,8 @@ class _DecoderGen(_GenBase):
         if floats:
             out.append(f"{ind}if {n}:")
             for name, k, foff, prim in floats:
-                if isinstance(prim, tuple):
-                    o, sz = prim
-                    dt = self.const(np.dtype(o + ("f4" if sz == 4 else "f8")), "DT")
-                    nb = self.const(_float_nan_reader(o, sz), "NB")
-                else:
-                    dt = self.const(prim.dtype, "DT")
-                    nb = self.const(_bits_reader(prim), "NB")
+                dt = self.const(prim.dtype, "DT")
+                nb = self.const(_bits_reader(prim), "NB")
                 idx = self.fresh("i")
                 out.append(f"{ind}    for {idx} in _nanpos(buf, pos, {n}, {size}, {foff}, {dt}).tolist():")
                 target = f"{var}[{idx}][{name!r}]" + (f"[{k}]" if k is not None else "")

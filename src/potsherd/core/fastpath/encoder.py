@@ -23,6 +23,8 @@ class _EncoderGen(_GenBase):
                "    if v.__class__ is not dict: raise _FB"]
         if rec.derivations:
             out.extend(self.enc_count_check(rec, "    "))
+        if rec.size_derivations:
+            out.append(f"    v = {self.const(rec, 'REC')}.regenerate_sizes(v, _S)")
         out += ["    frames = _S.frames",
                 "    if len(frames) > _S.limits.max_depth: raise _FB",
                 "    cur = {}",
@@ -184,33 +186,10 @@ class _EncoderGen(_GenBase):
             self.enc_storage(st.yes, x, out, ind + "    ", env)
             out.append(f"{ind}else:")
             self.enc_storage(st.no, x, out, ind + "    ", env)
-        elif t is L.StructRecord:
-            self.enc_struct_record(st, x, out, ind)
         elif t is L.Array:
             self.enc_array(st, x, out, ind, env)
         else:
             self.enc_delegate(st, x, out, ind)
-
-    def enc_struct_record(self, st: "L.StructRecord", x: str, out: list, ind: str) -> None:
-        fixed = _fixed_record_fields(st)
-        if fixed is None:
-            self.enc_delegate(st, x, out, ind)
-            return
-        fmt = fixed[0][3] if fixed else "<"
-        for name, fst, kind, _o in fixed:
-            fmt += f"{fst}s" if kind == "bytes" else fst.st.format[-1]
-        out.append(f"{ind}if {x}.__class__ is not dict or len({x}) != {len(set(st.names))}: raise _FB")
-        ys = []
-        for (name, kind, n) in st.fields:
-            y = self.fresh("y")
-            ys.append(y)
-            out.append(f"{ind}{y} = {x}[{name!r}]")
-            if kind == "bytes":
-                out.append(f"{ind}if ({y}.__class__ is not bytes and {y}.__class__ is not RawString) "
-                           f"or len({y}) != {n}: raise _FB")
-            else:
-                out.append(f"{ind}if {_type_test(st._prim(kind), y)}: raise _FB")
-        out.append(f"{ind}wr({self.const(struct.Struct(fmt).pack, 'P')}({', '.join(ys)}))")
 
     def enc_array(self, st: "L.Array", x: str, out: list, ind: str, env: _ExprEnv) -> None:
         n = self.fresh("n")
@@ -271,8 +250,7 @@ class _EncoderGen(_GenBase):
                 vals.append(y)
         ST = struct.Struct(fmt)
         nkeys = len({f[0] for f in fixed})
-        if _kind(item) is not L.StructRecord:
-            out.append(f"{ind}if {x} and len(_S.frames) > _S.limits.max_depth: raise _FB")
+        out.append(f"{ind}if {x} and len(_S.frames) > _S.limits.max_depth: raise _FB")
         pk = self.const(ST.pack, "P")
         parts = self.fresh("pp")
         out.append(f"{ind}{parts} = []")

@@ -3,7 +3,6 @@ the small helpers generated functions call."""
 from __future__ import annotations
 
 import contextlib
-import struct
 from typing import Any, Callable, Iterator
 
 import numpy as np
@@ -80,13 +79,6 @@ def _nan_positions(buf: bytes, pos: int, n: int, itemsize: int, off: int, dt: np
     """Indices of the records whose float at ``off`` is a NaN (one numpy pass)."""
     view = np.ndarray((n,), dtype=dt, buffer=buf, offset=pos + off, strides=(itemsize,))
     return np.flatnonzero(np.isnan(view))
-
-
-def _float_nan_reader(order: str, size: int) -> Callable[[bytes, int], float]:
-    """As StructRecord.decode keeps NaNs: bits read in the record's byte order."""
-    from_bits = L.f32_from_bits if size == 4 else L.f64_from_bits
-    unpack = struct.Struct(order + ("I" if size == 4 else "Q")).unpack_from
-    return lambda b, p: from_bits(unpack(b, p)[0])
 
 
 def _bits_reader(prim: "L.Prim") -> Callable[[bytes, int], float]:

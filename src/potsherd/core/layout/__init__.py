@@ -21,7 +21,13 @@ Storage kinds
 * ``{"kind":"choice","condition":E,"yes":S,"no":S}``;
 * ``{"kind":"parameter","name":N,"default":V}``: an input, never serialised;
 * ``{"kind":"struct","format":F,"keys":K}``: a record from a Python struct
-  format string (how the Darkstar spec writes its records);
+  format string (how the Darkstar spec writes its records), built as an
+  ordinary record of primitive fields;
+* ``{"kind":"table","count":E,"item":R}`` (or ``"format"``/``"keys"``): fixed
+  records as one numpy structured array (:mod:`.tables`);
+* ``{"kind":"sized","size":E,"item":S}`` (``"repeat":true`` for items back to
+  back): a bounded sub-stream, kept raw when its content does not parse,
+  its size field regenerated on encode (:mod:`.sized`);
 * any record name, and any custom storage a family registers in Python.
 
 Conditions are ``"always"``, ``"optional tail"`` (present while bytes remain)
@@ -43,24 +49,21 @@ forces the interpreter; ``tests/core/test_engine_differential.py`` checks
 both agree on every corpus file and on mutated files.  Families calling
 ``Record.decode`` directly (inside custom storages) get the interpreter.
 
-Document model of record arrays (a deliberate non-change): an array of
-records stays a *list of dicts*, also for fixed all-scalar records (the fast
-path builds the very same dicts with ``iter_unpack``: about 0.3 us per item,
-4x faster than the interpreter).  A numpy structured array is faster still, but
-changes value types (``np.float32`` instead of ``float``, no ``F32NaN``)
-under code that already uses ``rec["points"][i]["height"]``.  Where the gain
-is big (hundreds of thousands of items) a family opts in with a storage whose
-``dtype`` is a structured dtype (KO ``RecordTable``): the array is then one
-``frombuffer``, encodes with ``tobytes`` and converts to JSON as an object of
-columns (``_np_to_json``), losslessly.
+Document model of record arrays: an ``array`` of records is a list of dicts
+(flexible: records of any shape, conditions, nested lists); a ``table`` of
+fixed records is one numpy structured array (one ``frombuffer``/``tobytes``,
+JSON as columns), the form for bulk records.  Encoding a table also accepts a
+list of dicts, so hand-built documents need not know numpy.
 
 Modules (each imports only those listed before it)
 --------------------------------------------------
 * :mod:`.jsonio` - JSON context, hex/text cells, numpy arrays in JSON;
 * :mod:`.storages` - base class, primitives, groups, strings, bytes, tails,
   parameters, choices;
-* :mod:`.arrays` - counted arrays and struct-string records;
+* :mod:`.arrays` - counted arrays;
+* :mod:`.sized` - sized sub-streams;
 * :mod:`.records` - records of conditional fields;
+* :mod:`.tables` - struct format strings, fixed-record tables;
 * :mod:`.text` - the ``.layout`` table notation;
 * :mod:`.front` - :class:`Layout` (rows to records, fast path then reference).
 
@@ -79,7 +82,10 @@ from .jsonio import (JsonCtx, _jerr, _np_from_json, _np_to_json, hex_to_bytes,  
                      text_or_hex, text_or_hex_back)
 from .storages import (GROUPS, PRIMS, Bytes, Choice, Group, Param, Prim, Storage,  # noqa: F401
                        String, Tail, _byte_count)
-from .arrays import Array, StructRecord  # noqa: F401
+from .arrays import Array  # noqa: F401
+from .sized import Sized, Unparsed  # noqa: F401
 from .records import Field, Record  # noqa: F401
+from .tables import (STRUCT_CODES, Table, parse_struct, record_dtype, struct_dtype,  # noqa: F401
+                     struct_rows)
 from .text import parse_layout_text  # noqa: F401
 from .front import Layout, _fast_layout  # noqa: F401

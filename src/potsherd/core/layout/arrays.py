@@ -1,19 +1,15 @@
-"""Repeated storages: counted arrays (numpy for numeric items) and records read
-from a Python struct format string."""
+"""Counted arrays: numpy arrays for numeric items, lists otherwise."""
 from __future__ import annotations
 
-import re
-import struct
 from typing import Any
 
 import numpy as np
 
 from ..errors import EncodeError, FormatError, LimitError
 from ..expr import Scope, compile_expr
-from ..stream import Reader, Writer, cached_struct
-from ..values import f32_from_bits, f64_from_bits
-from .jsonio import JsonCtx, _jerr, _np_from_json, _np_to_json, hex_to_bytes
-from .storages import PRIMS, Prim, Storage
+from ..stream import Reader, Writer
+from .jsonio import JsonCtx, _jerr, _np_from_json, _np_to_json
+from .storages import Storage
 
 
 class Array(Storage):
@@ -162,128 +158,3 @@ class Array(Storage):
         if self.elem_dtype is not None or self.inner_count is not None:
             return 0
         return sum(self.item.opaque_size(x) for x in v)
-
-
-class StructRecord(Storage):
-    """A fixed record from a Python struct format string and its key names.
-
-    ``{"kind":"struct","format":"<2lf5l","keys":"a b c d e f g h"}``: one
-    ``struct`` call decodes the whole record into a dict; ``Ns`` fields are
-    bytes (hex in JSON), ``x`` pad bytes are kept as a ``_padN`` bytes field.
-    """
-
-    _CODES = {"b": "i8", "B": "u8", "h": "i16", "H": "u16", "i": "i32", "I": "u32",
-              "l": "i32", "L": "u32", "q": "i64", "Q": "u64", "f": "f32", "d": "f64", "?": "u8"}
-
-    def __init__(self, fmt: str, keys: str | list[str]) -> None:
-        order = fmt[0] if fmt and fmt[0] in "<>=!@" else "<"
-        body = fmt[1:] if fmt and fmt[0] in "<>=!@" else fmt
-        names = keys.split() if isinstance(keys, str) else list(keys)
-        self.fields: list[tuple[str, str, int]] = []  # (name, kind, n) kind: prim name or 'bytes'
-        new_fmt = order if order != "@" else "<"
-        ki = 0
-        pad = 0
-        for m in re.finditer(r"(\d*)([a-zA-Z?])", body):
-            cnt = int(m.group(1)) if m.group(1) else 1
-            code = m.group(2)
-            if code in ("s", "p"):
-                if ki >= len(names):
-                    raise ValueError(f"struct {fmt}: more fields than keys")
-                self.fields.append((names[ki], "bytes", cnt))
-                new_fmt += f"{cnt}s"
-                ki += 1
-            elif code == "x":
-                self.fields.append((f"_pad{pad}", "bytes", cnt))
-                new_fmt += f"{cnt}s"
-                pad += 1
-            elif code in self._CODES:
-                for _ in range(cnt):
-                    if ki >= len(names):
-                        raise ValueError(f"struct {fmt}: more fields than keys")
-                    self.fields.append((names[ki], self._CODES[code], 1))
-                    new_fmt += ("b" if code == "?" else code if code not in "lL" else
-                                {"l": "i", "L": "I"}[code]).replace("?", "B")
-                    ki += 1
-            else:
-                raise ValueError(f"struct code {code!r} is not supported")
-        if ki != len(names):
-            raise ValueError(f"struct {fmt}: {len(names)} keys for {ki} fields")
-        self.st = cached_struct(new_fmt.replace("?", "B"))
-        self.size = self.min_size = self.st.size
-        self.names = [f[0] for f in self.fields]
-        self.big = order in ">!"
-        # byte offsets of float fields (for NaN bit preservation)
-        offs = []
-        pos = 0
-        for name, kind, n in self.fields:
-            sz = n if kind == "bytes" else PRIMS[kind].size
-            offs.append((pos, kind) if kind in ("f32", "f64") else None)
-            pos += sz
-        self.float_offs = offs
-        self.fmt = fmt
-
-    def describe(self) -> str:
-        return f"struct{self.fmt}"
-
-    def _prim(self, kind: str) -> Prim:
-        return PRIMS[kind + "be"] if self.big and kind + "be" in PRIMS else PRIMS[kind]
-
-    def decode(self, r: Reader, s: Scope) -> Any:
-        p = r.pos
-        vals = r.unpack(self.st)
-        d = dict(zip(self.names, vals))
-        for i, fo in enumerate(self.float_offs):
-            if fo is not None and vals[i] != vals[i]:
-                off, kind = fo
-                bits = struct.unpack_from((">" if self.big else "<") + ("I" if kind == "f32" else "Q"),
-                                          r.buf, p + off)[0]
-                d[self.names[i]] = (f32_from_bits if kind == "f32" else f64_from_bits)(bits)
-        return d
-
-    def encode(self, w: Writer, v: Any, s: Scope) -> None:
-        if not isinstance(v, dict):
-            raise EncodeError(f"expected a record, found {type(v).__name__}")
-        for name, kind, n in self.fields:
-            if name not in v:
-                raise EncodeError("missing field", path=name)
-            x = v[name]
-            try:
-                if kind == "bytes":
-                    if not isinstance(x, (bytes, bytearray)) or len(x) != n:
-                        raise EncodeError(f"needs exactly {n} bytes")
-                    w.write(bytes(x))
-                else:
-                    self._prim(kind).encode(w, x, s)
-            except FormatError as e:
-                raise e.prepend(name)
-        extra = set(v) - set(self.names)
-        if extra:
-            raise EncodeError(f"unknown fields {sorted(extra)}")
-
-    def to_json(self, v: Any, ctx: JsonCtx) -> Any:
-        out = {}
-        for name, kind, n in self.fields:
-            x = v[name]
-            out[name] = bytes(x).hex() if kind == "bytes" else PRIMS[kind].to_json(x, ctx)
-        return out
-
-    def from_json(self, o: Any, ctx: JsonCtx, jpath: str) -> Any:
-        if not isinstance(o, dict):
-            raise _jerr("expected an object", jpath)
-        extra = set(o) - set(self.names)
-        if extra:
-            raise _jerr(f"unknown fields {sorted(extra)}", jpath)
-        out = {}
-        for name, kind, n in self.fields:
-            if name not in o:
-                raise _jerr("missing field", f"{jpath}.{name}")
-            if kind == "bytes":
-                b = hex_to_bytes(o[name], f"{jpath}.{name}")
-                if len(b) != n:
-                    raise _jerr(f"needs exactly {n} bytes", f"{jpath}.{name}")
-                out[name] = b
-            else:
-                out[name] = PRIMS[kind].from_json(o[name], ctx, f"{jpath}.{name}")
-        return out
-
-

@@ -11,8 +11,10 @@ from ..limits import DEFAULT_LIMITS, Limits
 from ..stream import Reader, Writer
 from .jsonio import JsonCtx
 from .storages import GROUPS, PRIMS, Bytes, Choice, Param, Storage, String, Tail
-from .arrays import Array, StructRecord
+from .arrays import Array
+from .sized import Sized
 from .records import Record
+from .tables import Table, struct_rows
 from .text import LayoutRows, parse_layout_text, short_place
 
 
@@ -39,6 +41,8 @@ class Layout:
         self.rows = records
         self.custom: dict[str, Storage] = dict(storages or {})
         self.records: dict[str, Record] = {}
+        #: records without a name of their own (struct formats), by their format
+        self.anonymous: dict[str, Record] = {}
         for name in records:
             self.records[name] = Record(name, self)
         # twice: the second pass sees the sizes of records referenced before
@@ -83,8 +87,27 @@ class Layout:
             if kind == "parameter":
                 return Param(spec["name"], spec.get("default"))
             if kind == "struct":
-                return StructRecord(spec["format"], spec["keys"])
+                return self.struct_record(spec["format"], spec["keys"])
+            if kind == "table":
+                item = (self.struct_record(spec["format"], spec["keys"]) if "format" in spec
+                        else self.storage(spec["item"]))
+                if not isinstance(item, Record):
+                    raise ValueError(f"a table's item must be a record: {spec!r}")
+                return Table(spec["count"], item)
+            if kind == "sized":
+                return Sized(spec["size"], self.storage(spec["item"]), bool(spec.get("repeat")))
         raise ValueError(f"unknown storage {spec!r}")
+
+    def struct_record(self, fmt: str, keys: str | list[str]) -> Record:
+        """A record from a struct format string: its fields are primitives and
+        byte runs (:func:`~.tables.struct_rows`), shared by every use of the same
+        format and keys."""
+        name = f"struct{fmt}:{keys if isinstance(keys, str) else ' '.join(keys)}"
+        rec = self.anonymous.get(name)
+        if rec is None:
+            rec = self.anonymous[name] = Record(f"struct{fmt}", self)
+            rec.compile(struct_rows(fmt, keys))
+        return rec
 
     # --- whole-input helpers --------------------------------------------
     def decode(self, root: str, data: bytes, params: dict | None = None,

@@ -68,6 +68,9 @@ def _np_to_json(a: np.ndarray, ctx: JsonCtx) -> Any:
     of columns, each converted the same way."""
     if a.dtype.names:
         return {n: _np_to_json(a[n], ctx) for n in a.dtype.names}
+    if a.dtype.kind == "V":  # fixed byte runs of a table row: hex per row
+        return [bytes(x).hex() for x in a.reshape(-1)] if a.ndim == 1 else \
+            [_np_to_json(x, ctx) for x in a]
     # inside jsontext.native_arrays() (dump): arrays stay arrays, in native byte
     # order and contiguous, for orjson to write without a Python int per element
     out = _native if arrays_stay_native() else _as_list
@@ -105,6 +108,14 @@ def _np_from_json(o: Any, dtype: np.dtype, shape_tail: tuple, ctx: JsonCtx, jpat
         for n, c in zip(dtype.names, cols):
             table[n] = c
         return table
+    if dtype.kind == "V":
+        if not isinstance(o, list) or shape_tail:
+            raise _jerr("expected a list of hex strings", jpath)
+        raw = [hex_to_bytes(x, f"{jpath}[{i}]") for i, x in enumerate(o)]
+        for i, b in enumerate(raw):
+            if len(b) != dtype.itemsize:
+                raise _jerr(f"needs exactly {dtype.itemsize} bytes", f"{jpath}[{i}]")
+        return np.frombuffer(b"".join(raw), dtype=dtype).copy() if raw else np.zeros(0, dtype)
     bits = ctx.form == "wire"
     if isinstance(o, dict) and set(o) == {"bits"}:
         o, bits = o["bits"], True

@@ -11,6 +11,7 @@ from ..stream import Reader, Writer
 from .jsonio import JsonCtx, _jerr
 from .storages import Bytes, Choice, Param, Prim, Storage
 from .arrays import Array
+from .sized import Sized
 
 
 class Field:
@@ -42,6 +43,8 @@ class Record(Storage):
         self.fields: list[Field] = []
         self._compiled = False
         self.derivations: list[tuple[str, str, int]] = []
+        #: (size field, sized field, bytes per unit): sizes regenerated from encoded content
+        self.size_derivations: list[tuple[str, str, int]] = []
 
     def describe(self) -> str:
         return self.name
@@ -52,9 +55,14 @@ class Record(Storage):
                              where.get((self.name, i), self.layout.declared_at))
                        for i, (n, st, c) in enumerate(rows)]
         self.derivations = []
+        self.size_derivations = []
         names_before: dict[str, Field] = {}
         for f in self.fields:
             st = f.storage
+            if isinstance(st, Sized) and st.derivation and st.derivation[0] in names_before:
+                cst = names_before[st.derivation[0]].storage
+                if isinstance(cst, Prim) and cst.kind == "i":
+                    self.size_derivations.append((st.derivation[0], f.name, st.derivation[1]))
             if isinstance(st, (Array, Bytes)):
                 lc = linear_count(st.count_src)
                 if lc and lc[0] in names_before:
@@ -138,10 +146,41 @@ class Record(Storage):
                 out[cname] = implied.pop()
         return out
 
+    def regenerate_sizes(self, rec: dict, s: Scope) -> dict:
+        """Size fields of sized sub-streams follow their content: each content is
+        encoded once here (kept on the scope for its own field's encode) and its
+        size field set to what it takes."""
+        out = rec
+        fields = {f.name: f for f in self.fields}
+        for cname, aname, k in self.size_derivations:
+            if aname not in rec:
+                continue
+            content = rec[aname]
+            s.push(rec)  # the content may refer to this record's fields
+            try:
+                data = fields[aname].storage.content_bytes(content, s)
+            except FormatError as e:
+                raise e.prepend(aname)
+            finally:
+                s.pop()
+            if s.encoded is None:
+                s.encoded = {}
+            s.encoded[id(content)] = data
+            if len(data) % k:
+                raise EncodeError(f"{aname} takes {len(data)} bytes, not a multiple of {k}", path=aname)
+            cur = rec.get(cname)
+            if cur != len(data) // k or cur.__class__ is not int:
+                if out is rec:
+                    out = dict(rec)
+                out[cname] = len(data) // k
+        return out
+
     def encode(self, w: Writer, v: Any, s: Scope) -> None:
         if not isinstance(v, dict):
             raise EncodeError(f"expected a record ({self.name}), found {type(v).__name__}")
         v = self.regenerate_counts(v)
+        if self.size_derivations:
+            v = self.regenerate_sizes(v, s)
         cur: dict[str, Any] = {}
         s.push(cur)
         try:

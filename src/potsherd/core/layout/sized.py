@@ -1,0 +1,138 @@
+"""Sized sub-streams: ``{"kind":"sized","size":E,"item":S}`` (see :mod:`.tables`
+for the notation).  Defined before records so a record can regenerate its
+size fields from them."""
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import EncodeError, FormatError, LimitError
+from ..expr import Scope, compile_expr, linear_count
+from ..stream import Reader, Writer
+from .jsonio import JsonCtx, _jerr, hex_to_bytes
+from .storages import Storage
+
+
+
+
+class Unparsed(bytes):
+    """The bytes of a sized sub-stream whose content did not parse: kept raw."""
+
+    def __repr__(self) -> str:
+        return f"Unparsed({len(self)} bytes)"
+
+
+class Sized(Storage):
+    """A sub-stream of ``size`` bytes holding ``item`` (or items back to back)."""
+
+    min_size = 0
+
+    def __init__(self, size: Any, item: Storage, repeat: bool = False) -> None:
+        self.size_src = size
+        self.size_expr = compile_expr(size)
+        self.item = item
+        self.repeat = repeat
+        #: (size field name, bytes per unit) when the size field can be regenerated
+        self.derivation = linear_count(size)
+
+    def describe(self) -> str:
+        what = f"{self.item.describe()}..." if self.repeat else self.item.describe()
+        return f"sized[{self.size_src}] of {what}"
+
+    def byte_count(self, s: Scope) -> int:
+        n = self.size_expr(s)
+        if isinstance(n, bool) or not isinstance(n, int):
+            raise FormatError(f"size {self.size_src!r} is not an integer ({n!r})")
+        return n
+
+    # --- decode -------------------------------------------------------
+    def decode(self, r: Reader, s: Scope) -> Any:
+        n = self.byte_count(s)
+        r.check_count(n, 1, "sized block")
+        start = r.pos
+        sub = Reader(r.buf, start, start + n, r.limits)
+        saved = s.reader
+        s.reader = sub
+        try:
+            value = self.decode_content(sub, s)
+            if sub.remaining:
+                raise FormatError(f"content ends {sub.remaining} bytes before its size", offset=sub.pos)
+        except LimitError:
+            raise
+        except FormatError as e:
+            s.warnings.append(f"{self.item.describe()}: {n} bytes do not parse as their content "
+                              f"({e}); kept raw")
+            value = Unparsed(r.buf[start:start + n])
+        finally:
+            s.reader = saved
+        r.pos = start + n
+        return value
+
+    def decode_content(self, sub: Reader, s: Scope) -> Any:
+        if not self.repeat:
+            return self.item.decode(sub, s)
+        out = []
+        dec = self.item.decode
+        while sub.remaining > 0:
+            p = sub.pos
+            try:
+                out.append(dec(sub, s))
+            except FormatError as e:
+                raise e.prepend(f"[{len(out)}]")
+            if sub.pos == p:
+                raise FormatError("an item of a sized block reads no bytes", offset=p)
+        return out
+
+    # --- encode -------------------------------------------------------
+    def content_bytes(self, v: Any, s: Scope) -> bytes:
+        """The encoded content (raw bytes as they are)."""
+        if isinstance(v, (bytes, bytearray)):
+            return bytes(v)
+        w = Writer()
+        if self.repeat:
+            if not isinstance(v, list):
+                raise EncodeError(f"expected a list of {self.item.describe()}, found {type(v).__name__}")
+            enc = self.item.encode
+            for i, x in enumerate(v):
+                try:
+                    enc(w, x, s)
+                except FormatError as e:
+                    raise e.prepend(f"[{i}]")
+        else:
+            self.item.encode(w, v, s)
+        return w.getvalue()
+
+    def encode(self, w: Writer, v: Any, s: Scope) -> None:
+        cache = s.encoded
+        data = cache.pop(id(v), None) if cache else None
+        if data is None:
+            data = self.content_bytes(v, s)
+        n = self.byte_count(s)
+        if len(data) != n:
+            raise EncodeError(f"content takes {len(data)} bytes, its size says {n}")
+        w.write(data)
+
+    # --- JSON ---------------------------------------------------------
+    def to_json(self, v: Any, ctx: JsonCtx) -> Any:
+        if isinstance(v, (bytes, bytearray)):
+            return {"raw": bytes(v).hex()}
+        if self.repeat:
+            tj = self.item.to_json
+            return [tj(x, ctx) for x in v]
+        return self.item.to_json(v, ctx)
+
+    def from_json(self, o: Any, ctx: JsonCtx, jpath: str) -> Any:
+        if isinstance(o, dict) and set(o) == {"raw"}:
+            return Unparsed(hex_to_bytes(o["raw"], jpath + ".raw"))
+        if self.repeat:
+            if not isinstance(o, list):
+                raise _jerr("expected a list, or {\"raw\": hex}", jpath)
+            fj = self.item.from_json
+            return [fj(x, ctx, f"{jpath}[{i}]") for i, x in enumerate(o)]
+        return self.item.from_json(o, ctx, jpath)
+
+    def opaque_size(self, v: Any) -> int:
+        if isinstance(v, (bytes, bytearray)):
+            return len(v)
+        if self.repeat:
+            return sum(self.item.opaque_size(x) for x in v)
+        return self.item.opaque_size(v)
