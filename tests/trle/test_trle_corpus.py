@@ -164,8 +164,8 @@ def test_reinserted_moveable_matches_the_source_directly():
             assert (ta["w"], ta["h"], ta["flip_x"], ta["flip_y"]) == \
                    (tb["w"], tb["h"], tb["flip_x"], tb["flip_y"])
             assert np.array_equal(model.cut_texture(spages, ta)[0], model.cut_texture(npages, tb)[0])
-    (a0, a1), (b0, b1) = animation_ranges(src)[src["moveables"].index(sm)], \
-        animation_ranges(new)[new["moveables"].index(nm)]
+    (a0, a1), (b0, b1) = animation_ranges(src)[list(src["moveables"]["object_id"]).index(oid)], \
+        animation_ranges(new)[list(new["moveables"]["object_id"]).index(oid)]
     assert a1 - a0 == b1 - b0 == 21
     skw, nkw = src["keyframe_words"], new["keyframe_words"]
     end_s = src["animations"][a1]["keyframe_offset"]

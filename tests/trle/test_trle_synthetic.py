@@ -11,6 +11,7 @@ import pytest
 import potsherd
 from potsherd.cli import main
 from potsherd.core.errors import CountError, FormatError, TruncatedError, ValueFormatError
+from potsherd.core.layout import Unparsed
 from potsherd.document import Document
 from potsherd.formats.trle import model
 from potsherd.formats.trle.moveables import extract, insert, view_from_trwad, view_from_wad
@@ -282,7 +283,7 @@ def test_insert_into_empty_wad_and_extract_back():
     back = potsherd.read(data, format="tr4wad")
     assert back.encode() == data
     r = back.root
-    assert r["moveables"] == [{"object_id": 47, "mesh_count": 2, "first_mesh_pointer": 0,
+    assert model.records(r["moveables"]) == [{"object_id": 47, "mesh_count": 2, "first_mesh_pointer": 0,
                                "links_index": 0, "keyframe_offset": 0, "anim_index": 0}]
     assert r["link_words"].tolist() == [2, 10, -20, 30]  # junk words dropped
     assert r["command_words"].tolist() == [5, 1, 0x4000 | 12, 3, 1, 10, -20, 30]
@@ -326,7 +327,7 @@ def test_insert_replaces_in_place_and_keeps_neighbours():
     t3 = dict(t, animations=t["animations"][:1], animation_count=1, command_count=2,
               commands=t["commands"][:2], keyframe_words=t["keyframe_words"][:24],
               keyframe_word_count=24)
-    t3["animations"] = [dict(t3["animations"][0], next_anim=50)]
+    t3["animations"] = [dict(model.records(t3["animations"])[0], next_anim=50)]
     wad3 = insert(wad2, dict(t3, moveable=dict(t["moveable"], object_id=10)))
     assert [m["object_id"] for m in wad3["moveables"]] == [10, 47]
     assert len(wad3["animations"]) == 3
@@ -425,9 +426,10 @@ def test_unparsable_mesh_blob_is_kept_raw_with_a_warning():
     first_shape = blob_at + 12 + 4 * 6 + 2 + 4 * 6 + 2
     struct.pack_into("<H", data, first_shape, 5)
     doc = potsherd.read(bytes(data))
-    assert isinstance(doc.root["meshes"], bytes)
+    assert isinstance(doc.root["meshes"], Unparsed)
     assert len(doc.root["meshes"]) == 2 * root["mesh_word_count"]
-    assert any("mesh blob does not parse" in w for w in doc.warnings)
+    assert any("do not parse as their content" in w and "polygon shape 5" in w for w in doc.warnings)
+    assert doc.to_json("wire")["root"]["meshes"] == {"raw": bytes(doc.root["meshes"]).hex()}
     assert doc.encode() == bytes(data)
     assert doc.codec.opaque_bytes(doc) == len(doc.root["meshes"])
     assert potsherd.from_json(json.dumps(doc.to_json("readable"))).encode() == bytes(data)

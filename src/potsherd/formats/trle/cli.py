@@ -187,7 +187,7 @@ def cmd_skeleton(args) -> int:
         r = doc.root
         if args.moveable is None:
             raise FormatError("a wad needs --moveable ID")
-        m = r["moveables"][find_moveable(r, _moveable_id(args.moveable))]
+        m = model.records(r["moveables"])[find_moveable(r, _moveable_id(args.moveable))]
         li = int(m["links_index"])
         bones = model.skeleton(r["link_words"][li:li + 4 * max(m["mesh_count"] - 1, 0)],
                                m["mesh_count"])

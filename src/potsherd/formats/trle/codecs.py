@@ -69,7 +69,7 @@ class WadCodec(LayoutCodec):
             "statics": r["static_count"],
             "moveables": [{"id": m["object_id"], "name": moveable_name(m["object_id"]),
                            "meshes": m["mesh_count"], "animations": a1 - a0}
-                          for m, (a0, a1) in zip(r["moveables"], ranges)],
+                          for m, (a0, a1) in zip(model.records(r["moveables"]), ranges)],
         }
 
     def textures(self, doc: Document) -> list:
@@ -128,7 +128,7 @@ def wad_warnings(root: dict) -> list[str]:
     if root["page_byte_count"] % model.PAGE_BYTES:
         out.append(f"texture page bytes ({root['page_byte_count']}) are not whole 256x256 RGB pages")
     pages = root["page_byte_count"] // model.PAGE_BYTES
-    bad = [i for i, t in enumerate(root["textures"])
+    bad = [i for i, t in enumerate(model.records(root["textures"]))
            if t["page"] >= pages or t["x"] + t["w"] > 255 or t["y"] + t["h"] > 255]
     if bad:
         out.append(f"{len(bad)} texinfos leave their page (first: {bad[0]})")
@@ -260,7 +260,7 @@ def trwad_warnings(root: dict) -> list[str]:
         if bad:
             out.append(f"mesh {i} polygon {bad[0]} refers to a texture beyond the {t} stored")
             break
-    anims = root["animations"]
+    anims = model.records(root["animations"])
     base = root["moveable"]["keyframe_offset"]
     total = 2 * root["keyframe_word_count"]
     for i, a in enumerate(anims):
@@ -296,7 +296,7 @@ class SwdCodec(LayoutCodec):
                 "sprites": r["sprite_count"], "pages": r["page_byte_count"] / model.PAGE_BYTES,
                 "sequences": [{"id": s["object_id"], "name": moveable_name(s["object_id"]),
                                "sprites": -s["negative_count"], "first": s["first"]}
-                              for s in r["sequences"]]}
+                              for s in model.records(r["sequences"])]}
 
     def textures(self, doc: Document) -> list:
         raw = bytes(doc.root["pages"])

@@ -68,7 +68,7 @@ def _animations(scene: Any, bones: list, parents: list, meshes: list, to_tr: np.
                 rate_given: bool = False, mov_extras: dict | None = None) -> tuple:
     base_anim = _anim_base(mov)
     kf_base = int(mov.get("keyframe_offset", 0) or 0)
-    like_anims = like["animations"] if like else []
+    like_anims = model.records(like["animations"]) if like else []
     like_cmds, like_changes = _like_lists(like)
     n = len(bones)
     order = _topological(scene)
@@ -216,7 +216,7 @@ def _like_keyframes(like: Any, ai: int, count: int, n: int) -> tuple | None:
     rotations and offsets, when it has ``count`` keyframes of ``n`` meshes."""
     if not like or ai >= len(like["animations"]) or int(like["moveable"]["mesh_count"]) != n:
         return None
-    anims = like["animations"]
+    anims = model.records(like["animations"])
     a = anims[ai]
     base = int(like["moveable"]["keyframe_offset"])
     total = 2 * len(like["keyframe_words"])

@@ -215,7 +215,8 @@ def page_array(pages: bytes) -> np.ndarray:
 def cut_texture(pages: np.ndarray, info: dict) -> tuple[np.ndarray, bool]:
     """The (h+1, w+1, 3) RGB pixels of a texinfo from WAD pages; the flag is
     False when the rectangle leaves its page (the missing part reads black)."""
-    x, y, w, h, page = info["x"], info["y"], info["w"] + 1, info["h"] + 1, info["page"]
+    x, y, page = int(info["x"]), int(info["y"]), int(info["page"])
+    w, h = int(info["w"]) + 1, int(info["h"]) + 1  # Python ints: a table row's u8 would wrap
     out = np.zeros((h, w, 3), np.uint8)
     if page >= len(pages):
         return out, False
@@ -226,7 +227,7 @@ def cut_texture(pages: np.ndarray, info: dict) -> tuple[np.ndarray, bool]:
 
 def bgr_block(texture: dict) -> np.ndarray:
     """A ``.trwad`` texture's BGR bytes as an (h+1, w+1, 3) RGB array."""
-    h, w = texture["h"] + 1, texture["w"] + 1
+    h, w = int(texture["h"]) + 1, int(texture["w"]) + 1
     a = np.frombuffer(bytes(texture["pixels"]), np.uint8, h * w * 3).reshape(h, w, 3)
     return a[:, :, ::-1].copy()
 
@@ -250,6 +251,18 @@ def check(condition: bool, message: str) -> None:
         raise FormatError(message)
 
 
+def records(rows: Any) -> list[dict]:
+    """The rows of a record table (a numpy structured array, as the layout's
+    ``table`` storage decodes them) as plain dicts of Python numbers; a list of
+    records (as code building a document writes them) is copied as it is.
+    For code that edits rows one by one or needs Python arithmetic (no numpy
+    wrap-around on unsigned fields)."""
+    if isinstance(rows, np.ndarray) and rows.dtype.names is not None:
+        names = rows.dtype.names
+        return [dict(zip(names, row)) for row in rows.tolist()]
+    return [dict(r) for r in rows]
+
+
 def animation_ranges(root: dict) -> list[tuple[int, int]]:
     """(first, end) animation index of every moveable: up to the next moveable
     in list order that has animations, or to the end of the array."""
@@ -258,7 +271,7 @@ def animation_ranges(root: dict) -> list[tuple[int, int]]:
     out = []
     nxt = total
     for m in reversed(movs):
-        a = m["anim_index"]
+        a = int(m["anim_index"])
         if a < 0:
             out.append((0, 0))
             continue

@@ -80,7 +80,7 @@ def _wad_mesh(root: dict, offsets: dict[int, int], pointer_index: int) -> dict:
 
 def find_moveable(root: dict, object_id: int) -> int:
     for i, m in enumerate(root["moveables"]):
-        if m["object_id"] == object_id:
+        if int(m["object_id"]) == object_id:
             return i
     raise FormatError(f"no moveable with id {object_id} in this wad")
 
@@ -102,10 +102,10 @@ def keyframe_range(root: dict, a0: int, a1: int, moveable: dict) -> tuple[int, i
 def extract(root: dict, object_id: int) -> dict:
     """The ``.trwad`` root of moveable ``object_id`` of a decoded WAD root."""
     mi = find_moveable(root, object_id)
-    mov = dict(root["moveables"][mi])
+    mov = model.records(root["moveables"][mi:mi + 1])[0]
     n = int(mov["mesh_count"])
     a0, a1 = animation_ranges(root)[mi]
-    anims = [dict(a) for a in root["animations"][a0:a1]]
+    anims = model.records(root["animations"][a0:a1])
 
     links = np.asarray(root["link_words"], np.int32)
     li = int(mov["links_index"])
@@ -124,7 +124,7 @@ def extract(root: dict, object_id: int) -> dict:
         if ti >= len(root["textures"]):
             raise ValueFormatError(f"a polygon refers to texture {ti}, beyond the "
                                    f"{len(root['textures'])} stored")
-        info = dict(root["textures"][ti])
+        info = model.records(root["textures"][ti:ti + 1])[0]
         rgb, _ = model.cut_texture(pages, info)
         textures.append({**info, "pixels": model.rgb_to_bgr_bytes(rgb)})
 
@@ -309,8 +309,9 @@ def insert(root: dict, t: dict) -> dict:
     if isinstance(root["meshes"], (bytes, bytearray)):
         raise FormatError("this wad's mesh blob did not parse; cannot insert into it")
     r = copy.copy(root)
-    for key in ("textures", "meshes", "animations", "moveables"):
-        r[key] = list(root[key])
+    for key in ("textures", "animations", "moveables"):
+        r[key] = model.records(root[key])  # edited row by row below
+    r["meshes"] = list(root["meshes"])
     mov = t["moveable"]
     oid = int(mov["object_id"])
     n = int(mov["mesh_count"])
@@ -420,7 +421,7 @@ def insert(root: dict, t: dict) -> dict:
     # --- state changes, dispatches, commands: appended; animations and
     # keyframes spliced over [a0, a1) and [k0, k1)
     src_anim = int(mov["anim_index"])
-    anims_in = t["animations"]
+    anims_in = model.records(t["animations"])
     count = len(anims_in)
     kf_words = np.asarray(t["keyframe_words"], np.int16)
     kf_delta = 2 * len(kf_words) - (k1 - k0)
@@ -436,14 +437,14 @@ def insert(root: dict, t: dict) -> dict:
         a = np.asarray(a, np.int64)
         return np.where((a >= src_anim) & (a < src_anim + count), a - src_anim + a0, a)
 
-    old_anims = [dict(a) for a in r["animations"]]
+    old_anims = r["animations"]
     for a in old_anims:
         a["next_anim"] = int(remap_old(a["next_anim"]))
     for a in old_anims[a1:]:
         a["keyframe_offset"] += kf_delta
     disp = np.asarray(r["dispatches"], np.int16).reshape(-1, 4).copy()
     disp[:, 2] = remap_old(disp[:, 2].view(np.uint16)).astype(np.uint16).view(np.int16)
-    movs = [dict(m) for m in r["moveables"]]
+    movs = r["moveables"]
     for m in movs[position + (1 if replacing else 0):]:
         if m["anim_index"] >= 0:
             m["anim_index"] = int(remap_old(m["anim_index"]))

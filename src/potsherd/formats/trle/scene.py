@@ -356,7 +356,7 @@ def _add_skin(scene: Scene, name: str, joints: list, parts: list, materials: Any
 def _decoded_animations(scene: Scene, t: dict, mesh_count: int, name: str) -> list:
     """Per animation: (times, root offsets (K, 3), quaternions (K, meshes, 4))
     or None when it has no decodable keyframes."""
-    anims = t["animations"]
+    anims = model.records(t["animations"])
     if not anims or not mesh_count:
         return [None] * len(anims)
     mov = t["moveable"]
@@ -387,7 +387,7 @@ def _decoded_animations(scene: Scene, t: dict, mesh_count: int, name: str) -> li
 
 
 def _add_animations(scene: Scene, t: dict, nodes: list, prefix: str, decoded: list) -> None:
-    anims = t["animations"]
+    anims = model.records(t["animations"])
     if not anims or not nodes:
         return
     first = int(t["moveable"]["anim_index"])
