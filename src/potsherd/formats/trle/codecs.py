@@ -341,17 +341,17 @@ class TextListCodec(Codec):
         return b"\n".join(bytes(x) for x in doc.root["lines"])
 
     def to_json(self, doc: Document, form: str = "wire") -> dict:
-        ctx = JsonCtx(form, self.text_encoding)
+        ctx = JsonCtx(form, doc.meta.get("text_encoding", self.text_encoding))
         lines = [bytes(x).hex() if form == "wire" else text_or_hex(bytes(x), ctx)
                  for x in doc.root["lines"]]
         return self.json_envelope(doc, form, {"lines": lines})
 
     def from_json(self, obj: dict) -> Document:
-        form = obj.get("form", "wire")
-        try:
-            ctx = JsonCtx(form, self.text_encoding)
-        except ValueError as e:
-            raise JsonFormatError(str(e), path="$.form") from None
+        env = self.parse_envelope(obj)  # form, meta, params, trailing: checked like every codec's
+        ctx, form = env.ctx, env.ctx.form
+        if env.trailing:
+            raise JsonFormatError("a text list keeps no trailing bytes (every byte is in its lines)",
+                                  path="$.trailing")
         root = obj.get("root")
         if not isinstance(root, dict) or not isinstance(root.get("lines"), list) or set(root) != {"lines"}:
             raise JsonFormatError("root must be {\"lines\": [...]}", path="$.root")
@@ -369,7 +369,7 @@ class TextListCodec(Codec):
                 lines.append(text_or_hex_back(x, ctx, jp))
             if b"\n" in lines[-1] or b"\0" in lines[-1]:
                 raise JsonFormatError("a line cannot hold a newline or NUL", path=jp)
-        return Document(self.name, {"lines": lines}, {}, b"", [])
+        return Document(self.name, {"lines": lines}, env.params, b"", [], env.meta)
 
     def info(self, doc: Document) -> dict:
         lines = [bytes(x).decode(self.text_encoding).rstrip("\r") for x in doc.root["lines"]]
