@@ -191,6 +191,22 @@ def test_wad_and_trwad_decode_on_the_fast_path(which):
     assert not fast_layout(layout).decode(which, data[:-3], params, DEFAULT_LIMITS, 0)
 
 
+def test_wad_meshes_are_decoded_by_generated_code_not_the_interpreter(monkeypatch):
+    """The old Python mesh-blob storage ran the interpreter's mesh record inside the
+    fast path; the sized block is compiled, so the interpreter's mesh is never asked."""
+    data = _tiny_wad_bytes()
+    calls = []
+    mesh = WAD_LAYOUT.records["mesh"]
+    real = type(mesh).decode
+    monkeypatch.setattr(mesh, "decode", lambda r, s: calls.append(1) or real(mesh, r, s))
+    fast = fast_layout(WAD_LAYOUT).decode("wad", data, {"mesh_pad": 1}, DEFAULT_LIMITS, 0)
+    assert isinstance(fast, tuple) and len(fast[0]["meshes"]) == 2
+    assert calls == []
+    # control: the reference does go through it
+    WAD_LAYOUT.decode("wad", data, {"mesh_pad": 1}, reference=True)
+    assert len(calls) == 2
+
+
 @needs_corpus
 def test_corpus_wad_decodes_on_the_fast_path():
     data = TUT1.read_bytes()
