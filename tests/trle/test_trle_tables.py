@@ -235,3 +235,31 @@ def test_text_list_envelope_is_checked_like_every_codec(fmt):
     assert e.value.path == "$.trailing"
     kept = potsherd.from_json(dict(j, meta={"note": "x"}))
     assert kept.meta == {"note": "x"}
+
+
+def _small_documents() -> dict:
+    swd = {"version": 129, "sprite_count": 1,
+           "sprites": [{"x": 1, "y": 2, "page": 0, "flip_x": -1, "w": 3, "flip_y": 0, "h": 4,
+                        "left": -5, "top": 6, "right": 7, "bottom": -8}],
+           "page_byte_count": 0, "pages": b"", "sequence_count": 1,
+           "sequences": [{"object_id": 460, "negative_count": -1, "first": 0}]}
+    sfx = {"sound_map": np.full(370, -1, np.int16), "info_count": 1,
+           "infos": [{"sample": 3, "volume": 200, "range": 8, "chance": 0, "pitch": 0, "flags": 0}],
+           "sample_count": 2, "samples": np.array([0, 1], np.uint32)}
+    return {"tr4wad": _tiny_wad_bytes(), "trwad": tiny_trwad_bytes(),
+            "tr4swd": Document("tr4swd", swd, {}).encode(),
+            "tr4sfx": Document("tr4sfx", sfx, {"map_size": 370}).encode()}
+
+
+@pytest.mark.parametrize("fmt", ["tr4wad", "trwad", "tr4swd", "tr4sfx"])
+def test_layout_codec_envelopes_are_checked_and_kept(fmt):
+    data = _small_documents()[fmt]
+    doc = potsherd.read(data, format=fmt)
+    j = json.loads(json.dumps(doc.to_json("readable")))
+    assert potsherd.from_json(j).encode() == data
+    for key, bad in (("form", "pretty"), ("meta", "latin-1"), ("params", [1]), ("trailing", "0g")):
+        with pytest.raises(JsonFormatError) as e:
+            potsherd.from_json(dict(j, **{key: bad}))
+        assert e.value.path == f"$.{key}", key
+    kept = potsherd.from_json(dict(j, trailing="abcd", meta={"note": "x"}))
+    assert kept.meta == {"note": "x"} and kept.encode() == data + b"\xab\xcd"
