@@ -42,7 +42,7 @@ from .sniff import check_fxb, foreign_gtd, foreign_opd, foreign_shape, foreign_u
 from .text import CP_DEFAULT, CP_TAIWAN, text_encoding_for
 from .text import KoString, text  # noqa: F401  (imported from here by callers)
 from .wire import LAYOUT
-from .wire import TABLE_RECORDS, RecordTable  # noqa: F401  (imported from here by callers)
+
 
 FAMILY = "ko"
 
