@@ -899,3 +899,59 @@ def test_edited_document_with_impossible_cell_grid_is_an_encode_error():
     with pytest.raises(EncodeError) as e:
         potsherd.from_json(j).encode()
     assert "non-finite" in e.value.message and e.value.path == "opd.cells"
+
+
+# --- the JSON envelope ---------------------------------------------------------------
+
+NTF_4X4 = (s(b"pic") + b"NTF\x03" + i32(4, 4) + u32(0x31545844) + i32(0)
+           + bytes(range(8)) + bytes(range(8, 16)))
+
+
+def test_every_ko_from_json_reads_the_shared_envelope(monkeypatch):
+    from potsherd import registry
+    calls = []
+    real = registry.Codec.parse_envelope
+
+    def spy(self, obj):
+        calls.append(self.name)
+        return real(self, obj)
+
+    monkeypatch.setattr(registry.Codec, "parse_envelope", spy)
+    for fmt, data in (("n3pmesh", pmesh_bytes()), ("gtd", gtd_bytes(True)), ("dxt", NTF_4X4),
+                      ("gtt", NTF_4X4 + NTF_4X4)):
+        doc = potsherd.read(data, format=fmt)
+        assert potsherd.from_json(doc.to_json("wire")).encode() == data
+        assert calls[-1] == fmt
+
+
+def test_layout_codec_json_keeps_params_meta_and_trailing():
+    data = pmesh_bytes()
+    j = potsherd.read(data, format="n3pmesh").to_json("wire")
+    j["trailing"], j["meta"]["note"] = "abcd", "edited"
+    back = potsherd.from_json(j)
+    assert back.trailing == b"\xab\xcd" and back.meta["note"] == "edited"
+    assert back.encode() == data + b"\xab\xcd"
+    j = potsherd.read(gtd_bytes(False), format="gtd", gtdHeader=0).to_json("wire")
+    assert potsherd.from_json(j).params["gtdHeader"] == 0
+    # negative controls: each envelope part is checked, not skipped
+    for key, value, path in (("params", {"gtdHeader": "0"}, "$.params.gtdHeader"),
+                             ("params", [1], "$.params"), ("trailing", "zz", "$.trailing"),
+                             ("meta", {"text_encoding": "utf-8"}, "$.meta.text_encoding"),
+                             ("meta", ["cp949"], "$.meta")):
+        with pytest.raises(FormatError) as e:
+            potsherd.from_json({**j, key: value})
+        assert e.value.path == path, (key, value)
+
+
+@pytest.mark.parametrize("fmt, data", [("dxt", NTF_4X4), ("gtt", NTF_4X4 + NTF_4X4)], ids=["dxt", "gtt"])
+def test_texture_json_refuses_params_instead_of_dropping_them(fmt, data):
+    j = potsherd.read(data, format=fmt).to_json("readable")
+    j["meta"]["note"] = "kept"
+    back = potsherd.from_json(j)                       # control: a clean envelope loads
+    assert back.encode() == data and back.meta["note"] == "kept" and back.params == {}
+    with pytest.raises(FormatError) as e:
+        potsherd.from_json({**j, "params": {"mipmap": 1}})
+    assert e.value.path == "$.params" and "takes no parameters" in e.value.message
+    with pytest.raises(FormatError) as e:
+        potsherd.from_json({**j, "trailing": "00"})
+    assert e.value.path == "$.trailing"
