@@ -4,8 +4,8 @@ The practical speed limit for Python: each function knows its record by
 heart (no interpretation, no expression evaluation), reads runs of scalars
 with one precompiled ``Struct`` call and arrays with ``frombuffer``.  They
 build the same document as the layout engine (same dict keys in the same
-order, ``RawString`` strings, writable numpy arrays, list-of-dict record
-arrays) so the comparison measures decoding, not a cheaper document.  They
+order, ``RawString`` strings, writable numpy arrays, structured arrays for
+tables, list-of-dict record arrays) so the comparison measures decoding, not a cheaper document.  They
 check bounds only as far as ``struct``/``numpy`` do, and do not keep NaN bit
 patterns: they are a lower bound, not a replacement.
 """
@@ -25,8 +25,11 @@ _3I = struct.Struct("<3i").unpack_from
 _6I = struct.Struct("<6i").unpack_from
 _4I = struct.Struct("<4i").unpack_from
 _BIND = struct.Struct("<3fi8s").unpack_from
-_COLLAPSE = struct.Struct("<5iB3s")
-_LOD = struct.Struct("<fi")
+#: the layout's fixed-record tables (one structured array each)
+_COLLAPSE = np.dtype([("indicesToLose", "<i4"), ("indicesToChange", "<i4"),
+                      ("verticesToLose", "<i4"), ("indexChangesOffset", "<i4"),
+                      ("collapseTo", "<i4"), ("shouldCollapse", "u1"), ("padding", "V3")])
+_LOD = np.dtype([("distance", "<f4"), ("vertexCount", "<i4")])
 _RECT2_U2 = struct.Struct("<8i2I").unpack_from
 _F4 = np.dtype("<f4")
 _U2 = np.dtype("<u2")
@@ -57,9 +60,7 @@ def decode_n3pmesh(buf: bytes) -> dict:
     indices = np.frombuffer(buf, _U2, ni, pos).copy()
     pos += 2 * ni
     ncol = max(cc, 0)
-    collapses = [{"indicesToLose": a, "indicesToChange": b, "verticesToLose": c,
-                  "indexChangesOffset": d, "collapseTo": e, "shouldCollapse": f, "padding": g}
-                 for a, b, c, d, e, f, g in _COLLAPSE.iter_unpack(memoryview(buf)[pos:pos + 24 * ncol])]
+    collapses = np.frombuffer(buf, _COLLAPSE, ncol, pos).copy()
     pos += 24 * ncol
     nch = max(chc, 0)
     changes = np.frombuffer(buf, _I4, nch, pos).copy()
@@ -67,8 +68,7 @@ def decode_n3pmesh(buf: bytes) -> dict:
     lod_count, = _I32(buf, pos)
     pos += 4
     nl = max(lod_count, 0)
-    lods = [{"distance": d, "vertexCount": v}
-            for d, v in _LOD.iter_unpack(memoryview(buf)[pos:pos + 8 * nl])]
+    lods = np.frombuffer(buf, _LOD, nl, pos).copy()
     pos += 8 * nl
     if pos != len(buf):
         raise ValueError("n3pmesh does not end at the end of the file")

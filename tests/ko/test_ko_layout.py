@@ -150,6 +150,57 @@ def test_n3pmesh_exact_bytes_and_full_detail_replay():
     assert info["minFaces"] == 1 and info["lods"] == [{"distance": 10.0, "vertices": 4}]
 
 
+
+def test_n3pmesh_collapses_and_lods_are_tables():
+    """Fixed records decode as one structured array, dump as JSON columns, load
+    from columns or rows, and encode edits and added rows with the count following."""
+    data = pmesh_bytes()
+    doc = potsherd.read(data, format="n3pmesh")
+    c, lods = doc.root["collapses"], doc.root["lods"]
+    assert isinstance(c, np.ndarray) and c.dtype.itemsize == 24 and len(c) == 1
+    assert c.dtype.names == ("indicesToLose", "indicesToChange", "verticesToLose",
+                             "indexChangesOffset", "collapseTo", "shouldCollapse", "padding")
+    assert c["indexChangesOffset"].tolist() == [-4] and bytes(c["padding"][0]) == b"\xaa\xbb\xcc"
+    assert lods.dtype.itemsize == 8 and lods["distance"].tolist() == [10.0]
+    j = doc.to_json("wire")["root"]
+    assert j["collapses"]["collapseTo"] == [2] and j["collapses"]["padding"] == ["aabbcc"]
+    assert j["lods"] == {"distance": [0x41200000], "vertexCount": [4]}   # f32 bit patterns
+    assert doc.to_json("readable")["root"]["lods"] == {"distance": [10.0], "vertexCount": [4]}
+    # one object per row is accepted on load as well
+    rows = doc.to_json("readable")
+    rows["root"]["collapses"] = [{"indicesToLose": 3, "indicesToChange": 2, "verticesToLose": 1,
+                                  "indexChangesOffset": -4, "collapseTo": 2, "shouldCollapse": 1,
+                                  "padding": "aabbcc"}]
+    assert potsherd.from_json(rows).encode() == data
+    # a column edit reaches exactly its bytes; an appended row regenerates lodCount
+    c["collapseTo"][0] = 7
+    doc.root["lods"] = np.append(lods, lods[:1])
+    out = doc.encode()
+    at = data.index(i32(3, 2, 1, -4, 2))
+    assert out[at:at + 20] == i32(3, 2, 1, -4, 7)
+    assert out.endswith(i32(2) + f32(10.0) + i32(4) + f32(10.0) + i32(4))
+    assert potsherd.read(out, format="n3pmesh").root["lodCount"] == 2
+
+
+def test_every_array_of_fixed_records_is_a_table():
+    """A guard for new rows: an array whose record could be one table row must be a table."""
+    from potsherd.core.layout import Table, record_dtype
+    from potsherd.core.layout.arrays import Array
+    tables, arrays_of_records = set(), set()
+    for name, rec in LAYOUT.records.items():
+        for f in getattr(rec, "fields", ()):
+            st = f.storage
+            if isinstance(st, Table):
+                tables.add(f"{name}.{f.name}")
+            elif type(st) is Array and hasattr(st.item, "fields"):
+                assert record_dtype(st.item) is None, f"{name}.{f.name} should be a table"
+                arrays_of_records.add(f"{name}.{f.name}")
+    assert tables == {"n3pmesh.collapses", "n3pmesh.lods", "gtd.points", "gtd.patches",
+                      "terrainTiles.tiles"}
+    # negative control: records with strings or conditions stay arrays
+    assert {"n3cskin.bindings", "n3sky.dayChanges", "n3anim.clips"} <= arrays_of_records
+
+
 def test_n3pmesh_appended_bytes_are_kept_with_a_warning():
     data = pmesh_bytes() + b"APPENDED"
     doc = potsherd.read(data, format="n3pmesh")
@@ -804,6 +855,42 @@ def test_gtd_lightmap_uses_the_ntf_storage():
     assert tex["levels"] == [bytes(range(8))] and tex["fallback"] == bytes(range(8, 16))
 
 
+
+def _layout_line(layout_file: str, record: str, field: str) -> int:
+    """The line of ``field``'s row in ``record`` of a packaged .layout file."""
+    from importlib import resources
+    text = resources.files("potsherd.formats.ko").joinpath(f"layouts/{layout_file}").read_text()
+    lines = text.splitlines()
+    start = lines.index(record)
+    return next(i for i, line in enumerate(lines[start:], start + 1)
+                if line.split("\t")[0] == field)
+
+
+def test_ntf_header_errors_point_to_their_row_in_ntf_layout():
+    ntf = (s(b"lm") + b"NTF\x03" + i32(4, 4) + u32(0x31545844) + i32(0)
+           + bytes(range(8)) + bytes(range(8, 16)))
+    with pytest.raises(FormatError) as e:
+        potsherd.read(ntf[:14], format="dxt")         # ends inside height
+    assert (e.value.offset, e.value.path) == (14, "ntf.height")
+    want = _layout_line("ntf.layout", "ntfHeader", "height")
+    assert e.value.defined_at.endswith(f"layouts/ntf.layout:{want}")
+    # inside a gtd lightmap the innermost declared row still wins
+    full = gtd_bytes(True)
+    tiles = i32(2, 1) + b"tile.gtt\x00".ljust(260, b"\x00") + i16(0, 3, 0, 7)
+    pos = full.index(tiles) + len(tiles)
+    data = full[:pos] + i32(1) + i16(5, 6) + i32(10 ** 6) + ntf[4:]   # a name longer than the file
+    with pytest.raises(FormatError) as e:
+        potsherd.read(data, format="gtd")
+    assert e.value.path == "gtd.lightmaps[0].texture.name" and e.value.offset == pos + 8
+    assert e.value.defined_at.endswith(
+        f"ntf.layout:{_layout_line('ntf.layout', 'ntfHeader', 'name')}")
+    # negative control: an error outside the NTF record names ko.layout
+    with pytest.raises(FormatError) as e:
+        potsherd.read(full[:pos] + i32(1) + i16(5), format="gtd")
+    assert e.value.path == "gtd.lightmaps"
+    assert e.value.defined_at.endswith(f"ko.layout:{_layout_line('ko.layout', 'gtd', 'lightmaps')}")
+
+
 def test_edited_document_with_impossible_cell_grid_is_an_encode_error():
     from potsherd.core.errors import EncodeError
     doc = potsherd.read(opd_bytes(False), format="opd")
@@ -812,3 +899,59 @@ def test_edited_document_with_impossible_cell_grid_is_an_encode_error():
     with pytest.raises(EncodeError) as e:
         potsherd.from_json(j).encode()
     assert "non-finite" in e.value.message and e.value.path == "opd.cells"
+
+
+# --- the JSON envelope ---------------------------------------------------------------
+
+NTF_4X4 = (s(b"pic") + b"NTF\x03" + i32(4, 4) + u32(0x31545844) + i32(0)
+           + bytes(range(8)) + bytes(range(8, 16)))
+
+
+def test_every_ko_from_json_reads_the_shared_envelope(monkeypatch):
+    from potsherd import registry
+    calls = []
+    real = registry.Codec.parse_envelope
+
+    def spy(self, obj):
+        calls.append(self.name)
+        return real(self, obj)
+
+    monkeypatch.setattr(registry.Codec, "parse_envelope", spy)
+    for fmt, data in (("n3pmesh", pmesh_bytes()), ("gtd", gtd_bytes(True)), ("dxt", NTF_4X4),
+                      ("gtt", NTF_4X4 + NTF_4X4)):
+        doc = potsherd.read(data, format=fmt)
+        assert potsherd.from_json(doc.to_json("wire")).encode() == data
+        assert calls[-1] == fmt
+
+
+def test_layout_codec_json_keeps_params_meta_and_trailing():
+    data = pmesh_bytes()
+    j = potsherd.read(data, format="n3pmesh").to_json("wire")
+    j["trailing"], j["meta"]["note"] = "abcd", "edited"
+    back = potsherd.from_json(j)
+    assert back.trailing == b"\xab\xcd" and back.meta["note"] == "edited"
+    assert back.encode() == data + b"\xab\xcd"
+    j = potsherd.read(gtd_bytes(False), format="gtd", gtdHeader=0).to_json("wire")
+    assert potsherd.from_json(j).params["gtdHeader"] == 0
+    # negative controls: each envelope part is checked, not skipped
+    for key, value, path in (("params", {"gtdHeader": "0"}, "$.params.gtdHeader"),
+                             ("params", [1], "$.params"), ("trailing", "zz", "$.trailing"),
+                             ("meta", {"text_encoding": "utf-8"}, "$.meta.text_encoding"),
+                             ("meta", ["cp949"], "$.meta")):
+        with pytest.raises(FormatError) as e:
+            potsherd.from_json({**j, key: value})
+        assert e.value.path == path, (key, value)
+
+
+@pytest.mark.parametrize("fmt, data", [("dxt", NTF_4X4), ("gtt", NTF_4X4 + NTF_4X4)], ids=["dxt", "gtt"])
+def test_texture_json_refuses_params_instead_of_dropping_them(fmt, data):
+    j = potsherd.read(data, format=fmt).to_json("readable")
+    j["meta"]["note"] = "kept"
+    back = potsherd.from_json(j)                       # control: a clean envelope loads
+    assert back.encode() == data and back.meta["note"] == "kept" and back.params == {}
+    with pytest.raises(FormatError) as e:
+        potsherd.from_json({**j, "params": {"mipmap": 1}})
+    assert e.value.path == "$.params" and "takes no parameters" in e.value.message
+    with pytest.raises(FormatError) as e:
+        potsherd.from_json({**j, "trailing": "00"})
+    assert e.value.path == "$.trailing"

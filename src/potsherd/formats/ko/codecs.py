@@ -30,7 +30,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from ...core.errors import EncodeError, FormatError, JsonFormatError
-from ...core.layout import JsonCtx, hex_to_bytes
+from ...core.layout import JsonCtx
 from ...core.limits import DEFAULT_LIMITS, Limits
 from ...document import Document
 from ...registry import LayoutCodec, Option
@@ -42,7 +42,7 @@ from .sniff import check_fxb, foreign_gtd, foreign_opd, foreign_shape, foreign_u
 from .text import CP_DEFAULT, CP_TAIWAN, text_encoding_for
 from .text import KoString, text  # noqa: F401  (imported from here by callers)
 from .wire import LAYOUT
-from .wire import TABLE_RECORDS, RecordTable  # noqa: F401  (imported from here by callers)
+
 
 FAMILY = "ko"
 
@@ -189,28 +189,19 @@ class KoCodec(LayoutCodec):
         return env
 
     def from_json(self, obj: dict) -> Document:
-        meta = obj.get("meta") or {}
-        if not isinstance(meta, dict):
-            raise JsonFormatError("meta must be an object", path="$.meta")
-        enc = meta.get("text_encoding", CP_DEFAULT)
+        """The shared envelope (:meth:`Codec.parse_envelope`), plus what KO adds:
+        the text encoding is cp949 or cp950 and every parameter is a number."""
+        meta = obj.get("meta")
+        enc = meta.get("text_encoding", CP_DEFAULT) if isinstance(meta, dict) else CP_DEFAULT
         if enc not in (CP_DEFAULT, CP_TAIWAN):
             raise JsonFormatError("text_encoding must be cp949 or cp950", path="$.meta.text_encoding")
-        form = obj.get("form", "wire")
-        try:
-            ctx = JsonCtx(form, enc)
-        except ValueError as e:
-            raise JsonFormatError(str(e), path="$.form") from None
-        params = obj.get("params") or {}
-        if not isinstance(params, dict):
-            raise JsonFormatError("params must be an object", path="$.params")
-        for k, v in params.items():
+        env = self.parse_envelope(obj)
+        for k, v in env.params.items():
             if isinstance(v, bool) or not isinstance(v, (int, float)):
                 raise JsonFormatError("parameters are numbers", path=f"$.params.{k}")
-        trailing = obj.get("trailing", "")
-        trailing = hex_to_bytes(trailing, "$.trailing")
-        root_name = "opaqueFile" if params.get("opaque") else self.root
-        root = self.layout.from_json(root_name, obj.get("root"), ctx, "$.root")
-        return Document(self.name, root, dict(params), trailing, [], dict(meta))
+        root_name = "opaqueFile" if env.params.get("opaque") else self.root
+        root = self.layout.from_json(root_name, obj.get("root"), env.ctx, "$.root")
+        return Document(self.name, root, env.params, env.trailing, [], env.meta)
 
     def opaque_bytes(self, doc: Document) -> int:
         return len(doc.trailing) + self.layout.opaque_size(self._root_of(doc), doc.root)

@@ -47,6 +47,7 @@ from ...scene.ops import triangle_sets, world_matrices
 from ...scene.xform import mirror_x
 from .text import CP_DEFAULT, text
 from .pmgen import build_progressive, replay
+from .wire import record_table
 from .import_base import (DEFAULT_MATERIAL, ImportError_, MAX_VERTICES, PMESH_LOD_DISTANCES,
                           PMESH_LOD_FRACTIONS, SKIN_LOD_FRACTIONS, _no_lod, _original_name, _raw)
 from .import_rig import (anim_root, import_anim, import_joint, joint_root, skeleton_order,
@@ -185,15 +186,15 @@ def _mesh_sets(scene: Scene, skinned: bool | None = None) -> list:
 
 def _lod_records(geo: Geometry, p, like: dict | None) -> list:
     n = geo.vertex_count
-    if like is not None and like.get("lods"):
+    if like is not None and len(like.get("lods", ())):
         dists = [float(l["distance"]) for l in like["lods"]]
         fr = [int(l["vertexCount"]) / max(int(like["vertexCount"]), 1) for l in like["lods"]]
     else:
         radius = float(np.linalg.norm(np.ptp(geo.positions, axis=0))) / 2 or 1.0
         dists = [radius * d for d in PMESH_LOD_DISTANCES]
         fr = list(PMESH_LOD_FRACTIONS)
-    return [{"distance": float(np.float32(d)), "vertexCount": int(round(f * n))}
-            for d, f in zip(dists, fr)]
+    return record_table("lod", [{"distance": float(np.float32(d)), "vertexCount": int(round(f * n))}
+                                for d, f in zip(dists, fr)])
 
 
 def pmesh_root(geo: Geometry, name: str, *, progressive: bool,
@@ -209,9 +210,9 @@ def pmesh_root(geo: Geometry, name: str, *, progressive: bool,
         lods = _lod_records(geo, p, like)
     else:
         indices = tris.reshape(-1)
-        collapses, changes = [], np.zeros(0, np.int32)
+        collapses, changes = record_table("collapse"), np.zeros(0, np.int32)
         min_v, min_i = len(verts), len(indices)
-        lods = []
+        lods = record_table("lod")
     return {"name": _raw(name), "collapseCount": len(collapses), "changeCount": len(changes),
             "vertexCount": len(verts), "indexCount": len(indices), "minVertexCount": min_v,
             "minIndexCount": min_i, "vertices": verts.reshape(-1),

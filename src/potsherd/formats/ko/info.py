@@ -8,6 +8,7 @@ import numpy as np
 
 from ...document import Document
 from .text import text
+from .wire import record_columns
 
 
 # ----------------------------------------------------------------------------
@@ -42,11 +43,13 @@ def replay_pmesh(m: dict) -> tuple[int, int, np.ndarray]:
     idx = np.array(m["indices"], dtype=np.int64)
     changes = np.asarray(m["indexChanges"], dtype=np.int64)
     nv, ni = int(m["minVertexCount"]), int(m["minIndexCount"])
-    for c in m["collapses"]:
-        ni += int(c["indicesToLose"])
-        nv += int(c["verticesToLose"])
-        lo = max(int(c["indexChangesOffset"]), 0)
-        sel = changes[lo:lo + max(int(c["indicesToChange"]), 0)]
+    columns = record_columns(m["collapses"], "collapse", "indicesToLose", "verticesToLose",
+                             "indexChangesOffset", "indicesToChange")
+    for lose_i, lose_v, offset, change in zip(*columns):
+        ni += lose_i
+        nv += lose_v
+        lo = max(offset, 0)
+        sel = changes[lo:lo + max(change, 0)]
         sel = sel[(sel >= 0) & (sel < len(idx))]
         idx[sel] = nv - 1
     return nv, ni, idx

@@ -14,9 +14,9 @@ each gtd lightmap (storage kind ``ntf`` in the KO wire layout).  Layout
                                         without DXT support
     thumbnail                           256x256x2 "voodoo" copy (see rule)
 
-The name and header are described by a small layout (:data:`NTF_HEADER`)
-interpreted by the shared layout engine; only the payload rule, which a table
-cannot express, is Python (:func:`payload_plan`).
+The name and header are described by a small layout (``layouts/ntf.layout``,
+:data:`NTF_HEADER`) interpreted by the shared layout engine; only the payload
+rule, which a table cannot express, is Python (:func:`payload_plan`).
 
 Document value of one record: a dict with the header fields (``name``,
 ``id``, ``version``, ``width``, ``height``, ``format``, ``mipmap``), then
@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import hashlib
 from functools import lru_cache
+from importlib import resources
 from typing import Any
 
 import numpy as np
@@ -36,7 +37,7 @@ import numpy as np
 from ...core.errors import (EncodeError, FormatError, JsonFormatError, MagicError,
                             ValueFormatError)
 from ...core.expr import Scope
-from ...core.layout import JsonCtx, Layout, Storage, hex_to_bytes
+from ...core.layout import JsonCtx, Layout, Storage, hex_to_bytes, parse_layout_text
 from ...core.stream import Reader, Writer
 
 # ----------------------------------------------------------------------------
@@ -204,20 +205,16 @@ def plain_levels(rec: dict) -> list[bytes]:
 
 
 # ----------------------------------------------------------------------------
-# the header, as layout data
+# the header, as layout data (layouts/ntf.layout)
 
-NTF_HEADER_TEXT = """\
-ntfHeader
-name\t"string"\t"always"\t# often the artist's source path
-id\t{"kind":"bytes","count":3}\t"always"\t# 'N','T','F'
-version\t"u8"\t"always"\t# 3 plain, 7 RC4-encrypted payload
-width\t"i32"\t"always"
-height\t"i32"\t"always"
-format\t"u32"\t"always"\t# D3DFORMAT
-mipmap\t"i32"\t"always"\t# Win32 BOOL
-"""
+def _load_header() -> Layout:
+    """The header layout from ``layouts/ntf.layout`` (rows know their file:line,
+    so a header error names the row that declared the field)."""
+    path = resources.files(__package__).joinpath("layouts/ntf.layout")
+    return Layout(parse_layout_text(path.read_text(encoding="utf-8"), source=str(path)))
 
-NTF_HEADER = Layout(NTF_HEADER_TEXT)
+
+NTF_HEADER = _load_header()
 _HEADER = NTF_HEADER.record("ntfHeader")
 HEADER_FIELDS = tuple(f.name for f in _HEADER.fields)
 NTF_MAGIC = b"NTF"

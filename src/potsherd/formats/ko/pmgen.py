@@ -35,6 +35,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .wire import record_columns, record_table
+
 BORDER_WEIGHT = 10.0    #: weight of the border-keeping planes relative to face planes
 FLIP_PENALTY = 1e3      #: added cost (times the mesh scale squared) for a flipped face
 
@@ -45,7 +47,7 @@ class Progressive:
 
     order: np.ndarray            #: (V,) original vertex index at each final position
     indices: np.ndarray          #: (3T,) index buffer, lowest detail first region
-    collapses: list              #: file-order records (dicts of the layout's fields)
+    collapses: np.ndarray        #: file-order records (a table of the layout's collapse)
     index_changes: np.ndarray    #: (C,) int32 index-buffer positions
     min_vertices: int
     min_indices: int
@@ -278,16 +280,13 @@ def build_progressive(positions: np.ndarray, triangles: np.ndarray,
     final_tris = m.tris  # dead triangles keep their corners from the moment they died
     final_idx.reshape(-1, 3)[:] = pos_of[final_tris[tri_at]]
     change_pos = np.array([slot_of[t] * 3 + k for t, k in changes], np.int64)
-    out = []
-    next_is_partner = False   # file order is creation order reversed
-    for r in reversed(records):
-        out.append({"indicesToLose": r["indicesToLose"], "indicesToChange": r["indicesToChange"],
-                    "verticesToLose": r["verticesToLose"],
-                    "indexChangesOffset": r["indexChangesOffset"],
-                    "collapseTo": int(pos_of[r["collapseTo"]]),
-                    "shouldCollapse": int(next_is_partner),
-                    "padding": b"\x00\x00\x00"})
-        next_is_partner = r["partner"]
+    in_file_order = records[::-1]   # file order is creation order reversed
+    out = np.zeros(len(in_file_order), record_table("collapse").dtype)   # padding stays zero
+    for name in ("indicesToLose", "indicesToChange", "verticesToLose", "indexChangesOffset"):
+        out[name] = [r[name] for r in in_file_order]
+    out["collapseTo"] = pos_of[np.array([r["collapseTo"] for r in in_file_order], np.int64)]
+    # a record is flagged when the one before it in file order was a partner collapse
+    out["shouldCollapse"][1:] = [int(r["partner"]) for r in in_file_order[:-1]]
     return Progressive(order=vert_at.copy(), indices=final_idx, collapses=out,
                        index_changes=change_pos.astype(np.int32), min_vertices=live_v,
                        min_indices=live_t * 3)
@@ -298,21 +297,20 @@ def replay(p: Progressive, target_vertices: int | None = None) -> tuple[int, int
     idx = p.indices.copy()
     nv, ni = p.min_vertices, p.min_indices
     k = 0
-    cs = p.collapses
-    while k < len(cs) and (target_vertices is None or nv < target_vertices):
-        c = cs[k]
-        if target_vertices is not None and nv + c["verticesToLose"] > target_vertices:
+    lose_i, lose_v, offset, change, keep_going = record_columns(
+        p.collapses, "collapse", "indicesToLose", "verticesToLose", "indexChangesOffset",
+        "indicesToChange", "shouldCollapse")
+    count = len(lose_v)
+    while k < count and (target_vertices is None or nv < target_vertices):
+        if target_vertices is not None and nv + lose_v[k] > target_vertices:
             break
-        ni += c["indicesToLose"]
-        nv += c["verticesToLose"]
-        lo = c["indexChangesOffset"]
-        idx[p.index_changes[lo:lo + c["indicesToChange"]]] = nv - 1
+        ni += lose_i[k]
+        nv += lose_v[k]
+        idx[p.index_changes[offset[k]:offset[k] + change[k]]] = nv - 1
         k += 1
-    while k < len(cs) and cs[k]["shouldCollapse"]:
-        c = cs[k]
-        ni += c["indicesToLose"]
-        nv += c["verticesToLose"]
-        lo = c["indexChangesOffset"]
-        idx[p.index_changes[lo:lo + c["indicesToChange"]]] = nv - 1
+    while k < count and keep_going[k]:
+        ni += lose_i[k]
+        nv += lose_v[k]
+        idx[p.index_changes[offset[k]:offset[k] + change[k]]] = nv - 1
         k += 1
     return nv, ni, idx

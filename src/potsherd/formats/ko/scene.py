@@ -45,6 +45,7 @@ from ...scene import (Animation, Channel, Image, Material, Mesh, Node, Primitive
 from ...scene.xform import mirror_x, mirror_x_matrix, mirror_x_quat
 from .info import replay_pmesh
 from .text import text
+from .wire import record_columns
 
 FRAME_RATE = 30.0  # one n3joint timeline "frame" per 1/30 s
 RF_ALPHA, RF_DOUBLE_SIDED, RF_BILLBOARD, RF_NO_LIGHTING = 0x1, 0x4, 0x8, 0x40
@@ -200,25 +201,28 @@ def pmesh_at_vertex_count(m: dict, target: int) -> tuple[int, int, np.ndarray]:
     (a group that must not be cut).  Returns (vertex count, index count, indices)."""
     idx = np.array(m["indices"], dtype=np.int64)
     changes = np.asarray(m["indexChanges"], dtype=np.int64)
-    collapses = m["collapses"]
+    lose_i, lose_v, offset, change, keep_going = record_columns(
+        m["collapses"], "collapse", "indicesToLose", "verticesToLose", "indexChangesOffset",
+        "indicesToChange", "shouldCollapse")
+    count = len(lose_v)
     nv, ni = int(m["minVertexCount"]), int(m["minIndexCount"])
     k = 0
 
-    def split(c: dict) -> None:
+    def split(k: int) -> None:
         nonlocal nv, ni
-        ni += int(c["indicesToLose"])
-        nv += int(c["verticesToLose"])
-        lo = max(int(c["indexChangesOffset"]), 0)
-        sel = changes[lo:lo + max(int(c["indicesToChange"]), 0)]
+        ni += lose_i[k]
+        nv += lose_v[k]
+        lo = max(offset[k], 0)
+        sel = changes[lo:lo + max(change[k], 0)]
         idx[sel[(sel >= 0) & (sel < len(idx))]] = nv - 1
 
-    while k < len(collapses) and target > nv:
-        if int(collapses[k]["verticesToLose"]) + nv > target:
+    while k < count and target > nv:
+        if lose_v[k] + nv > target:
             break  # the engine's anti-flicker guard
-        split(collapses[k])
+        split(k)
         k += 1
-    while k < len(collapses) and collapses[k]["shouldCollapse"]:
-        split(collapses[k])
+    while k < count and keep_going[k]:
+        split(k)
         k += 1
     return nv, ni, idx
 
@@ -229,7 +233,7 @@ def pmesh_lod_vertices(m: dict, lod: int | None) -> int | None:
     if lod is None:
         return None
     lods = m["lods"]
-    if not lods:
+    if len(lods) == 0:
         if lod == 0:
             return None
         raise ValueFormatError(f"lod {lod} is out of range: {text(m['name']) or 'the mesh'} "

@@ -109,7 +109,13 @@ class _TextureCodec(Codec):
         return Scope({}, r, limits, warnings)
 
     def _envelope_in(self, obj: dict) -> tuple[JsonCtx, dict, Any]:
+        """The shared envelope; a texture document has no parameters and no
+        trailing bytes (decoding never makes them), so either is refused
+        rather than dropped."""
         env = self.parse_envelope(obj)
+        if env.params:
+            raise JsonFormatError(f"{self.name} takes no parameters (got {sorted(env.params)})",
+                                  path="$.params")
         if env.trailing:
             raise JsonFormatError(f"{self.name} documents keep no trailing bytes", path="$.trailing")
         return env.ctx, env.meta, obj.get("root")
