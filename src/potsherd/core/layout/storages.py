@@ -302,7 +302,10 @@ class Bytes(Storage):
         return bytes(v).hex()
 
     def from_json(self, o: Any, ctx: JsonCtx, jpath: str) -> Any:
-        return hex_to_bytes(o, jpath)
+        b = hex_to_bytes(o, jpath)
+        if self.size is not None and len(b) != self.size:  # a fixed run: refused here, by its JSON path
+            raise _jerr(f"needs exactly {self.size} bytes, found {len(b)}", jpath)
+        return b
 
 
 class Tail(Storage):
