@@ -62,6 +62,7 @@ def test_valid_document_builds(core):
     ({"root__label": "6c616"}, "$.root.label"),                    # hex of odd length
     ({"root__stats__tag": "zz000000"}, "$.root.stats.tag"),        # not hex
     ({"root__stats__tag": "616263"}, "$.root.stats.tag"),          # 3 bytes for 4s
+    ({"root__magic": "465a43"}, "$.root.magic"),                   # 3 bytes for a 4-byte field
     ({"root__stats__bogus": 1}, "$.root.stats"),                   # unknown struct key
     ({"root__vertices": [0.0, "1", 2.0]}, "$.root.vertices"),     # numeric array item
     ({"root__indices": [0, 70000]}, "$.root.indices"),            # out of u16 range
@@ -110,7 +111,6 @@ def test_arrays_that_disagree_on_their_shared_count_are_an_encode_error(core):
 
 @pytest.mark.parametrize("change,path", [
     ({"root__vertices": [0.0, 1.0, 2.0, 3.0]}, "file.vertices"),  # not a multiple of 3
-    ({"root__magic": "465a43"}, "file.magic"),                    # 3 bytes for a 4-byte field
     ({"root__blob": "01"}, "file.blob"),                          # count expression says 3
     ({"root__opt": KeyError}, "file.opt"),                        # condition true, field missing
     ({"root__rows": [[1, 2, 3], [4, 5, 6]]}, "file.rows"),        # rows wider than `width`
