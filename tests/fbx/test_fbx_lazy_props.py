@@ -206,3 +206,40 @@ def test_decode_refuses_exactly_the_property_lists_the_parser_refuses(big):
         assert not isinstance(expected, FormatError), span.hex()
         assert comparable(root.children[0].props) == comparable(expected)
     assert 30 < refused < 300
+
+
+@pytest.mark.parametrize("encoding", [0, 1])
+@pytest.mark.parametrize("field,value,error", [
+    (None, None, None),  # negative control: the file as written decodes
+    ("count", 7, "CountError"),  # raw: stored bytes no longer match; zlib: inflates short
+    ("count", 21, "LimitError"),  # over max_elements
+    ("encoding", 2, "ValueFormatError"),
+    # raw: stored bytes no longer match; zlib: the payload no longer fills the list
+    ("clen", -1, ("CountError", "FormatError")),
+])
+def test_single_array_lists_checked_inline_reject_what_the_parser_rejects(encoding, field,
+                                                                          value, error):
+    """Lists of one array are checked by the record loop itself, not the scan:
+    the same rule, so the same files are refused with the parser's error."""
+    arr = FbxArray("i", np.arange(6, dtype="<i4"), encoding=encoding, level=1)
+    data = bytearray(doc_bytes([FbxNode(b"Arr", [("i", arr)])]))
+    at = 27 + 13 + 3 + 1  # the array header after the record header, name and type code
+    if field is not None:
+        offset = {"count": 0, "encoding": 4, "clen": 8}[field]
+        old = int.from_bytes(data[at + offset:at + offset + 4], "little")
+        new = old + value if field == "clen" else value
+        data[at + offset:at + offset + 4] = new.to_bytes(4, "little")
+    if error is None or (field == "count" and value == 7 and encoding == 1):
+        # a zlib count within limits is only checked when the values are inflated
+        root, _, _ = decode_binary(bytes(data), SMALL_LIMITS)
+        assert root.find("Arr").props[0][1].count == (6 if field is None else 7)
+        return
+    with pytest.raises(FormatError) as e:
+        decode_binary(bytes(data), SMALL_LIMITS)
+    plen = int.from_bytes(data[27 + 8:27 + 12], "little")
+    with pytest.raises(FormatError) as parser:
+        _parse_props(bytes(data), at - 1, at - 1 + plen, 1, _order(False), SMALL_LIMITS)
+    if isinstance(error, tuple):
+        error = error[encoding]
+    assert type(e.value) is type(parser.value) and type(e.value).__name__ == error
+    assert e.value.offset == parser.value.offset and "/Arr" in str(e.value)

@@ -237,6 +237,9 @@ def _validate(data: bytes, order: _Order, limits: Limits) -> int:
     unpack_u32 = order.u32.unpack_from
     unpack_arr = order.arr.unpack_from
     max_depth = limits.max_depth
+    max_elements = limits.max_elements
+    max_inflated = limits.max_inflated
+    inflation_ratio = limits.max_inflation_ratio
     # (end offset, record offset) of each open parent; the innermost end
     # offset is also held in ``limit`` (None at the top level)
     stack: list[tuple[int, int]] = []
@@ -300,6 +303,14 @@ def _validate(data: bytes, order: _Order, limits: Limits) -> int:
                     valid = kind == plen
                 elif kind == -1 and plen >= 5:
                     valid = unpack_u32(data, pos + 1)[0] == plen - 5
+                elif kind and plen >= 13:  # one array (KeyTime, Vertices, ...)
+                    n, enc, clen = unpack_arr(data, pos + 1)
+                    if clen == plen - 13 and n <= max_elements:
+                        size = n * (-1 - kind)
+                        if enc == 0:
+                            valid = clen == size
+                        elif enc == 1:
+                            valid = size <= max_inflated and size <= inflation_ratio * clen + (1 << 20)
             if not valid and not props_valid(data, pos, props_end, nprops, unpack_u32,
                                              unpack_arr, limits):
                 try:  # raises the precise error (were the scan stricter, the lazy parse
