@@ -14,8 +14,9 @@ from potsherd.core.errors import FormatError, ValueFormatError
 from potsherd.core.limits import DEFAULT_LIMITS, Limits
 from potsherd.document import Document
 from potsherd.formats.fbx import FbxArray, FbxNode
-from potsherd.formats.fbx.binary import (_order, _parse_props, _props_valid, _write_props,
-                                         decode_binary)
+from potsherd.core.values import F32NaN, F64NaN
+from potsherd.formats.fbx.binary import (_build_props, _order, _parse_props, _props_valid,
+                                         _write_props, decode_binary)
 
 SMALL_LIMITS = Limits(max_elements=20, max_inflated=100)
 
@@ -76,9 +77,35 @@ def test_scan_accepts_exactly_what_the_parser_accepts(big):
         expected = eager_accepts(span, count, big, limits)
         assert _props_valid(span, 0, len(span), count, u32, arr, limits) is expected, \
             (span.hex(), count, big)
+        if expected:  # the unchecked builder of validated lists builds the same values
+            assert _built(_build_props(span, 0, count, order, limits)) == \
+                _built(_parse_props(span, 0, len(span), count, order, limits))
         accepted += expected
         rejected += not expected
     assert accepted > 1000 and rejected > 1000  # both sides were really exercised
+
+
+def _built(props: list) -> list:
+    """Props compared exactly: value types, float bits (repr), array headers and payloads."""
+    return [(c, type(v).__name__, repr(v) if isinstance(v, float) else
+             (v.count, v.encoding, v.payload, v.offset, v.big_endian) if isinstance(v, FbxArray)
+             else v) for c, v in props]
+
+
+@pytest.mark.parametrize("big", [False, True])
+def test_builder_keeps_nan_bits_signed_zeros_and_every_scalar_type(big):
+    order = _order(big)
+    props = [("F", F32NaN(0x7FC00001)), ("D", F64NaN(0xFFF0000000000123)), ("F", -0.0),
+             ("D", -0.0), ("F", 1.5), ("D", 1e300), ("Y", -2), ("C", 1), ("B", 0), ("Z", 255),
+             ("I", -(2**31)), ("L", 2**63 - 1), ("S", b""), ("R", b"\x00\xff")]
+    buf = bytearray()
+    _write_props(buf, props, order, None)
+    built = _build_props(bytes(buf), 0, len(props), order, DEFAULT_LIMITS)
+    assert _built(built) == _built(_parse_props(bytes(buf), 0, len(buf), len(props), order,
+                                                 DEFAULT_LIMITS))
+    assert isinstance(built[0][1], F32NaN) and built[0][1].bits == 0x7FC00001
+    assert isinstance(built[1][1], F64NaN) and built[1][1].bits == 0xFFF0000000000123
+    assert repr(built[2][1]) == "-0.0" and built[11] == ("L", 2**63 - 1)
 
 
 def doc_bytes(nodes: list, endian: int = 0) -> bytes:
