@@ -322,11 +322,18 @@ class LayoutCodec(Codec):
 
 _CODECS: dict[str, Codec] = {}
 _LOADED = False
+#: families imported one by one (detection by extension, a codec named)
+_FAMILIES_LOADED: set[str] = set()
+#: codecs registered before any family was imported: first in the table, as
+#: when every family is imported at once
+_EARLY: list[str] = []
 
 
 def register(codec: Codec) -> Codec:
     if codec.name in _CODECS and _CODECS[codec.name] is not codec:
         raise ValueError(f"codec {codec.name!r} registered twice")
+    if not _LOADED and not _FAMILIES_LOADED and codec.name not in _CODECS:
+        _EARLY.append(codec.name)
     _CODECS[codec.name] = codec
     _DETECT_INDEX.clear()  # rebuilt on the next detect()
     return codec
@@ -337,9 +344,61 @@ def _load() -> None:
     if _LOADED:
         return
     _LOADED = True
+    partial = bool(_FAMILIES_LOADED)
     for fam in _families.FAMILIES:
-        for c in fam.codecs():
-            register(c)
+        _load_family(fam)
+    if partial:  # the table in the order a load of every family at once gives
+        family_codecs = [c.name for fam in _families.FAMILIES for c in fam.codecs()]
+        order = dict.fromkeys([n for n in _EARLY if n in _CODECS] + family_codecs
+                              + list(_CODECS))
+        table = dict(_CODECS)
+        _CODECS.clear()
+        _CODECS.update((n, table[n]) for n in order)
+        _DETECT_INDEX.clear()
+
+
+def _load_family(fam: Any) -> None:
+    if fam.name in _FAMILIES_LOADED:
+        return
+    _FAMILIES_LOADED.add(fam.name)
+    for c in fam.codecs():
+        register(c)
+
+
+_MANIFEST_INDEX: dict[str, dict[str, set]] = {}
+
+
+def _manifest_index() -> dict[str, dict[str, set]]:
+    """From the generated manifest: "ext" -> {extension: families claiming it},
+    "name" -> {codec name: its family}, read once."""
+    if not _MANIFEST_INDEX:
+        by_ext: dict[str, set] = {}
+        by_name: dict[str, set] = {}
+        for row in _families.read_manifest():
+            for ext in row["extensions"]:
+                by_ext.setdefault(ext, set()).add(row["family"])
+            by_name.setdefault(row["name"], set()).add(row["family"])
+        _MANIFEST_INDEX.update(ext=by_ext, name=by_name)
+    return _MANIFEST_INDEX
+
+
+def _load_sole_family(kind: str, key: str) -> None:
+    """Import only the family that alone claims ``key`` (an extension or a codec
+    name, by the manifest), else every family.  Converting one FBX file then
+    imports neither the KO nor the Darkstar nor the TRLE modules (a sixth of
+    a short process's start).  Detection gives the same codec as with every
+    family loaded: only the codecs claiming an extension are ever compared."""
+    if _LOADED:
+        return
+    fams = _manifest_index()[kind].get(key, ())
+    if len(fams) == 1:
+        (name,) = fams
+        try:
+            _load_family(_families.family(name))
+            return
+        except KeyError:  # a manifest older than the families: load them all
+            pass
+    _load()
 
 
 def loaded() -> bool:
@@ -377,7 +436,10 @@ def format_rows() -> list[dict]:
 
 
 def get_codec(name: str) -> Codec:
-    _load()
+    if name not in _CODECS:
+        _load_sole_family("name", name)
+        if name not in _CODECS:
+            _load()
     try:
         return _CODECS[name]
     except KeyError:
@@ -426,7 +488,10 @@ def detect(data: bytes, path: str | None = None) -> Codec:
     else the first without magic bytes, else the first claiming it; a name no
     codec claims is identified by magic alone.  The tables are built once, so a
     call costs one dictionary look-up and the sniffers of that extension only."""
-    _load()
+    if path and not _LOADED:
+        _load_sole_family("ext", _ext_of(path))  # the others claim nothing of it
+    else:
+        _load()
     index = _detect_index()
     entry = index["ext"].get(_ext_of(path)) if path else None
     if entry is not None:

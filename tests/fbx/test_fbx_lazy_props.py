@@ -14,8 +14,9 @@ from potsherd.core.errors import FormatError, ValueFormatError
 from potsherd.core.limits import DEFAULT_LIMITS, Limits
 from potsherd.document import Document
 from potsherd.formats.fbx import FbxArray, FbxNode
-from potsherd.formats.fbx.binary import (_order, _parse_props, _props_valid, _write_props,
-                                         decode_binary)
+from potsherd.core.values import F32NaN, F64NaN
+from potsherd.formats.fbx.binary import (_build_props, _order, _parse_props, _props_valid,
+                                         _write_props, decode_binary)
 
 SMALL_LIMITS = Limits(max_elements=20, max_inflated=100)
 
@@ -76,9 +77,35 @@ def test_scan_accepts_exactly_what_the_parser_accepts(big):
         expected = eager_accepts(span, count, big, limits)
         assert _props_valid(span, 0, len(span), count, u32, arr, limits) is expected, \
             (span.hex(), count, big)
+        if expected:  # the unchecked builder of validated lists builds the same values
+            assert _built(_build_props(span, 0, count, order, limits)) == \
+                _built(_parse_props(span, 0, len(span), count, order, limits))
         accepted += expected
         rejected += not expected
     assert accepted > 1000 and rejected > 1000  # both sides were really exercised
+
+
+def _built(props: list) -> list:
+    """Props compared exactly: value types, float bits (repr), array headers and payloads."""
+    return [(c, type(v).__name__, repr(v) if isinstance(v, float) else
+             (v.count, v.encoding, v.payload, v.offset, v.big_endian) if isinstance(v, FbxArray)
+             else v) for c, v in props]
+
+
+@pytest.mark.parametrize("big", [False, True])
+def test_builder_keeps_nan_bits_signed_zeros_and_every_scalar_type(big):
+    order = _order(big)
+    props = [("F", F32NaN(0x7FC00001)), ("D", F64NaN(0xFFF0000000000123)), ("F", -0.0),
+             ("D", -0.0), ("F", 1.5), ("D", 1e300), ("Y", -2), ("C", 1), ("B", 0), ("Z", 255),
+             ("I", -(2**31)), ("L", 2**63 - 1), ("S", b""), ("R", b"\x00\xff")]
+    buf = bytearray()
+    _write_props(buf, props, order, None)
+    built = _build_props(bytes(buf), 0, len(props), order, DEFAULT_LIMITS)
+    assert _built(built) == _built(_parse_props(bytes(buf), 0, len(buf), len(props), order,
+                                                 DEFAULT_LIMITS))
+    assert isinstance(built[0][1], F32NaN) and built[0][1].bits == 0x7FC00001
+    assert isinstance(built[1][1], F64NaN) and built[1][1].bits == 0xFFF0000000000123
+    assert repr(built[2][1]) == "-0.0" and built[11] == ("L", 2**63 - 1)
 
 
 def doc_bytes(nodes: list, endian: int = 0) -> bytes:
@@ -206,3 +233,40 @@ def test_decode_refuses_exactly_the_property_lists_the_parser_refuses(big):
         assert not isinstance(expected, FormatError), span.hex()
         assert comparable(root.children[0].props) == comparable(expected)
     assert 30 < refused < 300
+
+
+@pytest.mark.parametrize("encoding", [0, 1])
+@pytest.mark.parametrize("field,value,error", [
+    (None, None, None),  # negative control: the file as written decodes
+    ("count", 7, "CountError"),  # raw: stored bytes no longer match; zlib: inflates short
+    ("count", 21, "LimitError"),  # over max_elements
+    ("encoding", 2, "ValueFormatError"),
+    # raw: stored bytes no longer match; zlib: the payload no longer fills the list
+    ("clen", -1, ("CountError", "FormatError")),
+])
+def test_single_array_lists_checked_inline_reject_what_the_parser_rejects(encoding, field,
+                                                                          value, error):
+    """Lists of one array are checked by the record loop itself, not the scan:
+    the same rule, so the same files are refused with the parser's error."""
+    arr = FbxArray("i", np.arange(6, dtype="<i4"), encoding=encoding, level=1)
+    data = bytearray(doc_bytes([FbxNode(b"Arr", [("i", arr)])]))
+    at = 27 + 13 + 3 + 1  # the array header after the record header, name and type code
+    if field is not None:
+        offset = {"count": 0, "encoding": 4, "clen": 8}[field]
+        old = int.from_bytes(data[at + offset:at + offset + 4], "little")
+        new = old + value if field == "clen" else value
+        data[at + offset:at + offset + 4] = new.to_bytes(4, "little")
+    if error is None or (field == "count" and value == 7 and encoding == 1):
+        # a zlib count within limits is only checked when the values are inflated
+        root, _, _ = decode_binary(bytes(data), SMALL_LIMITS)
+        assert root.find("Arr").props[0][1].count == (6 if field is None else 7)
+        return
+    with pytest.raises(FormatError) as e:
+        decode_binary(bytes(data), SMALL_LIMITS)
+    plen = int.from_bytes(data[27 + 8:27 + 12], "little")
+    with pytest.raises(FormatError) as parser:
+        _parse_props(bytes(data), at - 1, at - 1 + plen, 1, _order(False), SMALL_LIMITS)
+    if isinstance(error, tuple):
+        error = error[encoding]
+    assert type(e.value) is type(parser.value) and type(e.value).__name__ == error
+    assert e.value.offset == parser.value.offset and "/Arr" in str(e.value)

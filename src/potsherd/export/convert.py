@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import collections
 import errno
-import multiprocessing
-import multiprocessing.connection
 import os
 import signal
 import sys
@@ -209,6 +207,9 @@ def run_in_workers(plan: list, target: str, options: dict, workers: int,
     temporary files removed) and is reported as failed, a fresh worker taking
     its place, so the batch goes on.  Closing the generator (a fatal error,
     Ctrl-C) stops every worker."""
+    # imported here: one-file conversions never start workers (5 ms of a short process)
+    import multiprocessing
+    import multiprocessing.connection
     ctx = multiprocessing.get_context("fork")
     pending = collections.deque(plan)
     slots = [_Slot(ctx, target, options) for _ in range(max(1, min(workers, len(plan))))]

@@ -40,6 +40,12 @@ class _Order:
             "Z": struct.Struct("B"), "I": struct.Struct(e + "i"), "F": struct.Struct(e + "I"),
             "D": struct.Struct(e + "Q"), "L": struct.Struct(e + "q"),
         }
+        #: per type-code byte, for building validated lists: (code, Struct of the
+        #: value, Struct of its bits for F/D NaNs or None), None for S/R/arrays
+        self.build: list = [None] * 256
+        for code, st in self.scalar.items():
+            value = {"F": struct.Struct(e + "f"), "D": struct.Struct(e + "d")}.get(code, st)
+            self.build[ord(code)] = (code, value, st if code in "FD" else None)
 
 
     def __reduce__(self):
@@ -83,8 +89,10 @@ del _code, _size, _dtype
 
 
 class _PropSource:
-    """The input that a decoded tree's pending property lists are built from
-    (one per decode, shared by its nodes; kept alive by the tree)."""
+    """The input that a decoded tree's pending property lists and child nodes
+    are built from (one per decode, shared by its nodes; kept alive by the
+    tree).  Everything read here was validated by :func:`_validate`, so
+    building cannot fail."""
 
     __slots__ = ("data", "order", "limits")
 
@@ -106,8 +114,56 @@ class _PropSource:
     def parse(self, record: int) -> list:
         """The property list of the node record at ``record`` (validated at
         decode by :func:`_props_valid`, so this cannot raise)."""
-        start, end, count = self.span(record)
-        return _parse_props(self.data, start, end, count, self.order, self.limits)
+        start, _, count = self.span(record)
+        return _build_props(self.data, start, count, self.order, self.limits)
+
+    def children(self, record: int) -> list:
+        """The child nodes of the node record at ``record`` (one that has a null record)."""
+        end_offset, _, plen, nlen = self.order.record.unpack_from(self.data, record)
+        size = self.order.record.size
+        return self.nodes(record + size + nlen + plen, end_offset - size)
+
+    def nodes(self, pos: int, end: int, spans: Any = None) -> list:
+        """The nodes of the records from ``pos`` to ``end`` (a parent's null
+        record or the top-level one), their props and children pending."""
+        data = self.data
+        unpack_record = self.order.record.unpack_from
+        size = self.order.record.size
+        new_node = object.__new__
+        out = []
+        append = out.append
+        while pos < end:
+            end_offset, _, plen, nlen = unpack_record(data, pos)
+            name_at = pos + size
+            props_at = name_at + nlen
+            props_end = props_at + plen
+            # every slot set here rather than by FbxNode.__init__ (a third less per node)
+            node = new_node(FbxNode)
+            node.name = data[name_at:props_at]
+            node.fmt = None
+            if plen:
+                node._props = pos  # pending: the record's offset (see FbxNode.props)
+                node._pending = self
+            else:  # no properties (_validate checked the count fits in 0 bytes)
+                node._props = []
+                node._pending = None
+            if end_offset > props_end:
+                node._children = pos  # pending, like the props
+                node._kids_source = self
+                node.zero_end = False
+                next_pos = end_offset
+            else:  # a leaf: EndOffset at the end of its props, or 0
+                node._children = None
+                node._kids_source = None
+                node.zero_end = end_offset == 0
+                next_pos = props_end
+            append(node)
+            if spans is not None:
+                spans.add(node, "record", pos, next_pos)
+                spans.add(node, "name", name_at, props_at)
+                spans.add(node, "props", props_at, props_end)
+            pos = next_pos
+        return out
 
 
 def decode_binary(data: bytes, limits: Limits = DEFAULT_LIMITS,
@@ -115,15 +171,17 @@ def decode_binary(data: bytes, limits: Limits = DEFAULT_LIMITS,
     """Parse a binary FBX file into (root node, params, raw tail).
 
     Every record and every property list is validated here (hostile input
-    raises now, with the offset and node path), but property values are built
-    only when a node's ``props`` is first read: :func:`_props_valid` accepts
-    exactly the lists :func:`_parse_props` accepts, and any list it rejects is
-    handed to :func:`_parse_props` at once so the error is the same one.
-    ``spans`` (a :class:`~potsherd.core.spans.SpanMap`) receives each node's
-    ``record`` (header to end), ``name`` and ``props`` byte ranges.
+    raises now, with the offset and node path), but nodes below the top level
+    are created only when their parent's ``children`` is first read, and
+    property values only when a node's ``props`` is: :func:`_props_valid`
+    accepts exactly the lists :func:`_parse_props` accepts, and any list it
+    rejects is handed to :func:`_parse_props` at once so the error is the
+    same one.  ``spans`` (a :class:`~potsherd.core.spans.SpanMap`) receives
+    each node's ``record`` (header to end), ``name`` and ``props`` byte
+    ranges; every node is then created now.
     """
     if not isinstance(data, bytes):
-        data = bytes(data)  # pending properties must not see later edits of the buffer
+        data = bytes(data)  # pending nodes must not see later edits of the buffer
     # (the collector is left alone: pausing it is the application's choice,
     # see potsherd.core.gcpolicy)
     return _decode_binary(data, limits, spans)
@@ -133,48 +191,94 @@ def _decode_binary(data: bytes, limits: Limits, spans: Any = None) -> tuple[FbxN
     params = parse_header(data)
     version = params["version"]
     order = _order(params["endian_byte"] != 0, version >= 7500)
+    pos = _validate(data, order, limits)  # where the top-level null record starts
+    source = _PropSource(data, order, limits)
+    root = FbxNode(b"", [], source.nodes(HEADER_SIZE, pos, spans))
+    if spans is not None:
+        _create_all(root, spans)
+    pos += order.record.size
+    params["terminated"] = True
+    ct = creation_time(root)
+    fid = root.find(b"FileId")
+    if ct is not None and len(ct) >= 22 and fid is not None and fid.props == [("R", file_id(ct))]:
+        params["file_id"] = "derived"  # the writer re-derives it if CreationTime is edited
+    tail = data[pos:]
+    params["footer"] = "raw"
+    style = detect_footer(root, pos, tail, params["version"], order.big_endian)
+    if style:
+        params["footer"] = style
+        tail = b""
+    return root, params, tail
+
+
+def _create_all(root: FbxNode, spans: Any) -> None:
+    """Create every pending node of the tree now, recording its spans."""
+    stack = list(root.children or ())
+    while stack:
+        node = stack.pop()
+        source = node._kids_source
+        if source is not None:
+            end_offset, _, plen, nlen = source.order.record.unpack_from(source.data,
+                                                                        node._children)
+            size = source.order.record.size
+            node.children = source.nodes(node._children + size + nlen + plen,
+                                         end_offset - size, spans)
+            stack.extend(node.children)
+
+
+def _validate(data: bytes, order: _Order, limits: Limits) -> int:
+    """Check every node record and property list of the file; the offset of
+    the top-level null record.
+
+    The parser is iterative (a file nested 1,000 levels deep is a LimitError,
+    not a RecursionError) and builds nothing on the accepting path, so what
+    it costs per record is the checks alone.
+    """
     unpack_record = order.record.unpack_from
     null_record = order.null
     null_len = order.record.size
     end_of_data = len(data)
-    source = _PropSource(data, order, limits)
     props_valid = _props_valid
     prop_kind = _PROP_KIND
-    new_node = object.__new__
     unpack_u32 = order.u32.unpack_from
     unpack_arr = order.arr.unpack_from
-    root = FbxNode(b"", [], [])
-    # stack of (node, children end offset or None for the top level); the
-    # innermost entry is also held in children / limit / child_end
-    stack: list[tuple[FbxNode, int | None]] = [(root, None)]
-    children: list = root.children  # type: ignore[assignment]
+    max_depth = limits.max_depth
+    max_elements = limits.max_elements
+    max_inflated = limits.max_inflated
+    inflation_ratio = limits.max_inflation_ratio
+    # (end offset, record offset) of each open parent; the innermost end
+    # offset is also held in ``limit`` (None at the top level)
+    stack: list[tuple[int, int]] = []
     limit: int | None = None
     # where the current parent's null record starts; at the top level the
     # end of the input, which no record may reach
     child_end = end_of_data
     pos = HEADER_SIZE
-    terminated = True
     while True:
         if pos >= child_end:
             if limit is None:
                 raise TruncatedError("input ends before the top-level null record", offset=pos)
             if pos > child_end:
                 raise FormatError("child nodes overrun their parent's end offset",
-                                  offset=pos, path=_path(stack), expected=child_end)
+                                  offset=pos, path=_path(data, null_len, stack),
+                                  expected=child_end)
             if data[pos:limit] != null_record:
                 raise FormatError("null record of a node is not all zero", offset=pos,
-                                  path=_path(stack))
+                                  path=_path(data, null_len, stack))
             pos = limit
             stack.pop()
-            parent, limit = stack[-1]
-            children = parent.children  # type: ignore[assignment]
-            child_end = end_of_data if limit is None else limit - null_len
+            if stack:
+                limit = stack[-1][0]
+                child_end = limit - null_len
+            else:
+                limit = None
+                child_end = end_of_data
             continue
         try:
             end_offset, nprops, plen, nlen = unpack_record(data, pos)
         except struct.error:
             raise TruncatedError("input ends inside a node record", offset=pos,
-                                 path=_path(stack), expected=null_len,
+                                 path=_path(data, null_len, stack), expected=null_len,
                                  found=end_of_data - pos) from None
         start = pos
         name_at = pos + null_len
@@ -185,28 +289,17 @@ def _decode_binary(data: bytes, limits: Limits, spans: Any = None) -> tuple[FbxN
             if end_offset == 0 and nlen == 0 and limit is None:
                 if data[start:name_at] != null_record:
                     raise FormatError("top-level null record is not all zero", offset=start)
-                pos = name_at
-                break
+                return start
             if nlen > end_of_data - name_at:
                 raise TruncatedError("input ends inside a node name", offset=name_at,
-                                     path=_path(stack))
+                                     path=_path(data, null_len, stack))
             if plen > end_of_data - pos:
                 raise TruncatedError(f"property list of {plen} bytes runs past the end of input",
-                                     offset=pos, path=_path(stack, data[name_at:pos]))
+                                     offset=pos, path=_path(data, null_len, stack, start))
             if nprops > plen:
                 raise CountError(f"{nprops} properties cannot fit in {plen} bytes", offset=start,
-                                 path=_path(stack, data[name_at:pos]))
-        name = data[name_at:pos]
-        # every slot set here rather than by FbxNode.__init__: a third less per node
-        node = new_node(FbxNode)
-        node.name = name
-        node.children = None
-        node.zero_end = False
-        node.fmt = None
-        if plen == 0:  # no properties (nprops <= plen checked above)
-            node._props = []
-            node._pending = None
-        else:
+                                 path=_path(data, null_len, stack, start))
+        if plen:
             valid = False
             if nprops == 1:
                 # half the nodes hold one scalar or string filling the list:
@@ -216,60 +309,46 @@ def _decode_binary(data: bytes, limits: Limits, spans: Any = None) -> tuple[FbxN
                     valid = kind == plen
                 elif kind == -1 and plen >= 5:
                     valid = unpack_u32(data, pos + 1)[0] == plen - 5
-            if valid or props_valid(data, pos, props_end, nprops, unpack_u32, unpack_arr, limits):
-                node._props = start  # pending: the record's offset (see FbxNode.props)
-                node._pending = source
-            else:
-                node._pending = None
-                try:  # raises the precise error (or, were the scan stricter, parses)
-                    node._props = _parse_props(data, pos, props_end, nprops, order, limits)
+                elif kind and plen >= 13:  # one array (KeyTime, Vertices, ...)
+                    n, enc, clen = unpack_arr(data, pos + 1)
+                    if clen == plen - 13 and n <= max_elements:
+                        size = n * (-1 - kind)
+                        if enc == 0:
+                            valid = clen == size
+                        elif enc == 1:
+                            valid = size <= max_inflated and size <= inflation_ratio * clen + (1 << 20)
+            if not valid and not props_valid(data, pos, props_end, nprops, unpack_u32,
+                                             unpack_arr, limits):
+                try:  # raises the precise error (were the scan stricter, the lazy parse
+                    # would build the same list later)
+                    _parse_props(data, pos, props_end, nprops, order, limits)
                 except FormatError as e:
-                    raise e.prepend(_path(stack, name))
+                    raise e.prepend(_path(data, null_len, stack, start))
         pos = props_end
-        children.append(node)
-        if spans is not None:
-            spans.add(node, "record", start, end_offset if end_offset > pos else pos)
-            spans.add(node, "name", start + null_len, start + null_len + nlen)
-            spans.add(node, "props", props_end - plen, props_end)
         if end_offset == pos and pos <= child_end:
             continue  # a leaf inside its parent (the checks below would all pass)
         if end_offset == 0:
-            node.zero_end = True
-            continue
+            continue  # a leaf with a zero EndOffset (kept as FbxNode.zero_end)
         if end_offset > end_of_data:
             raise TruncatedError(f"node ends at {end_offset}, past the end of input",
-                                 offset=start, path=_path(stack, name), found=end_of_data)
+                                 offset=start, path=_path(data, null_len, stack, start),
+                                 found=end_of_data)
         if end_offset > child_end:  # (at the top level the test above caught it)
             raise FormatError("node ends past its parent's children", offset=start,
-                              path=_path(stack, name), expected=child_end,
+                              path=_path(data, null_len, stack, start), expected=child_end,
                               found=end_offset)
         if end_offset == pos:
             continue
         if end_offset - pos < null_len:
             raise FormatError("node end offset leaves no room for its null record",
-                              offset=start, path=_path(stack, name), found=end_offset)
-        children = node.children = []
-        if len(stack) > limits.max_depth:
-            raise LimitError(f"nodes nested deeper than {limits.max_depth}", offset=start,
-                             path=_path(stack, name), found=len(stack))
-        stack.append((node, end_offset))
+                              offset=start, path=_path(data, null_len, stack, start),
+                              found=end_offset)
+        if len(stack) >= max_depth:
+            raise LimitError(f"nodes nested deeper than {max_depth}", offset=start,
+                             path=_path(data, null_len, stack, start), found=len(stack) + 1)
+        stack.append((end_offset, start))
         limit = end_offset
         child_end = end_offset - null_len
-    if not terminated and len(stack) != 1:  # pragma: no cover - guarded above
-        raise TruncatedError("input ends inside a node", offset=pos)
-    params["terminated"] = terminated
-    ct = creation_time(root)
-    fid = root.find(b"FileId")
-    if ct is not None and len(ct) >= 22 and fid is not None and fid.props == [("R", file_id(ct))]:
-        params["file_id"] = "derived"  # the writer re-derives it if CreationTime is edited
-    tail = data[pos:]
-    params["footer"] = "raw"
-    if terminated:
-        style = detect_footer(root, pos, tail, params["version"], order.big_endian)
-        if style:
-            params["footer"] = style
-            tail = b""
-    return root, params, tail
 
 
 def _props_valid(data: bytes, pos: int, end: int, count: int, unpack_u32, unpack_arr,
@@ -311,11 +390,49 @@ def _props_valid(data: bytes, pos: int, end: int, count: int, unpack_u32, unpack
     return pos == end
 
 
-def _path(stack: list, name: bytes | None = None) -> str:
-    parts = [n.name.decode("latin-1") for n, _ in stack[1:]]
-    if name is not None:
-        parts.append(name.decode("latin-1"))
-    return "/" + "/".join(parts)
+def _path(data: bytes, null_len: int, stack: list, record: int | None = None) -> str:
+    """The node path of an error: the names of the open parents (``stack`` of
+    (end, record offset)) and of the record at ``record``."""
+    records = [r for _, r in stack] + ([] if record is None else [record])
+    # the name length is the record header's last byte
+    names = [data[r + null_len:r + null_len + data[r + null_len - 1]] for r in records]
+    return "/" + "/".join(n.decode("latin-1") for n in names)
+
+
+def _build_props(data: bytes, pos: int, count: int, order: _Order, limits: Limits) -> list:
+    """The ``count`` properties at ``pos`` of a list :func:`_validate` accepted:
+    what :func:`_parse_props` builds, without re-checking (a third of the time
+    of reading a scene's properties went to checks already made at decode)."""
+    props: list = []
+    append = props.append
+    build = order.build
+    unpack_u32 = order.u32.unpack_from
+    unpack_arr = order.arr.unpack_from
+    big_endian = order.big_endian
+    for _ in range(count):
+        b = data[pos]
+        scalar = build[b]
+        if scalar is not None:
+            code, st, bits = scalar
+            v = st.unpack_from(data, pos + 1)[0]
+            if bits is not None and v != v:  # a NaN keeps its bit pattern
+                v = (f32_from_bits if code == "F" else f64_from_bits)(bits.unpack_from(
+                    data, pos + 1)[0])
+            append((code, v))
+            pos += 1 + st.size
+        elif b == 0x53 or b == 0x52:  # S, R
+            n = unpack_u32(data, pos + 1)[0]
+            pos += 5
+            append(("S" if b == 0x53 else "R", data[pos:pos + n]))
+            pos += n
+        else:  # an array (the only other codes validation lets through)
+            code = chr(b)
+            n, enc, clen = unpack_arr(data, pos + 1)
+            append((code, FbxArray(code, count=n, encoding=enc,
+                                   payload=data[pos + 13:pos + 13 + clen], offset=pos + 1,
+                                   big_endian=big_endian, limits=limits)))
+            pos += 13 + clen
+    return props
 
 
 def _parse_props(data: bytes, pos: int, end: int, count: int, order: _Order,
@@ -459,6 +576,8 @@ def encode_binary(root: FbxNode, params: dict, tail: bytes = b"",
                 _patch(out, rec, node, start)
             continue
         start_c = len(out)
+        if child._kids_source is not None and _copy_unbuilt(out, child, order):
+            continue
         if len(child.name) > 255:
             raise FormatError(f"node name of {len(child.name)} bytes exceeds 255",
                               path=child.name[:40].decode("latin-1"))
@@ -487,6 +606,28 @@ def encode_binary(root: FbxNode, params: dict, tail: bytes = b"",
             out += build_footer(style, creation_time(root), len(out), version, big)
     out += tail
     return bytes(out)
+
+
+def _copy_unbuilt(out: bytearray, node: FbxNode, order: _Order) -> bool:
+    """Append the node's whole record from the source when nothing of it can
+    have changed: its children never created, its props never built (or none),
+    its name as stored, and the same record layout.  EndOffsets are absolute,
+    so the copy is exact only where the record lands at its source offset
+    (everywhere, in an unedited round trip); elsewhere the writer goes on."""
+    source: _PropSource = node._kids_source  # type: ignore[assignment]
+    record = node._children
+    if record != len(out) or source.order is not order and (
+            source.order.big_endian != order.big_endian or source.order.wide != order.wide):
+        return False
+    data = source.data
+    end_offset, _, plen, nlen = order.record.unpack_from(data, record)
+    name_at = record + order.record.size
+    if node._pending is not source and (plen or node._pending is not None or node._props):
+        return False  # props built (perhaps edited) or assigned
+    if node.zero_end or node.name != data[name_at:name_at + nlen]:
+        return False
+    out += data[record:end_offset]
+    return True
 
 
 def _patch(out: bytearray, rec: struct.Struct, node: FbxNode, start: int) -> None:

@@ -38,16 +38,23 @@ class FbxNode:
     ``_pending`` is the decoder's property source and ``_props`` the offset of
     the node's record in it (no per-node tuple: that too was measurable);
     once built (or assigned) ``_props`` is a plain list and ``_pending`` None.
+
+    ``children`` may be pending the same way: the decoder validates the whole
+    file but creates a node's child nodes only when its ``children`` is first
+    read (``_kids_source`` the source, ``_children`` the node's record offset
+    while pending).  Creating every node object up front, and the collector
+    passes that so many new objects trigger, was over a third of the decode.
     """
 
-    __slots__ = ("name", "_props", "_pending", "children", "zero_end", "fmt")
+    __slots__ = ("name", "_props", "_pending", "_children", "_kids_source", "zero_end", "fmt")
 
     def __init__(self, name: bytes, props: list | None = None,
                  children: list | None = None, zero_end: bool = False) -> None:
         self.name = name
         self._props = props if props is not None else []
         self._pending = None
-        self.children = children
+        self._children = children
+        self._kids_source = None
         self.zero_end = zero_end
         #: ASCII layout (source trivia between tokens); None = canonical
         self.fmt: list | None = None
@@ -65,6 +72,25 @@ class FbxNode:
     def props(self, props: list) -> None:
         self._props = props
         self._pending = None
+
+    @property
+    def children(self) -> list | None:
+        """Child nodes (None: no null record), created from the source bytes on
+        first access."""
+        source = self._kids_source
+        if source is not None:
+            self._children = source.children(self._children)
+            self._kids_source = None
+        return self._children
+
+    @children.setter
+    def children(self, children: list | None) -> None:
+        self._children = children
+        self._kids_source = None
+
+    def pending_children(self) -> bool:
+        """True while the child nodes are not created yet."""
+        return self._kids_source is not None
 
     def pending_props(self) -> tuple | None:
         """``(source, start, end, count)`` while the properties are unbuilt
