@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import gc
 import json
 import os
 import re
@@ -67,11 +68,19 @@ _NATIVE = contextvars.ContextVar("potsherd_native_arrays", default=False)
 @contextlib.contextmanager
 def native_arrays() -> Iterator[None]:
     """Inside the block, ``to_json`` leaves numeric numpy arrays as arrays
-    (orjson writes them directly); outside it returns plain lists."""
+    (orjson writes them directly); outside it returns plain lists.
+
+    The cyclic garbage collector is paused in the block: converting a large
+    document allocates hundreds of thousands of small acyclic dicts and lists,
+    and the collector's passes over them took ~40% of the conversion."""
     token = _NATIVE.set(True)
+    collecting = gc.isenabled()
+    gc.disable()
     try:
         yield
     finally:
+        if collecting:
+            gc.enable()
         _NATIVE.reset(token)
 
 

@@ -163,3 +163,4 @@ def _np_from_json(o: Any, dtype: np.dtype, shape_tail: tuple, ctx: JsonCtx, jpat
         arr = arr.reshape((rows,) + shape_tail)
     return arr
 
+
