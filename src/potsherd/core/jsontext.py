@@ -249,13 +249,20 @@ def _put_arrays(text: bytes, arrays: list[np.ndarray], marker: bytes, indent: in
     return b"".join(out)
 
 
+#: texts shorter than this are re-indented by bytes substitutions, not numpy
+_SMALL_TEXT = 4096
+_SCALARS = (str, int)
+
+
 def dumps(obj: Any, indent: int | None = 1) -> str:
     """``json.dumps(obj, indent=indent, ensure_ascii=False)``, the same text.
 
     numpy arrays in ``obj`` are written as their ``tolist()``; they must be in
     native byte order (orjson reads the memory as it is), as the documents'
     ``to_json`` gives them inside :func:`native_arrays`."""
-    if orjson is None or indent not in (None, 1):
+    if orjson is None or indent not in (None, 1) or obj.__class__ in _SCALARS:
+        # (a string or an int, e.g. one envelope value of write_json: the
+        # standard library's C encoder, at no cost)
         return json.dumps(_plain(obj), indent=indent, ensure_ascii=False)
     try:
         raw, arrays, marker = _with_markers(obj)
@@ -266,7 +273,15 @@ def dumps(obj: Any, indent: int | None = 1) -> str:
         # NaN/Infinity; a document with nulls is written the standard way
         return json.dumps(_plain(obj), indent=indent, ensure_ascii=False)
     raw = _python_floats(raw)
-    if indent is None:
+    if len(raw) < _SMALL_TEXT:
+        # a few whole-text substitutions beat numpy's per-call cost on short texts
+        raw = _tab_indent(raw)
+        if indent is None:
+            raw = raw.replace(b"\t", b"").replace(b",\n", b", ").replace(b"[\n", b"[")
+            raw = raw.replace(b"{\n", b"{").replace(b"\n]", b"]").replace(b"\n}", b"}")
+        else:
+            raw = raw.translate(_TAB_TO_SPACE)
+    elif indent is None:
         out = _reindent(raw, 0)
         raw = out if out is not None else _tab_indent(raw).replace(b"\t", b"")
         raw = raw.replace(b",\n", b", ").replace(b"[\n", b"[").replace(b"{\n", b"{")
