@@ -5,6 +5,9 @@ from __future__ import annotations
 import struct
 from typing import Any
 
+import numpy as np
+
+from ..jsontext import LARGE, LargeArray, arrays_stay_native
 from ..values import F32NaN, F64NaN, RawString
 from .arrays import Array
 from .jsonio import JsonCtx
@@ -23,7 +26,8 @@ def record_json_function(record: Any, ctx: JsonCtx, plain_record: Any) -> Any:
     ``plain_record`` is ``Record.to_json`` (records whose class keeps it are
     generated; this module does not import records, which imports it)."""
 
-    key = (ctx.form, ctx.encoding)
+    native = arrays_stay_native()
+    key = json_key(ctx)
     wire = ctx.form == "wire"
     names: dict[str, Any] = {"CTX": ctx, "F32NaN": F32NaN, "F64NaN": F64NaN, "RawString": RawString,
                              "bytes": bytes, "struct_error": struct.error}
@@ -79,6 +83,10 @@ def record_json_function(record: Any, ctx: JsonCtx, plain_record: Any) -> Any:
         if cls.to_json in (Bytes.to_json, Tail.to_json):
             m = const(st.to_json, "m")
             return f"({x}.hex() if {x}.__class__ is bytes else {m}({x}, CTX))"
+        if cls.to_json is Array.to_json and (st.elem_dtype is not None or st.inner_count is not None):
+            conv = numeric_array(st, ctx, native)
+            if conv is not None:
+                return f"{const(conv, 'na')}({x})"
         if cls.to_json is Array.to_json and st.elem_dtype is None and st.inner_count is None:
             y = fresh()
             return f"[{expr(st.item, y)} for {y} in {x}]"
@@ -152,6 +160,16 @@ def record_json_function(record: Any, ctx: JsonCtx, plain_record: Any) -> Any:
             k = repr(f.name)
             lines.append(f"    if {k} in v:")
             lines.append(f"        x = v[{k}]")
+            g = f.storage
+            if wire and type(g).to_json is Group.to_json and g.bits_st is not None:
+                # a group of floats: one pack/unpack when finite and of its length
+                m, pk, up = const(g.to_json, "m"), const(g.st.pack, "pk"), const(g.bits_st.unpack, "up")
+                lines.append("        try:")
+                lines.append(f"            out[{k}] = list({up}({pk}(*x))) if len(x) == {g.n} and "
+                             f"(_t := sum(x)) == _t else {m}(x, CTX)")
+                lines.append("        except (TypeError, OverflowError, struct_error):")
+                lines.append(f"            out[{k}] = {m}(x, CTX)")
+                continue
             lines.append(f"        out[{k}] = {expr(f.storage, 'x')}")
         lines.append("    return out")
         return "\n".join(lines)
@@ -168,3 +186,45 @@ def record_json_function(record: Any, ctx: JsonCtx, plain_record: Any) -> Any:
     for rec in programs:
         rec.__dict__.setdefault("_json_fns", {})[key] = (rec.fields, names[fn_of[id(rec)]])
     return names[fn_of[id(record)]]
+
+
+def json_key(ctx: JsonCtx) -> tuple:
+    """What a generated function depends on: the form, the text encoding and
+    whether numeric arrays stay arrays (``jsontext.native_arrays``)."""
+    return ctx.form, ctx.encoding, arrays_stay_native()
+
+
+def numeric_array(st: Array, ctx: JsonCtx, native: bool) -> Any:
+    """``st.to_json`` for a numeric array as a closure that handles the usual
+    case (a contiguous array of the storage's own native-order dtype, not
+    empty) without the general checks; anything else goes to ``st.to_json``."""
+    dt = st.elem_dtype.base if st.elem_dtype is not None else st.inner_dtype
+    if dt.names or dt.kind not in "iuf" or not dt.isnative:
+        return None
+    generic = st.to_json
+    ndarray = np.ndarray
+    if dt.kind in "iu":
+        def values(a: np.ndarray) -> Any:
+            return a
+    elif ctx.form == "wire":
+        bits = np.dtype(dt.str.replace("f", "u"))
+
+        def values(a: np.ndarray) -> Any:
+            return a.view(bits)
+    else:
+        return None  # (readable floats: finite checks and {"bits"} stay in _np_to_json)
+    if native:
+        def conv(v: Any) -> Any:
+            if v.__class__ is ndarray and v.dtype == dt:
+                if not v.size:
+                    return v.tolist()  # (empty: as the list form writes it)
+                if v.flags.c_contiguous:
+                    a = values(v)
+                    return LargeArray(a) if a.size >= LARGE else a
+            return generic(v, ctx)
+    else:
+        def conv(v: Any) -> Any:
+            if v.__class__ is ndarray and v.dtype == dt:
+                return values(v).tolist()
+            return generic(v, ctx)
+    return conv

@@ -8,7 +8,7 @@ import numpy as np
 from ..errors import EncodeError, FormatError, JsonFormatError
 from ..expr import Scope, compile_expr, linear_count
 from ..stream import Reader, Writer
-from .jsoncompile import record_json_function
+from .jsoncompile import json_key, record_json_function
 from .jsonio import JsonCtx, _jerr
 from .storages import Bytes, Choice, Param, Prim, Storage
 from .arrays import Array
@@ -217,7 +217,7 @@ class Record(Storage):
         # through a function generated once per record and JSON context (see
         # jsonio.record_json_function); the loop below says what it does
         fns = self.__dict__.get("_json_fns")
-        entry = fns.get((ctx.form, ctx.encoding)) if fns else None
+        entry = fns.get(json_key(ctx)) if fns else None
         if entry is None or entry[0] is not self.fields:
             if fns:
                 fns.clear()  # (fields recompiled)
