@@ -91,3 +91,16 @@ def test_a_value_that_is_not_a_number_fails_as_before():
     with pytest.raises(Exception) as by_field:
         rec.to_json_by_field(bad, JsonCtx("wire"))
     assert type(generated.value) is type(by_field.value)
+
+
+def test_wire_float_arrays_load_from_bit_patterns_in_one_conversion():
+    from potsherd.core.errors import JsonFormatError
+    from potsherd.core.layout.jsonio import _np_from_json
+    ctx, f4 = JsonCtx("wire"), np.dtype("<f4")
+    got = _np_from_json([[0x3F800000, 0x7FC00123], [0, 0x80000000]], f4, (2,), ctx, "$")
+    assert got.dtype == f4 and got.view("<u4").tolist() == [[0x3F800000, 0x7FC00123], [0, 0x80000000]]
+    assert _np_from_json([], f4, (3,), ctx, "$").shape == (0, 3)
+    for bad, words in (([1.5, 2], "integers"), ([True, False], "integers"), ([-1], "out of range"),
+                       ([0x100000000], "out of range"), ([[1, 2], [3]], "bad numeric array")):
+        with pytest.raises(JsonFormatError, match=words):
+            _np_from_json(bad, f4, (), ctx, "$")

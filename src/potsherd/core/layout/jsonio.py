@@ -126,11 +126,11 @@ def _np_from_json(o: Any, dtype: np.dtype, shape_tail: tuple, ctx: JsonCtx, jpat
     try:
         if dtype.kind == "f" and bits:
             udt = np.dtype(dtype.str.replace("f", "u"))
-            raw = np.array(o, dtype=object if not o else None)
-            if raw.dtype.kind not in "iu" and raw.size:
+            # one conversion (numpy picks int64/uint64 for integers; floats,
+            # booleans-only and mixed lists give another kind and are refused)
+            arr = np.array(o) if o else np.zeros((0,) + shape_tail, dtype=udt)
+            if arr.dtype.kind not in "iu" and arr.size:
                 raise ValueError("bit patterns must be integers")
-            arr = np.array(o, dtype=np.int64 if udt.itemsize <= 4 else np.uint64) if o else np.zeros(
-                (0,) + shape_tail, dtype=udt)
             if arr.size and (arr.min() < 0 or (udt.itemsize == 4 and arr.max() > 0xFFFFFFFF)):
                 raise ValueError("bit pattern out of range")
             arr = arr.astype(udt).view(dtype)
