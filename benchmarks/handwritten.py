@@ -78,6 +78,40 @@ def decode_n3pmesh(buf: bytes) -> dict:
             "indexChanges": changes, "lodCount": lod_count, "lods": lods}
 
 
+_COLLAPSE_DT = np.dtype([("indicesToLose", "<i4"), ("indicesToChange", "<i4"), ("verticesToLose", "<i4"),
+                         ("indexChangesOffset", "<i4"), ("collapseTo", "<i4"), ("shouldCollapse", "u1"),
+                         ("padding", "V3")])
+_LOD_DT = np.dtype([("distance", "<f4"), ("vertexCount", "<i4")])
+
+
+def decode_n3pmesh_views(buf: bytes) -> dict:
+    """The performance issue's reference for ``.n3pmesh``: numpy views of the
+    input (no copies), collapses and LODs as structured arrays, the scalars by
+    one ``struct`` call.  The same values as the engine's document (the tables
+    have the layout's packed dtypes), read-only."""
+    name, pos = _string(buf, 0)
+    cc, chc, vc, ic, mvc, mic = _6I(buf, pos)
+    pos += 24
+    nv, ni, ncol, nch = max(vc, 0) * 8, max(ic, 0), max(cc, 0), max(chc, 0)
+    vertices = np.frombuffer(buf, _F4, nv, pos)
+    pos += 4 * nv
+    indices = np.frombuffer(buf, _U2, ni, pos)
+    pos += 2 * ni
+    collapses = np.frombuffer(buf, _COLLAPSE_DT, ncol, pos)
+    pos += 24 * ncol
+    changes = np.frombuffer(buf, _I4, nch, pos)
+    pos += 4 * nch
+    lod_count, = _I32(buf, pos)
+    nl = max(lod_count, 0)
+    lods = np.frombuffer(buf, _LOD_DT, nl, pos + 4)
+    if pos + 4 + 8 * nl != len(buf):
+        raise ValueError("n3pmesh does not end at the end of the file")
+    return {"name": name, "collapseCount": cc, "changeCount": chc, "vertexCount": vc,
+            "indexCount": ic, "minVertexCount": mvc, "minIndexCount": mic,
+            "vertices": vertices, "indices": indices, "collapses": collapses,
+            "indexChanges": changes, "lodCount": lod_count, "lods": lods}
+
+
 def _skin(buf: bytes, pos: int) -> tuple[dict, int]:
     name, pos = _string(buf, pos)
     fc, vc, uc = _3I(buf, pos)
@@ -195,3 +229,5 @@ def decode_uif(buf: bytes) -> dict:
 
 
 DECODERS = {"n3pmesh": decode_n3pmesh, "n3cskins": decode_n3cskins, "uif": decode_uif}
+#: references building views and structured arrays (not the engine's document shape)
+VIEW_DECODERS = {"n3pmesh": decode_n3pmesh_views}

@@ -14,9 +14,13 @@ Rows and their references:
   (the ASCII files converted to binary by potsherd);
 * wire JSON dump and ``.uif`` decode throughput per format, from the
   per-format figures of the main table;
-* ``.n3pmesh`` decode vs the hand-written struct/numpy decoder (a decoder
-  building numpy views and structured arrays, the issue's reference, and the
-  orjson reference of the JSON row belong to the engine's record arrays).
+* ``.n3pmesh`` decode vs the hand-written struct/numpy decoder building the
+  engine's document, and ``potsherd.read`` of every corpus ``.n3pmesh`` vs
+  reading the files and decoding them with the view-based reference (numpy
+  views, structured arrays for collapses and LODs);
+* ``doc.dumps()`` of the largest gtd/opd/n3joint/n3cskins/DTS file vs orjson
+  writing the same document with arrays as lists, and the CLI's streamed
+  dump in MB/s of input for every KO/DTS format.
 """
 from __future__ import annotations
 
@@ -226,6 +230,85 @@ def throughput_rows(res: dict) -> list[dict]:
     return rows
 
 
+#: formats of the JSON reference rows (the issue's big KO/DTS files)
+JSON_FORMATS = (("ko", "gtd"), ("ko", "opd"), ("ko", "n3joint"), ("ko", "n3cskins"), ("darkstar", "dts"))
+
+
+def json_rows(groups: dict, medians: Callable, runs: int) -> list[dict]:
+    """``doc.dumps()`` (wire) of the largest file of each big format vs orjson
+    writing the same document with numpy arrays as lists (two-space indented,
+    the same lines; the compact figure is in the note), and the CLI's
+    streamed dump (``api.write_json``) in MB/s of input over every file of
+    each format."""
+    import io
+
+    import orjson
+    from potsherd import api
+    rows: list[dict] = []
+    for fam, name in JSON_FORMATS:
+        g = groups.get(fam, {}).get(name)
+        if g is None or not g.docs:
+            continue
+        i = max(range(len(g.datas)), key=lambda k: len(g.datas[k]))
+        doc, size = g.docs[i], len(g.datas[i])
+        plain = doc.to_json("wire")
+        t = medians({"dumps": lambda: doc.dumps("wire"),
+                     "orjson": lambda: orjson.dumps(plain, option=orjson.OPT_INDENT_2),
+                     "compact": lambda: orjson.dumps(plain)}, runs)
+        ratio = t["dumps"] / t["orjson"]
+        rows.append(_row(f"doc.dumps() wire, {name} {Path(g.names[i]).name} ({size / 1e6:.2f} MB)",
+                         ratio, "x", "orjson.dumps of the same document, arrays as lists, indented",
+                         "<= 2x", ratio <= 2.0,
+                         f"{t['dumps'] * 1e3:.1f} ms vs {t['orjson'] * 1e3:.1f} ms "
+                         f"({t['dumps'] / t['compact']:.1f}x orjson compact); "
+                         f"{size / 1e6 / t['dumps']:.0f} MB/s of input"))
+    speeds = []
+    for fam in ("ko", "darkstar"):
+        for name, g in sorted(groups.get(fam, {}).items()):
+            if g.source != "corpus" or not g.docs:
+                continue
+
+            def dump_all(docs=g.docs):
+                for d in docs:
+                    api.write_json(d, "wire", io.StringIO())
+            speeds.append((f"{fam}/{name}", g.size / 1e6 / medians({"dump": dump_all}, runs)["dump"],
+                           len(g.docs)))
+    if speeds:
+        slowest = sorted(speeds, key=lambda x: x[1])
+        below = [n for n, v, _ in speeds if v < 50]
+        rows.append(_row("CLI dump (api.write_json, wire), slowest format", slowest[0][1], "MB/s",
+                         "-", ">= 50 MB/s of input for every format", not below,
+                         f"{len(below)} of {len(speeds)} formats under 50 MB/s; slowest: " +
+                         ", ".join(f"{n} {v:.1f} ({k} files)" for n, v, k in slowest[:6])))
+    return rows
+
+
+def pmesh_read_row(groups: dict, corpus: Path, medians: Callable, runs: int) -> dict | None:
+    """``potsherd.read(path)`` of every corpus ``.n3pmesh`` vs reading each file
+    and decoding it with the view-based reference (``handwritten.
+    decode_n3pmesh_views``: numpy views, structured arrays for collapses/LODs)."""
+    g = groups.get("ko", {}).get("n3pmesh")
+    if g is None or g.source != "corpus" or not g.names:
+        return None
+    from handwritten import decode_n3pmesh_views
+    paths = [str(corpus / n) for n in g.names]
+
+    def engine():
+        for p in paths:
+            potsherd.read(p)
+
+    def views():
+        for p in paths:
+            with open(p, "rb") as f:
+                decode_n3pmesh_views(f.read())
+    t = medians({"engine": engine, "views": views}, runs)
+    ratio = t["engine"] / t["views"]
+    return _row(f".n3pmesh read, {len(paths)} files ({g.size / 1e6:.2f} MB)", ratio, "x",
+                "open().read() + struct/numpy decoder building views and structured arrays",
+                "<= 2x", ratio <= 2.0,
+                f"{t['engine'] * 1e3:.1f} ms vs {t['views'] * 1e3:.1f} ms")
+
+
 def pmesh_row(res: dict) -> dict | None:
     for r in res.get("baselines", []):
         if r["format"] == "n3pmesh" and r["source"] == "corpus":
@@ -246,6 +329,8 @@ def measure(groups: dict, res: dict, corpus: Path, medians: Callable, runs: int,
         rows += fbx_processes(groups, corpus, runs)
     rows.append(fbx_ascii(groups, medians, runs))
     rows.append(pmesh_row(res))
+    rows.append(pmesh_read_row(groups, corpus, medians, runs))
+    rows += json_rows(groups, medians, runs)
     return [r for r in rows if r is not None]
 
 

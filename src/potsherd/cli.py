@@ -166,8 +166,15 @@ def cmd_info(args) -> int:
 
 
 def cmd_dump(args) -> int:
+    from .core.gcpolicy import collector_paused
     data, doc = read_doc(args.file, args)
+    size = len(data)
     del data                      # the document holds what it needs
+    with collector_paused(size):  # (the JSON conversion allocates many small acyclic objects)
+        return _dump(doc, args)
+
+
+def _dump(doc, args) -> int:
     indent = None if args.compact else 1
     if args.output and args.output != api.STDIO:
         from .core.fileio import atomic_open

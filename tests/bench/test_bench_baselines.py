@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from corpus_paths import CORPUS_ROOT, ROOT
-from handwritten import DECODERS            # benchmarks/ (pytest pythonpath)
+from handwritten import DECODERS, VIEW_DECODERS  # benchmarks/ (pytest pythonpath)
 from potsherd import registry
 from test_engine_differential import deep_diff
 
@@ -59,3 +60,39 @@ def test_generated_inputs_round_trip(fmt):
     assert doc.trailing == b"" and not doc.warnings
     assert codec.encode(doc) == data
     assert deep_diff(DECODERS[fmt](data), doc.root) is None
+
+
+def _same_values(view_doc: dict, root: dict) -> None:
+    """The view decoder's document holds the engine's values: its structured
+    arrays equal the engine's tables (or its lists of records, field by field)."""
+    assert list(view_doc) == list(root)
+    for k, v in view_doc.items():
+        e = root[k]
+        if isinstance(v, np.ndarray) and v.dtype.names:
+            if isinstance(e, np.ndarray):
+                assert v.tobytes() == e.tobytes(), k
+            else:
+                assert len(v) == len(e), k
+                for row, rec in zip(v, e):
+                    for n in v.dtype.names:
+                        x = row[n]
+                        want = rec[n]
+                        got = bytes(x) if v.dtype[n].kind == "V" else x.item()
+                        assert got == want or (got != got and want != want), (k, n)
+        elif isinstance(v, np.ndarray):
+            assert np.asarray(e).tobytes() == v.tobytes() and np.asarray(e).dtype == v.dtype, k
+        else:
+            assert v == e and type(v) is type(e), k
+
+
+@pytest.mark.parametrize("fmt", sorted(VIEW_DECODERS))
+def test_view_decoder_reads_the_engine_values(fmt):
+    codec = registry.get_codec(fmt)
+    for p in corpus_files(fmt):
+        data = p.read_bytes()
+        _same_values(VIEW_DECODERS[fmt](data), codec.decode(data).root)
+    # negative control: one changed byte in the LOD table is seen
+    data = bytearray(corpus_files(fmt)[0].read_bytes())
+    data[-1] ^= 0x01
+    with pytest.raises(AssertionError):
+        _same_values(VIEW_DECODERS[fmt](bytes(data)), codec.decode(corpus_files(fmt)[0].read_bytes()).root)

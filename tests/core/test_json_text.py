@@ -102,3 +102,33 @@ def test_corpus_dumps_are_byte_identical_and_load_back():
             assert potsherd.from_json(want).encode() == doc.encode(), f"{path.name} {form}"
         formats.add(doc.format)
     assert len(formats) >= 5
+
+
+def test_a_float_with_0_0000_after_a_digit_keeps_its_digits():
+    # 200.00006103515625 (an f32 of the gtd corpus) was once written 206.103515625e-05
+    vals = [200.00006103515625, 10.00001, -30.00002, 0.00001, -0.00003, 1.00000001]
+    for indent in (1, None):
+        assert jsontext.dumps(vals, indent) == _std(vals, indent)
+        assert jsontext.dumps(jsontext.LargeArray(np.array(vals * 8)), indent) == _std(vals * 8, indent)
+
+
+@pytest.mark.parametrize("indent", [1, None])
+def test_large_arrays_written_in_bulk_are_the_standard_librarys_text(indent):
+    rng = np.random.default_rng(5)
+    floats = np.array(_floats(600, 3))
+    arrays = [np.arange(40, dtype=np.uint32), rng.integers(-2**31, 2**31, (50, 3)),
+              rng.integers(0, 2**64, (4, 5, 6), dtype=np.uint64), floats, floats[:80].reshape(-1, 2),
+              np.array([1e-5, 2e-7, 1e16, 5e-324, -0.0] * 8)]
+    obj = {"top": [jsontext.LargeArray(a) for a in arrays],
+           "deep": {"k": [[{"x": jsontext.LargeArray(arrays[1]), "s": "\x00potsherd-array-0-1"}]]}}
+    plain = {"top": [a.tolist() for a in arrays],
+             "deep": {"k": [[{"x": arrays[1].tolist(), "s": "\x00potsherd-array-0-1"}]]}}
+    assert jsontext.dumps(obj, indent) == _std(plain, indent)
+    assert jsontext.dumps(jsontext.LargeArray(arrays[2]), indent) == _std(arrays[2].tolist(), indent)
+
+
+def test_a_large_array_holding_nan_goes_to_the_standard_library():
+    a = np.arange(40, dtype=np.float64)
+    a[7] = np.nan
+    text = jsontext.dumps({"a": jsontext.LargeArray(a)})
+    assert text == _std({"a": a.tolist()}, 1) and "NaN" in text

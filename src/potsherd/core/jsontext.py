@@ -18,6 +18,13 @@ different float notation; both are normalised here so the text is identical:
   complete key string) and only those in such a notation are rewritten with
   ``repr``.
 
+Large numeric arrays (:class:`LargeArray`, what ``to_json`` gives inside
+:func:`native_arrays`) are not indented by orjson: each stands in the text as a
+marker string, the (much shorter) rest is normalised as above, and each array is
+then written compactly by orjson and spread over lines with a few whole-text
+substitutions for the depth its marker is found at.  Indenting then
+re-indenting one line per number was most of a dump's time.
+
 Anything orjson refuses (non-string keys, integers beyond 64 bits, lone
 surrogates, NaN) goes to the standard library, which decides as before.
 """
@@ -26,6 +33,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import json
+import os
 import re
 from typing import Any, Iterator
 
@@ -46,13 +54,13 @@ _INDENT = orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY if orjson else 0
 #: before ``,``/newline/end is a number's.  Patterns start with a literal, so
 #: the scan is quick even over megabytes of hex.
 _END = rb"(?=,?\n|,?$)"
-_EXPONENTS = [
-    (re.compile(rb"e(\d)" + _END), rb"e+0\1"),
-    (re.compile(rb"e(\d\d+)" + _END), rb"e+\1"),
-    (re.compile(rb"e-(\d)" + _END), rb"e-0\1"),
-]
+_EXPONENT = re.compile(rb"e(-?)(\d+)" + _END)
 _TAB_TO_SPACE = bytes.maketrans(b"\t", b" ")
-_SMALL = re.compile(rb"0\.0000\d+" + _END)
+#: (not after a digit or a point: 10.00001 is written the same by both)
+_SMALL = re.compile(rb"(?<![\d.])0\.0000\d+" + _END)
+#: the same inside a compact array of numbers, where every ``e`` is an exponent
+_EXPONENT_ANYWHERE = re.compile(rb"e(-?)(\d+)")
+_SMALL_ANYWHERE = re.compile(rb"(?<![\d.])0\.0000\d+")
 _NATIVE = contextvars.ContextVar("potsherd_native_arrays", default=False)
 
 
@@ -75,14 +83,68 @@ def _python_float(m: re.Match) -> bytes:
     return repr(float(m.group())).encode()
 
 
-def _python_floats(raw: bytes) -> bytes:
+def _python_exponent(m: re.Match) -> bytes:
+    """``e16``/``e-7`` (orjson) as ``e+16``/``e-07`` (``repr``)."""
+    digits = m.group(2)
+    return (b"e-" if m.group(1) else b"e+") + (digits if len(digits) > 1 else b"0" + digits)
+
+
+def _python_floats(raw: bytes, exponent: re.Pattern = _EXPONENT, small: re.Pattern = _SMALL) -> bytes:
     """orjson's float notation rewritten as ``repr`` writes it."""
     if b"e" in raw:
-        for pattern, repl in _EXPONENTS:
-            raw = pattern.sub(repl, raw)
+        raw = exponent.sub(_python_exponent, raw)
     if b"0.0000" in raw:
-        raw = _SMALL.sub(_python_float, raw)
+        raw = small.sub(_python_float, raw)
     return raw
+
+
+class LargeArray:
+    """A numeric numpy array (native byte order, contiguous, not empty) that
+    :func:`dumps` writes in bulk rather than through orjson's indentation."""
+
+    __slots__ = ("array",)
+
+    def __init__(self, array: np.ndarray) -> None:
+        self.array = array
+
+
+#: arrays of fewer values go to orjson as they are (a marker costs more)
+LARGE = 32
+
+
+def _array_text(a: np.ndarray, depth: int, indent: int | None) -> bytes:
+    """``json.dumps(a.tolist(), indent=indent)`` for an array whose opening
+    bracket is at ``depth`` (so its values are at ``depth + ndim``)."""
+    text = orjson.dumps(a, option=orjson.OPT_SERIALIZE_NUMPY)
+    if a.dtype.kind == "f":
+        if b"null" in text:
+            raise _NotFinite
+        text = _python_floats(text, _EXPONENT_ANYWHERE, _SMALL_ANYWHERE)
+    if indent is None:
+        return text.replace(b",", b", ")
+    k = a.ndim
+    pad = [b"\n" + b" " * (indent * (depth + m)) for m in range(k + 1)]
+    if k == 1:
+        return b"[" + pad[1] + text[1:-1].replace(b",", b"," + pad[1]) + pad[0] + b"]"
+    # separators of level j (outermost first) are "]"*(k-1-j) + "," + "["*(k-1-j):
+    # longest first, each through a one-byte stand-in (no such byte in numbers)
+    body = text[k:-k]
+    for j in range(k - 1):
+        n = k - 1 - j
+        body = body.replace(b"]" * n + b"," + b"[" * n, bytes([j + 1]))
+    body = body.replace(b",", b"," + pad[k])
+    for j in range(k - 1):
+        closes = b"".join(pad[m] + b"]" for m in range(k - 1, j, -1))
+        opens = b"".join(pad[m] + b"[" for m in range(j + 1, k))
+        body = body.replace(bytes([j + 1]), closes + b"," + opens + pad[k])
+    head = b"[" + b"".join(pad[m] + b"[" for m in range(1, k)) + pad[k]
+    tail = b"".join(pad[m] + b"]" for m in range(k - 1, 0, -1)) + pad[0] + b"]"
+    return head + body + tail
+
+
+class _NotFinite(Exception):
+    """A large float array holds a NaN or an infinity: the standard library
+    writes the document (orjson would write null)."""
 
 
 def _tab_indent(text: bytes) -> bytes:
@@ -148,7 +210,48 @@ def _plain(obj: Any) -> Any:
         return [_plain(v) for v in obj]
     if isinstance(obj, np.ndarray):
         return obj.tolist()
+    if isinstance(obj, LargeArray):
+        return obj.array.tolist()
     return obj
+
+
+def _with_markers(obj: Any) -> tuple[bytes, list[np.ndarray], bytes]:
+    """orjson's indented text of ``obj`` with each :class:`LargeArray` as a
+    marker string (a random tag, so no string of the document can be one)."""
+    arrays: list[np.ndarray] = []
+    tag = b"\x00potsherd-array-" + os.urandom(6).hex().encode()
+    tag_text = tag.decode()
+
+    def marker(o: Any) -> Any:
+        if isinstance(o, LargeArray):
+            arrays.append(o.array)
+            return f"{tag_text}-{len(arrays) - 1}"
+        raise TypeError
+    raw = orjson.dumps(obj, option=_INDENT, default=marker)
+    return raw, arrays, b'"\\u0000' + tag[1:] + b"-"
+
+
+def _put_arrays(text: bytes, arrays: list[np.ndarray], marker: bytes, indent: int | None) -> bytes:
+    """Each marker (a line's value) replaced by its array, written for the
+    depth of that line (its indentation, ``indent`` spaces per level)."""
+    pieces = text.split(marker)
+    out = [pieces[0]]
+    for piece in pieces[1:]:
+        end = piece.index(b'"')
+        a = arrays[int(piece[:end])]
+        depth = 0
+        if indent:
+            prev = out[-1]
+            line = prev[prev.rfind(b"\n") + 1:]
+            depth = (len(line) - len(line.lstrip(b" "))) // indent
+        out.append(_array_text(a, depth, indent))
+        out.append(piece[end + 1:])
+    return b"".join(out)
+
+
+#: texts shorter than this are re-indented by bytes substitutions, not numpy
+_SMALL_TEXT = 4096
+_SCALARS = (str, int)
 
 
 def dumps(obj: Any, indent: int | None = 1) -> str:
@@ -157,10 +260,12 @@ def dumps(obj: Any, indent: int | None = 1) -> str:
     numpy arrays in ``obj`` are written as their ``tolist()``; they must be in
     native byte order (orjson reads the memory as it is), as the documents'
     ``to_json`` gives them inside :func:`native_arrays`."""
-    if orjson is None or indent not in (None, 1):
+    if orjson is None or indent not in (None, 1) or obj.__class__ in _SCALARS:
+        # (a string or an int, e.g. one envelope value of write_json: the
+        # standard library's C encoder, at no cost)
         return json.dumps(_plain(obj), indent=indent, ensure_ascii=False)
     try:
-        raw = orjson.dumps(obj, option=_INDENT)
+        raw, arrays, marker = _with_markers(obj)
     except (TypeError, orjson.JSONEncodeError):
         return json.dumps(_plain(obj), indent=indent, ensure_ascii=False)
     if b"null" in raw:
@@ -168,7 +273,15 @@ def dumps(obj: Any, indent: int | None = 1) -> str:
         # NaN/Infinity; a document with nulls is written the standard way
         return json.dumps(_plain(obj), indent=indent, ensure_ascii=False)
     raw = _python_floats(raw)
-    if indent is None:
+    if len(raw) < _SMALL_TEXT:
+        # a few whole-text substitutions beat numpy's per-call cost on short texts
+        raw = _tab_indent(raw)
+        if indent is None:
+            raw = raw.replace(b"\t", b"").replace(b",\n", b", ").replace(b"[\n", b"[")
+            raw = raw.replace(b"{\n", b"{").replace(b"\n]", b"]").replace(b"\n}", b"}")
+        else:
+            raw = raw.translate(_TAB_TO_SPACE)
+    elif indent is None:
         out = _reindent(raw, 0)
         raw = out if out is not None else _tab_indent(raw).replace(b"\t", b"")
         raw = raw.replace(b",\n", b", ").replace(b"[\n", b"[").replace(b"{\n", b"{")
@@ -176,6 +289,11 @@ def dumps(obj: Any, indent: int | None = 1) -> str:
     else:
         out = _reindent(raw, 1)
         raw = out if out is not None else _tab_indent(raw).translate(_TAB_TO_SPACE)
+    if arrays:
+        try:
+            raw = _put_arrays(raw, arrays, marker, indent)
+        except _NotFinite:
+            return json.dumps(_plain(obj), indent=indent, ensure_ascii=False)
     return raw.decode("utf-8")
 
 

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import JsonFormatError
-from ..jsontext import arrays_stay_native
+from ..jsontext import LARGE, LargeArray, arrays_stay_native
 
 
 # ----------------------------------------------------------------------------
@@ -88,12 +88,14 @@ def _as_list(a: np.ndarray) -> list:
     return a.tolist()
 
 
-def _native(a: np.ndarray) -> np.ndarray:
+def _native(a: np.ndarray) -> np.ndarray | LargeArray | list:
     if a.dtype.byteorder not in ("=", "|"):
         a = a.astype(a.dtype.newbyteorder("="))
     if a.dtype.kind == "b" or a.size == 0:
         return a.tolist()  # (booleans and empty shapes: as the list form writes them)
-    return np.ascontiguousarray(a)
+    a = np.ascontiguousarray(a)
+    # (large arrays are written in bulk by jsontext.dumps, not indented by orjson)
+    return LargeArray(a) if a.size >= LARGE and a.ndim else a
 
 
 def _np_from_json(o: Any, dtype: np.dtype, shape_tail: tuple, ctx: JsonCtx, jpath: str) -> np.ndarray:
@@ -124,11 +126,11 @@ def _np_from_json(o: Any, dtype: np.dtype, shape_tail: tuple, ctx: JsonCtx, jpat
     try:
         if dtype.kind == "f" and bits:
             udt = np.dtype(dtype.str.replace("f", "u"))
-            raw = np.array(o, dtype=object if not o else None)
-            if raw.dtype.kind not in "iu" and raw.size:
+            # one conversion (numpy picks int64/uint64 for integers; floats,
+            # booleans-only and mixed lists give another kind and are refused)
+            arr = np.array(o) if o else np.zeros((0,) + shape_tail, dtype=udt)
+            if arr.dtype.kind not in "iu" and arr.size:
                 raise ValueError("bit patterns must be integers")
-            arr = np.array(o, dtype=np.int64 if udt.itemsize <= 4 else np.uint64) if o else np.zeros(
-                (0,) + shape_tail, dtype=udt)
             if arr.size and (arr.min() < 0 or (udt.itemsize == 4 and arr.max() > 0xFFFFFFFF)):
                 raise ValueError("bit pattern out of range")
             arr = arr.astype(udt).view(dtype)
@@ -160,4 +162,5 @@ def _np_from_json(o: Any, dtype: np.dtype, shape_tail: tuple, ctx: JsonCtx, jpat
             raise _jerr(f"array rows must have shape {shape_tail}, found {arr.shape[1:]}", jpath)
         arr = arr.reshape((rows,) + shape_tail)
     return arr
+
 

@@ -8,6 +8,7 @@ import numpy as np
 from ..errors import EncodeError, FormatError, JsonFormatError
 from ..expr import Scope, compile_expr, linear_count
 from ..stream import Reader, Writer
+from .jsoncompile import json_key, record_json_function
 from .jsonio import JsonCtx, _jerr
 from .storages import Bytes, Choice, Param, Prim, Storage
 from .arrays import Array
@@ -213,6 +214,18 @@ class Record(Storage):
 
     # --- JSON ---------------------------------------------------------
     def to_json(self, v: Any, ctx: JsonCtx) -> Any:
+        # through a function generated once per record and JSON context (see
+        # jsonio.record_json_function); the loop below says what it does
+        fns = self.__dict__.get("_json_fns")
+        entry = fns.get(json_key(ctx)) if fns else None
+        if entry is None or entry[0] is not self.fields:
+            if fns:
+                fns.clear()  # (fields recompiled)
+            entry = (self.fields, record_json_function(self, ctx, Record.to_json))
+        return entry[1](v)
+
+    def to_json_by_field(self, v: Any, ctx: JsonCtx) -> Any:
+        """The generic conversion the generated functions stand for."""
         out = {}
         for f in self.fields:
             if f.name in v and f.name not in out:

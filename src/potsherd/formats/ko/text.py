@@ -35,6 +35,9 @@ class KoString(String):
     ``{"text": ..., "encoding": ...}``, else ``{"hex": ...}``.
     """
 
+    #: the wire form is the plain string's (compiled JSON conversion inlines it)
+    wire_json_is_string = True
+
     def to_json(self, v: Any, ctx: JsonCtx) -> Any:
         raw = getattr(v, "raw_len", None)
         if ctx.form == "wire" or (raw is not None and len(v) == 0):

@@ -1,0 +1,82 @@
+"""JSON text identity check across code changes.
+
+``record DIR``: decode every file under the corpus folders and write the
+sha256 of its JSON text (``doc.dumps(form)`` and the CLI's streamed
+``write_json``, wire and readable) to ``DIR/digests.json``.  ``compare DIR``:
+the same with the current code, printing every file whose text differs.  Run
+``record`` with the tree before a change (``PYTHONPATH`` at its ``src``) and
+``compare`` after: JSON speed work must not change one byte of the text.
+"""
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import sys
+from pathlib import Path
+
+import potsherd
+from potsherd import api
+from potsherd.core.errors import FormatError
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_CORPORA = [ROOT.parent / "shared" / "corpus" / f for f in ("ko", "dts")]
+
+
+def digests(corpora: list[Path]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for corpus in corpora:
+        if not corpus.is_dir():
+            continue
+        for path in sorted(p for p in corpus.rglob("*") if p.is_file()):
+            try:
+                doc = potsherd.read(path)
+            except (FormatError, OSError, ValueError):
+                continue
+            key = str(path.relative_to(corpus.parent))
+            for form in ("wire", "readable"):
+                text = doc.dumps(form)
+                out[f"{key}|{form}|dumps"] = hashlib.sha256(text.encode()).hexdigest()
+                buf = io.StringIO()
+                api.write_json(doc, form, buf, indent=1)
+                out[f"{key}|{form}|write_json"] = hashlib.sha256(buf.getvalue().encode()).hexdigest()
+    return out
+
+
+def _is_standard(key: str, corpora: list[Path]) -> bool:
+    """Whether the current text of a changed entry is ``json.dumps``'s own
+    (a fix of the earlier text rather than a regression)."""
+    name, form, _ = key.split("|")
+    for corpus in corpora:
+        path = corpus.parent / name
+        if path.is_file():
+            doc = potsherd.read(path)
+            return doc.dumps(form) == json.dumps(doc.to_json(form), indent=1, ensure_ascii=False)
+    return False
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) < 2 or argv[0] not in ("record", "compare"):
+        print(__doc__)
+        return 2
+    where = Path(argv[1])
+    corpora = [Path(p) for p in argv[2:]] or DEFAULT_CORPORA
+    now = digests(corpora)
+    if argv[0] == "record":
+        where.mkdir(parents=True, exist_ok=True)
+        (where / "digests.json").write_text(json.dumps(now, indent=1))
+        print(f"recorded {len(now)} texts")
+        return 0
+    before = json.loads((where / "digests.json").read_text())
+    differ = sorted(k for k in before if now.get(k) != before[k])
+    missing = sorted(set(now) ^ set(before))
+    for k in differ:
+        print("DIFFERS", k, "(now the standard library's text)" if _is_standard(k, corpora) else "")
+    for k in missing:
+        print("ONLY ONE SIDE", k)
+    print(f"{len(before)} texts before, {len(now)} now, {len(differ)} differ")
+    return 1 if differ or missing else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,230 @@
+"""Compiled JSON conversion of records: one generated function per record
+and JSON context, instead of a ``Storage.to_json`` call per field and value."""
+from __future__ import annotations
+
+import struct
+from typing import Any
+
+import numpy as np
+
+from ..jsontext import LARGE, LargeArray, arrays_stay_native
+from ..values import F32NaN, F64NaN, RawString
+from .arrays import Array
+from .jsonio import JsonCtx
+from .storages import Bytes, Choice, Group, Prim, String, Tail
+
+
+def record_json_function(record: Any, ctx: JsonCtx, plain_record: Any) -> Any:
+    """``record.to_json(v, ctx)`` as one generated Python function per record
+    reachable from ``record`` (for this form and text encoding): fields are
+    read by constant keys and scalars converted inline (ints, wire float bit
+    patterns, hex strings) instead of a ``Storage.to_json`` call per value.
+
+    The functions of one program call each other directly (recursive records
+    included); storages without an inline form are called through their own
+    ``to_json``.  Each record keeps its function in ``_json_fns``.
+    ``plain_record`` is ``Record.to_json`` (records whose class keeps it are
+    generated; this module does not import records, which imports it)."""
+
+    native = arrays_stay_native()
+    key = json_key(ctx)
+    wire = ctx.form == "wire"
+    names: dict[str, Any] = {"CTX": ctx, "F32NaN": F32NaN, "F64NaN": F64NaN, "RawString": RawString,
+                             "bytes": bytes, "struct_error": struct.error}
+    consts: dict[int, str] = {}
+    programs: list[Any] = []       # records to generate, in discovery order
+    fn_of: dict[int, str] = {}
+
+    def const(obj: Any, prefix: str) -> str:
+        name = consts.get(id(obj))
+        if name is None:
+            name = consts[id(obj)] = f"{prefix}{len(consts)}"
+            names[name] = obj
+        return name
+
+    def record_fn(rec: Any) -> str:
+        name = fn_of.get(id(rec))
+        if name is None:
+            name = fn_of[id(rec)] = f"rec{len(fn_of)}"
+            names["_keep" + name] = rec
+            programs.append(rec)
+        return name
+
+    def fresh() -> str:
+        names["_n"] = names.get("_n", 0) + 1
+        return f"_v{names['_n']}"
+
+    def expr(st: Any, x: str) -> str:
+        """A Python expression converting variable ``x`` stored as ``st``."""
+        cls = type(st)
+        if cls.to_json is plain_record:
+            return f"{record_fn(st)}({x})"
+        if cls.to_json is Choice.to_json:
+            return expr(st.yes, x)
+        if cls.to_json is Prim.to_json:
+            if st.kind == "i":
+                return f"({x} if {x}.__class__ is int else int({x}))"
+            if wire and st.size in (4, 8):
+                nan = "F32NaN" if st.size == 4 else "F64NaN"
+                pack = const((struct.Struct("<f") if st.size == 4 else struct.Struct("<d")).pack, "pk")
+                unpack = const((struct.Struct("<I") if st.size == 4 else struct.Struct("<Q")).unpack, "up")
+                return f"({x}.bits if isinstance({x}, {nan}) else {unpack}({pack}({x}))[0])"
+            if not wire:
+                m = const(st.to_json, "m")
+                return f"(_f if (_f := float({x})) - _f == 0.0 else {m}({x}, CTX))"
+        if cls.to_json is Group.to_json and st.prim.kind == "i" and type(st.prim).to_json is Prim.to_json:
+            y = fresh()
+            return f"[{expr(st.prim, y)} for {y} in {x}]"
+        if cls.to_json is String.to_json or (wire and getattr(st, "wire_json_is_string", False)):
+            if wire:
+                m = const(st.to_json, "m")
+                return f"({x}.hex() if {x} and ({x}.__class__ is RawString or {x}.__class__ is bytes) " \
+                       f"else {m}({x}, CTX))"
+        if cls.to_json in (Bytes.to_json, Tail.to_json):
+            m = const(st.to_json, "m")
+            return f"({x}.hex() if {x}.__class__ is bytes else {m}({x}, CTX))"
+        if cls.to_json is Array.to_json and (st.elem_dtype is not None or st.inner_count is not None):
+            conv = numeric_array(st, ctx, native)
+            if conv is not None:
+                return f"{const(conv, 'na')}({x})"
+        if cls.to_json is Array.to_json and st.elem_dtype is None and st.inner_count is None:
+            y = fresh()
+            return f"[{expr(st.item, y)} for {y} in {x}]"
+        return f"{const(st.to_json, 'm')}({x}, CTX)"
+
+    def scalar_codes(st: Any) -> tuple[str, str, int] | None:
+        """(pack code, unpack code, values) of a field that a fixed run of the
+        wire form can convert with one struct call, else None."""
+        if type(st).to_json is Prim.to_json and type(st) is Prim:
+            code = st.st.format[-1]
+            if st.kind == "f":
+                return (code, {"f": "I", "d": "Q"}[code], 1) if code in "fd" else None
+            return code, code, 1
+        if type(st).to_json is Group.to_json and type(st.prim) is Prim:
+            pc, uc, _ = scalar_codes(st.prim) or ("", "", 0)
+            return (pc, uc, st.n) if pc else None
+        return None
+
+    def fixed_run(rec: Any, name: str, slow: str) -> str | None:
+        """Wire form of a record of unconditional numbers and groups: one
+        pack/unpack for all its values (the generic function when a value is
+        NaN, of another length or not a number)."""
+        fields = rec.fields
+        if not wire or len(fields) < 2 or len({f.name for f in fields}) != len(fields):
+            return None
+        codes = []
+        for f in fields:
+            c = None if f.cond is not None or f.is_param else scalar_codes(f.storage)
+            if c is None:
+                return None
+            codes.append(c)
+        pack = const(struct.Struct("<" + "".join(c[0] * c[2] for c in codes)).pack, "pk")
+        unpack = const(struct.Struct("<" + "".join(c[1] * c[2] for c in codes)).unpack, "up")
+        lines = [f"def {name}(v):", "    try:"]
+        lines += [f"        f{i} = v[{f.name!r}]" for i, f in enumerate(fields)]
+        groups = [i for i, c in enumerate(codes) if isinstance(fields[i].storage, Group)]
+        checks = [f"len(f{i}) == {codes[i][2]}" for i in groups]
+        floats = [f"sum(f{i})" if i in groups else f"f{i}" for i, c in enumerate(codes) if c[0] in "fd"]
+        if floats:
+            checks.append(f"(_t := {' + '.join(floats)}) == _t")
+        lines.append(f"        if {' and '.join(checks) or 'True'}:")
+        args = ", ".join(f"*f{i}" if i in groups else f"f{i}" for i in range(len(fields)))
+        lines.append(f"            b = {unpack}({pack}({args}))")
+        items, pos = [], 0
+        for f, c in zip(fields, codes):
+            if isinstance(f.storage, Group):
+                items.append(f"{f.name!r}: [{', '.join(f'b[{pos + j}]' for j in range(c[2]))}]")
+            else:
+                items.append(f"{f.name!r}: b[{pos}]")
+            pos += c[2]
+        lines.append("            return {" + ", ".join(items) + "}")
+        lines.append("    except (KeyError, TypeError, OverflowError, struct_error):")
+        lines.append("        pass")
+        lines.append(f"    return {slow}(v)")
+        return "\n".join(lines)
+
+    def generate(rec: Any) -> str:
+        name = fn_of[id(rec)]
+        fast = fixed_run(rec, name, name + "_fields")
+        if fast is not None:
+            return fast + "\n\n" + generic(rec, name + "_fields")
+        return generic(rec, name)
+
+    def generic(rec: Any, name: str) -> str:
+        lines = [f"def {name}(v):", "    out = {}"]
+        seen = set()
+        for f in rec.fields:
+            if f.name in seen:  # (the first field of a name converts it, as Record.to_json)
+                continue
+            seen.add(f.name)
+            k = repr(f.name)
+            lines.append(f"    if {k} in v:")
+            lines.append(f"        x = v[{k}]")
+            g = f.storage
+            if wire and type(g).to_json is Group.to_json and g.bits_st is not None:
+                # a group of floats: one pack/unpack when finite and of its length
+                m, pk, up = const(g.to_json, "m"), const(g.st.pack, "pk"), const(g.bits_st.unpack, "up")
+                lines.append("        try:")
+                lines.append(f"            out[{k}] = list({up}({pk}(*x))) if len(x) == {g.n} and "
+                             f"(_t := sum(x)) == _t else {m}(x, CTX)")
+                lines.append("        except (TypeError, OverflowError, struct_error):")
+                lines.append(f"            out[{k}] = {m}(x, CTX)")
+                continue
+            lines.append(f"        out[{k}] = {expr(f.storage, 'x')}")
+        lines.append("    return out")
+        return "\n".join(lines)
+
+    record_fn(record)
+    sources = []
+    done = 0
+    while done < len(programs):  # generating a record may discover more records
+        sources.append(generate(programs[done]))
+        done += 1
+    code = "\n\n".join(sources)
+    names["__source__"] = code  # (for reading what was generated)
+    exec(compile(code, f"<potsherd json {record.name}>", "exec"), names)
+    for rec in programs:
+        rec.__dict__.setdefault("_json_fns", {})[key] = (rec.fields, names[fn_of[id(rec)]])
+    return names[fn_of[id(record)]]
+
+
+def json_key(ctx: JsonCtx) -> tuple:
+    """What a generated function depends on: the form, the text encoding and
+    whether numeric arrays stay arrays (``jsontext.native_arrays``)."""
+    return ctx.form, ctx.encoding, arrays_stay_native()
+
+
+def numeric_array(st: Array, ctx: JsonCtx, native: bool) -> Any:
+    """``st.to_json`` for a numeric array as a closure that handles the usual
+    case (a contiguous array of the storage's own native-order dtype, not
+    empty) without the general checks; anything else goes to ``st.to_json``."""
+    dt = st.elem_dtype.base if st.elem_dtype is not None else st.inner_dtype
+    if dt.names or dt.kind not in "iuf" or not dt.isnative:
+        return None
+    generic = st.to_json
+    ndarray = np.ndarray
+    if dt.kind in "iu":
+        def values(a: np.ndarray) -> Any:
+            return a
+    elif ctx.form == "wire":
+        bits = np.dtype(dt.str.replace("f", "u"))
+
+        def values(a: np.ndarray) -> Any:
+            return a.view(bits)
+    else:
+        return None  # (readable floats: finite checks and {"bits"} stay in _np_to_json)
+    if native:
+        def conv(v: Any) -> Any:
+            if v.__class__ is ndarray and v.dtype == dt:
+                if not v.size:
+                    return v.tolist()  # (empty: as the list form writes it)
+                if v.flags.c_contiguous:
+                    a = values(v)
+                    return LargeArray(a) if a.size >= LARGE else a
+            return generic(v, ctx)
+    else:
+        def conv(v: Any) -> Any:
+            if v.__class__ is ndarray and v.dtype == dt:
+                return values(v).tolist()
+            return generic(v, ctx)
+    return conv
