@@ -257,8 +257,10 @@ class Table(Array):
         cols = [hooks[n].from_json(o[n], dt[n], ctx, f"{jpath}.{n}") if n in hooks
                 else _np_from_json(o[n], dt[n].base, dt[n].shape, ctx, f"{jpath}.{n}")
                 for n in dt.names]
-        if len({len(c) for c in cols}) > 1:
-            raise _jerr("table columns differ in length", jpath)
+        for n, c in zip(dt.names, cols):
+            if len(c) != len(cols[0]):  # the error names the first column that differs
+                raise _jerr(f"table columns differ in length: {len(c)} rows, the first "
+                            f"column has {len(cols[0])}", f"{jpath}.{n}")
         table = np.zeros(len(cols[0]), dtype=dt)
         for n, c in zip(dt.names, cols):
             table[n] = c
