@@ -229,17 +229,27 @@ def build() -> tuple[PersBlock, Layout]:
     pers = PersBlock()
     records: dict[str, list] = {}
     keys: dict[str, tuple[bytes, int]] = {}
+    places: dict[str, list] = {}
     for cls, cdef in structures()["structures"].items():
         for ver in (cdef.get("versions") or {}):
-            rows = payload_rows(cls, ver, pers)
+            where: list[str] = []
+            rows = payload_rows(cls, ver, pers, where)
             if rows is None:
                 continue
             rname = f"{cls} v{ver}"
             records[rname] = rows
+            places[rname] = where
             keys[rname] = (cls.encode("ascii"), int(ver))
     layout = Layout(records, {"pers": pers})
     for rname, key in keys.items():
-        pers.payloads[key] = layout.record(rname)
+        rec = pers.payloads[key] = layout.record(rname)
+        for f, place in zip(rec.fields, places[rname]):
+            place, key_places = place if isinstance(place, tuple) else (place, {})
+            f.defined_at = place or f.defined_at
+            if key_places:  # the row record (shared by equal formats): its first declaration
+                for col in f.storage.item.fields:
+                    if col.defined_at == layout.declared_at:
+                        col.defined_at = key_places.get(col.name) or col.defined_at
     return pers, layout
 
 
