@@ -4,7 +4,7 @@ from __future__ import annotations
 import struct
 from typing import Any
 
-from ...core.errors import FormatError, JsonFormatError, MagicError, ValueFormatError
+from ...core.errors import FormatError, MagicError, ValueFormatError
 from ...core.expr import Scope
 from ...core.layout import JsonCtx
 from ...core.spans import SpanMap
@@ -82,22 +82,9 @@ class DarkstarCodec(Codec):
         return self.json_envelope(doc, form, BLOCK.to_json(doc.root, ctx))
 
     def from_json(self, obj: dict) -> Document:
-        meta = obj.get("meta") or {}
-        if not isinstance(meta, dict):
-            raise JsonFormatError("meta must be an object", path="$.meta")
-        try:
-            ctx = JsonCtx(obj.get("form", "wire"), meta.get("text_encoding", self.text_encoding))
-        except ValueError as e:
-            raise JsonFormatError(str(e), path="$.form") from None
-        params = obj.get("params") or {}
-        if not isinstance(params, dict):
-            raise JsonFormatError("params must be an object", path="$.params")
-        try:
-            trailing = bytes.fromhex(obj.get("trailing", ""))
-        except (TypeError, ValueError):
-            raise JsonFormatError("trailing must be a hex string", path="$.trailing") from None
-        root = BLOCK.from_json(obj.get("root"), ctx, "$.root")
-        return Document(self.name, root, dict(params), trailing, [], dict(meta))
+        env = self.parse_envelope(obj)
+        root = BLOCK.from_json(obj.get("root"), env.ctx, "$.root")
+        return Document(self.name, root, env.params, env.trailing, [], env.meta)
 
     # --- reports --------------------------------------------------------
     def opaque_bytes(self, doc: Document) -> int:
