@@ -7,7 +7,8 @@ import struct
 import numpy as np
 import pytest
 
-from potsherd.core.errors import JsonFormatError
+from potsherd.core.errors import FormatError, JsonFormatError
+from potsherd.core.limits import DEFAULT_LIMITS
 from potsherd.core.expr import Scope
 from potsherd.core.fastpath.compiled import fast_layout
 from potsherd.core.layout import ColumnJson, JsonCtx, Layout, bounded_reader, reading
@@ -70,3 +71,18 @@ def test_decode_within_uses_the_callers_reader_and_scope():
     s.warnings.append("before")
     assert fast.decode_within("root", short, s) is None
     assert short.pos == 2 and len(s.frames) == 1 and s.warnings == ["before"]
+
+
+def test_the_compiled_decoder_reads_a_table_itself_and_agrees_with_the_reference():
+    lay = layout(True)
+    fast = fast_layout(lay)
+    got = fast.decode("root", DATA, None, DEFAULT_LIMITS, 0)
+    assert got is not None and got[0]["t"].tobytes() == DATA[1:]
+    src = fast.source
+    assert "_fbuf(buf" in src and ".decode(_R, _S)" not in src   # not delegated to Table.decode
+    ref, _, _ = lay.decode("root", DATA, reference=True)
+    assert ref["t"].dtype == got[0]["t"].dtype and ref["t"].tobytes() == got[0]["t"].tobytes()
+    # a count past the input: proven short, and the reference fails too (negative control)
+    assert fast.decode("root", bytes([3]) + DATA[1:], None, DEFAULT_LIMITS, 0) is False
+    with pytest.raises(FormatError):
+        lay.decode("root", bytes([3]) + DATA[1:], reference=True)
