@@ -255,3 +255,25 @@ def test_interior_companions_are_read_within_the_interiors_limits(tree):
     scene = document_scene(potsherd.read(tree / "cube.dis", limits=mid), {})
     assert all(m.base_color_texture is None for m in scene.materials)
     assert any("exceeds the limit of 1000" in w for w in scene.warnings), scene.warnings
+
+
+def test_layout_command_finds_a_field_from_an_errors_path(capsys):
+    from potsherd.cli import main
+    data = bytearray(shape_bytes(8))
+    struct.pack_into("<i", data, 8 + 2 + 10 + 4, 1000)
+    with pytest.raises(FormatError) as ei:
+        potsherd.read(bytes(data), format="dts")
+    assert main(["layout", "dts", "--field", ei.value.path + "[3].fParent"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "TS::Shape v8"
+    assert out[1].split()[0] == "nodes" and out[1].split()[-1] == ei.value.defined_at
+    assert out[2].split()[0] == "fParent" and _line(out[2].split()[-1]).strip().startswith('"Node"')
+    # a record named in the path, and a mesh inside a shape's block
+    assert main(["layout", "dts", "--field", "TS::Shape v7.objects.fMeshIndex"]) == 0
+    v7 = capsys.readouterr().out.splitlines()
+    assert v7[0] == "TS::Shape v7" and v7[2].split()[-1] != out[2].split()[-1]
+    v7_object = {f.name: f for f in LAYOUT.record("TS::Shape v7").fields}["objects"]
+    assert v7[2].split()[-1] == v7_object.defined_at          # v7's own Object line
+    assert main(["layout", "dts", "--field", "block.payload.meshes[0].payload.verts.x"]) == 0
+    assert capsys.readouterr().out.splitlines()[0].startswith("TS::CelAnimMesh v")
+    assert main(["layout", "dts", "--field", "block.payload.nope"]) != 0      # negative control

@@ -266,16 +266,17 @@ def build() -> tuple[PersBlock, Layout]:
             records[rname] = rows
             places[rname] = where
             keys[rname] = (cls.encode("ascii"), int(ver))
+            for place in where:  # the row records of the payload's tables
+                if isinstance(place, tuple):
+                    records[place[2]] = place[3]
     layout = Layout(records, {"pers": pers})
     for rname, key in keys.items():
         rec = pers.payloads[key] = layout.record(rname)
         for f, place in zip(rec.fields, places[rname]):
-            place, key_places = place if isinstance(place, tuple) else (place, {})
+            place, key_places = place[:2] if isinstance(place, tuple) else (place, {})
             f.defined_at = place or f.defined_at
-            if key_places:  # the row record (shared by equal formats): its first declaration
-                for col in f.storage.item.fields:
-                    if col.defined_at == layout.declared_at:
-                        col.defined_at = key_places.get(col.name) or col.defined_at
+            for col in f.storage.item.fields if key_places else ():
+                col.defined_at = key_places.get(col.name) or col.defined_at
     return pers, layout
 
 

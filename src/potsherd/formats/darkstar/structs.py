@@ -117,11 +117,13 @@ class SlotColumn(ColumnJson):
 SLOT_COLUMN = SlotColumn()
 
 
-def table_spec(count: Any, fmt: str, keys: str) -> dict:
-    """The core ``table`` storage of ``count`` records of a struct format, its
-    ``s`` slots (names) shown as text."""
+def table_spec(count: Any, fmt: str, keys: str, item: str | None = None) -> dict:
+    """The core ``table`` storage of ``count`` records of a struct format (or of
+    the record named ``item``, declared with :func:`struct_rows`), its ``s``
+    slots (names) shown as text."""
     slots = {name: SLOT_COLUMN for name, code, _ in parse_struct(fmt, keys) if code == "s"}
-    spec = {"kind": "table", "count": count, "format": fmt, "keys": keys}
+    spec = ({"kind": "table", "count": count, "item": item} if item else
+            {"kind": "table", "count": count, "format": fmt, "keys": keys})
     if slots:
         spec["columns"] = slots
     return spec
@@ -135,14 +137,16 @@ def member_rows(member: dict) -> list[tuple[str, Any, Any]]:
 def payload_rows(cls: str, version: str, pers: Storage,
                  places: list | None = None) -> list[tuple[str, Any, Any]] | None:
     """Layout rows of a (class, version) payload, from the structures data;
-    ``places`` (when given) receives the ``file:line`` declaring each row (for
-    a table row: ``(file:line, {key: file:line})``)."""
+    ``places`` (when given) receives the ``file:line`` declaring each row; a
+    table row then names its own row record, ``(file:line, {key: file:line},
+    record name, record rows)``, for the caller to declare (so each member's
+    columns say which line declares them, and errors name the member)."""
     cdef = structures()["structures"].get(cls) or {}
-    return _rows_from(cdef, version, pers, cls, places)
+    return _rows_from(cdef, version, pers, cls, places, f"{cls} v{version}")
 
 
 def _rows_from(cdef: dict, version: str, pers: Storage, cls: str = "",
-               places: list | None = None) -> list | None:
+               places: list | None = None, prefix: str = "") -> list | None:
     vdef = (cdef.get("versions") or {}).get(version)
     if vdef is None:
         return None
@@ -159,7 +163,8 @@ def _rows_from(cdef: dict, version: str, pers: Storage, cls: str = "",
         when = entry.get("when", "always")
         if when != "always":  # a conditional entry: its rows carry the condition
             sub: list = []
-            for (name, storage, _), place in zip(payload_rows_of_entry(entry, members, pers, sub), sub):
+            for (name, storage, _), place in zip(payload_rows_of_entry(entry, members, pers, sub,
+                                                                       prefix), sub):
                 rows.append((name, storage, when))
                 if places is not None:
                     places.append(place)
@@ -178,10 +183,12 @@ def _rows_from(cdef: dict, version: str, pers: Storage, cls: str = "",
             keys = " ".join(m["keys"] for m in present)
             if any(m["format"][:1] in ">!" and re.search(r"[^\ds]", m["format"][1:]) for m in present):
                 raise ValueError(f"{cls} v{version} {names}: big-endian numeric member")
-            add((entry["field"], table_spec(entry["count"], fmt, keys), "always"), present[0])
-            if places is not None:  # a table row also says where each of its keys is declared
+            item = f"{prefix} {'+'.join(n for n in names if n in members)}" \
+                if places is not None and prefix else None
+            add((entry["field"], table_spec(entry["count"], fmt, keys, item), "always"), present[0])
+            if item:  # the row record, and where each of its keys is declared
                 places[-1] = (places[-1], {k: where.get(id(m), "") for m in present
-                                           for k in m["keys"].split()})
+                                           for k in m["keys"].split()}, item, struct_rows(fmt, keys))
         else:
             m = members.get(entry["member"])
             if m is not None:
@@ -240,11 +247,11 @@ def normal_table() -> np.ndarray:
 
 
 def payload_rows_of_entry(entry: dict, members: dict, pers: Storage,
-                          places: list | None = None) -> list[tuple[str, Any, Any]]:
+                          places: list | None = None, prefix: str = "") -> list[tuple[str, Any, Any]]:
     """The rows of one unconditional payload entry (used for ``when`` entries)."""
     rest = {k: v for k, v in entry.items() if k != "when"}
     cdef = {"payload": [rest], "versions": {"_": {"members": members}}}
-    rows = _rows_from(cdef, "_", pers, "", places)
+    rows = _rows_from(cdef, "_", pers, "", places, prefix)
     if places is not None and "member" not in rest and "members" not in rest:
         place = declared_places().get(id(entry), "")
         places[:] = [p or place for p in places]
