@@ -369,6 +369,11 @@ def cmd_layout(args) -> int:
         codec = registry.get_codec(args.format_name)
     except FormatError as e:
         raise UsageError(str(e)) from None
+    family_lines = getattr(codec, "layout_lines", None)
+    if family_lines is not None and not args.source:  # records below a family's own storage
+        for line in family_lines(args.field):
+            print(line)
+        return 0
     layout, root = getattr(codec, "layout", None), getattr(codec, "root", None)
     if not isinstance(layout, Layout) or root not in getattr(layout, "records", {}):
         raise UsageError(f"{codec.name} is not described by a layout table")

@@ -25,6 +25,8 @@ def _storage_references(st: Any, seen: set | None = None) -> set[str]:
         out |= references(st.cond_src) | _storage_references(st.yes) | _storage_references(st.no)
     elif k is L.Sized:
         out |= references(st.size_src) | _storage_references(st.item)
+    elif type(st) is L.Table:
+        out |= references(st.count_src)
     return out
 
 

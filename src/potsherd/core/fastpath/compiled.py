@@ -103,6 +103,26 @@ class FastLayout:
             return None
         return v, pos, p, warnings
 
+    def decode_within(self, root: str, r: Any, s: Any) -> tuple[Any] | None:
+        """Decode ``root`` at ``r.pos`` up to ``r.end`` in the caller's scope
+        (a record read inside a family's own storage, e.g. a bounded block):
+        ``(value,)`` with ``r.pos`` moved past it, or None, with ``r``, the
+        scope's frames and its warnings as they were, when the reference must
+        decide."""
+        fn = self.dec[root]
+        if fn is None or s.spans is not None or r.end - r.pos > s.limits.max_elements:
+            return None
+        pos0, depth, nwarn = r.pos, len(s.frames), len(s.warnings)
+        try:
+            v, pos = fn(r.buf, pos0, r.end, s, r)
+        except Exception:  # noqa: BLE001 - any surprise: the reference decides
+            r.pos = pos0
+            del s.frames[depth:]
+            del s.warnings[nwarn:]
+            return None
+        r.pos = pos
+        return (v,)
+
     def encode(self, root: str, value: Any, params: dict | None, limits: Any) -> bytes | None:
         fn = self.enc[root]
         if fn is None:

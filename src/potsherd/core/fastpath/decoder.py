@@ -233,8 +233,20 @@ class _DecoderGen(_GenBase):
             self.dec_sized(st, var, out, ind, env)
         elif t is L.Array:
             self.dec_array(st, var, out, ind, env)
+        elif type(st) is L.Table and _table_itemsize(st):
+            self.dec_table(st, var, out, ind, env)
         else:
             self.dec_delegate(st, var, out, ind)
+
+    def dec_table(self, st: "L.Table", var: str, out: list, ind: str, env: _ExprEnv) -> None:
+        """A table of fixed records: one ``frombuffer`` of the row dtype (what
+        ``Table.decode`` does, without the interpreter's count lookup)."""
+        n = self.fresh("n")
+        dt = st.table_dtype
+        self.dec_count(st.count_src, n, out, ind, env)
+        out.append(f"{ind}if {n} * {dt.itemsize} > end - pos: raise _FBS")
+        out.append(f"{ind}{var} = _fbuf(buf, {self.const(dt, 'DT')}, {n}, pos).copy()")
+        out.append(f"{ind}pos += {n} * {dt.itemsize}")
 
     def expr_from_compiled(self, st: Any, env: _ExprEnv) -> str:
         src_expr = getattr(st, "cond_src", None)
@@ -374,3 +386,12 @@ class _DecoderGen(_GenBase):
                 target = f"{var}[{idx}][{name!r}]" + (f"[{k}]" if k is not None else "")
                 out.append(f"{ind}        {target} = {nb}(buf, pos + {idx} * {size} + {foff})")
         out.append(f"{ind}pos += {n} * {size}")
+
+
+def _table_itemsize(st: "L.Table") -> int:
+    """The row size of a table the generator can read in one call (0: it cannot,
+    the table's own decode runs)."""
+    try:
+        return st.table_dtype.itemsize
+    except ValueError:
+        return 0

@@ -9,3 +9,4 @@ from ..layout.storages import Bytes, Choice, Group, Prim, Storage, String, Tail 
 from ..layout.arrays import Array  # noqa: F401
 from ..layout.sized import Sized  # noqa: F401
 from ..layout.records import Record  # noqa: F401
+from ..layout.tables import Table  # noqa: F401

@@ -83,9 +83,9 @@ from .jsonio import (JsonCtx, _jerr, _np_from_json, _np_to_json, hex_to_bytes,  
 from .storages import (GROUPS, PRIMS, Bytes, Choice, Group, Param, Prim, Storage,  # noqa: F401
                        String, Tail, _byte_count)
 from .arrays import Array  # noqa: F401
-from .sized import Sized, Unparsed  # noqa: F401
+from .sized import Sized, Unparsed, bounded_reader, reading  # noqa: F401
 from .records import Field, Record  # noqa: F401
-from .tables import (STRUCT_CODES, Table, parse_struct, record_dtype, struct_dtype,  # noqa: F401
+from .tables import (STRUCT_CODES, ColumnJson, Table, parse_struct, record_dtype, struct_dtype,  # noqa: F401
                      struct_rows)
 from .text import parse_layout_text  # noqa: F401
 from .front import Layout, _fast_layout  # noqa: F401

@@ -93,7 +93,7 @@ class Layout:
                         else self.storage(spec["item"]))
                 if not isinstance(item, Record):
                     raise ValueError(f"a table's item must be a record: {spec!r}")
-                return Table(spec["count"], item)
+                return Table(spec["count"], item, spec.get("columns"))
             if kind == "sized":
                 return Sized(spec["size"], self.storage(spec["item"]), bool(spec.get("repeat")))
         raise ValueError(f"unknown storage {spec!r}")

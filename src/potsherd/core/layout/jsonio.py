@@ -104,8 +104,10 @@ def _np_from_json(o: Any, dtype: np.dtype, shape_tail: tuple, ctx: JsonCtx, jpat
             raise _jerr(f"expected an object with columns {list(dtype.names)}", jpath)
         cols = [_np_from_json(o[n], dtype[n].base, dtype[n].shape, ctx, f"{jpath}.{n}")
                 for n in dtype.names]
-        if len({len(c) for c in cols}) > 1:
-            raise _jerr("table columns differ in length", jpath)
+        for n, c in zip(dtype.names, cols):
+            if len(c) != len(cols[0]):  # the error names the first column that differs
+                raise _jerr(f"table columns differ in length: {len(c)} rows, the first "
+                            f"column has {len(cols[0])}", f"{jpath}.{n}")
         table = np.zeros(len(cols[0]), dtype=dtype)
         for n, c in zip(dtype.names, cols):
             table[n] = c

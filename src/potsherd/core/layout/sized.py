@@ -3,7 +3,8 @@ for the notation).  Defined before records so a record can regenerate its
 size fields from them."""
 from __future__ import annotations
 
-from typing import Any
+from contextlib import contextmanager
+from typing import Any, Iterator
 
 from ..errors import EncodeError, FormatError, LimitError
 from ..expr import Scope, compile_expr, linear_count
@@ -12,6 +13,22 @@ from .jsonio import JsonCtx, _jerr, hex_to_bytes
 from .storages import Storage
 
 
+def bounded_reader(r: Reader, start: int, n: int) -> Reader:
+    """A reader of the ``n`` bytes at ``start`` of ``r``'s buffer (the caller
+    has checked that they lie within ``r``): offsets stay those of the file."""
+    return Reader(r.buf, start, start + n, r.limits)
+
+
+@contextmanager
+def reading(s: Scope, sub: Reader) -> Iterator[Reader]:
+    """Make ``sub`` the scope's reader (what ``remaining`` answers) while the
+    block runs, the previous one again afterwards."""
+    saved = s.reader
+    s.reader = sub
+    try:
+        yield sub
+    finally:
+        s.reader = saved
 
 
 class Unparsed(bytes):
@@ -49,11 +66,10 @@ class Sized(Storage):
         n = self.byte_count(s)
         r.check_count(n, 1, "sized block")
         start = r.pos
-        sub = Reader(r.buf, start, start + n, r.limits)
-        saved = s.reader
-        s.reader = sub
+        sub = bounded_reader(r, start, n)
         try:
-            value = self.decode_content(sub, s)
+            with reading(s, sub):
+                value = self.decode_content(sub, s)
             if sub.remaining:
                 raise FormatError(f"content ends {sub.remaining} bytes before its size", offset=sub.pos)
         except LimitError:
@@ -62,8 +78,6 @@ class Sized(Storage):
             s.warnings.append(f"{self.item.describe()}: {n} bytes do not parse as their content "
                               f"({e}); kept raw")
             value = Unparsed(r.buf[start:start + n])
-        finally:
-            s.reader = saved
         r.pos = start + n
         return value
 

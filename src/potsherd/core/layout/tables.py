@@ -151,12 +151,28 @@ def record_dtype(rec: Storage) -> np.dtype | None:
 # tables
 
 
+class ColumnJson:
+    """How one table column is shown in JSON when the numeric/hex default does
+    not say enough (e.g. fixed name slots shown as text): a family passes one
+    per column name (``{"kind":"table",...,"columns":{name: hook}}``)."""
+
+    def to_json(self, col: np.ndarray, ctx: JsonCtx) -> Any:
+        raise NotImplementedError
+
+    def from_json(self, o: Any, dtype: np.dtype, ctx: JsonCtx, jpath: str) -> np.ndarray:
+        """The column (1-D, of ``dtype``) from its JSON form."""
+        raise NotImplementedError
+
+
 class Table(Array):
     """``count`` fixed records as one numpy structured array (see the module)."""
 
-    def __init__(self, count: Any, item: Storage) -> None:
+    def __init__(self, count: Any, item: Storage,
+                 columns: dict[str, ColumnJson] | None = None) -> None:
         super().__init__(count, item)
         self._dtype: np.dtype | None = None
+        #: per-column JSON hooks (columns not named use the default form)
+        self.columns: dict[str, ColumnJson] = dict(columns or {})
 
     @property
     def table_dtype(self) -> np.dtype:
@@ -217,7 +233,12 @@ class Table(Array):
         w.write(t.tobytes())
 
     def to_json(self, v: Any, ctx: JsonCtx) -> Any:
-        return _np_to_json(self.as_table(v), ctx)
+        t = self.as_table(v)
+        if not self.columns:
+            return _np_to_json(t, ctx)
+        hooks = self.columns
+        return {n: hooks[n].to_json(t[n], ctx) if n in hooks else _np_to_json(t[n], ctx)
+                for n in t.dtype.names}
 
     def from_json(self, o: Any, ctx: JsonCtx, jpath: str) -> Any:
         if isinstance(o, list):  # one object per record (easier to write by hand)
@@ -227,7 +248,23 @@ class Table(Array):
                 return self.as_table(recs)
             except FormatError as e:
                 raise _jerr(e.message if hasattr(e, "message") else str(e), jpath) from None
-        return _np_from_json(o, self.table_dtype, (), ctx, jpath)
+        if not self.columns:
+            return _np_from_json(o, self.table_dtype, (), ctx, jpath)
+        dt = self.table_dtype
+        if not isinstance(o, dict) or set(o) != set(dt.names):
+            raise _jerr(f"expected an object with columns {list(dt.names)}", jpath)
+        hooks = self.columns
+        cols = [hooks[n].from_json(o[n], dt[n], ctx, f"{jpath}.{n}") if n in hooks
+                else _np_from_json(o[n], dt[n].base, dt[n].shape, ctx, f"{jpath}.{n}")
+                for n in dt.names]
+        for n, c in zip(dt.names, cols):
+            if len(c) != len(cols[0]):  # the error names the first column that differs
+                raise _jerr(f"table columns differ in length: {len(c)} rows, the first "
+                            f"column has {len(cols[0])}", f"{jpath}.{n}")
+        table = np.zeros(len(cols[0]), dtype=dt)
+        for n, c in zip(dt.names, cols):
+            table[n] = c
+        return table
 
     def opaque_size(self, v: Any) -> int:
         return 0

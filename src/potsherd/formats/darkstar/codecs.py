@@ -4,7 +4,7 @@ from __future__ import annotations
 import struct
 from typing import Any
 
-from ...core.errors import FormatError, JsonFormatError, MagicError, ValueFormatError
+from ...core.errors import FormatError, MagicError, ValueFormatError
 from ...core.expr import Scope
 from ...core.layout import JsonCtx
 from ...core.spans import SpanMap
@@ -35,10 +35,13 @@ class DarkstarCodec(Codec):
     family = "darkstar"
     magic = TAG
 
-    def __init__(self, name: str, extensions: tuple[str, ...], description: str) -> None:
+    def __init__(self, name: str, extensions: tuple[str, ...], description: str,
+                 classes: tuple[str, ...] = ()) -> None:
         self.name = name
         self.extensions = extensions
         self.description = description
+        #: the PERS classes a file of this format holds at its top (and nested)
+        self.classes = classes
 
     # --- bytes ----------------------------------------------------------
     def decode(self, data: bytes, *, limits: Limits = DEFAULT_LIMITS, **params: Any) -> Document:
@@ -82,24 +85,41 @@ class DarkstarCodec(Codec):
         return self.json_envelope(doc, form, BLOCK.to_json(doc.root, ctx))
 
     def from_json(self, obj: dict) -> Document:
-        meta = obj.get("meta") or {}
-        if not isinstance(meta, dict):
-            raise JsonFormatError("meta must be an object", path="$.meta")
-        try:
-            ctx = JsonCtx(obj.get("form", "wire"), meta.get("text_encoding", self.text_encoding))
-        except ValueError as e:
-            raise JsonFormatError(str(e), path="$.form") from None
-        params = obj.get("params") or {}
-        if not isinstance(params, dict):
-            raise JsonFormatError("params must be an object", path="$.params")
-        try:
-            trailing = bytes.fromhex(obj.get("trailing", ""))
-        except (TypeError, ValueError):
-            raise JsonFormatError("trailing must be a hex string", path="$.trailing") from None
-        root = BLOCK.from_json(obj.get("root"), ctx, "$.root")
-        return Document(self.name, root, dict(params), trailing, [], dict(meta))
+        env = self.parse_envelope(obj)
+        root = BLOCK.from_json(obj.get("root"), env.ctx, "$.root")
+        return Document(self.name, root, env.params, env.trailing, [], env.meta)
 
     # --- reports --------------------------------------------------------
+    def payload_records(self) -> list[str]:
+        """The payload records of the classes this format holds, newest version first."""
+        mine = [(self.classes.index(cls.decode()), -ver, rec.name)
+                for (cls, ver), rec in BLOCK.payloads.items() if cls.decode() in self.classes]
+        return [name for _, _, name in sorted(mine)]
+
+    def layout_lines(self, field: str | None = None) -> list[str]:
+        """``potsherd layout``: the payload records (every field with the line of
+        structures.json declaring it), or the fields along ``field`` - an error's
+        path (``block.payload.meshes[0].payload.verts.x``: the innermost
+        payload's field, in the newest record having it) or
+        one naming its record (``TS::Shape v7.nodes.fName``)."""
+        from ...core import describe
+        from .pers import LAYOUT
+        roots = self.payload_records()
+        if not field:
+            return [line for r in roots for line in describe.record_tree(LAYOUT, r)]
+        # an error's path runs through blocks: the field is in the innermost payload
+        path = field.rsplit("payload.", 1)[-1] if "payload." in field else field
+        head = path.split(".", 1)[0]
+        tries = [head] if head in roots else roots
+        first: FormatError | None = None
+        for root in tries:
+            try:
+                return [root, *describe.field_report(LAYOUT, root, path)]
+            except FormatError as e:
+                first = first or e
+        raise first or FormatError(f"no field named in {field!r}")
+
+
     def opaque_bytes(self, doc: Document) -> int:
         return len(doc.trailing) + BLOCK.opaque_size(doc.root)
 
@@ -176,7 +196,9 @@ class MaterialListCodec(DarkstarCodec):
         return matlist_from_scene(scene, like=like, version=opts.get("version"))
 
 
-DTS = ShapeCodec("dts", (".dts",), "Darkstar 3Space shape (PERS TS::Shape, v2-v8)")
-DML = MaterialListCodec("dml", (".dml",), "Darkstar material list (PERS TS::MaterialList, v2-v4)")
+DTS = ShapeCodec("dts", (".dts",), "Darkstar 3Space shape (PERS TS::Shape, v2-v8)",
+                 ("TS::Shape", "TS::CelAnimMesh", "TS::MaterialList"))
+DML = MaterialListCodec("dml", (".dml",), "Darkstar material list (PERS TS::MaterialList, v2-v4)",
+                        ("TS::MaterialList",))
 
 CODECS = [DTS, DML]

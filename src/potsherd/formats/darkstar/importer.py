@@ -36,13 +36,13 @@ from typing import Any
 import numpy as np
 
 from ...core.errors import FormatError, ValueFormatError
+from ...core.layout import Table
 from ...document import Document
 from ...scene import Scene, decompose_matrix, quat_normalize
 from ...scene.geometry import weld
 from .geometry import NORMALS, name_text
 from .model import NodeM, ObjectM, ShapeModel, shape_model
-from .pers import BLOCK
-from .structs import StructTable, payload_rows
+from .pers import BLOCK, LAYOUT
 from .import_like import keep_unexported, models_match, _like_scenes, _reusable_meshes
 
 QUAT16 = 32767.0
@@ -60,8 +60,8 @@ class ShapeImportError(ValueFormatError):
 
 def _tables(cls: str, version: int) -> dict[str, np.dtype]:
     """The record dtype of each table field of a (class, version) payload."""
-    return {name: st.table_dtype for name, st, _ in payload_rows(cls, str(version), BLOCK)
-            if isinstance(st, StructTable)}
+    return {f.name: f.storage.table_dtype for f in LAYOUT.record(f"{cls} v{version}").fields
+            if isinstance(f.storage, Table)}
 
 
 def _block(cls: str, version: int, payload: dict) -> dict:

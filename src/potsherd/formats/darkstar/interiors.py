@@ -29,6 +29,7 @@ def dis_names(doc) -> dict[str, Any]:
 import numpy as np  # noqa: E402
 
 from ...core.errors import FormatError  # noqa: E402
+from ...core.limits import DEFAULT_LIMITS, Limits  # noqa: E402
 from ...scene import Z_UP_Y_FORWARD_TO_GLTF, Material, Primitive, Scene  # noqa: E402
 from ...scene.model import Mesh  # noqa: E402
 
@@ -37,7 +38,10 @@ NULL_MATERIAL = 255
 MAX_LIGHT_TEXELS = 1 << 20
 
 
-def _load(name: str, roots: list[str], what: str, warnings: list[str]):
+def _load(name: str, roots: list[str], what: str, warnings: list[str],
+          limits: Limits = DEFAULT_LIMITS):
+    """A file the interior names, read and decoded within the interior's own
+    limits (it is as hostile as the interior), or None with a warning."""
     from ... import registry
     from ...containers import read_input
     from .textures import find_in_tree
@@ -49,7 +53,7 @@ def _load(name: str, roots: list[str], what: str, warnings: list[str]):
                         f"--data-root")
         return None
     try:
-        return registry.decode(read_input(spec), path=spec)
+        return registry.decode(read_input(spec, limits), path=spec, limits=limits)
     except (FormatError, OSError) as e:
         warnings.append(f"{what} {name!r}: {e}")
         return None
@@ -121,7 +125,8 @@ def _payload_of(pdoc, class_name: bytes) -> dict | None:
     return root["payload"] if isinstance(root.get("payload"), dict) else None
 
 
-def _pick_lod(doc, state: int, lod: int, roots: list[str], warnings: list[str]):
+def _pick_lod(doc, state: int, lod: int, roots: list[str], warnings: list[str],
+              limits: Limits = DEFAULT_LIMITS):
     root = doc.root
     names = dis_names(doc)
     states = root["states"]
@@ -139,7 +144,7 @@ def _pick_lod(doc, state: int, lod: int, roots: list[str], warnings: list[str]):
     for li in [pref] + order:
         gname = names["geometry"][li]
         quiet: list[str] = []
-        gdoc = _load(gname, roots, "geometry", quiet)
+        gdoc = _load(gname, roots, "geometry", quiet, limits)
         if gdoc is not None and _payload_of(gdoc, b"ITRGeometry") is not None:
             if li != pref:
                 warnings.append(f"LOD {pref - first}'s geometry {names['geometry'][pref]!r} is "
@@ -164,13 +169,14 @@ def to_scene(doc, *, state: int = 0, lod: int = 0, palette: str = "", lighting: 
     scene = Scene(name=source.replace("\\", "/").rsplit("/", 1)[-1].split("::")[-1])
     roots = search_roots(source, data_root)
     names = dis_names(doc)
-    li, gdoc = _pick_lod(doc, int(state or 0), int(lod or 0), roots, scene.warnings)
+    limits = doc.limits or DEFAULT_LIMITS
+    li, gdoc = _pick_lod(doc, int(state or 0), int(lod or 0), roots, scene.warnings, limits)
     g = gdoc.root["payload"]
     lods = doc.root["lods"]
     lstate = int(lods[li]["lightStateIndex"])
     lp = None
     if lighting and 0 <= lstate < len(names["lighting"]):
-        ldoc = _load(names["lighting"][lstate], roots, "lighting", scene.warnings)
+        ldoc = _load(names["lighting"][lstate], roots, "lighting", scene.warnings, limits)
         lp = None if ldoc is None else _payload_of(ldoc, b"ITRLighting")
         if ldoc is not None and lp is None:
             scene.warnings.append(f"{names['lighting'][lstate]} holds no ITRLighting v6-v7 "
@@ -183,7 +189,7 @@ def to_scene(doc, *, state: int = 0, lod: int = 0, palette: str = "", lighting: 
     # materials from the .dml
     mat_names: list[str] = []
     mat_flags: list[int] = []
-    mdoc = _load(names["materialList"], roots, "material list", scene.warnings)
+    mdoc = _load(names["materialList"], roots, "material list", scene.warnings, limits)
     if mdoc is not None and _payload_of(mdoc, b"TS::MaterialList") is not None:
         table = mdoc.root["payload"]["materials"]
         mat_names = [name_text(bytes(x)) for x in table["fName"]]
@@ -243,7 +249,7 @@ def to_scene(doc, *, state: int = 0, lod: int = 0, palette: str = "", lighting: 
                                                       extras={"itr_material": mi, "map": name,
                                                               "flags": flags}))
     textured = texture_materials(scene, list(material_of.values()), source, palette=palette,
-                                 data_root=data_root)
+                                 data_root=data_root, limits=limits)
     for mi, scene_mat in material_of.items():
         sel_t = mats[tri_s] == mi
         used = np.unique(tris[sel_t])

@@ -15,13 +15,15 @@ kept) and the pad becomes zeros.
 from __future__ import annotations
 
 import struct
+import threading
 from typing import Any
 
 from ...core.errors import (EncodeError, FormatError, JsonFormatError, LimitError, MagicError,
                             TruncatedError, ValueFormatError)
 from ...core.expr import Scope
-from ...core.layout import JsonCtx, Layout, Record, Storage, hex_to_bytes, text_or_hex, \
-    text_or_hex_back
+from ...core.fastpath.compiled import fast_layout
+from ...core.layout import JsonCtx, Layout, Record, Storage, bounded_reader, \
+    hex_to_bytes, reading, text_or_hex, text_or_hex_back
 from ...core.stream import Reader, Writer, cached_struct
 from .structs import payload_rows, structures
 
@@ -34,6 +36,14 @@ MAX_NESTING = 32
 _I32 = cached_struct("<i")
 _U32 = cached_struct("<I")
 _I16 = cached_struct("<h")
+
+#: how many compiled payload decodes are under way in this thread
+_ATTEMPT = threading.local()
+
+
+class _Declined(Exception):
+    """A nested payload the compiled decoder declined (never escapes a decode)."""
+
 
 BLOCK_KEYS = ("tag", "size", "className", "namePad", "version", "payload", "slack", "pad")
 
@@ -76,7 +86,7 @@ class PersBlock(Storage):
                                  f"{r.end - start - 8} bytes left", offset=start + 4,
                                  expected=f"<= {r.end - start - 8}", found=data_size)
         end = start + 8 + data_size
-        sub = Reader(r.buf, r.pos, end, r.limits)
+        sub = bounded_reader(r, r.pos, end - r.pos)
         if not 0 <= name_len <= MAX_NAME:
             raise ValueFormatError(f"class name length {name_len} outside 0..{MAX_NAME}",
                                    offset=start + 8, path="className")
@@ -90,16 +100,8 @@ class PersBlock(Storage):
         if rec is None:
             payload: Any = sub.tail()
         else:
-            saved = s.reader
-            s.reader = sub
-            try:
-                payload = rec.decode(sub, s)
-            except FormatError as e:
-                if e.offset is None:
-                    e.offset = sub.pos
-                raise e.prepend("payload")
-            finally:
-                s.reader = saved
+            with reading(s, sub):
+                payload = self.decode_payload(rec, sub, s)
         slack_at = sub.pos
         slack = sub.tail()
         r.pos = end
@@ -118,6 +120,30 @@ class PersBlock(Storage):
                               ("pad", end, r.pos)):
                 s.spans.add(block, key, a, b)
         return block
+
+    def decode_payload(self, rec: Record, sub: Reader, s: Scope) -> Any:
+        """The payload record on the compiled decoder when it takes it, else
+        on the reference (which words every error, with its offset)."""
+        fast = fast_layout(rec.layout)
+        if fast is not None:
+            inside = getattr(_ATTEMPT, "depth", 0)
+            _ATTEMPT.depth = inside + 1
+            try:
+                done = fast.decode_within(rec.name, sub, s)
+            finally:
+                _ATTEMPT.depth = inside
+            if done is not None:
+                return done[0]
+            if inside:
+                # inside an enclosing block's compiled decode: it declines too, so
+                # the reference reads the outermost block once (not once per level)
+                raise _Declined
+        try:
+            return rec.decode(sub, s)
+        except FormatError as e:
+            if e.offset is None:
+                e.offset = sub.pos
+            raise e.prepend("payload")
 
     # --- encode ---------------------------------------------------------
     def encode(self, w: Writer, v: Any, s: Scope) -> None:
@@ -229,17 +255,28 @@ def build() -> tuple[PersBlock, Layout]:
     pers = PersBlock()
     records: dict[str, list] = {}
     keys: dict[str, tuple[bytes, int]] = {}
+    places: dict[str, list] = {}
     for cls, cdef in structures()["structures"].items():
         for ver in (cdef.get("versions") or {}):
-            rows = payload_rows(cls, ver, pers)
+            where: list[str] = []
+            rows = payload_rows(cls, ver, pers, where)
             if rows is None:
                 continue
             rname = f"{cls} v{ver}"
             records[rname] = rows
+            places[rname] = where
             keys[rname] = (cls.encode("ascii"), int(ver))
+            for place in where:  # the row records of the payload's tables
+                if isinstance(place, tuple):
+                    records[place[2]] = place[3]
     layout = Layout(records, {"pers": pers})
     for rname, key in keys.items():
-        pers.payloads[key] = layout.record(rname)
+        rec = pers.payloads[key] = layout.record(rname)
+        for f, place in zip(rec.fields, places[rname]):
+            place, key_places = place[:2] if isinstance(place, tuple) else (place, {})
+            f.defined_at = place or f.defined_at
+            for col in f.storage.item.fields if key_places else ():
+                col.defined_at = key_places.get(col.name) or col.defined_at
     return pers, layout
 
 

@@ -372,7 +372,8 @@ def to_scene(doc: Any, *, detail: int | None = 0, bounds: bool = False, skin: bo
     materials = _materials(view, scene)
     from .textures import texture_materials  # material .bmp files -> textures (palette lookup)
     texture_materials(scene, materials, options.get("source_path") or doc.source,
-                      palette=options.get("palette") or "", data_root=options.get("data_root"))
+                      palette=options.get("palette") or "", data_root=options.get("data_root"),
+                      limits=doc.limits)
 
     node_map: dict[int, int] = {}
     for i in order:

@@ -9,9 +9,10 @@ plus a ``payload`` list per class giving the order of a block's payload.
 * a lone ``member`` becomes one primitive row per key (so counts in a header
   are plain fields the array counts can refer to, and are regenerated from
   edited arrays like any layout count);
-* ``field`` + ``member``/``members`` + ``count`` becomes a :class:`StructTable`:
-  all records in one ``numpy.frombuffer`` call (a structured array; JSON is a
-  column per key);
+* ``field`` + ``member``/``members`` + ``count`` becomes a core ``table``
+  (:class:`potsherd.core.layout.Table`): all records in one ``numpy.frombuffer``
+  call (a structured array; JSON is a column per key, name slots shown as text
+  by :class:`SlotColumn`);
 * ``blocks``/``block`` become nested PERS blocks (the ``pers`` storage).
 """
 from __future__ import annotations
@@ -24,15 +25,8 @@ from typing import Any
 
 import numpy as np
 
-from ...core.errors import EncodeError, JsonFormatError
-from ...core.expr import Scope, compile_expr
-from ...core.layout import Array, JsonCtx, Storage, _np_from_json, _np_to_json, hex_to_bytes
-from ...core.stream import Reader, Writer
-
-_CODES = {"b": ("i8", "i1"), "B": ("u8", "u1"), "h": ("i16", "i2"), "H": ("u16", "u2"),
-          "i": ("i32", "i4"), "I": ("u32", "u4"), "l": ("i32", "i4"), "L": ("u32", "u4"),
-          "q": ("i64", "i8"), "Q": ("u64", "u8"), "f": ("f32", "f4"), "d": ("f64", "f8")}
-
+from ...core.errors import JsonFormatError
+from ...core.layout import ColumnJson, JsonCtx, Storage, hex_to_bytes, parse_struct, struct_rows
 
 @lru_cache(maxsize=None)
 def structures() -> dict:
@@ -54,49 +48,6 @@ def _extra_structures(name: str) -> dict:
             if "same_as" in vdef:
                 versions[ver] = versions[vdef["same_as"]]
     return classes
-
-
-def parse_struct(fmt: str, keys: str | list[str]) -> list[tuple[str, str, int]]:
-    """``(name, code, n)`` per field of a struct format: ``code`` is a struct
-    letter (one value) or ``s``/``x`` (``n`` raw bytes).  ``x`` runs take the
-    names ``_pad0``, ``_pad1``... (the same names the core ``struct`` storage uses)."""
-    names = keys.split() if isinstance(keys, str) else list(keys)
-    body = fmt[1:] if fmt[:1] in "<>=!@" else fmt
-    out: list[tuple[str, str, int]] = []
-    ki = pad = 0
-    for m in re.finditer(r"\s*(\d*)([a-zA-Z?])", body):
-        cnt = int(m.group(1)) if m.group(1) else 1
-        code = m.group(2)
-        if code in "sx":
-            if code == "x":
-                out.append((f"_pad{pad}", "x", cnt))
-                pad += 1
-            else:
-                out.append((names[ki], "s", cnt))
-                ki += 1
-            continue
-        if code not in _CODES:
-            raise ValueError(f"struct code {code!r} in {fmt!r} is not supported")
-        for _ in range(cnt):
-            if ki >= len(names):
-                raise ValueError(f"struct {fmt!r}: more fields than keys")
-            out.append((names[ki], code, 1))
-            ki += 1
-    if ki != len(names):
-        raise ValueError(f"struct {fmt!r}: {len(names)} keys for {ki} fields")
-    return out
-
-
-def struct_dtype(fields: list[tuple[str, str, int]], big: bool = False) -> np.dtype:
-    """A packed numpy record dtype for parsed struct fields (``s``/``x`` -> ``V<n>``)."""
-    order = ">" if big else "<"
-    spec = []
-    for name, code, n in fields:
-        if code in "sx":
-            spec.append((name, f"V{n}"))
-        else:
-            spec.append((name, order + _CODES[code][1]))
-    return np.dtype(spec)
 
 
 # ----------------------------------------------------------------------------
@@ -148,155 +99,81 @@ def slot_from_json(o: Any, n: int, ctx: JsonCtx, jpath: str) -> bytes:
     return raw
 
 
-# ----------------------------------------------------------------------------
+class SlotColumn(ColumnJson):
+    """A table column of fixed name slots: text in readable JSON (see
+    :func:`slot_to_json`), hex in wire JSON."""
+
+    def to_json(self, col: np.ndarray, ctx: JsonCtx) -> Any:
+        return [slot_to_json(bytes(x), ctx) for x in col]
+
+    def from_json(self, o: Any, dtype: np.dtype, ctx: JsonCtx, jpath: str) -> np.ndarray:
+        if not isinstance(o, list):
+            raise JsonFormatError("expected a list", path=jpath)
+        n = dtype.itemsize
+        raw = [slot_from_json(x, n, ctx, f"{jpath}[{i}]") for i, x in enumerate(o)]
+        return np.frombuffer(b"".join(raw), dtype=dtype).copy() if raw else np.zeros(0, dtype)
 
 
-class StructTable(Array):
-    """``count`` records of one struct format as a numpy structured array.
+SLOT_COLUMN = SlotColumn()
 
-    One ``frombuffer`` decodes the table and one ``tobytes`` writes it, so float
-    bit patterns (NaN payloads, -0.0), pad bytes and raw name slots survive.
-    JSON is an object with one column per key.  It subclasses the engine's
-    ``Array`` so the record's count field is regenerated from an edited table.
-    """
 
-    def __init__(self, count: Any, fmt: str, keys: str | list[str], label: str = "") -> None:
-        self.count_src = count
-        self.count = compile_expr(count)
-        self.item = None
-        self.inner_count = None
-        self.elem_dtype = None
-        self.fmt = fmt
-        self.label = label or fmt
-        self.fields = parse_struct(fmt, keys)
-        self.table_dtype = struct_dtype(self.fields, fmt[:1] in ">!")
-        self.min_size = 0
-        self.slots = {name: n for name, code, n in self.fields if code in "sx"}
-        self.texty = {name for name, code, n in self.fields if code == "s"}
-
-    def describe(self) -> str:
-        return f"table[{self.count_src}] of {self.label}"
-
-    def decode(self, r: Reader, s: Scope) -> Any:
-        n = self._n(s, self.count)
-        r.check_count(n, self.table_dtype.itemsize, self.label)
-        p = r.pos
-        r.pos = p + n * self.table_dtype.itemsize
-        return np.frombuffer(r.buf, dtype=self.table_dtype, count=n, offset=p).copy()
-
-    def coerce(self, v: Any) -> np.ndarray:
-        if not isinstance(v, np.ndarray) or v.dtype.names is None:
-            raise EncodeError(f"{self.label} table must be a numpy record array")
-        if v.dtype != self.table_dtype:
-            if set(v.dtype.names) != set(self.table_dtype.names):
-                raise EncodeError(f"{self.label} table has columns {list(v.dtype.names)}, "
-                                  f"expected {list(self.table_dtype.names)}")
-            out = np.zeros(v.shape, dtype=self.table_dtype)
-            for name in self.table_dtype.names:
-                out[name] = v[name]
-            v = out
-        return v
-
-    def encode(self, w: Writer, v: Any, s: Scope) -> None:
-        n = self._n(s, self.count)
-        v = self.coerce(v)
-        if v.shape != (n,):
-            raise EncodeError(f"{self.label} table has {len(v)} rows, its count says {n}")
-        w.write(v.tobytes())
-
-    def to_json(self, v: Any, ctx: JsonCtx) -> Any:
-        out = {}
-        for name in self.table_dtype.names:
-            col = v[name]
-            if name in self.slots:
-                raw = [bytes(x) for x in col]
-                if name in self.texty:
-                    out[name] = [slot_to_json(b, ctx) for b in raw]
-                else:
-                    out[name] = [b.hex() for b in raw]
-            else:
-                out[name] = _np_to_json(np.ascontiguousarray(col), ctx)
-        return out
-
-    def from_json(self, o: Any, ctx: JsonCtx, jpath: str) -> Any:
-        if not isinstance(o, dict):
-            raise JsonFormatError(f"{self.label} table: expected an object of columns", path=jpath)
-        names = self.table_dtype.names
-        extra = set(o) - set(names)
-        if extra:
-            raise JsonFormatError(f"unknown columns {sorted(extra)}", path=jpath)
-        missing = [n for n in names if n not in o]
-        if missing:
-            raise JsonFormatError(f"missing columns {missing}", path=jpath)
-        cols = {}
-        rows = None
-        for name in names:
-            cp = f"{jpath}.{name}"
-            val = o[name]
-            if name in self.slots:
-                if not isinstance(val, list):
-                    raise JsonFormatError("expected a list", path=cp)
-                n = self.slots[name]
-                if name in self.texty:
-                    raw = [slot_from_json(x, n, ctx, f"{cp}[{i}]") for i, x in enumerate(val)]
-                else:
-                    raw = [hex_to_bytes(x, f"{cp}[{i}]") for i, x in enumerate(val)]
-                    for i, b in enumerate(raw):
-                        if len(b) != n:
-                            raise JsonFormatError(f"needs exactly {n} bytes", path=f"{cp}[{i}]")
-                col = np.frombuffer(b"".join(raw), dtype=f"V{n}") if raw else np.zeros(0, f"V{n}")
-            else:
-                col = _np_from_json(val, self.table_dtype[name], (), ctx, cp)
-            if col.ndim != 1:
-                raise JsonFormatError("a column is a flat list", path=cp)
-            if rows is None:
-                rows = len(col)
-            elif len(col) != rows:
-                raise JsonFormatError(f"column has {len(col)} rows, others have {rows}", path=cp)
-            cols[name] = col
-        out = np.zeros(rows or 0, dtype=self.table_dtype)
-        for name, col in cols.items():
-            out[name] = col
-        return out
-
-    def opaque_size(self, v: Any) -> int:
-        return 0
+def table_spec(count: Any, fmt: str, keys: str, item: str | None = None) -> dict:
+    """The core ``table`` storage of ``count`` records of a struct format (or of
+    the record named ``item``, declared with :func:`struct_rows`), its ``s``
+    slots (names) shown as text."""
+    slots = {name: SLOT_COLUMN for name, code, _ in parse_struct(fmt, keys) if code == "s"}
+    spec = ({"kind": "table", "count": count, "item": item} if item else
+            {"kind": "table", "count": count, "format": fmt, "keys": keys})
+    if slots:
+        spec["columns"] = slots
+    return spec
 
 
 def member_rows(member: dict) -> list[tuple[str, Any, Any]]:
     """Flat layout rows for a lone member: one primitive per key."""
-    rows = []
-    for name, code, n in parse_struct(member["format"], member["keys"]):
-        if code in "sx":
-            rows.append((name, {"kind": "bytes", "count": n}, "always"))
-        else:
-            rows.append((name, _CODES[code][0], "always"))
-    return rows
+    return struct_rows(member["format"], member["keys"])
 
 
-def payload_rows(cls: str, version: str, pers: Storage) -> list[tuple[str, Any, Any]] | None:
-    """Layout rows of a (class, version) payload, from the structures data."""
+def payload_rows(cls: str, version: str, pers: Storage,
+                 places: list | None = None) -> list[tuple[str, Any, Any]] | None:
+    """Layout rows of a (class, version) payload, from the structures data;
+    ``places`` (when given) receives the ``file:line`` declaring each row; a
+    table row then names its own row record, ``(file:line, {key: file:line},
+    record name, record rows)``, for the caller to declare (so each member's
+    columns say which line declares them, and errors name the member)."""
     cdef = structures()["structures"].get(cls) or {}
-    return _rows_from(cdef, version, pers, cls)
+    return _rows_from(cdef, version, pers, cls, places, f"{cls} v{version}")
 
 
-def _rows_from(cdef: dict, version: str, pers: Storage, cls: str = "") -> list | None:
+def _rows_from(cdef: dict, version: str, pers: Storage, cls: str = "",
+               places: list | None = None, prefix: str = "") -> list | None:
     vdef = (cdef.get("versions") or {}).get(version)
     if vdef is None:
         return None
     members = vdef["members"]
+    where = declared_places()
     rows: list[tuple[str, Any, Any]] = []
+
+    def add(row: tuple, declared: Any) -> None:
+        rows.append(row)
+        if places is not None:
+            places.append(where.get(id(declared), ""))
+
     for entry in cdef["payload"]:
         when = entry.get("when", "always")
         if when != "always":  # a conditional entry: its rows carry the condition
-            for name, storage, _ in payload_rows_of_entry(entry, members, pers):
+            sub: list = []
+            for (name, storage, _), place in zip(payload_rows_of_entry(entry, members, pers, sub,
+                                                                       prefix), sub):
                 rows.append((name, storage, when))
+                if places is not None:
+                    places.append(place)
             continue
         if "blocks" in entry:
-            rows.append((entry["field"], {"kind": "array", "count": entry["blocks"], "item": pers},
-                         "always"))
+            add((entry["field"], {"kind": "array", "count": entry["blocks"], "item": pers},
+                 "always"), entry)
         elif "block" in entry:
-            rows.append((entry["field"], pers, entry["block"]))
+            add((entry["field"], pers, entry["block"]), entry)
         elif "field" in entry:
             names = entry.get("members") or [entry["member"]]
             present = [members[n] for n in names if n in members]
@@ -306,13 +183,61 @@ def _rows_from(cdef: dict, version: str, pers: Storage, cls: str = "") -> list |
             keys = " ".join(m["keys"] for m in present)
             if any(m["format"][:1] in ">!" and re.search(r"[^\ds]", m["format"][1:]) for m in present):
                 raise ValueError(f"{cls} v{version} {names}: big-endian numeric member")
-            label = "+".join(n for n in names if n in members)
-            rows.append((entry["field"], StructTable(entry["count"], fmt, keys, label), "always"))
+            item = f"{prefix} {'+'.join(n for n in names if n in members)}" \
+                if places is not None and prefix else None
+            add((entry["field"], table_spec(entry["count"], fmt, keys, item), "always"), present[0])
+            if item:  # the row record, and where each of its keys is declared
+                places[-1] = (places[-1], {k: where.get(id(m), "") for m in present
+                                           for k in m["keys"].split()}, item, struct_rows(fmt, keys))
         else:
             m = members.get(entry["member"])
             if m is not None:
-                rows.extend(member_rows(m))
+                for row in member_rows(m):
+                    add(row, m)
     return rows
+
+
+@lru_cache(maxsize=None)
+def declared_places() -> dict[int, str]:
+    """``id(member or payload entry)`` -> ``file:line`` of its declaration in the
+    structures data files, so layout fields (and the errors they raise) name
+    the line of the data that declares them."""
+    from ...core.layout.text import short_place
+    data = structures()["structures"]
+    out: dict[int, str] = {}
+    for fname in ("structures.json", "itr_structures.json"):
+        res = resources.files(__package__).joinpath(fname)
+        path = str(res)
+        cls = ver = None
+        in_payload = False
+        entry_no = 0
+        in_structures = False
+        for n, line in enumerate(res.read_text("utf-8").splitlines(), 1):
+            indent = len(line) - len(line.lstrip(" "))
+            text = line.strip()
+            if indent == 1:
+                in_structures = text.startswith('"structures"')
+                continue
+            if not in_structures:
+                continue
+            key = text.split('"')[1] if text.startswith('"') else None
+            if indent == 2 and key is not None:
+                cls, ver, in_payload = key, None, False
+            elif indent == 3 and key is not None:
+                in_payload, entry_no = key == "payload", 0
+            elif indent == 4 and in_payload and text.startswith("{"):
+                cdef = data.get(cls) or {}
+                if entry_no < len(cdef.get("payload", ())):
+                    out[id(cdef["payload"][entry_no])] = short_place(path, n)
+                entry_no += 1
+            elif indent == 4 and key is not None:
+                ver = key
+            elif indent == 6 and key is not None and ver is not None:
+                vdef = ((data.get(cls) or {}).get("versions") or {}).get(ver) or {}
+                m = vdef.get("members", {}).get(key)
+                if m is not None and id(m) not in out:
+                    out[id(m)] = short_place(path, n)
+    return out
 
 
 def normal_table() -> np.ndarray:
@@ -321,8 +246,13 @@ def normal_table() -> np.ndarray:
 
 
 
-def payload_rows_of_entry(entry: dict, members: dict, pers: Storage) -> list[tuple[str, Any, Any]]:
+def payload_rows_of_entry(entry: dict, members: dict, pers: Storage,
+                          places: list | None = None, prefix: str = "") -> list[tuple[str, Any, Any]]:
     """The rows of one unconditional payload entry (used for ``when`` entries)."""
     rest = {k: v for k, v in entry.items() if k != "when"}
     cdef = {"payload": [rest], "versions": {"_": {"members": members}}}
-    return _rows_from(cdef, "_", pers)
+    rows = _rows_from(cdef, "_", pers, "", places, prefix)
+    if places is not None and "member" not in rest and "members" not in rest:
+        place = declared_places().get(id(entry), "")
+        places[:] = [p or place for p in places]
+    return rows

@@ -18,6 +18,7 @@ from typing import Any, Iterable
 import numpy as np
 
 from ...core.errors import FormatError, ValueFormatError
+from ...core.limits import DEFAULT_LIMITS, Limits
 from ...registry import Option
 from .phoenix import (BMA_ADDITIVE, BMA_TRANSLUCENT, BMA_TRANSPARENT, bitmap_field, bitmap_head,
                       mip_levels, palette_colors)
@@ -127,21 +128,22 @@ def search_roots(path: str, data_root: str | None = None) -> list[str]:
 # palettes
 
 
-def load_palette_doc(spec: str):
-    """A decoded palette file (cached while the file on disk is unchanged)."""
+def load_palette_doc(spec: str, limits: Limits | None = None):
+    """A decoded palette file, read and decoded within ``limits`` (cached while
+    the file on disk is unchanged)."""
     try:
         st = os.stat(spec.split("::")[0])
         stamp = (st.st_mtime_ns, st.st_size)
     except OSError:
         stamp = None
-    return _load_palette_doc(spec, stamp)
+    return _load_palette_doc(spec, stamp, limits or DEFAULT_LIMITS)
 
 
 @lru_cache(maxsize=16)
-def _load_palette_doc(spec: str, stamp: tuple | None):
+def _load_palette_doc(spec: str, stamp: tuple | None, limits: Limits):
     from ... import registry
     from ...containers import read_input
-    doc = registry.decode(read_input(spec), path=spec)
+    doc = registry.decode(read_input(spec, limits), path=spec, limits=limits)
     if doc.format not in ("pl98", "riffpal"):
         raise FormatError(f"{spec}: a {doc.format} file is not a palette")
     return doc
@@ -206,7 +208,7 @@ def bitmap_textures(doc, *, palette: str = "", mips: bool = False, data_root: st
         spec, pdoc = "its own RIFF chunk", own
     else:
         spec = choose_palette(src, palette, data_root or None)
-        pdoc = load_palette_doc(spec)
+        pdoc = load_palette_doc(spec, doc.limits)
     print(f"info  {src}: palette {spec}", file=sys.stderr)  # the choice is always said
     stem = os.path.splitext(os.path.basename(src.split("::")[-1]))[0]
     bitmaps = ([doc.root] if doc.format == "pbmp"
@@ -312,7 +314,7 @@ def resolve_bitmap(name: str, source: str, data_root: str | None = None) -> str 
 
 def material_texture(name: str, source: str, *, palette: str = "",
                      data_root: str | None = None, warnings: list | None = None,
-                     transparent: bool = False):
+                     transparent: bool = False, limits: Limits | None = None):
     """``(PNG bytes, attribute, palette spec, (w, h))`` of a material bitmap, or None
     when it cannot be found or read (the reason goes to ``warnings``)."""
     import io
@@ -325,12 +327,13 @@ def material_texture(name: str, source: str, *, palette: str = "",
                             f"--data-root")
         return None
     try:
-        doc = registry.decode(read_input(spec), path=spec)
+        limits = limits or DEFAULT_LIMITS  # the bitmap is read as the shape was
+        doc = registry.decode(read_input(spec, limits), path=spec, limits=limits)
         if doc.format != "pbmp":
             raise FormatError(f"{spec} is a {doc.format} file, not a Phoenix bitmap")
         own = embedded_palette(doc.root)  # a bitmap that carries its palette is drawn with it
         pspec = "" if own is not None else choose_palette(source, palette, data_root)
-        colors = palette_for_bitmap(doc.root, own if own is not None else load_palette_doc(pspec))
+        colors = palette_for_bitmap(doc.root, own if own is not None else load_palette_doc(pspec, limits))
         rgba = bitmap_rgba(doc.root, colors)
         if transparent:  # the material says transparent: index 0 is clear, as the engine draws it
             rgba[..., 3][mip_levels(doc.root)[0] == 0] = 0
@@ -353,7 +356,7 @@ SHAPE_TEXTURE_OPTIONS = (
 
 def texture_materials(scene, material_indices: list[int], source: str | None, *,
                       palette: str = "", data_root: str | None = None,
-                      map_key: str = "map") -> int:
+                      map_key: str = "map", limits: Limits | None = None) -> int:
     """Give the scene's materials their bitmaps (found case-insensitively beside
     the file, in its game tree, in volumes there or under ``data_root``), drawn
     with one palette for the whole file (named in a warning, since the game
@@ -386,7 +389,8 @@ def texture_materials(scene, material_indices: list[int], source: str | None, *,
         key = f"{name.lower()}|{transparent}"
         if key not in images:
             got = material_texture(name, source, palette=pspec, data_root=data_root,
-                                   warnings=scene.warnings, transparent=transparent)
+                                   warnings=scene.warnings, transparent=transparent,
+                                   limits=limits)
             if got is None:
                 images[key] = None
             else:

@@ -169,7 +169,7 @@ class VolumeCodec(TreeCodec):
                 continue
             path = f"{src}::{m.name}"
             try:
-                member = registry.decode(member_bytes(doc, m), path=path)
+                member = registry.decode(member_bytes(doc, m), path=path, limits=doc.limits or DEFAULT_LIMITS)
                 out.extend(bitmap_textures(member, **options))
             except FormatError as e:
                 doc.warnings.append(f"{m.name}: {e}")

@@ -68,7 +68,7 @@ class InteriorPartCodec(DarkstarCodec):
 
     def __init__(self, name: str, extensions: tuple[str, ...], description: str,
                  class_name: bytes) -> None:
-        super().__init__(name, extensions, description)
+        super().__init__(name, extensions, description, (class_name.decode("ascii"),))
         self.class_name = class_name
 
     def sniff(self, data: bytes) -> bool:
