@@ -141,3 +141,19 @@ def test_table_refuses_a_record_that_is_not_fixed():
     assert isinstance(st, Table)
     with pytest.raises(ValueError, match="not a run of unconditional fixed fields"):
         st.table_dtype
+
+
+def test_sized_content_is_encoded_by_the_compiled_encoder_unless_reference():
+    from potsherd.core.expr import Scope
+    v, _, _ = LAYOUT.decode("root", DATA)
+    sized = LAYOUT.record("root").fields[3].storage
+    s = Scope({})
+    assert sized.compiled_content(v["blob"], s) == bytes([2, 7, 8, 1, 9, 0])
+    s.reference = True  # the control: the reference run uses no compiled part
+    assert sized.compiled_content(v["blob"], s) is None
+    # an item the compiled encoder declines (values that are not numbers) is left
+    # to the reference, which words the error
+    bad = [{"k": 1, "vals": ["x"]}]
+    assert sized.compiled_content(bad, Scope({})) is None
+    with pytest.raises(EncodeError):
+        sized.content_bytes(bad, Scope({}))

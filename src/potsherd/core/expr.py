@@ -36,7 +36,7 @@ class Scope:
     """
 
     __slots__ = ("frames", "reader", "present", "warnings", "limits", "free_items", "spans",
-                 "encoded")
+                 "encoded", "reference")
 
     def __init__(self, params: dict, reader=None, limits: Limits = DEFAULT_LIMITS,
                  warnings: list | None = None) -> None:
@@ -52,6 +52,8 @@ class Scope:
         self.spans = None
         #: id(value) -> bytes of sized contents already encoded to regenerate their size field
         self.encoded: dict[int, bytes] | None = None
+        #: the caller asked for the reference interpreter only (no compiled parts)
+        self.reference = False
 
     def push(self, frame: dict) -> None:
         if len(self.frames) > self.limits.max_depth:

@@ -109,6 +109,14 @@ class Layout:
             rec.compile(struct_rows(fmt, keys))
         return rec
 
+    def fast_encoder(self, record: str):
+        """The compiled encoder function of one named record, or None (used by
+        storages that encode records inside their own bytes, like sized blocks)."""
+        if record not in self.records:
+            return None
+        fast = _fast_layout(self)
+        return fast.enc[record] if fast is not None else None
+
     # --- whole-input helpers --------------------------------------------
     def decode(self, root: str, data: bytes, params: dict | None = None,
                limits: Limits = DEFAULT_LIMITS, warnings: list | None = None,
@@ -169,6 +177,7 @@ class Layout:
                 return done
         w = Writer()
         s = Scope(dict(params or {}), None, limits)
+        s.reference = reference
         try:
             self.record(root).encode(w, value, s)
         except FormatError as e:

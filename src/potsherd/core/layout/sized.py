@@ -101,10 +101,13 @@ class Sized(Storage):
         """The encoded content (raw bytes as they are)."""
         if isinstance(v, (bytes, bytearray)):
             return bytes(v)
+        if self.repeat and not isinstance(v, list):
+            raise EncodeError(f"expected a list of {self.item.describe()}, found {type(v).__name__}")
+        fast = self.compiled_content(v, s)
+        if fast is not None:
+            return fast
         w = Writer()
         if self.repeat:
-            if not isinstance(v, list):
-                raise EncodeError(f"expected a list of {self.item.describe()}, found {type(v).__name__}")
             enc = self.item.encode
             for i, x in enumerate(v):
                 try:
@@ -113,6 +116,24 @@ class Sized(Storage):
                     raise e.prepend(f"[{i}]")
         else:
             self.item.encode(w, v, s)
+        return w.getvalue()
+
+    def compiled_content(self, v: Any, s: Scope) -> bytes | None:
+        """The content through the item record's compiled encoder (on this scope),
+        or None when there is none or it declines (the reference then encodes,
+        and words any error)."""
+        layout = getattr(self.item, "layout", None)
+        fast = layout.fast_encoder(self.item.name) if layout is not None and not s.reference else None
+        if fast is None:
+            return None
+        w = Writer()
+        depth = len(s.frames)
+        try:
+            for x in (v if self.repeat else (v,)):
+                fast(w.write, x, s, w)
+        except Exception:  # noqa: BLE001 - the reference decides
+            del s.frames[depth:]
+            return None
         return w.getvalue()
 
     def encode(self, w: Writer, v: Any, s: Scope) -> None:
