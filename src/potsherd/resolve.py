@@ -55,6 +55,7 @@ class Listings:
         self.max_indexed = max_indexed
         self._entries: dict[Path, dict[str, str]] = {}
         self._index: dict[Path, dict[str, Path]] = {}
+        self._trees: dict[tuple, tuple[tuple[str, str], ...]] = {}
 
     def entries(self, folder: Path) -> dict[str, str]:
         """Lower-case name -> name as stored, for one folder (empty when unreadable)."""
@@ -84,6 +85,33 @@ class Listings:
                 return None
         return cur
 
+    def tree(self, root: Path, members_of: Callable[[str], list[str]] | None = None
+             ) -> tuple[tuple[str, str], ...]:
+        """``(lower-case base name, path)`` of the files below ``root`` in sorted
+        walk order, at most ``max_indexed`` of them.  With ``members_of`` (a
+        container's member names, e.g. a game volume's) each container's members
+        follow it as ``CONTAINER::member``, so a bare name finds them too."""
+        key = (Path(root), members_of)
+        listing = self._trees.get(key)
+        if listing is None:
+            out: list[tuple[str, str]] = []
+            count = 0
+            for folder, dirs, files in os.walk(root):
+                dirs.sort()
+                for f in sorted(files):
+                    count += 1
+                    if count > self.max_indexed:
+                        break
+                    p = os.path.join(folder, f)
+                    out.append((f.lower(), p))
+                    if members_of is not None:
+                        out.extend((m.lower().replace("\\", "/").rsplit("/", 1)[-1], f"{p}::{m}")
+                                   for m in members_of(p))
+                if count > self.max_indexed:
+                    break
+            listing = self._trees[key] = tuple(out)
+        return listing
+
     def by_name(self, root: Path, name: str) -> Path | None:
         """A file named ``name`` anywhere below ``root`` (the first in sorted walk
         order; at most ``max_indexed`` files are looked at)."""
@@ -91,14 +119,8 @@ class Listings:
         index = self._index.get(root)
         if index is None:
             index = {}
-            count = 0
-            for folder, dirs, files in os.walk(root):
-                dirs.sort()
-                for f in sorted(files):
-                    index.setdefault(f.lower(), Path(folder) / f)
-                    count += 1
-                if count > self.max_indexed:
-                    break
+            for base, p in self.tree(root):
+                index.setdefault(base, Path(p))
             self._index[root] = index
         return index.get(name.lower())
 

@@ -106,3 +106,17 @@ def test_knight_online_references_honour_the_documents_limits(tmp_path):
         b"Item\\Sword.n3pmesh", scene, "mesh")
     assert refused is None and len(scene.warnings) == 1
     assert f"{size} bytes exceeds the limit of {size - 1}" in scene.warnings[0]
+
+
+def test_listings_tree_lists_container_members_after_their_container(tmp_path):
+    from potsherd.resolve import Listings
+    (tmp_path / "b").mkdir()
+    (tmp_path / "a.vol").write_bytes(b"x")
+    (tmp_path / "b" / "c.txt").write_bytes(b"y")
+    members = {str(tmp_path / "a.vol"): ["Dir\\M.BMP"]}
+    tree = Listings().tree(tmp_path, lambda p: members.get(p, []))
+    assert tree == (("a.vol", str(tmp_path / "a.vol")),
+                    ("m.bmp", f"{tmp_path / 'a.vol'}::Dir\\M.BMP"),
+                    ("c.txt", str(tmp_path / "b" / "c.txt")))
+    assert Listings().tree(tmp_path) == (tree[0], tree[2])  # no member lister: files only
+    assert Listings(max_indexed=1).tree(tmp_path) == (tree[0],)

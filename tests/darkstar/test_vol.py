@@ -134,3 +134,19 @@ def test_rle_members_expand():
     assert doc.codec.read_member(doc, "a.txt") == raw
     with pytest.raises(FormatError, match="ends after"):
         rle_decode(packed[:10], len(raw))
+
+
+def test_tree_lookup_finds_volume_members_within_the_callers_limits(tmp_path):
+    """Bare names are found inside the volumes of a game tree (through the shared
+    resolver's walker); the volume is read within the caller's limits, so a volume
+    over them lists nothing (the control: default limits find the member)."""
+    from potsherd.core.limits import Limits
+    from potsherd.formats.darkstar.textures import find_in_tree
+    vol = tmp_path / "art.vol"
+    vol.write_bytes(build_volume([("Skin.BMP", we.bitmap_bytes(4, 4, mips=1))]))
+    (tmp_path / "loose.bmp").write_bytes(we.bitmap_bytes(2, 2, mips=1))
+    assert find_in_tree("skin.bmp", [str(tmp_path)]) == f"{vol}::Skin.BMP"
+    assert find_in_tree("LOOSE.bmp", [str(tmp_path)]) == str(tmp_path / "loose.bmp")
+    small = Limits(max_input=vol.stat().st_size - 1)
+    assert find_in_tree("skin.bmp", [str(tmp_path)], small) is None
+    assert find_in_tree("loose.bmp", [str(tmp_path)], small) == str(tmp_path / "loose.bmp")

@@ -47,7 +47,7 @@ def _load(name: str, roots: list[str], what: str, warnings: list[str],
     from .textures import find_in_tree
     if not name:
         return None
-    spec = find_in_tree(name, roots)
+    spec = find_in_tree(name, roots, limits)
     if spec is None:
         warnings.append(f"{what} {name!r} not found beside the interior, in its tree or on "
                         f"--data-root")

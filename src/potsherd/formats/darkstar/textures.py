@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 from functools import lru_cache
 from typing import Any, Iterable
 
@@ -20,6 +21,7 @@ import numpy as np
 from ...core.errors import FormatError, ValueFormatError
 from ...core.limits import DEFAULT_LIMITS, Limits
 from ...registry import Option
+from ...resolve import Listings
 from .phoenix import (BMA_ADDITIVE, BMA_TRANSLUCENT, BMA_TRANSPARENT, bitmap_field, bitmap_head,
                       mip_levels, palette_colors)
 
@@ -47,64 +49,56 @@ def tree_root(path: str) -> str:
     return folder
 
 
-def _tree_listing(root: str) -> tuple[tuple[str, str], ...]:
-    """The listing of a tree, cached while the tree's top folders are unchanged."""
+def _tree_listing(root: str, limits: Limits = DEFAULT_LIMITS) -> tuple[tuple[str, str], ...]:
+    """The listing of a tree (files and volume members, through the shared
+    resolver's walker), cached while the tree's top folders are unchanged."""
     try:
         stamp = tuple(sorted((e.name, e.stat().st_mtime_ns, e.stat().st_size)
                              for e in os.scandir(root)))
         stamp += ((".", os.stat(root).st_mtime_ns, 0),)
     except OSError:
         return ()
-    return _tree_listing_at(root, stamp)
+    return _tree_listing_at(root, stamp, limits)
 
 
 @lru_cache(maxsize=32)
-def _tree_listing_at(root: str, stamp: tuple) -> tuple[tuple[str, str], ...]:
+def _tree_listing_at(root: str, stamp: tuple, limits: Limits) -> tuple[tuple[str, str], ...]:
     """(lower-case base name, path or ARCHIVE::member) of every file under
     ``root`` and of every member of the volumes there, sorted by path."""
-    out: list[tuple[str, str]] = []
-    count = 0
-    for base, dirs, files in os.walk(root):
-        dirs.sort()
-        for name in sorted(files):
-            count += 1
-            if count > MAX_TREE_FILES:
-                return tuple(out)
-            p = os.path.join(base, name)
-            out.append((name.lower(), p))
-            if name.lower().endswith(ARCHIVE_EXTS):
-                out.extend((m.lower().replace("\\", "/").rsplit("/", 1)[-1], f"{p}::{m}")
-                           for m in _archive_members(p))
-    return tuple(out)
+    def members(path: str) -> list[str]:
+        return _archive_members(path, limits) if path.lower().endswith(ARCHIVE_EXTS) else []
+    return Listings(MAX_TREE_FILES).tree(Path(root), members)
 
 
-def _archive_members(path: str) -> list[str]:
+def _archive_members(path: str, limits: Limits = DEFAULT_LIMITS) -> list[str]:
+    """A volume's member names (read and decoded within ``limits``; none when
+    it does not decode)."""
     from ... import registry
     from ...containers import read_file_bytes
     try:
-        doc = registry.decode(read_file_bytes(path), path=path)
+        doc = registry.decode(read_file_bytes(path, limits), path=path, limits=limits)
         return doc.codec.member_names(doc) if hasattr(doc.codec, "member_names") else []
     except (FormatError, OSError):
         return []
 
 
-def find_in_tree(name: str, roots: Iterable[str]) -> str | None:
+def find_in_tree(name: str, roots: Iterable[str], limits: Limits = DEFAULT_LIMITS) -> str | None:
     """A file named ``name`` (case-insensitive) in the first root that has it."""
     want = name.replace("\\", "/").rsplit("/", 1)[-1].lower()
     for root in roots:
         if not root or not os.path.isdir(root):
             continue
-        for base, p in _tree_listing(os.path.abspath(root)):
+        for base, p in _tree_listing(os.path.abspath(root), limits):
             if base == want:
                 return p
     return None
 
 
-def find_palettes(roots: Iterable[str]) -> list[str]:
+def find_palettes(roots: Iterable[str], limits: Limits = DEFAULT_LIMITS) -> list[str]:
     out = []
     for root in roots:
         if root and os.path.isdir(root):
-            out.extend(p for base, p in _tree_listing(os.path.abspath(root))
+            out.extend(p for base, p in _tree_listing(os.path.abspath(root), limits)
                        if base.endswith(PALETTE_EXTS))
     return out
 
@@ -149,11 +143,12 @@ def _load_palette_doc(spec: str, stamp: tuple | None, limits: Limits):
     return doc
 
 
-def choose_palette(path: str, palette: str = "", data_root: str | None = None) -> str:
+def choose_palette(path: str, palette: str = "", data_root: str | None = None,
+                   limits: Limits = DEFAULT_LIMITS) -> str:
     """The palette file to use for a bitmap or shape at ``path``."""
     if palette:
         return palette
-    found = find_palettes(search_roots(path, data_root))
+    found = find_palettes(search_roots(path, data_root), limits)
     if not found:
         raise FormatError(f"{path}: no palette (.ppl/.pal) found in its game tree; "
                           f"name one with --option palette=FILE")
@@ -207,7 +202,7 @@ def bitmap_textures(doc, *, palette: str = "", mips: bool = False, data_root: st
     if own is not None and not palette:
         spec, pdoc = "its own RIFF chunk", own
     else:
-        spec = choose_palette(src, palette, data_root or None)
+        spec = choose_palette(src, palette, data_root or None, doc.limits)
         pdoc = load_palette_doc(spec, doc.limits)
     print(f"info  {src}: palette {spec}", file=sys.stderr)  # the choice is always said
     stem = os.path.splitext(os.path.basename(src.split("::")[-1]))[0]
@@ -304,12 +299,13 @@ def image_to_bitmap(image, colors: np.ndarray, *, dither: bool = False, mips: in
 # shape / interior materials
 
 
-def resolve_bitmap(name: str, source: str, data_root: str | None = None) -> str | None:
+def resolve_bitmap(name: str, source: str, data_root: str | None = None,
+                   limits: Limits = DEFAULT_LIMITS) -> str | None:
     """Where a material's ``.bmp`` is: beside the shape, in its game tree, or in
     the volumes under ``--data-root`` (case-insensitive), else None."""
     if not name:
         return None
-    return find_in_tree(name, search_roots(source, data_root))
+    return find_in_tree(name, search_roots(source, data_root), limits)
 
 
 def material_texture(name: str, source: str, *, palette: str = "",
@@ -320,19 +316,19 @@ def material_texture(name: str, source: str, *, palette: str = "",
     import io
     from ... import registry
     from ...containers import read_input
-    spec = resolve_bitmap(name, source, data_root)
+    limits = limits or DEFAULT_LIMITS  # the bitmap is found and read as the shape was
+    spec = resolve_bitmap(name, source, data_root, limits)
     if spec is None:
         if warnings is not None:
             warnings.append(f"texture {name!r} not found beside the shape, in its tree or on "
                             f"--data-root")
         return None
     try:
-        limits = limits or DEFAULT_LIMITS  # the bitmap is read as the shape was
         doc = registry.decode(read_input(spec, limits), path=spec, limits=limits)
         if doc.format != "pbmp":
             raise FormatError(f"{spec} is a {doc.format} file, not a Phoenix bitmap")
         own = embedded_palette(doc.root)  # a bitmap that carries its palette is drawn with it
-        pspec = "" if own is not None else choose_palette(source, palette, data_root)
+        pspec = "" if own is not None else choose_palette(source, palette, data_root, limits)
         colors = palette_for_bitmap(doc.root, own if own is not None else load_palette_doc(pspec, limits))
         rgba = bitmap_rgba(doc.root, colors)
         if transparent:  # the material says transparent: index 0 is clear, as the engine draws it
@@ -370,13 +366,14 @@ def texture_materials(scene, material_indices: list[int], source: str | None, *,
     if not wanted:
         return 0
     roots = search_roots(source, data_root)
-    found = {i: find_in_tree(str(scene.materials[i].extras[map_key]), roots) for i in wanted}
+    found = {i: find_in_tree(str(scene.materials[i].extras[map_key]), roots, limits or DEFAULT_LIMITS)
+             for i in wanted}
     if not any(found.values()):
         # nothing of the shape's art is in its tree: untextured as before, said in extras only
         scene.extras = {**(scene.extras or {}), "textures": "no material bitmap in the tree"}
         return 0
     try:
-        pspec = choose_palette(source, palette, data_root)
+        pspec = choose_palette(source, palette, data_root, limits or DEFAULT_LIMITS)
     except FormatError as e:
         scene.warnings.append(f"materials left untextured: {e}")
         return 0
