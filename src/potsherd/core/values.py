@@ -19,11 +19,14 @@ _U64 = struct.Struct("<Q")
 class RawString(bytes):
     """String bytes with an optional raw stored length (``None`` = ``len``)."""
 
-    raw_len: int | None
+    #: set on an instance only when it differs (most strings never need their
+    #: own attribute dictionary, which is most of the cost of creating one)
+    raw_len: int | None = None
 
     def __new__(cls, data: bytes = b"", raw_len: int | None = None) -> "RawString":
-        obj = super().__new__(cls, data)
-        obj.raw_len = raw_len
+        obj = bytes.__new__(cls, data)
+        if raw_len is not None:
+            obj.raw_len = raw_len
         return obj
 
     def stored_length(self) -> int:

@@ -207,7 +207,9 @@ class _DecoderGen(_GenBase):
             out.append(f"{ind}if {var} <= 0: {var} = RawString(b'', {var} if {var} < 0 else None)")
             out.append(f"{ind}elif {var} > end - pos: raise _FBS")
             out.append(f"{ind}else:")
-            out.append(f"{ind}    {var} = RawString(buf[pos:pos + {var}]); pos += len({var})")
+            # (bytes.__new__ directly: a RawString without a stored length needs
+            # nothing of RawString.__new__, whose Python frame cost more than the copy)
+            out.append(f"{ind}    {var} = _bnew(RawString, buf[pos:pos + {var}]); pos += len({var})")
         elif t is L.Bytes and st.size is not None:
             n = st.size
             out.append(f"{ind}if pos + {n} > end: raise _FBS")

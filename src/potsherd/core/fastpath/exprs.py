@@ -149,7 +149,7 @@ class _GenBase:
         self.layout = layout
         self.ns: dict[str, Any] = {
             "_FB": _Fallback, "_FBS": _Short, "_num": _num, "_int_div": _int_div, "_select": _select,
-            "RawString": RawString, "np": np, "_fbuf": np.frombuffer, "_nanpos": _nan_positions,
+            "RawString": RawString, "_bnew": bytes.__new__, "np": np, "_fbuf": np.frombuffer, "_nanpos": _nan_positions,
             "_F32NaN": F32NaN, "_patch": _patch, "_UNSET": _UNSET, "_LS": _lookup_or_missing, "_F64NaN": F64NaN, "_MISSING": _MISSING_NAME,
             "_mv": memoryview,
         }
