@@ -298,7 +298,8 @@ def cmd_validate(args) -> int:
             e = rec["error"]
             print(f"{rec['path']}: INVALID {e['message']}"
                   + (f" at offset {e['offset']}" if "offset" in e else "")
-                  + (f" [{e['path']}]" if "path" in e else ""))
+                  + (f" [{e['path']}]" if "path" in e else "")
+                  + (f", declared at {e['defined_at']}" if "defined_at" in e else ""))
     return status
 
 

@@ -105,3 +105,18 @@ def test_cli_usage_errors_exit_2(capsys):
         main(["dump"])
     assert ei.value.code == 2
     assert main(["info", "x.pstest", "--param", "novalue"]) == 2
+
+
+def test_validate_names_the_row_that_declares_the_failing_field(tmp_path, capsys):
+    """From the message to the layout row in one step: the row's place is printed."""
+    cut = tmp_path / "cut.pstest"
+    cut.write_bytes(sample()[:10])  # inside `vals`
+    assert main(["validate", str(cut)]) == 1
+    line = capsys.readouterr().out.strip()
+    want = LAYOUT.record("thing").fields[2].defined_at
+    assert want and "test_cli_core.py:" in want  # this file's LAYOUT literal
+    assert line.endswith(f"[thing.vals], declared at {want}"), line
+    whole = tmp_path / "ok.pstest"  # the control: a valid file names no row
+    whole.write_bytes(sample())
+    assert main(["validate", str(whole)]) == 0
+    assert "declared at" not in capsys.readouterr().out
