@@ -1,5 +1,6 @@
-"""Two storage kinds that family code kept re-inventing: fixed-record *tables*
-and *sized* sub-streams, plus the one parser of Python struct format strings.
+"""Fixed-record tables and the one parser of Python struct format strings; the
+notation of the three storage kinds built on them (the sized kind lives in
+:mod:`.sized`):
 
 ``{"kind":"table","count":E,"item":R}``
     ``count`` records of a fixed record ``R`` (a record name, or a struct
