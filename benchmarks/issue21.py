@@ -85,7 +85,7 @@ def fbx_ascii(groups: dict, medians: Callable, runs: int) -> dict | None:
     g = groups.get("fbx", {}).get("fbx-ascii")
     if g is None or not g.datas:
         return None
-    from potsherd.formats.fbx.convert import convert_document
+    from potsherd.formats.fbx.upgrade import convert_document
     codec, datas = g.codec, g.datas
     binary_codec = registry.get_codec("fbx")
     binaries = []
