@@ -382,19 +382,24 @@ def _manifest_index() -> dict[str, dict[str, set]]:
     return _MANIFEST_INDEX
 
 
+#: (kind, key) -> the family that alone claims it (from the manifest, once per key)
+_SOLE_FAMILY: dict[tuple[str, str], str] = {}
+
+
 def _load_sole_family(kind: str, key: str) -> None:
     """Import only the family that alone claims ``key`` (an extension or a codec
     name, by the manifest), else every family.  Converting one FBX file then
     imports neither the KO nor the Darkstar nor the TRLE modules (a sixth of
     a short process's start).  Detection gives the same codec as with every
     family loaded: only the codecs claiming an extension are ever compared."""
-    if _LOADED:
-        return
+    if _LOADED or _SOLE_FAMILY.get((kind, key)) in _FAMILIES_LOADED:
+        return  # (read per file: a loaded family costs one look-up)
     fams = _manifest_index()[kind].get(key, ())
     if len(fams) == 1:
         (name,) = fams
         try:
             _load_family(_families.family(name))
+            _SOLE_FAMILY[(kind, key)] = name
             return
         except KeyError:  # a manifest older than the families: load them all
             pass
@@ -450,8 +455,14 @@ _document.codec_lookup = get_codec
 
 
 def _ext_of(path: str) -> str:
-    base = os.path.basename(path).lower()
-    return os.path.splitext(base)[1]
+    """The lower-case extension of ``path``'s file name, as ``os.path.splitext``
+    gives it (leading dots of the name are not an extension); on every read,
+    so without its general machinery."""
+    base = path[path.rfind(os.sep) + 1:] if os.altsep is None else os.path.basename(path)
+    dot = base.rfind(".")
+    if dot <= 0 or not base[:dot].strip("."):
+        return ""
+    return base[dot:].lower()
 
 
 #: detection tables built once from the registered codecs (rebuilt when they change):
@@ -488,12 +499,13 @@ def detect(data: bytes, path: str | None = None) -> Codec:
     else the first without magic bytes, else the first claiming it; a name no
     codec claims is identified by magic alone.  The tables are built once, so a
     call costs one dictionary look-up and the sniffers of that extension only."""
+    ext = _ext_of(path) if path else ""
     if path and not _LOADED:
-        _load_sole_family("ext", _ext_of(path))  # the others claim nothing of it
+        _load_sole_family("ext", ext)  # the others claim nothing of it
     else:
         _load()
     index = _detect_index()
-    entry = index["ext"].get(_ext_of(path)) if path else None
+    entry = index["ext"].get(ext) if path else None
     if entry is not None:
         with_magic, without_magic, first = entry
         for c in with_magic:
@@ -504,7 +516,7 @@ def detect(data: bytes, path: str | None = None) -> Codec:
         if c.sniff(data):
             return c
     raise UnknownFormatError("no codec recognises this input"
-                             + (f" (extension {_ext_of(path)!r})" if path else ""),
+                             + (f" (extension {ext!r})" if path else ""),
                              offset=0, found=data[:8].hex())
 
 

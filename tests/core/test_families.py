@@ -81,3 +81,19 @@ def test_core_commands_are_the_parsers_own():
     sub = next(a for a in every._actions if a.dest == "command")
     extra = set(sub.choices) - set(cli.CORE_COMMANDS)
     assert extra == {c for f in families.FAMILIES for c in f.cli_commands}
+
+
+def test_extension_of_a_path_is_what_splitext_gives():
+    """registry._ext_of is a fast splitext; every odd name agrees with it."""
+    import os.path
+    from hypothesis import given, strategies as st
+    from potsherd.registry import _ext_of
+
+    names = st.text(alphabet="ab.Z/ _-", max_size=12)
+
+    @given(names)
+    def agrees(p):
+        assert _ext_of(p) == os.path.splitext(os.path.basename(p).lower())[1]
+    agrees()
+    for p in ("a.N3PMesh", ".bashrc", "..x", "dir.d/file", "x.", "a/.b.c", "...", "/t/a.tar.gz"):
+        assert _ext_of(p) == os.path.splitext(os.path.basename(p).lower())[1], p

@@ -147,3 +147,4 @@ def test_no_source_line_points_outside_the_repository():
                 hits.append(f"{path.relative_to(PACKAGE)}:{n}")
     assert hits == []
     assert outside.search("see ../shared/notes/knight-online.md") is not None   # control
+
