@@ -32,20 +32,9 @@ class _FbxCodec(Codec):
         return self.json_envelope(doc, form, tree_to_json(doc.root, form))
 
     def _envelope(self, obj: dict) -> tuple[str, dict, bytes, dict]:
-        form = obj.get("form", "wire")
-        if form not in ("wire", "readable"):
-            raise JsonFormatError(f"unknown JSON form {form!r}", path="$.form")
-        params = obj.get("params") or {}
-        if not isinstance(params, dict):
-            raise JsonFormatError("params must be an object", path="$.params")
-        try:
-            trailing = bytes.fromhex(obj.get("trailing", "") or "")
-        except (TypeError, ValueError):
-            raise JsonFormatError("trailing must be a hex string", path="$.trailing") from None
-        meta = obj.get("meta") or {}
-        if not isinstance(meta, dict):
-            raise JsonFormatError("meta must be an object", path="$.meta")
-        return form, dict(params), trailing, dict(meta)
+        """The checked envelope (the registry's one reader of it) as FBX uses it."""
+        env = self.parse_envelope(obj)
+        return env.ctx.form, env.params, env.trailing, env.meta
 
     def info(self, doc: Document) -> dict:
         root: FbxNode = doc.root
