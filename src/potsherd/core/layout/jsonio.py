@@ -98,20 +98,30 @@ def _native(a: np.ndarray) -> np.ndarray | LargeArray | list:
     return LargeArray(a) if a.size >= LARGE and a.ndim else a
 
 
+def table_from_columns(o: Any, dtype: np.dtype, ctx: JsonCtx, jpath: str,
+                       hooks: dict | None = None) -> np.ndarray:
+    """A structured array from its JSON object of columns; ``hooks`` (column
+    name -> object with ``from_json(value, field dtype, ctx, jpath)``) read the
+    columns a family shows its own way."""
+    if not isinstance(o, dict) or set(o) != set(dtype.names):
+        raise _jerr(f"expected an object with columns {list(dtype.names)}", jpath)
+    hooks = hooks or {}
+    cols = [hooks[n].from_json(o[n], dtype[n], ctx, f"{jpath}.{n}") if n in hooks
+            else _np_from_json(o[n], dtype[n].base, dtype[n].shape, ctx, f"{jpath}.{n}")
+            for n in dtype.names]
+    for n, c in zip(dtype.names, cols):
+        if len(c) != len(cols[0]):  # the error names the first column that differs
+            raise _jerr(f"table columns differ in length: {len(c)} rows, the first "
+                        f"column has {len(cols[0])}", f"{jpath}.{n}")
+    table = np.zeros(len(cols[0]), dtype=dtype)
+    for n, c in zip(dtype.names, cols):
+        table[n] = c
+    return table
+
+
 def _np_from_json(o: Any, dtype: np.dtype, shape_tail: tuple, ctx: JsonCtx, jpath: str) -> np.ndarray:
     if dtype.names:  # a table of fixed records: one column per field
-        if not isinstance(o, dict) or set(o) != set(dtype.names):
-            raise _jerr(f"expected an object with columns {list(dtype.names)}", jpath)
-        cols = [_np_from_json(o[n], dtype[n].base, dtype[n].shape, ctx, f"{jpath}.{n}")
-                for n in dtype.names]
-        for n, c in zip(dtype.names, cols):
-            if len(c) != len(cols[0]):  # the error names the first column that differs
-                raise _jerr(f"table columns differ in length: {len(c)} rows, the first "
-                            f"column has {len(cols[0])}", f"{jpath}.{n}")
-        table = np.zeros(len(cols[0]), dtype=dtype)
-        for n, c in zip(dtype.names, cols):
-            table[n] = c
-        return table
+        return table_from_columns(o, dtype, ctx, jpath)
     if dtype.kind == "V":
         if not isinstance(o, list) or shape_tail:
             raise _jerr("expected a list of hex strings", jpath)

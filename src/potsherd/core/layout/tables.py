@@ -39,7 +39,7 @@ import numpy as np
 from ..errors import EncodeError, FormatError
 from ..expr import Scope
 from ..stream import Reader, Writer
-from .jsonio import JsonCtx, _jerr, _np_from_json, _np_to_json
+from .jsonio import JsonCtx, _jerr, _np_to_json, table_from_columns
 from .storages import PRIMS, Bytes, Group, Prim, Storage
 from .arrays import Array
 from .records import Record
@@ -249,23 +249,7 @@ class Table(Array):
                 return self.as_table(recs)
             except FormatError as e:
                 raise _jerr(e.message if hasattr(e, "message") else str(e), jpath) from None
-        if not self.columns:
-            return _np_from_json(o, self.table_dtype, (), ctx, jpath)
-        dt = self.table_dtype
-        if not isinstance(o, dict) or set(o) != set(dt.names):
-            raise _jerr(f"expected an object with columns {list(dt.names)}", jpath)
-        hooks = self.columns
-        cols = [hooks[n].from_json(o[n], dt[n], ctx, f"{jpath}.{n}") if n in hooks
-                else _np_from_json(o[n], dt[n].base, dt[n].shape, ctx, f"{jpath}.{n}")
-                for n in dt.names]
-        for n, c in zip(dt.names, cols):
-            if len(c) != len(cols[0]):  # the error names the first column that differs
-                raise _jerr(f"table columns differ in length: {len(c)} rows, the first "
-                            f"column has {len(cols[0])}", f"{jpath}.{n}")
-        table = np.zeros(len(cols[0]), dtype=dt)
-        for n, c in zip(dt.names, cols):
-            table[n] = c
-        return table
+        return table_from_columns(o, self.table_dtype, ctx, jpath, self.columns)
 
     def opaque_size(self, v: Any) -> int:
         return 0
