@@ -39,13 +39,24 @@ def read(source: str | os.PathLike | bytes, format: str | None = None, *,
          limits: Limits = DEFAULT_LIMITS, **params: Any) -> Document:
     """Decode a file (path) or bytes.  ``format`` overrides detection;
     keyword parameters override layout parameters (e.g. ``gridCell=16``)."""
-    from . import registry as _registry
+    api = _API or _load_api()
     if isinstance(source, (bytes, bytearray, memoryview)):
-        return _registry.decode(bytes(source), format=format, limits=limits, **params)
-    from .api import read_input
+        return api.registry.decode(bytes(source), format=format, limits=limits, **params)
     path = os.fspath(source)
-    data = read_input(path, limits, stdio=False)
-    return _registry.decode(data, format=format, path=path, limits=limits, **params)
+    data = api.read_input(path, limits, stdio=False)
+    return api.registry.decode(data, format=format, path=path, limits=limits, **params)
+
+
+_API = None
+
+
+def _load_api():
+    """The library layer, imported on the first read (an import statement per
+    call costs more than reading a small file's header)."""
+    global _API
+    from . import api
+    _API = api
+    return api
 
 
 def write(doc: Document, path: str | os.PathLike | None = None) -> bytes:

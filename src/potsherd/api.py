@@ -16,7 +16,7 @@ import stat
 import sys
 from typing import IO, Any, Iterable, Iterator
 
-from . import registry
+from . import containers, registry
 from .core.errors import LimitError, UnknownFormatError
 from .core.fileio import atomic_write, output_target, read_stream
 from .core.limits import DEFAULT_LIMITS, Limits
@@ -98,7 +98,6 @@ def read_input(path: str, limits: Limits = DEFAULT_LIMITS, *, stdio: bool = True
             raise LimitError(f"standard input exceeds the limit of {limits.max_input} bytes "
                              f"(--max-input)", offset=0)
         return data
-    from . import containers
     if containers.split_member_path(path)[1]:  # "game.vol::shape.dts": a member, read in place
         return containers.read_input(path, limits)
     st = os.stat(path)
