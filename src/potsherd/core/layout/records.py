@@ -44,8 +44,9 @@ class Record(Storage):
         self.fields: list[Field] = []
         self._compiled = False
         self.derivations: list[tuple[str, str, int]] = []
-        #: (size field, sized field, bytes per unit): sizes regenerated from encoded content
-        self.size_derivations: list[tuple[str, str, int]] = []
+        #: (size field, sized field, bytes per unit, its Sized storage): sizes
+        #: regenerated from encoded content
+        self.size_derivations: list[tuple[str, str, int, Sized]] = []
 
     def describe(self) -> str:
         return self.name
@@ -63,7 +64,7 @@ class Record(Storage):
             if isinstance(st, Sized) and st.derivation and st.derivation[0] in names_before:
                 cst = names_before[st.derivation[0]].storage
                 if isinstance(cst, Prim) and cst.kind == "i":
-                    self.size_derivations.append((st.derivation[0], f.name, st.derivation[1]))
+                    self.size_derivations.append((st.derivation[0], f.name, st.derivation[1], st))
             if isinstance(st, (Array, Bytes)):
                 lc = linear_count(st.count_src)
                 if lc and lc[0] in names_before:
@@ -152,14 +153,13 @@ class Record(Storage):
         encoded once here (kept on the scope for its own field's encode) and its
         size field set to what it takes."""
         out = rec
-        fields = {f.name: f for f in self.fields}
-        for cname, aname, k in self.size_derivations:
+        for cname, aname, k, sized in self.size_derivations:
             if aname not in rec:
                 continue
             content = rec[aname]
             s.push(rec)  # the content may refer to this record's fields
             try:
-                data = fields[aname].storage.content_bytes(content, s)
+                data = sized.content_bytes(content, s)
             except FormatError as e:
                 raise e.prepend(aname)
             finally:

@@ -25,8 +25,6 @@ def _load_layout() -> Layout:
 LAYOUT = _load_layout()
 
 
-
-
 _TABLES: dict[str, Table] = {}
 
 
