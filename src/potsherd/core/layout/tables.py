@@ -248,7 +248,7 @@ class Table(Array):
             try:
                 return self.as_table(recs)
             except FormatError as e:
-                raise _jerr(e.message if hasattr(e, "message") else str(e), jpath) from None
+                raise _jerr(e.message, jpath) from None
         return table_from_columns(o, self.table_dtype, ctx, jpath, self.columns)
 
     def opaque_size(self, v: Any) -> int:
