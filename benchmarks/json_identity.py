@@ -6,6 +6,9 @@ sha256 of its JSON text (``doc.dumps(form)`` and the CLI's streamed
 the same with the current code, printing every file whose text differs.  Run
 ``record`` with the tree before a change (``PYTHONPATH`` at its ``src``) and
 ``compare`` after: JSON speed work must not change one byte of the text.
+``values [CORPUS...]``: check that every file's text (``dumps``, compact and
+indented, and ``write_json``) reads back as exactly its ``to_json`` value
+(NaN equal to NaN): what a change of the text's layout must keep.
 """
 from __future__ import annotations
 
@@ -38,7 +41,7 @@ def digests(corpora: list[Path]) -> dict[str, str]:
                 text = doc.dumps(form)
                 out[f"{key}|{form}|dumps"] = hashlib.sha256(text.encode()).hexdigest()
                 buf = io.StringIO()
-                api.write_json(doc, form, buf, indent=1)
+                api.write_json(doc, form, buf)
                 out[f"{key}|{form}|write_json"] = hashlib.sha256(buf.getvalue().encode()).hexdigest()
     return out
 
@@ -51,11 +54,48 @@ def _is_standard(key: str, corpora: list[Path]) -> bool:
         path = corpus.parent / name
         if path.is_file():
             doc = potsherd.read(path)
-            return doc.dumps(form) == json.dumps(doc.to_json(form), indent=1, ensure_ascii=False)
+            return doc.dumps(form) == json.dumps(doc.to_json(form), indent=2, ensure_ascii=False)
     return False
 
 
+def _same(a, b) -> bool:
+    if isinstance(a, float) and isinstance(b, float):
+        return a == b or (a != a and b != b)
+    if isinstance(a, dict) and isinstance(b, dict):
+        return list(a) == list(b) and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    return type(a) is type(b) and a == b
+
+
+def values(corpora: list[Path]) -> int:
+    """Every text reads back as its document's ``to_json`` value."""
+    bad = checked = 0
+    for corpus in corpora:
+        if not corpus.is_dir():
+            continue
+        for path in sorted(p for p in corpus.rglob("*") if p.is_file()):
+            try:
+                doc = potsherd.read(path)
+            except (FormatError, OSError, ValueError):
+                continue
+            for form in ("wire", "readable"):
+                want = doc.to_json(form)
+                buf = io.StringIO()
+                api.write_json(doc, form, buf)
+                for how, text in (("dumps", doc.dumps(form)), ("compact", doc.dumps(form, None)),
+                                  ("write_json", buf.getvalue())):
+                    checked += 1
+                    if not _same(json.loads(text), want):
+                        bad += 1
+                        print("DIFFERS", path, form, how)
+    print(f"{checked} texts checked, {bad} differ")
+    return 1 if bad or not checked else 0
+
+
 def main(argv: list[str]) -> int:
+    if argv[:1] == ["values"]:
+        return values([Path(p) for p in argv[1:]] or DEFAULT_CORPORA)
     if len(argv) < 2 or argv[0] not in ("record", "compare"):
         print(__doc__)
         return 2

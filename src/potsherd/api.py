@@ -305,8 +305,9 @@ def trailing_share(doc: Any, size: int) -> float:
     return len(doc.trailing) / size if size else 0.0
 
 
-def write_json(doc: Any, form: str, out: IO[str], *, indent: int | None = 1) -> None:
-    """Write ``doc``'s JSON form to a text stream piece by piece.
+def write_json(doc: Any, form: str, out: IO[str], *, indent: int | None = 2) -> None:
+    """Write ``doc``'s JSON form to a text stream piece by piece: the text of
+    ``doc.dumps(form, indent)`` (``indent`` 2 or None).
 
     The trailing bytes are written as hex in 1 MiB slices and the root is
     encoded incrementally, so a file of mostly opaque bytes costs about its own
@@ -328,7 +329,7 @@ def write_json(doc: Any, form: str, out: IO[str], *, indent: int | None = 1) -> 
         if not first:
             out.write(sep)
         first = False
-        out.write(f"{pad}{json.dumps(key)}:{' ' if indent is not None else ''}")
+        out.write(f"{pad}{jsontext.dumps(key)}:{' ' if indent is not None else ''}")
         if key == "trailing" and trailing:
             out.write('"')
             view = memoryview(trailing)
@@ -336,6 +337,5 @@ def write_json(doc: Any, form: str, out: IO[str], *, indent: int | None = 1) -> 
                 out.write(view[i:i + _CHUNK].hex())
             out.write('"')
             continue
-        text = jsontext.dumps(value, indent)
-        out.write(text if indent is None else text.replace("\n", "\n" + pad))
+        out.write(jsontext.dumps(value, indent, depth=1))
     out.write(nl + "}")

@@ -175,7 +175,7 @@ def cmd_dump(args) -> int:
 
 
 def _dump(doc, args) -> int:
-    indent = None if args.compact else 1
+    indent = None if args.compact else 2
     if args.output and args.output != api.STDIO:
         from .core.fileio import atomic_open
         import io

@@ -59,9 +59,9 @@ class Document:
         """The JSON form (``wire`` or ``readable``) as a JSON-ready dict."""
         return self.codec.to_json(self, form)
 
-    def dumps(self, form: str = "wire", indent: int | None = 1) -> str:
-        """The JSON text: ``json.dumps(self.to_json(form), indent=indent,
-        ensure_ascii=False)``, written through orjson (see core.jsontext)."""
+    def dumps(self, form: str = "wire", indent: int | None = 2) -> str:
+        """The JSON text of ``self.to_json(form)``: orjson's, indented by two
+        spaces or compact (``indent=None``), see core.jsontext."""
         from .core import jsontext
         with jsontext.native_arrays():
             obj = self.to_json(form)

@@ -631,9 +631,9 @@ def test_info_and_dump_of_a_big_zero_file_stay_within_a_memory_bound(tmp_path):
         head = f.read(200)
         f.seek(-80, os.SEEK_END)
         tail = f.read()
-    assert head.startswith(b'{\n "potsherd": 1,\n "format": "n3pmesh",')
+    assert head.startswith(b'{\n  "potsherd": 1,\n  "format": "n3pmesh",')
     # (the LOD records are a table: an object of empty columns)
-    assert tail.endswith(b'"lods": {\n   "distance": [],\n   "vertexCount": []\n  }\n }\n}')
+    assert tail.endswith(b'"lods": {\n      "distance": [],\n      "vertexCount": []\n    }\n  }\n}')
     r, _ = _peak_kib("dump", z, "-o", out, "--compact")
     assert r.returncode == 0
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ..jsontext import LARGE, LargeArray, arrays_stay_native
+from ..jsontext import LAZY_MIN, LazyItems, arrays_stay_native
 from ..values import F32NaN, F64NaN, RawString
 from .arrays import Array
 from .jsonio import JsonCtx
@@ -30,7 +30,8 @@ def record_json_function(record: Any, ctx: JsonCtx, plain_record: Any) -> Any:
     key = json_key(ctx)
     wire = ctx.form == "wire"
     names: dict[str, Any] = {"CTX": ctx, "F32NaN": F32NaN, "F64NaN": F64NaN, "RawString": RawString,
-                             "bytes": bytes, "struct_error": struct.error}
+                             "bytes": bytes, "struct_error": struct.error,
+                             "LazyItems": LazyItems}
     consts: dict[int, str] = {}
     programs: list[Any] = []       # records to generate, in discovery order
     fn_of: dict[int, str] = {}
@@ -89,6 +90,12 @@ def record_json_function(record: Any, ctx: JsonCtx, plain_record: Any) -> Any:
                 return f"{const(conv, 'na')}({x})"
         if cls.to_json is Array.to_json and st.elem_dtype is None and st.inner_count is None:
             y = fresh()
+            if native and type(st.item).to_json is plain_record:
+                # a long list of records is converted chunk by chunk as it is
+                # written (jsontext.LazyItems), a short one at once
+                fn = record_fn(st.item)
+                return f"(LazyItems({x}, {fn}) if {x}.__class__ is list and len({x}) >= {LAZY_MIN} " \
+                       f"else [{fn}({y}) for {y} in {x}])"
             return f"[{expr(st.item, y)} for {y} in {x}]"
         return f"{const(st.to_json, 'm')}({x}, CTX)"
 
@@ -219,8 +226,7 @@ def numeric_array(st: Array, ctx: JsonCtx, native: bool) -> Any:
                 if not v.size:
                     return v.tolist()  # (empty: as the list form writes it)
                 if v.flags.c_contiguous:
-                    a = values(v)
-                    return LargeArray(a) if a.size >= LARGE else a
+                    return values(v)
             return generic(v, ctx)
     else:
         def conv(v: Any) -> Any:

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import JsonFormatError
-from ..jsontext import LARGE, LargeArray, arrays_stay_native
+from ..jsontext import arrays_stay_native
 
 
 # ----------------------------------------------------------------------------
@@ -88,14 +88,13 @@ def _as_list(a: np.ndarray) -> list:
     return a.tolist()
 
 
-def _native(a: np.ndarray) -> np.ndarray | LargeArray | list:
+def _native(a: np.ndarray) -> np.ndarray | list:
+    # (orjson reads an array's memory as it is: native byte order, contiguous)
     if a.dtype.byteorder not in ("=", "|"):
         a = a.astype(a.dtype.newbyteorder("="))
     if a.dtype.kind == "b" or a.size == 0:
         return a.tolist()  # (booleans and empty shapes: as the list form writes them)
-    a = np.ascontiguousarray(a)
-    # (large arrays are written in bulk by jsontext.dumps, not indented by orjson)
-    return LargeArray(a) if a.size >= LARGE and a.ndim else a
+    return np.ascontiguousarray(a)
 
 
 def table_from_columns(o: Any, dtype: np.dtype, ctx: JsonCtx, jpath: str,
