@@ -170,7 +170,11 @@ class _Writer:
     def text(self, obj: Any, depth: int) -> list:
         """The pieces (bytes-like, in order) of the text of ``obj`` as the value
         of a line at ``depth``: every line after its first indented for that
-        depth.  Pieces are joined once, at the end, not at every level."""
+        depth.  Pieces are joined once, at the end, not at every level.
+
+        orjson indents from depth 0 only: ``obj`` is written inside ``depth``
+        one-item lists, whose brackets are then cut, so that orjson itself
+        writes the indentation of every line (no pass over the text after)."""
         found: list[LazyItems] = []
         tag = self.tag
 
@@ -181,28 +185,36 @@ class _Writer:
             if isinstance(o, (np.ndarray, np.generic)):  # (what orjson does not write natively)
                 return o.tolist()
             raise TypeError
+        wrapped = obj
+        if self.indented:
+            for _ in range(depth):
+                wrapped = [wrapped]
         try:
-            raw = orjson.dumps(obj, option=self.option, default=default)
+            raw = orjson.dumps(wrapped, option=self.option, default=default)
         except (TypeError, orjson.JSONEncodeError) as e:
             raise _Refused from e
         if b"null" in raw and self.null.search(raw) and _non_finite(obj):
             raise _Refused
-        pad = b"\n" + b" " * (INDENT * depth) if self.indented and depth else None
-        if not found:
-            return [raw.replace(b"\n", pad) if pad else raw]
-        pieces = raw.split(self.marker)
-        out = [pieces[0].replace(b"\n", pad) if pad else pieces[0]]
-        for k in range(1, len(pieces)):
-            piece = pieces[k]
-            end = piece.index(b'"')
-            rel = 0
-            if self.indented:  # the marker's line: its indentation in orjson's text
-                before = pieces[k - 1]
-                line = before[before.rfind(b"\n") + 1:]
-                rel = (len(line) - len(line.lstrip(b" "))) // INDENT
-            out += self.items(found[int(piece[:end])], depth + rel)
-            rest = piece[end + 1:]
-            out.append(rest.replace(b"\n", pad) if pad else rest)
+        pieces = raw.split(self.marker) if found else [raw]
+        out: list = []
+        for k, piece in enumerate(pieces):
+            if k:
+                end = piece.index(b'"')
+                ind = 0
+                if self.indented:  # the marker's line: its indentation, orjson's own
+                    before = pieces[k - 1]
+                    line = before[before.rfind(b"\n") + 1:]
+                    ind = (len(line) - len(line.lstrip(b" "))) // INDENT
+                out += self.items(found[int(piece[:end])], ind)
+                piece = memoryview(piece)[end + 1:]
+            out.append(piece)
+        if self.indented and depth:
+            # "[" + newline + indentation per wrapping level before, newline +
+            # indentation + "]" per level after
+            head = sum(2 + INDENT * (k + 1) for k in range(depth))
+            tail = sum(2 + INDENT * k for k in range(depth))
+            out[0] = memoryview(out[0])[head:]
+            out[-1] = memoryview(out[-1])[:len(out[-1]) - tail]
         return out
 
     def items(self, lazy: LazyItems, depth: int) -> list:

@@ -31,7 +31,7 @@ def record_json_function(record: Any, ctx: JsonCtx, plain_record: Any) -> Any:
     wire = ctx.form == "wire"
     names: dict[str, Any] = {"CTX": ctx, "F32NaN": F32NaN, "F64NaN": F64NaN, "RawString": RawString,
                              "bytes": bytes, "struct_error": struct.error,
-                             "LazyItems": LazyItems}
+                             "LazyItems": LazyItems, "ndarray": np.ndarray}
     consts: dict[int, str] = {}
     programs: list[Any] = []       # records to generate, in discovery order
     fn_of: dict[int, str] = {}
@@ -87,6 +87,14 @@ def record_json_function(record: Any, ctx: JsonCtx, plain_record: Any) -> Any:
         if cls.to_json is Array.to_json and (st.elem_dtype is not None or st.inner_count is not None):
             conv = numeric_array(st, ctx, native)
             if conv is not None:
+                inline = native_inline(st, ctx) if native else None
+                if inline is not None:
+                    # (the usual case written out: an array of the storage's own
+                    # dtype, not empty; orjson writes it, contiguous or not)
+                    dt_name, bits_name = const(inline[0], "dt"), inline[1] and const(inline[1], "bt")
+                    value = f"{x}.view({bits_name})" if bits_name else x
+                    return f"({value} if {x}.__class__ is ndarray and {x}.dtype is {dt_name} " \
+                           f"and {x}.size else {const(conv, 'na')}({x}))"
                 return f"{const(conv, 'na')}({x})"
         if cls.to_json is Array.to_json and st.elem_dtype is None and st.inner_count is None:
             y = fresh()
@@ -153,9 +161,42 @@ def record_json_function(record: Any, ctx: JsonCtx, plain_record: Any) -> Any:
     def generate(rec: Any) -> str:
         name = fn_of[id(rec)]
         fast = fixed_run(rec, name, name + "_fields")
+        if fast is None:
+            fast = all_present(rec, name, name + "_fields")
         if fast is not None:
             return fast + "\n\n" + generic(rec, name + "_fields")
         return generic(rec, name)
+
+    def field_expr(st: Any, x: str) -> str:
+        """``expr``, with a wire group of floats through one pack/unpack."""
+        if wire and type(st).to_json is Group.to_json and st.bits_st is not None:
+            return f"{const(float_group(st, ctx), 'fg')}({x})"
+        return expr(st, x)
+
+    def all_present(rec: Any, name: str, slow: str) -> str | None:
+        """A record whose unconditional fields all come first: those read in
+        one ``try`` and written as one dict display, then each conditional one
+        when present (the generic function when a field is missing)."""
+        fields = rec.fields
+        if len({f.name for f in fields}) != len(fields):
+            return None
+        plain = [f for f in fields if f.cond is None and not f.is_param]
+        if len(plain) < 2 or fields[:len(plain)] != plain:
+            return None
+        lines = [f"def {name}(v):", "    try:"]
+        lines += [f"        x{i} = v[{f.name!r}]" for i, f in enumerate(plain)]
+        lines += ["    except KeyError:", f"        return {slow}(v)"]
+        items = ", ".join(f"{f.name!r}: {field_expr(f.storage, f'x{i}')}" for i, f in enumerate(plain))
+        rest = fields[len(plain):]
+        if not rest:
+            lines.append(f"    return {{{items}}}")
+            return "\n".join(lines)
+        lines.append(f"    out = {{{items}}}")
+        for f in rest:
+            k = repr(f.name)
+            lines += [f"    if {k} in v:", f"        x = v[{k}]", f"        out[{k}] = {field_expr(f.storage, 'x')}"]
+        lines.append("    return out")
+        return "\n".join(lines)
 
     def generic(rec: Any, name: str) -> str:
         lines = [f"def {name}(v):", "    out = {}"]
@@ -195,10 +236,40 @@ def record_json_function(record: Any, ctx: JsonCtx, plain_record: Any) -> Any:
     return names[fn_of[id(record)]]
 
 
+def float_group(g: Group, ctx: JsonCtx) -> Any:
+    """The wire form of a group of floats (a vec3, a quaternion): one
+    pack/unpack when it is finite and of its length, else ``g.to_json``."""
+    m, pack, unpack, n = g.to_json, g.st.pack, g.bits_st.unpack, g.n
+
+    def conv(x: Any) -> Any:
+        try:
+            if len(x) == n and (t := sum(x)) == t:
+                return list(unpack(pack(*x)))
+        except (TypeError, OverflowError, struct.error):
+            pass
+        return m(x, ctx)
+    return conv
+
+
 def json_key(ctx: JsonCtx) -> tuple:
     """What a generated function depends on: the form, the text encoding and
     whether numeric arrays stay arrays (``jsontext.native_arrays``)."""
     return ctx.form, ctx.encoding, arrays_stay_native()
+
+
+def native_inline(st: Array, ctx: JsonCtx) -> tuple[np.dtype, np.dtype | None] | None:
+    """(dtype, bit-pattern dtype or None) of a numeric array whose dump value
+    is the array itself (ints) or its bit-pattern view (wire floats), for the
+    generated code to test and convert inline; None when not that simple."""
+    dt = st.elem_dtype.base if st.elem_dtype is not None else st.inner_dtype
+    if dt.names or dt.kind not in "iuf" or not dt.isnative:
+        return None
+    dt = np.dtype(dt.str)  # (the shared instance decoded arrays carry: an `is` test)
+    if dt.kind in "iu":
+        return dt, None
+    if ctx.form == "wire":
+        return dt, np.dtype(dt.str.replace("f", "u"))
+    return None
 
 
 def numeric_array(st: Array, ctx: JsonCtx, native: bool) -> Any:
@@ -225,8 +296,7 @@ def numeric_array(st: Array, ctx: JsonCtx, native: bool) -> Any:
             if v.__class__ is ndarray and v.dtype == dt:
                 if not v.size:
                     return v.tolist()  # (empty: as the list form writes it)
-                if v.flags.c_contiguous:
-                    return values(v)
+                return values(v)  # (orjson writes a strided array through its tolist)
             return generic(v, ctx)
     else:
         def conv(v: Any) -> Any:

@@ -61,13 +61,32 @@ def text_or_hex_back(obj: Any, ctx: JsonCtx, jpath: str) -> bytes:
     raise _jerr("expected text or {\"hex\": ...}", jpath)
 
 
+_BITS = {2: np.dtype(np.uint16), 4: np.dtype(np.uint32), 8: np.dtype(np.uint64)}
+
+
 def _np_to_json(a: np.ndarray, ctx: JsonCtx) -> Any:
     """A numeric array as JSON: ints as ints; floats as bit patterns (wire) or
     decimals (readable, falling back to ``{"bits": [...]}`` when any value is
     not finite).  A structured array (a table of fixed records) is an object
     of columns, each converted the same way."""
-    if a.dtype.names:
-        return {n: _np_to_json(a[n], ctx) for n in a.dtype.names}
+    names = a.dtype.names
+    if names:
+        if a.size and arrays_stay_native():
+            # (a dump: the columns of native numbers straight to orjson, the rest
+            # the general way)
+            wire = ctx.form == "wire"
+            out = {}
+            for n in names:
+                col = a[n]
+                dt = col.dtype
+                if dt.kind in "iu" and dt.isnative:
+                    out[n] = np.ascontiguousarray(col)
+                elif wire and dt.kind == "f" and dt.isnative and dt.itemsize in _BITS:
+                    out[n] = np.ascontiguousarray(col).view(_BITS[dt.itemsize])
+                else:
+                    out[n] = _np_to_json(col, ctx)
+            return out
+        return {n: _np_to_json(a[n], ctx) for n in names}
     if a.dtype.kind == "V":  # fixed byte runs of a table row: hex per row
         return [bytes(x).hex() for x in a.reshape(-1)] if a.ndim == 1 else \
             [_np_to_json(x, ctx) for x in a]

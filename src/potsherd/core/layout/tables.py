@@ -197,6 +197,8 @@ class Table(Array):
         by name), or a list of records (each through the record's encoder, so
         values are checked exactly as for a single record)."""
         dt = self.table_dtype
+        if v.__class__ is np.ndarray and v.dtype is dt and v.ndim == 1:
+            return v  # (the table as decoded)
         if isinstance(v, np.ndarray) and v.dtype.names is not None:
             if v.dtype == dt and v.ndim == 1:
                 return v
