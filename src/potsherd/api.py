@@ -157,11 +157,11 @@ def _read_private(path: str, limits: Limits, stdio: bool):
             raise LimitError(f"input of {size} bytes exceeds the limit of {limits.max_input} "
                              f"(--max-input)", offset=0, path=None if stdio else path)
         buf = PrivateBuffer(size)
-        got = os.readv(fd, [buf]) if size else 0
+        got = _read_into(fd, buf) if size else 0
         if got < size:  # a short read: go on until the end (or the file shrank)
             with memoryview(buf) as view:
                 while got < size:
-                    n = os.readv(fd, [view[got:]])
+                    n = _read_into(fd, view[got:])
                     if n == 0:
                         break
                     got += n
@@ -169,6 +169,14 @@ def _read_private(path: str, limits: Limits, stdio: bool):
         return buf
     finally:
         os.close(fd)
+
+
+def _read_into(fd: int, buf) -> int:
+    """Read from ``fd`` into ``buf``; the count of bytes read (0 at the end)."""
+    if hasattr(os, "readv"):
+        return os.readv(fd, [buf])
+    with open(fd, "rb", buffering=0, closefd=False) as f:  # where readv is missing
+        return f.readinto(buf) or 0
 
 
 def read_doc(path: str, *, limits: Limits = DEFAULT_LIMITS, format: str | None = None,

@@ -214,3 +214,27 @@ def test_every_ko_corpus_file_reads_in_place_as_from_bytes():
         assert got.encode() == data, p
         in_place += any(_viewed_buffer(a) is not None for a in _arrays(got).values())
     assert in_place > 10  # the in-place path was taken, not only the fallback
+
+
+def test_short_reads_are_continued_and_a_shrunk_file_gives_what_was_read(cube, monkeypatch):
+    data = open(cube, "rb").read()
+    real = os.readv
+    calls = []
+
+    def dribble(fd, buffers):  # at most 7 bytes per call, as a slow file system may
+        calls.append(1)
+        (buf,) = buffers
+        with memoryview(buf) as view:
+            return real(fd, [view[:7]])
+
+    monkeypatch.setattr(api.os, "readv", dribble)
+    got = api.read_input(cube, stdio=False, private=True)
+    assert type(got) is PrivateBuffer and bytes(got) == data and len(calls) > len(data) // 7
+    served = []
+
+    def shrinking(fd, buffers):  # the file ends early: 10 bytes, then the end
+        served.append(1)
+        return real(fd, [memoryview(buffers[0])[:10]]) if len(served) == 1 else 0
+
+    monkeypatch.setattr(api.os, "readv", shrinking)
+    assert bytes(api.read_input(cube, stdio=False, private=True)) == data[:10]
