@@ -38,7 +38,11 @@ __all__ = [
 def read(source: str | os.PathLike | bytes, format: str | None = None, *,
          limits: Limits = DEFAULT_LIMITS, **params: Any) -> Document:
     """Decode a file (path) or bytes.  ``format`` overrides detection;
-    keyword parameters override layout parameters (e.g. ``gridCell=16``)."""
+    keyword parameters override layout parameters (e.g. ``gridCell=16``).
+
+    The document's arrays are writable and its own: bytes given are copied
+    from; a file of a format that decodes in place (the KO formats) is read
+    into fresh memory and its arrays are views of it."""
     api = _API or _load_api()
     if isinstance(source, (bytes, bytearray, memoryview)):
         return api.registry.decode(bytes(source), format=format, limits=limits, **params)

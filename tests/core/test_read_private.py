@@ -238,3 +238,33 @@ def test_short_reads_are_continued_and_a_shrunk_file_gives_what_was_read(cube, m
 
     monkeypatch.setattr(api.os, "readv", shrinking)
     assert bytes(api.read_input(cube, stdio=False, private=True)) == data[:10]
+
+
+def _outcome(fn):
+    try:
+        doc = fn()
+    except FormatError as e:
+        return ("error", type(e), e.offset, e.path, e.message)
+    return ("doc", doc)
+
+
+def test_mutated_files_read_in_place_as_from_bytes(cube, tmp_path):
+    data = open(cube, "rb").read()
+    target = tmp_path / "mutated.n3pmesh"
+    errors = docs = 0
+    for pos in range(min(len(data), 80)):
+        for byte in (0xFF, 0x7F, 0x00):
+            mutated = bytearray(data)
+            mutated[pos] = byte
+            target.write_bytes(mutated)
+            want = _outcome(lambda: registry.decode(bytes(mutated), path=str(target)))
+            got = _outcome(lambda: potsherd.read(target))
+            assert got[0] == want[0], (pos, byte, want)
+            if want[0] == "error":
+                errors += 1
+                assert got == want, (pos, byte)
+            else:
+                docs += 1
+                _same_shape(want[1].root, got[1].root, f"byte {pos}={byte}")
+                assert got[1].encode() == bytes(mutated) and got[1].warnings == want[1].warnings
+    assert errors > 20 and docs > 20  # both outcomes exercised
