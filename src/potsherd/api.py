@@ -18,7 +18,6 @@ from typing import IO, Any, Iterable, Iterator
 
 from . import containers, registry
 from .core.errors import LimitError, UnknownFormatError
-from .core.fastpath.runtime import PrivateBuffer
 from .core.fileio import atomic_write, output_target, read_stream
 from .core.limits import DEFAULT_LIMITS, Limits
 
@@ -156,7 +155,7 @@ def _read_private(path: str, limits: Limits, stdio: bool):
         if size > limits.max_input:  # refuse before reading it into memory
             raise LimitError(f"input of {size} bytes exceeds the limit of {limits.max_input} "
                              f"(--max-input)", offset=0, path=None if stdio else path)
-        buf = PrivateBuffer(size)
+        buf = (_PRIVATE_BUFFER or _private_buffer_type())(size)
         got = _read_into(fd, buf) if size else 0
         if got < size:  # a short read: go on until the end (or the file shrank)
             with memoryview(buf) as view:
@@ -169,6 +168,18 @@ def _read_private(path: str, limits: Limits, stdio: bool):
         return buf
     finally:
         os.close(fd)
+
+
+_PRIVATE_BUFFER = None
+
+
+def _private_buffer_type():
+    """:class:`~potsherd.core.fastpath.PrivateBuffer`, imported on the first private
+    read (importing this module stays free of the compiled decoders)."""
+    global _PRIVATE_BUFFER
+    from .core.fastpath.runtime import PrivateBuffer
+    _PRIVATE_BUFFER = PrivateBuffer
+    return PrivateBuffer
 
 
 def _read_into(fd: int, buf) -> int:
