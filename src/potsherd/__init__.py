@@ -38,13 +38,27 @@ __all__ = [
 def read(source: str | os.PathLike | bytes, format: str | None = None, *,
          limits: Limits = DEFAULT_LIMITS, **params: Any) -> Document:
     """Decode a file (path) or bytes.  ``format`` overrides detection;
-    keyword parameters override layout parameters (e.g. ``gridCell=16``)."""
+    keyword parameters override layout parameters (e.g. ``gridCell=16``).
+
+    The document's arrays are writable and its own: bytes given are copied
+    from; a file of a format that decodes in place (the KO formats) is read
+    into fresh memory and its arrays are views of it."""
     api = _API or _load_api()
     if isinstance(source, (bytes, bytearray, memoryview)):
         return api.registry.decode(bytes(source), format=format, limits=limits, **params)
     path = os.fspath(source)
-    data = api.read_input(path, limits, stdio=False)
-    return api.registry.decode(data, format=format, path=path, limits=limits, **params)
+    registry = api.registry
+    try:  # picked before reading when the name (or format) decides it
+        codec = registry.codec_before_reading(path, format)
+    except (UnknownFormatError, TypeError):
+        codec = None  # (the refusal comes after reading, as it always did)
+    if codec is None:
+        data = api.read_input(path, limits, stdio=False)
+        return registry.decode(data, format=format, path=path, limits=limits, **params)
+    # a codec taking a private buffer decodes the file in place: the document's
+    # arrays are views of memory only it holds, editable without copies
+    data = api.read_input(path, limits, stdio=False, private=codec.private_input)
+    return registry.decode_as(codec, data, path=path, limits=limits, **params)
 
 
 _API = None

@@ -88,10 +88,26 @@ def read_doc_args(path: str, args: Any):
                     params=parse_params(getattr(args, "param", None)))
 
 
-def read_input(path: str, limits: Limits = DEFAULT_LIMITS, *, stdio: bool = True) -> bytes:
+#: how a file to read privately is opened: never waiting on a FIFO's writer
+#: (one is reopened the usual way), never becoming the controlling terminal
+_PRIVATE_OPEN = (os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0)
+                 | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_BINARY", 0))
+
+
+def read_input(path: str, limits: Limits = DEFAULT_LIMITS, *, stdio: bool = True,
+               private: bool = False) -> bytes:
     """The bytes of ``path`` (``-``: standard input unless ``stdio`` is False),
     refusing before reading what is larger than ``limits.max_input``.  A folder
-    or a device is an ``OSError`` naming the path; a FIFO named explicitly is read."""
+    or a device is an ``OSError`` naming the path; a FIFO named explicitly is read.
+
+    ``private``: a regular file comes back as a
+    :class:`~potsherd.core.fastpath.PrivateBuffer` (fresh memory no caller
+    holds, which the document decoded from it may keep views of), read with
+    one open and one ``fstat`` of the descriptor; anything else as bytes."""
+    if private and not (stdio and path == STDIO):
+        data = _read_private(path, limits, stdio)
+        if data is not None:
+            return data
     if stdio and path == STDIO:
         data = read_stream(sys.stdin.buffer, limits.max_input)
         if len(data) > limits.max_input:
@@ -119,6 +135,59 @@ def read_input(path: str, limits: Limits = DEFAULT_LIMITS, *, stdio: bool = True
         return data
 
 
+
+
+def _read_private(path: str, limits: Limits, stdio: bool):
+    """A regular file's bytes in a new PrivateBuffer, or None for what
+    :func:`read_input` handles the usual way (member paths, folders, FIFOs,
+    devices, a path that cannot be opened: its error is worded there)."""
+    if containers.SEPARATOR in path and not os.path.exists(path):
+        return None  # "game.vol::shape.dts": a member
+    try:
+        fd = os.open(path, _PRIVATE_OPEN)
+    except (OSError, ValueError):
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return None
+        size = st.st_size
+        if size > limits.max_input:  # refuse before reading it into memory
+            raise LimitError(f"input of {size} bytes exceeds the limit of {limits.max_input} "
+                             f"(--max-input)", offset=0, path=None if stdio else path)
+        buf = (_PRIVATE_BUFFER or _private_buffer_type())(size)
+        got = _read_into(fd, buf) if size else 0
+        if got < size:  # a short read: go on until the end (or the file shrank)
+            with memoryview(buf) as view:
+                while got < size:
+                    n = _read_into(fd, view[got:])
+                    if n == 0:
+                        break
+                    got += n
+            del buf[got:]
+        return buf
+    finally:
+        os.close(fd)
+
+
+_PRIVATE_BUFFER = None
+
+
+def _private_buffer_type():
+    """:class:`~potsherd.core.fastpath.PrivateBuffer`, imported on the first private
+    read (importing this module stays free of the compiled decoders)."""
+    global _PRIVATE_BUFFER
+    from .core.fastpath.runtime import PrivateBuffer
+    _PRIVATE_BUFFER = PrivateBuffer
+    return PrivateBuffer
+
+
+def _read_into(fd: int, buf) -> int:
+    """Read from ``fd`` into ``buf``; the count of bytes read (0 at the end)."""
+    if hasattr(os, "readv"):
+        return os.readv(fd, [buf])
+    with open(fd, "rb", buffering=0, closefd=False) as f:  # where readv is missing
+        return f.readinto(buf) or 0
 
 
 def read_doc(path: str, *, limits: Limits = DEFAULT_LIMITS, format: str | None = None,

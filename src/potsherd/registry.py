@@ -111,6 +111,10 @@ class Codec:
     can_read: bool = True
     can_write: bool = True
     can_json: bool = True
+    #: ``decode`` accepts a :class:`~potsherd.core.fastpath.PrivateBuffer` (a file
+    #: read into memory only the document holds) and may keep views of it;
+    #: ``potsherd.read(path)`` then reads into one (no copies of the arrays)
+    private_input: bool = False
 
     def features(self) -> dict[str, bool]:
         """What this codec can do, as ``potsherd formats`` shows it."""
@@ -184,7 +188,7 @@ def _tail(data: bytes, end: int):
     that is mostly undecoded bytes costs its size in memory once, not twice."""
     if len(data) - end >= 1 << 20 and isinstance(data, bytes):
         return memoryview(data)[end:]
-    return data[end:]
+    return data[end:] if isinstance(data, bytes) else bytes(memoryview(data)[end:])
 
 
 class Envelope(NamedTuple):
@@ -520,6 +524,21 @@ def detect(data: bytes, path: str | None = None) -> Codec:
                              offset=0, found=data[:8].hex())
 
 
+def codec_before_reading(path: str, format: str | None = None) -> Codec | None:
+    """The codec :func:`decode` will pick for ``path`` before its bytes are read:
+    the named format, or the codec the extension gives when no codec claiming
+    it has magic bytes to sniff; None when the bytes decide."""
+    if format:
+        return get_codec(format)
+    ext = _ext_of(path)
+    if not _LOADED:
+        _load_sole_family("ext", ext)
+    entry = _detect_index()["ext"].get(ext)
+    if entry is None or entry[0]:
+        return None
+    return entry[1] if entry[1] is not None else entry[2]
+
+
 def known_extension(path: str) -> bool:
     _load()
     return _ext_of(path) in _detect_index()["ext"]
@@ -557,6 +576,19 @@ def decode(data: bytes, *, format: str | None = None, path: str | None = None,
     is a bug and is reported as :class:`InternalDecodeError`.
     """
     codec = _checked_codec(data, format, path, limits)
+    doc = _run_decoder(codec, lambda: codec.decode(data, limits=limits, **params))
+    doc.source = path
+    doc.limits = limits
+    return doc
+
+
+def decode_as(codec: Codec, data: bytes, *, path: str | None = None,
+              limits: Limits = DEFAULT_LIMITS, **params: Any) -> Document:
+    """:func:`decode` with the codec already picked (:func:`codec_before_reading`):
+    the same checks and refusals, without detecting it again."""
+    if len(data) > limits.max_input:
+        raise LimitError(f"input of {len(data)} bytes exceeds the limit of {limits.max_input}",
+                         offset=0)
     doc = _run_decoder(codec, lambda: codec.decode(data, limits=limits, **params))
     doc.source = path
     doc.limits = limits

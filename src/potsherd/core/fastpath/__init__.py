@@ -41,7 +41,7 @@ Modules (each imports only those listed before it, and the storage modules of
 """
 from __future__ import annotations
 
-from .runtime import reference_only, set_enabled
+from .runtime import PrivateBuffer, reference_only, set_enabled
 from .compiled import FastLayout, fast_layout
 
-__all__ = ["FastLayout", "fast_layout", "reference_only", "set_enabled"]
+__all__ = ["FastLayout", "PrivateBuffer", "fast_layout", "reference_only", "set_enabled"]

@@ -7,7 +7,7 @@ from typing import Any, Callable
 
 from . import kinds as L
 from . import runtime
-from .runtime import _Short
+from .runtime import PrivateBuffer, _Short
 from .decoder import _DecoderGen
 from .encoder import _EncoderGen
 
@@ -96,7 +96,9 @@ class FastLayout:
         warnings: list[str] = []
         s = L.Scope(p, r, limits, warnings)
         try:
-            v, pos = fn(r.buf, start, r.end, s, r)
+            # a private buffer is read in place (its arrays become views of it);
+            # the reader keeps a bytes copy for the storages run by the reference
+            v, pos = fn(data if data.__class__ is PrivateBuffer else r.buf, start, r.end, s, r)
         except _Short:  # the input ends too early: the reference fails as well
             return False
         except Exception:  # noqa: BLE001 - any surprise: the reference decides

@@ -214,9 +214,11 @@ class _DecoderGen(_GenBase):
             n = st.size
             out.append(f"{ind}if pos + {n} > end: raise _FBS")
             out.append(f"{ind}{var} = buf[pos:pos + {n}]")
+            out.append(f"{ind}if buf.__class__ is _PB: {var} = bytes({var})")
             out.append(f"{ind}pos += {n}")
         elif t is L.Tail:
             out.append(f"{ind}{var} = buf[pos:end]")
+            out.append(f"{ind}if buf.__class__ is _PB: {var} = bytes({var})")
             out.append(f"{ind}pos = end")
         elif t is L.Record:
             if self.inlinable(st):
@@ -247,7 +249,8 @@ class _DecoderGen(_GenBase):
         dt = st.table_dtype
         self.dec_count(st.count_src, n, out, ind, env)
         out.append(f"{ind}if {n} * {dt.itemsize} > end - pos: raise _FBS")
-        out.append(f"{ind}{var} = _fbuf(buf, {self.const(dt, 'DT')}, {n}, pos).copy()")
+        arr = _own_or_copy(f"_fbuf(buf, {self.const(dt, 'DT')}, {n}, pos)")
+        out.append(f"{ind}{var} = {arr}")
         out.append(f"{ind}pos += {n} * {dt.itemsize}")
 
     def expr_from_compiled(self, st: Any, env: _ExprEnv) -> str:
@@ -292,8 +295,8 @@ class _DecoderGen(_GenBase):
             isz = st.elem_dtype.itemsize
             self.dec_count(st.count_src, n, out, ind, env)
             out.append(f"{ind}if {n} * {isz} > end - pos: raise _FBS")
-            arr = f"_fbuf(buf, {self.const(base, 'DT')}, {n} * {k}, pos).copy()" if k != 1 else \
-                f"_fbuf(buf, {self.const(base, 'DT')}, {n}, pos).copy()"
+            arr = _own_or_copy(f"_fbuf(buf, {self.const(base, 'DT')}, {n} * {k}, pos)" if k != 1 else
+                               f"_fbuf(buf, {self.const(base, 'DT')}, {n}, pos)")
             if shape:
                 arr += f".reshape(({n},) + {shape!r})"
             out.append(f"{ind}{var} = {arr}")
@@ -310,8 +313,9 @@ class _DecoderGen(_GenBase):
             out.append(f"{ind}    if {k} == 0:")
             out.append(f"{ind}        if {n} > end - pos + 65536 or {n} > _S.limits.max_elements: raise _FB")
             out.append(f"{ind}    elif {n} * {k} * {dt.itemsize} > end - pos: raise _FBS")
-            out.append(f"{ind}    {var} = _fbuf(buf, {self.const(dt, 'DT')}, {n} * {k}, pos).copy()"
-                       f".reshape({n}, {k})")
+            out.append(f"{ind}    {var} = "
+                       + _own_or_copy(f"_fbuf(buf, {self.const(dt, 'DT')}, {n} * {k}, pos)")
+                       + f".reshape({n}, {k})")
             out.append(f"{ind}    pos += {n} * {k} * {dt.itemsize}")
             return
         if item.min_size <= 0:
@@ -388,6 +392,13 @@ class _DecoderGen(_GenBase):
                 target = f"{var}[{idx}][{name!r}]" + (f"[{k}]" if k is not None else "")
                 out.append(f"{ind}        {target} = {nb}(buf, pos + {idx} * {size} + {foff})")
         out.append(f"{ind}pos += {n} * {size}")
+
+
+def _own_or_copy(frombuffer: str) -> str:
+    """The array a ``frombuffer`` expression reads: a copy (writable, not tied
+    to the input), or the view itself when the input is a
+    :class:`~.runtime.PrivateBuffer` that only the document holds."""
+    return f"({frombuffer} if buf.__class__ is _PB else {frombuffer}.copy())"
 
 
 def _table_itemsize(st: "L.Table") -> int:

@@ -13,7 +13,8 @@ from ..expr import _int_div, _num, references, split_operator
 from ..values import F32NaN, F64NaN, RawString
 
 from . import kinds as L
-from .runtime import (_MISSING_NAME, _UNSET, _Fallback, _Short, _lookup_or_missing, _nan_positions, _patch, _select)
+from .runtime import (_MISSING_NAME, _UNSET, PrivateBuffer, _Fallback, _Short, _lookup_or_missing,
+                      _nan_positions, _patch, _select)
 from .analysis import _has_names, _ident, _is_int, _is_plain_number, _storage_references
 
 
@@ -151,7 +152,7 @@ class _GenBase:
             "_FB": _Fallback, "_FBS": _Short, "_num": _num, "_int_div": _int_div, "_select": _select,
             "RawString": RawString, "_bnew": bytes.__new__, "np": np, "_fbuf": np.frombuffer, "_nanpos": _nan_positions,
             "_F32NaN": F32NaN, "_patch": _patch, "_UNSET": _UNSET, "_LS": _lookup_or_missing, "_F64NaN": F64NaN, "_MISSING": _MISSING_NAME,
-            "_mv": memoryview,
+            "_mv": memoryview, "_PB": PrivateBuffer,
         }
         self.consts: dict[int, str] = {}
         self.lines: list[str] = []

@@ -31,6 +31,15 @@ def reference_only() -> Iterator[None]:
         set_enabled(old)
 
 
+class PrivateBuffer(bytearray):
+    """Input bytes no one but the document being decoded holds (a file read
+    into fresh memory): the generated decoders take its arrays as writable
+    views of it instead of copies.  Any other input (bytes, a caller's
+    buffer) is copied from, so editing a document never changes it."""
+
+    __slots__ = ()
+
+
 class _Fallback(Exception):
     """Raised by generated code: let the reference interpreter decide."""
 

@@ -121,6 +121,9 @@ class KoCodec(LayoutCodec):
     #: set per instance for the formats of SCENE_FORMATS / IMPORT_FORMATS
     to_scene = None
     from_scene = None
+    #: a file read into a private buffer is decoded in place (arrays are views of
+    #: it): the layout decoders and the sniffers only read it; an opaque body is copied
+    private_input = True
 
     def __init__(self, name: str, root: str, *, extensions, variants=None,
                  description: str = "", parameters=(), allow_trailing: bool = True,
@@ -159,7 +162,8 @@ class KoCodec(LayoutCodec):
         return doc
 
     def _opaque(self, data: bytes, why: str) -> Document:
-        return Document(self.name, {"body": data}, {"opaque": 1}, b"", [why])
+        body = data if isinstance(data, bytes) else bytes(data)  # never the reader's buffer
+        return Document(self.name, {"body": body}, {"opaque": 1}, b"", [why])
 
     def _root_of(self, doc: Document) -> str:
         return "opaqueFile" if doc.params.get("opaque") else self.root
