@@ -144,6 +144,10 @@ def _read_private(path: str, limits: Limits, stdio: bool):
     if containers.SEPARATOR in path and not os.path.exists(path):
         return None  # "game.vol::shape.dts": a member
     try:
+        # (a device is never opened: opening one can act, e.g. start a watchdog
+        # or rewind a tape; the descriptor's fstat below covers a swap in between)
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return None
         fd = os.open(path, _PRIVATE_OPEN)
     except (OSError, ValueError):
         return None

@@ -268,3 +268,23 @@ def test_mutated_files_read_in_place_as_from_bytes(cube, tmp_path):
                 _same_shape(want[1].root, got[1].root, f"byte {pos}={byte}")
                 assert got[1].encode() == bytes(mutated) and got[1].warnings == want[1].warnings
     assert errors > 20 and docs > 20  # both outcomes exercised
+
+
+def test_a_device_is_refused_without_being_opened(monkeypatch, cube):
+    """Opening a device can act (a watchdog starts, a tape rewinds): the private
+    read checks the kind of file before it opens anything."""
+    if not os.path.exists("/dev/null"):
+        pytest.skip("no /dev/null here")
+    opened = []
+    real_open = os.open
+
+    def spy(path, *a, **k):
+        opened.append(os.fspath(path))
+        return real_open(path, *a, **k)
+    monkeypatch.setattr(os, "open", spy)
+    with pytest.raises(OSError) as e:
+        potsherd.read("/dev/null", format="n3pmesh")
+    assert e.value.errno == errno.EINVAL
+    assert "/dev/null" not in opened
+    potsherd.read(cube)
+    assert str(cube) in opened  # (negative control: a regular file is opened by the spy)
