@@ -93,8 +93,10 @@ def record_json_function(record: Any, ctx: JsonCtx, plain_record: Any) -> Any:
                     # dtype, not empty; orjson writes it, contiguous or not)
                     dt_name, bits_name = const(inline[0], "dt"), inline[1] and const(inline[1], "bt")
                     value = f"{x}.view({bits_name})" if bits_name else x
+                    # (an array with no rows is [] whatever its dtype, as the list form writes it)
                     return f"({value} if {x}.__class__ is ndarray and {x}.dtype is {dt_name} " \
-                           f"and {x}.size else {const(conv, 'na')}({x}))"
+                           f"and {x}.size else [] if {x}.__class__ is ndarray and {x}.ndim " \
+                           f"and not {x}.shape[0] else {const(conv, 'na')}({x}))"
                 return f"{const(conv, 'na')}({x})"
         if cls.to_json is Array.to_json and st.elem_dtype is None and st.inner_count is None:
             y = fresh()
