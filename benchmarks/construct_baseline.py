@@ -131,7 +131,7 @@ class ConstructLayout:
                 return self.records[spec]
             raise ValueError(f"no Construct equivalent for storage {spec!r}")
         kind = spec.get("kind")
-        if kind in ("array", "table"):  # a table is an array of fixed records
+        if kind in ("array", "table", "ragged"):  # (the same records, one after the other)
             return C.Array(_count(spec["count"]), self.storage(spec["item"]))
         if kind == "bytes":
             return C.Bytes(_count(spec["count"]))

@@ -5,7 +5,7 @@ heart (no interpretation, no expression evaluation), reads runs of scalars
 with one precompiled ``Struct`` call and arrays with ``frombuffer``.  They
 build the same document as the layout engine (same dict keys in the same
 order, ``RawString`` strings, writable numpy arrays, structured arrays for
-tables, list-of-dict record arrays) so the comparison measures decoding, not a cheaper document.  They
+tables, ragged tables for skin bindings, list-of-dict record arrays) so the comparison measures decoding, not a cheaper document.  They
 check bounds only as far as ``struct``/``numpy`` do, and do not keep NaN bit
 patterns: they are a lower bound, not a replacement.
 """
@@ -15,6 +15,7 @@ import struct
 
 import numpy as np
 
+from potsherd.core.layout import Ragged
 from potsherd.core.values import RawString
 
 _I32 = struct.Struct("<i").unpack_from
@@ -24,7 +25,7 @@ _F32 = struct.Struct("<f").unpack_from
 _3I = struct.Struct("<3i").unpack_from
 _6I = struct.Struct("<6i").unpack_from
 _4I = struct.Struct("<4i").unpack_from
-_BIND = struct.Struct("<3fi8s").unpack_from
+_COUNT = struct.Struct("<i").unpack_from
 #: the layout's fixed-record tables (one structured array each)
 _COLLAPSE = np.dtype([("indicesToLose", "<i4"), ("indicesToChange", "<i4"),
                       ("verticesToLose", "<i4"), ("indexChangesOffset", "<i4"),
@@ -125,22 +126,45 @@ def _skin(buf: bytes, pos: int) -> tuple[dict, int]:
             rec["uvs"], pos = _floats(buf, uc * 2, pos)
             rec["uvIndices"] = np.frombuffer(buf, _U2, fc * 3, pos).copy()
             pos += 6 * fc
-        bindings = []
-        append = bindings.append
-        frombuffer = np.frombuffer
-        for _ in range(vc):
-            x, y, z, count, ptr = _BIND(buf, pos)
-            pos += 24
-            n = count if count > 0 else 0
-            b = {"origin": [x, y, z], "count": count, "pointerPlaceholders": ptr,
-                 "joints": frombuffer(buf, _I4, n, pos).copy()}
-            pos += 4 * n
-            if count > 1:
-                b["weights"] = frombuffer(buf, _F4, count, pos).copy()
-                pos += 4 * count
-            append(b)
-        rec["bindings"] = bindings
+        rec["bindings"], pos = _bindings(buf, pos, vc)
     return rec, pos
+
+
+_BIND_ROW = np.dtype([("origin", "<f4", (3,)), ("count", "<i4"), ("pointerPlaceholders", "V8")])
+_BINDINGS = None
+
+
+def _bindings(buf: bytes, pos: int, vc: int):
+    """The layout's ragged table: one pass for where each binding starts and
+    how many joints it has, then every column gathered with numpy."""
+    global _BINDINGS
+    if _BINDINGS is None:
+        from potsherd.formats.ko.codecs import LAYOUT
+        _BINDINGS = next(f.storage for f in LAYOUT.records["n3cskin"].fields if f.name == "bindings")
+    starts = [0] * vc
+    counts = [0] * vc
+    for i in range(vc):
+        count, = _COUNT(buf, pos + 12)
+        n = count if count > 0 else 0
+        starts[i] = pos
+        counts[i] = n
+        pos += 24 + (8 * n if n > 1 else 4 * n)
+    u8 = np.frombuffer(buf, np.uint8)
+    st = np.array(starts, np.int64)
+    c = np.array(counts, np.int64)
+    rows = u8[st[:, None] + np.arange(24)].view(_BIND_ROW).reshape(vc)
+    joints = u8[_values(st + 24, c)].view(_I4).reshape(-1)
+    many = c > 1
+    weights = u8[_values(st[many] + 24 + 4 * c[many], c[many])].view(_F4).reshape(-1)
+    return Ragged(rows, {"joints": joints, "weights": weights}, _BINDINGS), pos
+
+
+def _values(first: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Byte index of ``counts[i]`` 4-byte values from ``first[i]``."""
+    total = int(counts.sum())
+    before = np.cumsum(counts) - counts
+    starts = np.repeat(first - before * 4, counts) + np.arange(total, dtype=np.int64) * 4
+    return starts[:, None] + np.arange(4)
 
 
 def decode_n3cskins(buf: bytes) -> dict:

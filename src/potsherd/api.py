@@ -387,6 +387,11 @@ def write_json(doc: Any, form: str, out: IO[str], *, indent: int | None = 2) -> 
     size in memory instead of several times the JSON text."""
     from .core import jsontext
     trailing = doc.trailing
+    if len(trailing) <= _CHUNK:  # (the usual case: the text in one piece)
+        with jsontext.native_arrays():
+            obj = doc.to_json(form)
+        out.write(jsontext.dumps(obj, indent))
+        return
     doc.trailing = b""
     try:
         with jsontext.native_arrays():

@@ -22,7 +22,7 @@ import pytest
 from potsherd import registry
 from potsherd.core import fastpath
 from potsherd.core.errors import FormatError
-from potsherd.core.layout import JsonCtx, Layout, Storage
+from potsherd.core.layout import JsonCtx, Layout, Ragged, Storage
 from potsherd.core.limits import DEFAULT_LIMITS
 from corpus_paths import CORPUS_ROOT
 
@@ -49,6 +49,8 @@ def deep_diff(a, b, path="$"):
             if d:
                 return d
         return None
+    if isinstance(a, Ragged):
+        return deep_diff(a.rows, b.rows, f"{path}.rows") or deep_diff(a.flat, b.flat, f"{path}.flat")
     if isinstance(a, np.ndarray):
         if (a.dtype, a.shape, a.flags.writeable) != (b.dtype, b.shape, b.flags.writeable) \
                 or a.tobytes() != b.tobytes():

@@ -115,20 +115,23 @@ def _lazy_tree(draw_items, rng: random.Random, depth: int = 0):
 
 @settings(max_examples=150, deadline=None)
 @given(st.integers(0, 2 ** 32), st.sampled_from([1, 2, 3, 48]))
-def test_lazy_record_lists_are_written_as_their_lists(seed, chunk):
+def test_lazy_record_lists_are_written_as_their_lists(seed, size):
     rng = random.Random(seed)
-    sizes = [0, 1, chunk - 1, chunk, chunk + 1, 2 * chunk + 1]
+    sizes = [0, 1, size - 1, size, size + 1, 2 * size + 1]
     lazy, plain = _lazy_tree(lambda: rng.choice(sizes), rng)
-    old = jsontext.CHUNK
-    jsontext.CHUNK = max(chunk, 1)
-    try:
-        for indent in (2, None):
-            want = _orjson(plain, indent)
-            assert jsontext.dumps(lazy, indent) == want
-            # a piece of a larger text (write_json): every line after the first one level deeper
-            assert jsontext.dumps(lazy, indent, depth=1) == (want.replace("\n", "\n  ") if indent else want)
-    finally:
-        jsontext.CHUNK = old
+    for indent in (2, None):
+        want = _orjson(plain, indent)
+        assert jsontext.dumps(lazy, indent) == want
+        # a piece of a larger text (write_json): every line after the first one level deeper
+        assert jsontext.dumps(lazy, indent, depth=1) == (want.replace("\n", "\n  ") if indent else want)
+        assert jsontext.dumps(lazy, indent, depth=3) == (want.replace("\n", "\n      ") if indent else want)
+
+
+def test_a_complex_that_is_not_a_reference_is_refused_as_before():
+    lazy = jsontext.LazyItems([1, 2], lambda i: {"i": i})
+    for o in ({"a": 1j}, {"a": lazy, "b": 1 + 0j}, {"a": lazy, "b": 0j}, {"a": lazy, "b": 5 + 7j}):
+        with pytest.raises(TypeError):
+            jsontext.dumps(o)
 
 
 def test_a_lazy_list_holding_nan_is_the_standard_librarys_text():
@@ -138,9 +141,9 @@ def test_a_lazy_list_holding_nan_is_the_standard_librarys_text():
     assert text == _std({"a": plain}, 2) and "NaN" in text
 
 
-def test_a_lazy_list_is_converted_a_chunk_at_a_time():
-    """The objects of a chunk are freed before the next is built: the converter
-    never has more than one chunk of results alive."""
+def test_a_lazy_list_is_converted_one_item_at_a_time():
+    """The JSON value of a record is built just before it is written and freed
+    just after: the converter never has more than one result alive."""
     alive = [0]
     peak = [0]
 
@@ -151,11 +154,12 @@ def test_a_lazy_list_is_converted_a_chunk_at_a_time():
     def convert(i):
         alive[0] += 1
         peak[0] = max(peak[0], alive[0])
-        return Tracked(i=i)
-    n = 20 * jsontext.CHUNK
+        return Tracked(i=i, sub=jsontext.LazyItems(list(range(3 * jsontext.LAZY_MIN)), int))
+    n = 10 * jsontext.LAZY_MIN
     text = jsontext.dumps({"a": jsontext.LazyItems(list(range(n)), convert)})
-    assert jsontext.loads(text) == {"a": [{"i": i} for i in range(n)]}
-    assert peak[0] <= jsontext.CHUNK
+    assert jsontext.loads(text) == {"a": [{"i": i, "sub": list(range(3 * jsontext.LAZY_MIN))}
+                                          for i in range(n)]}
+    assert peak[0] == 1
     # negative control: the list form keeps them all
     peak[0] = alive[0] = 0
     kept = [convert(i) for i in range(n)]

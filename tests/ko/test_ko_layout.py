@@ -183,22 +183,36 @@ def test_n3pmesh_collapses_and_lods_are_tables():
 
 
 def test_every_array_of_fixed_records_is_a_table():
-    """A guard for new rows: an array whose record could be one table row must be a table."""
-    from potsherd.core.layout import Table, record_dtype
+    """A guard for new rows: an array whose record could be one table row must be a
+    table, and one whose record is fixed fields then counted numeric arrays a ragged
+    table (except where the arrays are short and many: see below)."""
+    from potsherd.core.layout import RaggedTable, Table, record_dtype
     from potsherd.core.layout.arrays import Array
-    tables, arrays_of_records = set(), set()
+    from potsherd.core.layout.ragged import _Plan
+    tables, ragged, arrays_of_records, could_be_ragged = set(), set(), set(), set()
     for name, rec in LAYOUT.records.items():
         for f in getattr(rec, "fields", ()):
             st = f.storage
-            if isinstance(st, Table):
+            if isinstance(st, RaggedTable):
+                ragged.add(f"{name}.{f.name}")
+            elif isinstance(st, Table):
                 tables.add(f"{name}.{f.name}")
             elif type(st) is Array and hasattr(st.item, "fields"):
                 assert record_dtype(st.item) is None, f"{name}.{f.name} should be a table"
                 arrays_of_records.add(f"{name}.{f.name}")
+                try:
+                    _Plan(st.item)
+                    could_be_ragged.add(f"{name}.{f.name}")
+                except ValueError:
+                    pass
     assert tables == {"n3pmesh.collapses", "n3pmesh.lods", "gtd.points", "gtd.patches",
                       "terrainTiles.tiles"}
+    assert ragged == {"n3cskin.bindings"}
+    # an opd cell's 16 subcells (a count and its triangles): per-cell column
+    # arrays would cost more than the 16 dicts they replace
+    assert could_be_ragged == {"maincell.subcells"}
     # negative control: records with strings or conditions stay arrays
-    assert {"n3cskin.bindings", "n3sky.dayChanges", "n3anim.clips"} <= arrays_of_records
+    assert {"n3sky.dayChanges", "n3anim.clips"} <= arrays_of_records - could_be_ragged
 
 
 def test_n3pmesh_appended_bytes_are_kept_with_a_warning():

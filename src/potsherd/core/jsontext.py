@@ -1,4 +1,4 @@
-"""The JSON text of documents: orjson's, written in bulk and in chunks.
+"""The JSON text of documents: orjson's, written in one pass.
 
 The text is what ``orjson.dumps(obj, option=OPT_INDENT_2)`` writes (two
 spaces per level, ``": "`` after keys, the shortest digits that round-trip
@@ -13,16 +13,20 @@ Two things keep a dump fast and its memory near the size of the text:
 * numeric numpy arrays stay arrays (``to_json`` inside :func:`native_arrays`)
   and orjson writes them directly;
 * a long list of records stays a :class:`LazyItems` (the records and their
-  converter): its items are converted to JSON values and written
-  :data:`CHUNK` at a time, so the objects of one chunk are freed before the
-  next is built.  A whole tree of small dicts and lists would be kept alive
-  while it is written, and the garbage collector would walk it again and
-  again as it grows (three quarters of the time of a large ``.opd``).
+  converter).  orjson meets it as an object it cannot write and asks
+  ``default``, which gives a list of references; orjson asks again for each
+  reference as it reaches it, and ``default`` converts that one record.  So
+  a record's JSON value is built just before it is written and freed just
+  after.  A whole tree of small dicts kept alive while it is written would
+  have the garbage collector walk it again and again as it grows (three
+  quarters of the time of a large ``.opd``).  A reference is a ``complex``
+  (record index, a random tag plus the list's index): orjson never writes
+  one, and the collector does not track it.
 
 What orjson refuses (non-string keys, integers beyond 64 bits, lone
 surrogates) and documents holding a NaN or an infinity (orjson writes them as
-``null``, like ``None``) are written by the standard library with the same layout
-(``indent=2``, or ``separators=(",", ":")`` when compact); only its float
+``null``, like ``None``) are written by the standard library with the same
+layout (``indent=2``, or ``separators=(",", ":")`` when compact); only its float
 notation differs (``1e-05`` where orjson writes ``1e-5``), the values are the
 same.
 """
@@ -46,17 +50,14 @@ except ImportError:  # pragma: no cover - exercised only where orjson is missing
 INDENT = 2
 _OPT_INDENTED = orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY if orjson else 0
 _OPT_COMPACT = orjson.OPT_SERIALIZE_NUMPY if orjson else 0
-#: records converted per chunk of a :class:`LazyItems`: small enough that a
-#: chunk's objects die young (the collector runs every 700 new containers)
-CHUNK = 48
 #: ``null`` as a value.  Indented text: after a key or an indentation and
 #: ending its line; no string can hold that, because every newline of the
 #: text is structural (strings escape theirs).  Compact text: after ``:``,
 #: ``[`` or ``,`` and before ``,``, ``]``, ``}`` or the end, which a string
-#: can also hold (``"a,null]"``): such a document goes to the standard
-#: library too, the same values in a slower way.
+#: can also hold (``"a,null]"``): the tree then decides.
 _NULL_INDENTED = re.compile(rb"(?:: |\n *|^)null(?=,\n|\n|$)")
 _NULL_COMPACT = re.compile(rb"(?:[:\[,]|^)null(?=[,\]}]|$)")
+_NULL_ANYWHERE = re.compile(rb"null")
 _NATIVE = contextvars.ContextVar("potsherd_native_arrays", default=False)
 
 
@@ -78,7 +79,7 @@ def arrays_stay_native() -> bool:
 
 class LazyItems:
     """A JSON list given as its items and the function converting one item to
-    its JSON value; :func:`dumps` converts and writes a chunk at a time."""
+    its JSON value; :func:`dumps` converts each item just before writing it."""
 
     __slots__ = ("items", "convert")
 
@@ -91,8 +92,8 @@ class LazyItems:
         return [convert(x) for x in self.items]
 
 
-#: lists shorter than this are converted at once (a chunk costs more)
-LAZY_MIN = 2 * CHUNK
+#: lists shorter than this are converted at once (a reference per item costs more)
+LAZY_MIN = 96
 
 
 class _Refused(Exception):
@@ -100,32 +101,66 @@ class _Refused(Exception):
     back: the standard library writes it."""
 
 
-_FLOAT_ARRAY_KINDS = "fc"
+def _has_null(raw: bytes) -> bool:
+    """Whether ``null`` occurs in ``raw``.  Every ``null`` has a ``u``, and a
+    text of numbers and hex has few: the first ones are looked at one by one
+    (a byte search, many times faster than a search for the word); a text
+    with many goes to one regular-expression scan from there."""
+    find = raw.find
+    i = find(b"u")
+    for _ in range(32):
+        if i == -1:
+            return False
+        if raw[i - 1:i + 3] == b"null":
+            return True
+        i = find(b"u", i + 1)
+    return i != -1 and _NULL_ANYWHERE.search(raw, max(i - 1, 0)) is not None
+
+
+_FLOAT_KINDS = "fc"
 
 
 def _non_finite(obj: Any) -> bool:
     """Whether ``obj`` holds a NaN or an infinity (which orjson writes as
-    ``null``, like ``None``); lazy lists are not entered: their chunks are
-    checked as they are written."""
+    ``null``, like ``None``); lazy lists are converted item by item to look.
+    (Asked only of texts that hold a ``null``: FBX documents, whose empty
+    children are ``None``.)"""
     stack = [obj]
     pop, extend = stack.pop, stack.extend
+    scalars = _SKIP
     while stack:
         o = pop()
         cls = o.__class__
-        if cls is dict:
+        if cls in scalars:
+            continue
+        if cls is list or cls is tuple:
+            # (a list of scalars, the common case, without a step per item)
+            for x in o:
+                c = x.__class__
+                if c in scalars:
+                    continue
+                if c is float:
+                    if x - x != 0.0:
+                        return True
+                    continue
+                stack.append(x)
+        elif cls is dict:
             extend(o.values())
-        elif cls is list or cls is tuple:
-            extend(o)
         elif cls is float:
             if o - o != 0.0:
                 return True
+        elif cls is LazyItems:
+            convert = o.convert
+            for x in o.items:
+                if _non_finite(convert(x)):
+                    return True
         elif isinstance(o, np.ndarray):
-            if o.dtype.kind in _FLOAT_ARRAY_KINDS and not np.isfinite(o).all():
+            if o.dtype.kind in _FLOAT_KINDS and not np.isfinite(o).all():
                 return True
             if o.dtype.kind == "O":
                 extend(o.ravel().tolist())
         elif isinstance(o, np.generic):
-            if o.dtype.kind in _FLOAT_ARRAY_KINDS and not np.isfinite(o):
+            if o.dtype.kind in _FLOAT_KINDS and not np.isfinite(o):
                 return True
         elif isinstance(o, dict):
             extend(o.values())
@@ -134,6 +169,9 @@ def _non_finite(obj: Any) -> bool:
         elif isinstance(o, float) and o - o != 0.0:
             return True
     return False
+
+
+_SKIP = frozenset((str, int, bool, type(None), bytes))
 
 
 def _plain(obj: Any) -> Any:
@@ -154,97 +192,53 @@ def _std(obj: Any, indent: int | None) -> str:
                       separators=(",", ":") if indent is None else None)
 
 
-class _Writer:
-    """One :func:`dumps` call: orjson's text of each piece, with the lazy lists
-    found in it (as marker strings) written in their place, chunk by chunk."""
+def _orjson_text(obj: Any, indented: bool, depth: int) -> str:
+    """orjson's text of ``obj`` with lazy lists expanded as they are written;
+    ``depth``: every line after the first indented for a value nested that
+    deep (``obj`` is written inside ``depth`` one-item lists whose brackets are
+    then cut, so orjson writes every indentation itself)."""
+    lazies: list[LazyItems] = []
+    # (references carry a random tag, so that no complex of a document can be
+    # one; drawn when the first lazy list is met)
+    tag = 0.0
 
-    def __init__(self, indented: bool) -> None:
-        self.indented = indented
-        self.option = _OPT_INDENTED if indented else _OPT_COMPACT
-        self.null = _NULL_INDENTED if indented else _NULL_COMPACT
-        # a random tag, so that no string of the document can be a marker
-        tag = "\x00potsherd-items-" + os.urandom(6).hex() + "-"
-        self.tag = tag
-        self.marker = b'"\\u0000' + tag[1:].encode()
-
-    def text(self, obj: Any, depth: int) -> list:
-        """The pieces (bytes-like, in order) of the text of ``obj`` as the value
-        of a line at ``depth``: every line after its first indented for that
-        depth.  Pieces are joined once, at the end, not at every level.
-
-        orjson indents from depth 0 only: ``obj`` is written inside ``depth``
-        one-item lists, whose brackets are then cut, so that orjson itself
-        writes the indentation of every line (no pass over the text after)."""
-        found: list[LazyItems] = []
-        tag = self.tag
-
-        def default(o: Any) -> Any:
-            if o.__class__ is LazyItems:
-                found.append(o)
-                return f"{tag}{len(found) - 1}"
-            if isinstance(o, (np.ndarray, np.generic)):  # (what orjson does not write natively)
-                return o.tolist()
-            raise TypeError
-        wrapped = obj
-        if self.indented:
-            for _ in range(depth):
-                wrapped = [wrapped]
-        try:
-            raw = orjson.dumps(wrapped, option=self.option, default=default)
-        except (TypeError, orjson.JSONEncodeError) as e:
-            raise _Refused from e
-        if b"null" in raw and self.null.search(raw) and _non_finite(obj):
-            raise _Refused
-        pieces = raw.split(self.marker) if found else [raw]
-        out: list = []
-        for k, piece in enumerate(pieces):
-            if k:
-                end = piece.index(b'"')
-                ind = 0
-                if self.indented:  # the marker's line: its indentation, orjson's own
-                    before = pieces[k - 1]
-                    line = before[before.rfind(b"\n") + 1:]
-                    ind = (len(line) - len(line.lstrip(b" "))) // INDENT
-                out += self.items(found[int(piece[:end])], ind)
-                piece = memoryview(piece)[end + 1:]
-            out.append(piece)
-        if self.indented and depth:
-            # "[" + newline + indentation per wrapping level before, newline +
-            # indentation + "]" per level after
-            head = sum(2 + INDENT * (k + 1) for k in range(depth))
-            tail = sum(2 + INDENT * k for k in range(depth))
-            out[0] = memoryview(out[0])[head:]
-            out[-1] = memoryview(out[-1])[:len(out[-1]) - tail]
-        return out
-
-    def items(self, lazy: LazyItems, depth: int) -> list:
-        """The pieces of a lazy list whose ``[`` is on a line at ``depth``."""
-        seq, convert = lazy.items, lazy.convert
-        n = len(seq)
-        if not n:
-            return [b"[]"]
-        # each chunk is written as a list at the same depth; its brackets and
-        # the indentation around them are cut (views, not copies)
-        if self.indented:
-            inner = b" " * (INDENT * (depth + 1))
-            head, tail = 2 + len(inner), 2 + INDENT * depth
-            out = [b"[\n" + inner]
-            join = b",\n" + inner
-        else:
-            head, tail, join = 1, 1, b","
-            out = [b"["]
-        for s in range(0, n, CHUNK):
-            chunk = [convert(x) for x in seq[s:s + CHUNK]]
-            pieces = self.text(chunk, depth)
-            del chunk
-            if s:
-                out.append(join)
-            # (the first piece starts with the chunk's "[", the last ends with its "]")
-            pieces[0] = memoryview(pieces[0])[head:]
-            pieces[-1] = memoryview(pieces[-1])[:len(pieces[-1]) - tail]
-            out += pieces
-        out.append(b"\n" + b" " * (INDENT * depth) + b"]" if self.indented else b"]")
-        return out
+    def default(o: Any) -> Any:
+        nonlocal tag
+        cls = o.__class__
+        if cls is complex and lazies:  # a reference: (record index, tag + list index)
+            k = o.imag - tag
+            if 0 <= k < len(lazies) and k == int(k):
+                lazy = lazies[int(k)]
+                return lazy.convert(lazy.items[int(o.real)])
+        elif cls is LazyItems:
+            if not lazies:
+                tag = float(2 ** 40 + int.from_bytes(os.urandom(4), "little"))
+            lazies.append(o)
+            return (np.arange(len(o.items), dtype=np.float64)
+                    + 1j * (tag + len(lazies) - 1)).tolist()
+        elif isinstance(o, (np.ndarray, np.generic)):  # (what orjson does not write natively)
+            return o.tolist()
+        raise TypeError
+    wrapped = obj
+    if indented:
+        for _ in range(depth):
+            wrapped = [wrapped]
+    try:
+        raw = orjson.dumps(wrapped, option=_OPT_INDENTED if indented else _OPT_COMPACT,
+                           default=default)
+    except (TypeError, orjson.JSONEncodeError) as e:
+        raise _Refused from e
+    if _has_null(raw) and (_NULL_INDENTED if indented else _NULL_COMPACT).search(raw) \
+            and _non_finite(obj):
+        raise _Refused
+    if indented and depth:
+        # "[" + newline + indentation per wrapping level before, newline +
+        # indentation + "]" per level after
+        head = sum(2 + INDENT * (k + 1) for k in range(depth))
+        tail = sum(2 + INDENT * k for k in range(depth))
+        with memoryview(raw) as view:
+            return str(view[head:len(raw) - tail], "utf-8")
+    return raw.decode("utf-8")
 
 
 _SCALARS = (str, int)
@@ -264,7 +258,7 @@ def dumps(obj: Any, indent: int | None = INDENT, *, depth: int = 0) -> str:
         text = _std(obj, indent)
     else:
         try:
-            return b"".join(_Writer(indent is not None).text(obj, depth)).decode("utf-8")
+            return _orjson_text(obj, indent is not None, depth)
         except _Refused:
             text = _std(obj, indent)
     if depth and indent:

@@ -25,7 +25,7 @@ def _storage_references(st: Any, seen: set | None = None) -> set[str]:
         out |= references(st.cond_src) | _storage_references(st.yes) | _storage_references(st.no)
     elif k is L.Sized:
         out |= references(st.size_src) | _storage_references(st.item)
-    elif type(st) is L.Table:
+    elif type(st) in (L.Table, L.RaggedTable):
         out |= references(st.count_src)
     return out
 

@@ -10,3 +10,4 @@ from ..layout.arrays import Array  # noqa: F401
 from ..layout.sized import Sized  # noqa: F401
 from ..layout.records import Record  # noqa: F401
 from ..layout.tables import Table  # noqa: F401
+from ..layout.ragged import RaggedTable  # noqa: F401

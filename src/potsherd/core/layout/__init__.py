@@ -25,6 +25,8 @@ Storage kinds
   ordinary record of primitive fields;
 * ``{"kind":"table","count":E,"item":R}`` (or ``"format"``/``"keys"``): fixed
   records as one numpy structured array (:mod:`.tables`);
+* ``{"kind":"ragged","count":E,"item":R}``: records of fixed fields followed by
+  numeric arrays counted by those fields, column-wise (:mod:`.ragged`);
 * ``{"kind":"sized","size":E,"item":S}`` (``"repeat":true`` for items back to
   back): a bounded sub-stream, kept raw when its content does not parse,
   its size field regenerated on encode (:mod:`.sized`);
@@ -64,6 +66,7 @@ Modules (each imports only those listed before it)
 * :mod:`.sized` - sized sub-streams;
 * :mod:`.records` - records of conditional fields;
 * :mod:`.tables` - struct format strings, fixed-record tables;
+* :mod:`.ragged` - records with variable numeric arrays, column-wise;
 * :mod:`.text` - the ``.layout`` table notation;
 * :mod:`.front` - :class:`Layout` (rows to records, fast path then reference).
 
@@ -85,6 +88,7 @@ from .storages import (GROUPS, PRIMS, Bytes, Choice, Group, Param, Prim, Storage
 from .arrays import Array  # noqa: F401
 from .sized import Sized, Unparsed, bounded_reader, reading  # noqa: F401
 from .records import Field, Record  # noqa: F401
+from .ragged import Ragged, RaggedTable  # noqa: F401
 from .tables import (STRUCT_CODES, ColumnJson, Table, parse_struct, record_dtype, struct_dtype,  # noqa: F401
                      struct_rows)
 from .text import parse_layout_text  # noqa: F401

@@ -14,6 +14,7 @@ from .storages import GROUPS, PRIMS, Bytes, Choice, Param, Storage, String, Tail
 from .arrays import Array
 from .sized import Sized
 from .records import Record
+from .ragged import RaggedTable
 from .tables import Table, struct_rows
 from .text import LayoutRows, parse_layout_text, short_place
 
@@ -94,6 +95,11 @@ class Layout:
                 if not isinstance(item, Record):
                     raise ValueError(f"a table's item must be a record: {spec!r}")
                 return Table(spec["count"], item, spec.get("columns"))
+            if kind == "ragged":
+                item = self.storage(spec["item"])
+                if not isinstance(item, Record):
+                    raise ValueError(f"a ragged table's item must be a record: {spec!r}")
+                return RaggedTable(spec["count"], item)
             if kind == "sized":
                 return Sized(spec["size"], self.storage(spec["item"]), bool(spec.get("repeat")))
         raise ValueError(f"unknown storage {spec!r}")

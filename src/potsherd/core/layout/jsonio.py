@@ -88,8 +88,11 @@ def _np_to_json(a: np.ndarray, ctx: JsonCtx) -> Any:
             return out
         return {n: _np_to_json(a[n], ctx) for n in names}
     if a.dtype.kind == "V":  # fixed byte runs of a table row: hex per row
-        return [bytes(x).hex() for x in a.reshape(-1)] if a.ndim == 1 else \
-            [_np_to_json(x, ctx) for x in a]
+        if a.ndim != 1:
+            return [_np_to_json(x, ctx) for x in a]
+        # (one hex pass over the column, cut per row)
+        text, step = a.tobytes().hex(), 2 * a.dtype.itemsize
+        return [text[i:i + step] for i in range(0, len(text), step)] if step else [""] * len(a)
     # inside jsontext.native_arrays() (dump): arrays stay arrays, in native byte
     # order and contiguous, for orjson to write without a Python int per element
     out = _native if arrays_stay_native() else _as_list

@@ -40,6 +40,7 @@ from typing import Any
 import numpy as np
 
 from ...core.errors import FormatError
+from ...core.layout import Ragged
 from ...core.values import RawString
 from ...document import Document
 from ...scene import Scene, compute_normals, weld
@@ -336,7 +337,9 @@ def _same_skin_geometry(geo: Geometry, lod: dict) -> bool:
     vi = np.asarray(lod["vertexIndices"], np.int64)
     if len(vi) != geo.triangles.size:
         return False
-    origin = np.array([b["origin"] for b in lod["bindings"]], np.float32)
+    b = lod["bindings"]
+    origin = np.asarray(b["origin"], np.float32) if isinstance(b, Ragged) else \
+        np.array([x["origin"] for x in b], np.float32)
     uv = np.asarray(lod["uvs"], np.float32).reshape(-1, 2) if int(lod["uvCount"]) > 0 else None
     corners = geo.triangles.reshape(-1)
     if not np.allclose(origin[vi], geo.positions[corners], atol=1e-5, rtol=1e-6):

@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from ...core.layout import Ragged
 from ...document import Document
 from .text import text
 from .wire import record_columns
@@ -70,9 +71,9 @@ def info_n3pmesh(doc: Document, enc: str) -> dict:
 def _skin_info(s: dict) -> dict:
     d = {"faces": int(s["faceCount"]), "vertices": int(s["vertexCount"]), "uvs": int(s["uvCount"])}
     b = s.get("bindings")
-    if b:
-        counts = [int(x["count"]) for x in b]
-        d["maxWeightsPerVertex"] = max(counts)
+    if b is not None and len(b):
+        counts = b["count"] if isinstance(b, Ragged) else [int(x["count"]) for x in b]
+        d["maxWeightsPerVertex"] = int(max(counts))
     return d
 
 

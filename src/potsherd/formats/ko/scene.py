@@ -38,6 +38,7 @@ import numpy as np
 
 from ... import resolve
 from ...core.errors import FormatError, ValueFormatError
+from ...core.layout import Ragged
 from ...core.limits import Limits
 from ...scene import (Animation, Channel, Image, Material, Mesh, Node, Primitive, Scene, Skin,
                       TextureRef, flip_winding, limit_influences, quat_multiply, quat_normalize,
@@ -277,6 +278,28 @@ def pmesh_extras(m: dict) -> dict:
             "minVertexCount": int(m["minVertexCount"]), "minIndexCount": int(m["minIndexCount"])}
 
 
+def _influences(b: Ragged) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(origins, joints, weights) of a skin's bindings, one row per vertex and
+    as many columns as the most influences: one influence is weight 1 (the
+    file stores no weight for it), none is joint 0 with weight 1
+    (docs/formats/knight-online.md)."""
+    origin = np.asarray(b["origin"], np.float32)
+    counts = np.maximum(b["count"].astype(np.int64), 0)
+    n = len(counts)
+    k = max(int(counts.max()), 1)
+    joints = np.zeros((n, k), np.int64)
+    weights = np.zeros((n, k), np.float64)
+    rows = np.repeat(np.arange(n), counts)
+    cols = np.arange(len(rows)) - np.repeat(np.cumsum(counts) - counts, counts)
+    joints[rows, cols] = b["joints"]
+    many = counts > 1
+    wrows = np.repeat(np.arange(n)[many], counts[many])
+    wcols = np.arange(len(wrows)) - np.repeat(np.cumsum(counts[many]) - counts[many], counts[many])
+    weights[wrows, wcols] = b["weights"]
+    weights[~many, 0] = 1.0
+    return origin, joints, weights
+
+
 def skin_arrays(sk: dict, scene: Scene) -> dict | None:
     """LOD geometry unwelded per (position index, UV index) corner (docs/formats/knight-online.md)."""
     f, v = int(sk["faceCount"]), int(sk["vertexCount"])
@@ -297,8 +320,11 @@ def skin_arrays(sk: dict, scene: Scene) -> dict | None:
     first, remap = weld(vi, ui) if has_uv else weld(vi)
     pos_idx = vi[first]
     origin = pn[:, :3]
-    bindings = sk.get("bindings") or []
+    bindings = sk.get("bindings")
     joints = weights = None
+    if isinstance(bindings, Ragged) and len(bindings):
+        origin, joints, weights = _influences(bindings)
+        bindings = None
     if bindings:
         origin = np.array([b["origin"] for b in bindings], np.float32)
         counts = np.array([max(int(b["count"]), 0) for b in bindings])
