@@ -218,7 +218,7 @@ def throughput_rows(res: dict) -> list[dict]:
     if dumps:
         slowest = min(dumps, key=lambda x: x[1])
         below = [n for n, v in dumps if v < 50]
-        rows.append(_row("wire JSON dump (json.dumps(to_json)), slowest format", slowest[1],
+        rows.append(_row("wire JSON dump (doc.dumps), slowest format", slowest[1],
                          "MB/s", f"slowest: {slowest[0]}; {len(below)} of {len(dumps)} formats "
                          "under 50 MB/s", ">= 50 MB/s for every format", not below,
                          "the orjson reference and the dump speed belong to the engine"))
