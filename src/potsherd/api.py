@@ -378,6 +378,13 @@ def trailing_share(doc: Any, size: int) -> float:
     return len(doc.trailing) / size if size else 0.0
 
 
+def _utf8_buffer(out: IO[str]) -> Any:
+    """The binary buffer under a UTF-8 text stream, or None."""
+    buf = getattr(out, "buffer", None)
+    enc = (getattr(out, "encoding", None) or "").lower().replace("-", "").replace("_", "")
+    return buf if buf is not None and enc == "utf8" else None
+
+
 def write_json(doc: Any, form: str, out: IO[str], *, indent: int | None = 2) -> None:
     """Write ``doc``'s JSON form to a text stream piece by piece: the text of
     ``doc.dumps(form, indent)`` (``indent`` 2 or None).
@@ -390,7 +397,12 @@ def write_json(doc: Any, form: str, out: IO[str], *, indent: int | None = 2) -> 
     if len(trailing) <= _CHUNK:  # (the usual case: the text in one piece)
         with jsontext.native_arrays():
             obj = doc.to_json(form)
-        out.write(jsontext.dumps(obj, indent))
+        raw = _utf8_buffer(out)
+        if raw is not None:  # (a UTF-8 file: its bytes, no text copy in between)
+            out.flush()
+            raw.write(jsontext.dumps_bytes(obj, indent))
+        else:
+            out.write(jsontext.dumps(obj, indent))
         return
     doc.trailing = b""
     try:

@@ -212,3 +212,27 @@ def test_corpus_dumps_are_orjsons_text_of_the_json_form_and_load_back():
         formats.add(doc.format)
     assert len(formats) >= 5
     assert lazy  # (the lazy path is exercised by real files)
+
+
+def test_write_json_to_a_utf8_file_writes_the_same_text_as_bytes(tmp_path):
+    """A UTF-8 text stream gets orjson's bytes through its buffer (no text copy);
+    any other stream gets the text: the same characters either way."""
+    sample = _corpus_sample(per_codec=1, max_size=50_000)[:6]
+    if not sample:
+        pytest.skip(f"no corpus at {CORPUS}")
+    for path, doc in sample:
+        for form in ("wire", "readable"):
+            want = doc.dumps(form)
+            raw = io.BytesIO()
+            text = io.TextIOWrapper(raw, encoding="utf-8", newline="\n")
+            text.write("<")             # (text written before stays before)
+            api.write_json(doc, form, text)
+            text.write(">")
+            text.flush()
+            assert raw.getvalue().decode("utf-8") == "<" + want + ">", path.name
+            assert api._utf8_buffer(text) is raw
+            other = io.TextIOWrapper(io.BytesIO(), encoding="utf-16")
+            assert api._utf8_buffer(other) is None    # negative control: the text path
+            api.write_json(doc, form, other)
+            other.flush()
+            assert other.buffer.getvalue().decode("utf-16") == want

@@ -192,7 +192,7 @@ def _std(obj: Any, indent: int | None) -> str:
                       separators=(",", ":") if indent is None else None)
 
 
-def _orjson_text(obj: Any, indented: bool, depth: int) -> str:
+def _orjson_text(obj: Any, indented: bool, depth: int) -> bytes | memoryview:
     """orjson's text of ``obj`` with lazy lists expanded as they are written;
     ``depth``: every line after the first indented for a value nested that
     deep (``obj`` is written inside ``depth`` one-item lists whose brackets are
@@ -236,9 +236,8 @@ def _orjson_text(obj: Any, indented: bool, depth: int) -> str:
         # indentation + "]" per level after
         head = sum(2 + INDENT * (k + 1) for k in range(depth))
         tail = sum(2 + INDENT * k for k in range(depth))
-        with memoryview(raw) as view:
-            return str(view[head:len(raw) - tail], "utf-8")
-    return raw.decode("utf-8")
+        return memoryview(raw)[head:len(raw) - tail]
+    return raw
 
 
 _SCALARS = (str, int)
@@ -252,6 +251,18 @@ def dumps(obj: Any, indent: int | None = INDENT, *, depth: int = 0) -> str:
     :class:`LazyItems` as their lists.  ``depth`` indents every line after the
     first for a value nested that deep (a piece of a larger text).  Any other
     ``indent`` is written by the standard library."""
+    text = _text(obj, indent, depth)
+    return text if text.__class__ is str else str(text, "utf-8")
+
+
+def dumps_bytes(obj: Any, indent: int | None = INDENT, *, depth: int = 0) -> bytes | memoryview:
+    """:func:`dumps` as UTF-8 bytes (or a view of them): what a file gets,
+    without a text copy in between."""
+    text = _text(obj, indent, depth)
+    return text.encode("utf-8") if text.__class__ is str else text
+
+
+def _text(obj: Any, indent: int | None, depth: int) -> str | bytes | memoryview:
     if orjson is None or indent not in (None, INDENT) or obj.__class__ in _SCALARS:
         # (a string or an int, e.g. one envelope value of write_json: the
         # standard library's C encoder, at no cost)
