@@ -193,3 +193,31 @@ def test_span_decode_is_the_same_document_on_every_corpus_file():
         assert not problems, (path, problems[:3])
         checked += 1
     assert checked > 300
+
+
+def test_a_ragged_table_is_a_record_of_its_columns(served):
+    """Skin bindings (a ragged table) open as a record whose children are the
+    fixed columns and the flat arrays, with the table's byte span."""
+    base, root = served
+
+    def s(b):
+        return struct.pack("<i", len(b)) + b
+    f32 = lambda *v: struct.pack(f"<{len(v)}f", *v)  # noqa: E731
+    i32 = lambda *v: struct.pack(f"<{len(v)}i", *v)  # noqa: E731
+    u16 = lambda *v: struct.pack(f"<{len(v)}H", *v)  # noqa: E731
+    bindings = (f32(1, 2, 3) + i32(1) + b"PTRSPTRS" + i32(7)
+                + f32(4, 5, 6) + i32(3) + b"\x01" * 8 + i32(1, 2, 3) + f32(0.5, 0.25, 0.25)
+                + f32(7, 8, 9) + i32(0) + b"\x02" * 8)
+    lod0 = (s(b"lod0") + i32(1, 3, 2) + f32(*range(18)) + u16(0, 1, 2) + f32(0, 0, 1, 1)
+            + u16(0, 1, 1) + bindings)
+    data = s(b"skins") + lod0 + (s(b"") + i32(0, 0, 0)) * 3
+    (root / "skin.n3cskins").write_bytes(data)
+    status, body = get_json(base + "/api/doc?path=skin.n3cskins&node=/root/lods/0/bindings")
+    assert status == 200, body
+    tree = body["tree"]
+    assert tree["kind"] == "record" and tree["count"] == 5
+    kids = {c["name"]: c for c in tree["children"]}
+    assert list(kids) == ["origin", "count", "pointerPlaceholders", "joints", "weights"]
+    assert kids["count"]["preview"] == [1, 3, 0] and kids["joints"]["preview"] == [7, 1, 2, 3]
+    start, end = tree["span"]
+    assert data[start:start + 12] == struct.pack("<3f", 1, 2, 3) and end == len(data) - 3 * 16

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from ..core.layout import Ragged
 from ..core.spans import SpanMap
 from ..core.values import F32NaN, F64NaN, RawString
 
@@ -84,6 +85,8 @@ class DocTree:
             return out
         if isinstance(v, _FbxProps):
             return [(i, p[1], None) for i, p in enumerate(v.props)]
+        if isinstance(v, Ragged):  # (its columns and flat arrays, each an array)
+            return [(k, v[k], None) for k in v.keys()]
         return []
 
     def _child(self, v: Any, key: str) -> tuple[Any, tuple | None]:
@@ -126,7 +129,7 @@ class DocTree:
             out["label"] = bytes(v.name).decode("utf-8", "replace")
             span = self.spans.get(v, "record")
             out["span"] = list(span) if span else out["span"]
-        elif isinstance(v, dict):
+        elif isinstance(v, (dict, Ragged)):
             out["kind"] = "record"
         elif isinstance(v, (list, _FbxProps)):
             out["kind"] = "list"
