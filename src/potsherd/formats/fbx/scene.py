@@ -29,7 +29,8 @@ from .model import FbxNode
 from .scene_materials import MaterialBuilder, TextureFiles
 from .scene_rig import (as_time_series, euler_quat, evaluate, inherit_mode, layer_blend,
                         quat_euler, varies)
-from .objects import (KTIME_PER_SECOND, ROTATION_ORDERS, local_trs, _Object, _axis_matrix, _number,
+from .objects import (KTIME_PER_SECOND, ROTATION_ORDERS, local_trs_many,
+                      local_trs_of_inputs, transform_inputs, _Object, _axis_matrix, _number,
                       _p70, _text, _text_child, _values, _vec)
 from .curves import _Curve, _Defaults, _Layer, _take_keys
 from .fbx5 import upgrade_fbx5
@@ -151,11 +152,16 @@ class _Builder:
                 seen.add(c.id)
                 order.append(c)
         self.order = order
+        placed: set = set()
+        rest_inputs = []
         for m in order:
             ups = self.linked(m.id, "Model", up=True, prop=None)
-            self.parent_of[m.id] = ups[0].id if ups and ups[0].id in self.rest_trs else None
+            self.parent_of[m.id] = ups[0].id if ups and ups[0].id in placed else None
             self.mode_of[m.id] = inherit_mode(m.number("InheritType", -1))
-            self.rest_trs[m.id] = local_trs(m)
+            rest_inputs.append(transform_inputs(m))
+            placed.add(m.id)
+        # every model's rest transform in a few stacked chains (the same bits as one by one)
+        self.rest_trs.update(zip([m.id for m in order], local_trs_of_inputs(rest_inputs)))
         self.split = self.scale_split_nodes()
         states, gltf_local, helper = evaluate([m.id for m in order], self.parent_of,
                                               self.mode_of, self.rest_trs, self.split)
@@ -646,8 +652,10 @@ class _Builder:
                                        "sampled at their key times only")
         ticks = secs * KTIME_PER_SECOND
         local = dict(self.rest_trs)
-        for mid, props in per_model.items():
-            local[mid] = self.sampled_local(self.objects[mid], props, ticks)
+        animated = list(per_model)
+        local.update(zip(animated, local_trs_many(
+            [self.sampled_inputs(self.objects[mid], per_model[mid], ticks)
+             for mid in animated])))
         # the hierarchy is evaluated a slice of time at a time, so its 4x4
         # matrices never exceed about MAX_EVAL_MATRICES at once
         ids = [m.id for m in self.order]
@@ -685,8 +693,9 @@ class _Builder:
             anim.channels.append(Channel(node, "scale", times_f,
                                          as_time_series(s, n).astype(np.float32)))
 
-    def sampled_local(self, m: _Object, props: dict, ticks: np.ndarray) -> tuple:
-        """A model's local (t, q, s) at ``ticks``, its layers blended."""
+    def sampled_inputs(self, m: _Object, props: dict, ticks: np.ndarray) -> tuple:
+        """A model's local transform inputs at ``ticks``, its layers blended:
+        ``(m, t, r, s, rq)`` for :func:`local_trs_many`."""
         order = ROTATION_ORDERS[int(m.number("RotationOrder", 0)) % 7]
         defaults = {"Lcl Translation": _vec(m, "Lcl Translation", (0, 0, 0)),
                     "Lcl Rotation": _vec(m, "Lcl Rotation", (0, 0, 0)),
@@ -723,9 +732,8 @@ class _Builder:
             if is_quat:
                 rq = result
             sampled[prop] = result
-        return local_trs(m, sampled["Lcl Translation"],
-                         None if rq is not None else sampled["Lcl Rotation"],
-                         sampled["Lcl Scaling"], rq)
+        return (m, sampled["Lcl Translation"],
+                None if rq is not None else sampled["Lcl Rotation"], sampled["Lcl Scaling"], rq)
 
     def weight_channels(self, anim: Animation, weights: dict) -> None:
         if not weights:
