@@ -52,6 +52,31 @@ def test_one_fbx_to_glb_imports_only_the_fbx_family(tmp_path):
     assert all(any(m.startswith(f) for m in modules) for f in OTHER_FAMILIES)
 
 
+def test_a_folder_of_fbx_to_glb_imports_only_the_fbx_family(tmp_path):
+    """The folder walk (which names it knows) and the plan (which it can
+    convert) read the manifest, so a batch of FBX files loads one family too."""
+    src = tmp_path / "in"
+    (src / "sub").mkdir(parents=True)
+    data = registry.get_codec("fbx-ascii").convert(
+        registry.decode(QUAD.encode(), format="fbx-ascii"), "binary")
+    for name in ("a.fbx", "sub/b.FBX"):
+        (src / name).write_bytes(data)
+    (src / "notes.txt").write_text("not a model")  # a name the manifest does not list
+    out = tmp_path / "out"
+    modules = _modules_after_cli(["convert", str(src), str(out), "--to", "glb", "--jobs", "1"])
+    assert (out / "a.glb").read_bytes()[:4] == b"glTF"
+    assert (out / "sub" / "b.glb").read_bytes()[:4] == b"glTF"
+    assert "potsherd.formats.fbx.scene" in modules
+    assert not [m for m in modules if m.startswith(OTHER_FAMILIES)], sorted(modules)
+    # negative control: planning beside a file the KO family claims loads that family
+    (src / "c.n3pmesh").write_bytes(b"\0" * 8)
+    planned = _run("import sys\nfrom potsherd.export.convert import plan_folder\n"
+                   f"plan, skipped = plan_folder({str(src)!r}, {str(out)!r}, 'glb')\n"
+                   "print(len(plan), ' '.join(sorted(sys.modules)))").split()
+    assert planned[0] == "3"
+    assert any(m.startswith("potsherd.formats.ko") for m in planned[1:])
+
+
 def test_table_after_a_partial_load_is_in_the_all_at_once_order():
     all_at_once = _run("from potsherd import registry as r\n"
                        "print(' '.join(c.name for c in r.codecs()))")
