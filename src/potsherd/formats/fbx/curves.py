@@ -89,32 +89,83 @@ class _Curve:
         self.slopes[:-1, 1] = prev_left
 
     def sample(self, ticks: np.ndarray) -> np.ndarray:
-        t = self.t.astype(np.float64)
-        out = np.interp(ticks, t, self.v)
-        if len(t) < 2:
-            return out
-        seg = np.clip(np.searchsorted(t, ticks, side="right") - 1, 0, len(t) - 2)
-        inside = (ticks >= t[0]) & (ticks <= t[-1])
-        t0, t1 = t[seg], t[seg + 1]
-        dt = np.where(t1 > t0, t1 - t0, 1.0)
-        u = np.clip((ticks - t0) / dt, 0.0, 1.0)
-        v0, v1 = self.v[seg], self.v[seg + 1]
-        mode = self.mode[seg]
-        const = (mode & 0x02) != 0
-        cubic = ((mode & 0x08) != 0) & ~const
-        secs = dt / KTIME_PER_SECOND
-        w0 = np.clip(self.weights[seg, 0], 1e-4, 1.0)
-        w1 = np.clip(self.weights[seg, 1], 1e-4, 1.0)
-        # Bezier control points in normalised time u and in value
-        x1, x2 = w0, 1.0 - w1
-        y1 = v0 + self.slopes[seg, 0] * secs * w0
-        y2 = v1 - self.slopes[seg, 1] * secs * w1
-        sb = _bezier_parameter(u, x1, x2, inside & cubic)
-        bez = ((1 - sb) ** 3 * v0 + 3 * (1 - sb) ** 2 * sb * y1 + 3 * (1 - sb) * sb ** 2 * y2
-               + sb ** 3 * v1)
-        out = np.where(inside & cubic, bez, out)
-        out = np.where(inside & const & (ticks < t1), v0, out)
-        return out
+        """The curve's values at ``ticks`` (see :func:`sample_curves`)."""
+        return sample_curves([self], ticks)[0]
+
+
+#: sample rows one stacked evaluation of cubic / constant segments holds at most
+MAX_STACKED_SAMPLES = 262144
+
+
+def sample_curves(curves: list, ticks: np.ndarray) -> list:
+    """Each curve's values at the same ``ticks``, as FBX interpolates them:
+    linear between keys (``np.interp``, also outside the keys), constant
+    segments hold their first value, cubic ones follow their Bezier curve.
+
+    Curves without a constant or cubic key are only interpolated; the others'
+    segments are evaluated stacked (every curve's keys in one array, the
+    samples of all of them in one row set, bounded in size), which is the same
+    elementwise arithmetic as one curve at a time, so the same bits, for a
+    few numpy calls per curve instead of a few dozen."""
+    ticks = np.asarray(ticks)
+    out = []
+    shaped = []  # curves with cubic or constant keys (and two keys or more)
+    for i, c in enumerate(curves):
+        t = c.t.astype(np.float64)
+        out.append(np.interp(ticks, t, c.v))
+        if len(t) >= 2 and np.any(c.mode & 0x0A):
+            shaped.append(i)
+    n = len(ticks)
+    chunk: list = []
+    for i in shaped:
+        if chunk and (len(chunk) + 1) * n > MAX_STACKED_SAMPLES:
+            _shaped_segments([curves[k] for k in chunk], ticks, [out[k] for k in chunk], chunk, out)
+            chunk = []
+        chunk.append(i)
+    if chunk:
+        _shaped_segments([curves[k] for k in chunk], ticks, [out[k] for k in chunk], chunk, out)
+    return out
+
+
+def _shaped_segments(curves: list, ticks: np.ndarray, linear: list, where: list,
+                     out: list) -> None:
+    """Cubic and constant segments of ``curves`` at ``ticks``, stacked; the
+    results replace ``out[where[k]]``."""
+    n = len(ticks)
+    counts = np.array([len(c.t) for c in curves], dtype=np.int64)
+    base = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    t = np.concatenate([c.t for c in curves]).astype(np.float64)
+    v = np.concatenate([c.v for c in curves])
+    modes = np.concatenate([c.mode for c in curves])
+    weights = np.concatenate([c.weights for c in curves])
+    slopes = np.concatenate([c.slopes for c in curves])
+    # per sample row: its curve's segment (searched in that curve's keys), first / last key
+    seg = np.concatenate([np.searchsorted(t[b:b + k], ticks, side="right")
+                          for b, k in zip(base.tolist(), counts.tolist())]) - 1
+    seg = np.clip(seg, 0, np.repeat(counts - 2, n)) + np.repeat(base, n)
+    x = np.tile(ticks, len(curves))
+    inside = (x >= np.repeat(t[base], n)) & (x <= np.repeat(t[base + counts - 1], n))
+    t0, t1 = t[seg], t[seg + 1]
+    dt = np.where(t1 > t0, t1 - t0, 1.0)
+    u = np.clip((x - t0) / dt, 0.0, 1.0)
+    v0, v1 = v[seg], v[seg + 1]
+    mode = modes[seg]
+    const = (mode & 0x02) != 0
+    cubic = ((mode & 0x08) != 0) & ~const
+    secs = dt / KTIME_PER_SECOND
+    w0 = np.clip(weights[seg, 0], 1e-4, 1.0)
+    w1 = np.clip(weights[seg, 1], 1e-4, 1.0)
+    # Bezier control points in normalised time u and in value
+    x1, x2 = w0, 1.0 - w1
+    y1 = v0 + slopes[seg, 0] * secs * w0
+    y2 = v1 - slopes[seg, 1] * secs * w1
+    sb = _bezier_parameter(u, x1, x2, inside & cubic)
+    bez = ((1 - sb) ** 3 * v0 + 3 * (1 - sb) ** 2 * sb * y1 + 3 * (1 - sb) * sb ** 2 * y2
+           + sb ** 3 * v1)
+    res = np.where(inside & cubic, bez, np.concatenate(linear))
+    res = np.where(inside & const & (x < t1), v0, res)
+    for k, i in enumerate(where):
+        out[i] = res[k * n:(k + 1) * n]
 
 
 

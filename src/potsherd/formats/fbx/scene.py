@@ -32,7 +32,7 @@ from .scene_rig import (as_time_series, euler_quat, evaluate, inherit_mode, laye
 from .objects import (KTIME_PER_SECOND, ROTATION_ORDERS, local_trs_many,
                       local_trs_of_inputs, transform_inputs, _Object, _axis_matrix, _number,
                       _p70, _text, _text_child, _values, _vec)
-from .curves import _Curve, _Defaults, _Layer, _take_keys
+from .curves import _Curve, _Defaults, _Layer, _take_keys, sample_curves
 from .fbx5 import upgrade_fbx5
 
 GRID_FPS = 30.0
@@ -653,8 +653,12 @@ class _Builder:
         ticks = secs * KTIME_PER_SECOND
         local = dict(self.rest_trs)
         animated = list(per_model)
+        # every curve of the animation sampled at once (the same values as one by one)
+        curves = list({id(c): c for props in per_model.values() for layers in props.values()
+                       for _, _, cs in layers for c in cs.values()}.values())
+        samples = dict(zip(map(id, curves), sample_curves(curves, ticks)))
         local.update(zip(animated, local_trs_many(
-            [self.sampled_inputs(self.objects[mid], per_model[mid], ticks)
+            [self.sampled_inputs(self.objects[mid], per_model[mid], ticks, samples)
              for mid in animated])))
         # the hierarchy is evaluated a slice of time at a time, so its 4x4
         # matrices never exceed about MAX_EVAL_MATRICES at once
@@ -693,9 +697,11 @@ class _Builder:
             anim.channels.append(Channel(node, "scale", times_f,
                                          as_time_series(s, n).astype(np.float32)))
 
-    def sampled_inputs(self, m: _Object, props: dict, ticks: np.ndarray) -> tuple:
+    def sampled_inputs(self, m: _Object, props: dict, ticks: np.ndarray,
+                       samples: dict | None = None) -> tuple:
         """A model's local transform inputs at ``ticks``, its layers blended:
-        ``(m, t, r, s, rq)`` for :func:`local_trs_many`."""
+        ``(m, t, r, s, rq)`` for :func:`local_trs_many`; ``samples`` holds
+        curve values at ``ticks`` already computed, by curve id."""
         order = ROTATION_ORDERS[int(m.number("RotationOrder", 0)) % 7]
         defaults = {"Lcl Translation": _vec(m, "Lcl Translation", (0, 0, 0)),
                     "Lcl Rotation": _vec(m, "Lcl Rotation", (0, 0, 0)),
@@ -709,7 +715,9 @@ class _Builder:
                 vals = np.tile(default, (len(ticks), 1))
                 for axis, key in enumerate(("d|X", "d|Y", "d|Z")):
                     if key in curves:
-                        vals[:, axis] = curves[key].sample(ticks)
+                        c = curves[key]
+                        got = samples.get(id(c)) if samples is not None else None
+                        vals[:, axis] = c.sample(ticks) if got is None else got
                     elif key in cn.props:
                         vals[:, axis] = _number(cn.props[key], cn.path(key)
                                                 if isinstance(cn, _Object) else key)
