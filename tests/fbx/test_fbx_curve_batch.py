@@ -56,3 +56,43 @@ def test_sampled_values_follow_the_interpolation_modes():
     # negative control: between the keys a cubic curve with random slopes is not linear
     assert not np.allclose(sample_curves([cubic], mid)[0],
                            np.interp(mid, cubic.t.astype(np.float64), cubic.v))
+
+
+def _raw_curve(rng: np.random.Generator) -> tuple:
+    """KeyTime / KeyValueFloat / KeyAttr* arrays as a file stores them: one
+    attribute for every key, one shared by all, or runs of keys sharing one."""
+    n = int(rng.integers(1, 14))
+    t = np.cumsum(rng.integers(0 if rng.random() < 0.1 else 1, 20, size=n)) * 1539538600
+    v = rng.normal(size=n) * (0 if rng.random() < 0.1 else 1)
+    if rng.random() < 0.1:
+        return t, v, None, None, None
+    shape = int(rng.integers(0, 3))
+    refcount = [n] if shape == 0 else [1] * n if shape == 1 else \
+        np.diff(np.unique(np.concatenate([[0, n], rng.integers(0, n, size=3)]))).tolist()
+    flags = [int(rng.choice([LINEAR, CONSTANT, CUBIC, CUBIC | 0x1000, CUBIC | 0x4000,
+                             CUBIC | 0x2000, CUBIC | USER, CUBIC | WEIGHTED, CUBIC | 0x200]))
+             for _ in refcount]
+    data = (rng.normal(size=(len(refcount), 4)) * rng.choice([1, 50, 900])).astype(np.float32)
+    data[:, 2] = rng.integers(0, 2**32, size=len(refcount), dtype=np.uint64).astype(
+        np.uint32).view(np.float32)
+    if rng.random() < 0.1:
+        data = data[:-1]  # too short: modes only, no slopes or weights
+    return t, v, np.array(flags, np.int32), data.reshape(-1), np.array(refcount, np.int32)
+
+
+def test_keys_decoded_together_match_one_curve_at_a_time():
+    rng = np.random.default_rng(3)
+    raws = [_raw_curve(rng) for _ in range(300)]
+    alone = [_Curve(*r) for r in raws]
+    together = [_Curve(*r, prepare=False) for r in raws]
+    curves_module.prepare_curves(together)
+    for a, b in zip(alone, together):
+        for name in ("mode", "slopes", "weights"):
+            assert getattr(a, name).tobytes() == getattr(b, name).tobytes(), name
+    # negative control: automatic tangents were recomputed (slopes differ from the stored ones)
+    stored = [r[3].reshape(-1, 4)[0, 0] for r in raws if r[2] is not None and r[2][0] == CUBIC
+              and len(r[3]) >= 4 * len(r[4]) and len(r[0]) > 2]
+    assert stored
+    assert any(c.slopes[0, 0] != np.float32(s) for c, s in zip(
+        [c for c, r in zip(alone, raws) if r[2] is not None and r[2][0] == CUBIC
+         and len(r[3]) >= 4 * len(r[4]) and len(r[0]) > 2], stored))

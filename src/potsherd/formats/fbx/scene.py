@@ -32,7 +32,7 @@ from .scene_rig import (as_time_series, euler_quat, evaluate, inherit_mode, laye
 from .objects import (KTIME_PER_SECOND, ROTATION_ORDERS, local_trs_many,
                       local_trs_of_inputs, transform_inputs, _Object, _axis_matrix, _number,
                       _p70, _text, _text_child, _values, _vec)
-from .curves import _Curve, _Defaults, _Layer, _take_keys, sample_curves
+from .curves import _Curve, _Defaults, _Layer, _take_keys, prepare_curves, sample_curves
 from .fbx5 import upgrade_fbx5
 
 GRID_FPS = 30.0
@@ -537,6 +537,7 @@ class _Builder:
             anim = Animation(name=stack.name)
             per_model: dict[int, dict] = defaultdict(lambda: defaultdict(list))
             weights: dict[int, dict] = defaultdict(dict)
+            unprepared: list = []  # the stack's curves, their keys decoded at once below
             for layer_index, layer in enumerate(self.linked(stack.id, "AnimationLayer")):
                 blend = _Layer(layer_index, layer, self.curve_of(layer.id, "Weight"))
                 for cn in self.linked(layer.id, "AnimationCurveNode"):
@@ -553,7 +554,9 @@ class _Builder:
                                 if t is not None and v is not None and len(t) == len(v) and len(t):
                                     curves[cprop] = _Curve(t, v, c.array("KeyAttrFlags"),
                                                            c.array("KeyAttrDataFloat"),
-                                                           c.array("KeyAttrRefCount"))
+                                                           c.array("KeyAttrRefCount"),
+                                                           prepare=False)
+                                    unprepared.append(curves[cprop])
                         if not curves and o.kind != "Model":
                             continue  # a curve node's constant values still set the model's
                         if o.kind == "Model" and prop in ("Lcl Translation", "Lcl Rotation",
@@ -561,6 +564,7 @@ class _Builder:
                             per_model[o.id][prop].append((blend, cn, curves))
                         elif o.kind == "Deformer" and prop == "DeformPercent":
                             weights[o.id] = curves
+            prepare_curves(unprepared)
             self.stack_channels(anim, {mid: props for mid, props in per_model.items()
                                        if mid in self.node_of})
             self.weight_channels(anim, weights)
