@@ -124,3 +124,21 @@ def test_detection_by_extension_matches_the_full_table(fresh_registry):
             assert registry.detect(m, "a" + ext).name == full[ext, m], (ext, m[:8])
             partial_only += not registry.loaded()
     assert partial_only > len(magics)  # most extensions really went the one-family way
+
+
+def test_the_command_line_starts_blas_single_threaded_unless_told_otherwise():
+    """A CLI process sets OPENBLAS_NUM_THREADS=1 before numpy loads (its arrays
+    are small; threads only cost start-up), keeping a value the user set."""
+    code = "import os, potsherd.cli, numpy; print(os.environ.get('OPENBLAS_NUM_THREADS'))"
+    env = {"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin"}
+    for given, expected in ((None, "1"), ("3", "3")):
+        run_env = dict(env, **({} if given is None else {"OPENBLAS_NUM_THREADS": given}))
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                             env=run_env, timeout=120)
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.strip() == expected
+    # negative control: importing the library alone changes nothing
+    out = subprocess.run([sys.executable, "-c", "import os, potsherd.api; "
+                          "print(os.environ.get('OPENBLAS_NUM_THREADS'))"],
+                         capture_output=True, text=True, env=env, timeout=120)
+    assert out.stdout.strip() == "None"
