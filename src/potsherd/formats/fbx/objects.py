@@ -2,6 +2,7 @@
 local transform of a Model (pivots, pre/post rotation, rotation order), axis settings."""
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -87,15 +88,59 @@ class _Object:
         return _number(v, self.path(name))
 
 
-def _p70(node: FbxNode) -> dict:
+class Properties(Mapping):
+    """Property name -> values (a list), like a dict, with each row's values
+    built when first read: a scene reads a few dozen of the thousands of
+    Properties70 rows (object and template ones), and building every row's
+    property list was the largest cost of reading a binary file's scene."""
+
+    __slots__ = ("_rows",)
+
+    def __init__(self, rows: dict | None = None) -> None:
+        #: name -> values list, or (row node, values skipped) until read
+        self._rows: dict = {} if rows is None else rows
+
+    def __getitem__(self, name: str) -> list:
+        v = self._rows[name]
+        if type(v) is tuple:
+            node, skip = v
+            v = self._rows[name] = [x for _, x in node.props[skip:]]
+        return v
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return self[name] if name in self._rows else default
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._rows
+
+    def __iter__(self):
+        return iter(self._rows)
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def update(self, other: "Properties") -> None:
+        """``other``'s rows over these (a later row of a name wins, as in a dict)."""
+        self._rows.update(other._rows)
+
+    def under(self, own: "Properties") -> "Properties":
+        """These rows (template defaults) with ``own``'s over them: ``{**self, **own}``."""
+        return Properties({**self._rows, **own._rows})
+
+
+def _p70(node: FbxNode) -> Properties:
     """Property name -> values, from Properties70/P (7.x) or Properties60/Property (6.x)."""
-    out: dict = {}
+    rows: dict = {}
     for block, row, skip in ((b"Properties70", b"P", 4), (b"Properties60", b"Property", 3)):
         p70 = node.find(block)
         for p in (p70.children or []) if p70 is not None else []:
-            if p.name == row and p.props and p.props[0][0] == "S":
-                out[_text(p.props[0][1])] = [v for _, v in p.props[skip:]]
-    return out
+            if p.name != row:
+                continue
+            name = p.first_string()
+            if name is not None:
+                rows[name.decode("utf-8", "replace") if isinstance(name, bytes) else str(name)] = \
+                    (p, skip)
+    return Properties(rows)
 
 
 def _vec(obj: _Object, name: str, default: tuple) -> np.ndarray:
@@ -122,7 +167,12 @@ def transform_inputs(obj: _Object, t=None, r=None, s=None, rq=None) -> tuple:
     s = _vec(obj, "Lcl Scaling", (1, 1, 1)) if s is None else s
     order = ROTATION_ORDERS[int(obj.number("RotationOrder", 0)) % 7]
     statics = []
+    props = obj.props
     for name in STATIC_FACTORS:
+        given = props.get(name)
+        if given is None or len(given) < 3:  # absent: the zero default, left out
+            statics.append(None)
+            continue
         v = _vec(obj, name, (0, 0, 0))
         statics.append(v if v.any() else None)
     return t, r, s, rq, order, tuple(statics)

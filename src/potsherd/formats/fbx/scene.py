@@ -30,7 +30,8 @@ from .scene_materials import MaterialBuilder, TextureFiles
 from .scene_rig import (as_time_series, euler_quat, evaluate, inherit_mode, layer_blend,
                         quat_euler, varies)
 from .objects import (KTIME_PER_SECOND, ROTATION_ORDERS, local_trs_many,
-                      local_trs_of_inputs, transform_inputs, _Object, _axis_matrix, _number,
+                      local_trs_of_inputs, transform_inputs, Properties, _Object,
+                      _axis_matrix, _number,
                       _p70, _text, _text_child, _values, _vec)
 from .curves import _Curve, _Defaults, _Layer, _take_keys, prepare_curves, sample_curves
 from .fbx5 import upgrade_fbx5
@@ -114,13 +115,13 @@ class _Builder:
             for pt in ot.find_all(b"PropertyTemplate"):
                 props = _p70(pt)
                 if props:
-                    templates.setdefault(kind, {}).update(props)
+                    templates.setdefault(kind, Properties()).update(props)
         if not templates:
             return
         for o in self.objects.values():
             base = templates.get(o.kind)
             if base:
-                o.props = {**base, **o.props}
+                o.props = base.under(o.props)
 
     def linked(self, oid: int, kind: str | None = None, sub: str | None = None,
                up: bool = False, prop: Any = False) -> list[_Object]:
