@@ -72,13 +72,23 @@ def test_corpus_rows_match_the_eager_dict(name):
 
 def test_templates_merge_like_dict_unpacking():
     base = Properties({"A": [1], "B": [2], "C": [3]})
+    base.update(Properties({"A": [10], "E": [5]}))  # a second PropertyTemplate of the type
+    assert list(base) == ["A", "B", "C", "E"] and base["A"] == [10]
     own = Properties({"B": [20], "D": [40]})
     merged = base.under(own)
-    assert list(merged) == list({**{"A": 1, "B": 2, "C": 3}, **{"B": 20, "D": 40}})
-    assert {k: merged[k] for k in merged} == {"A": [1], "B": [20], "C": [3], "D": [40]}
-    base.update(Properties({"A": [10], "E": [5]}))
-    assert list(base) == ["A", "B", "C", "E"] and base["A"] == [10]
-    assert list(merged) == ["A", "B", "C", "D"] and merged["A"] == [1]  # merged is a copy
+    as_dict = {**{"A": [10], "B": [2], "C": [3], "E": [5]}, **{"B": [20], "D": [40]}}
+    assert list(merged) == list(as_dict) and len(merged) == len(as_dict)
+    assert {k: merged[k] for k in merged} == as_dict
+    assert "E" in merged and merged.get("E") == [5] and merged.get("Z") is None
+    assert "Z" not in merged
+    with pytest.raises(KeyError):
+        merged["Z"]
+    # the template is shared, not copied: its rows are read through
+    assert merged["A"] is base["A"]
+    again = base.under(merged)  # an object already over a template keeps its values
+    assert {k: again[k] for k in again} == as_dict
+    with pytest.raises(ValueError):
+        merged.update(base)
 
 
 def test_first_string_reads_built_and_pending_lists():

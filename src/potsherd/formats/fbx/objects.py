@@ -92,40 +92,59 @@ class Properties(Mapping):
     """Property name -> values (a list), like a dict, with each row's values
     built when first read: a scene reads a few dozen of the thousands of
     Properties70 rows (object and template ones), and building every row's
-    property list was the largest cost of reading a binary file's scene."""
+    property list was the largest cost of reading a binary file's scene.
 
-    __slots__ = ("_rows",)
+    An object's properties over its type's template (``base``) read as the
+    merged dict ``{**template, **own}`` would, without copying the template
+    into every object: a name missing from the object's rows is looked up in
+    the template (whose rows are then built once for all its objects)."""
 
-    def __init__(self, rows: dict | None = None) -> None:
+    __slots__ = ("_rows", "_base")
+
+    def __init__(self, rows: dict | None = None, base: "Properties | None" = None) -> None:
         #: name -> values list, or (row node, values skipped) until read
         self._rows: dict = {} if rows is None else rows
+        self._base = base
 
     def __getitem__(self, name: str) -> list:
-        v = self._rows[name]
+        rows = self._rows
+        if name not in rows and self._base is not None:
+            return self._base[name]
+        v = rows[name]
         if type(v) is tuple:
             node, skip = v
-            v = self._rows[name] = [x for _, x in node.props[skip:]]
+            v = rows[name] = [x for _, x in node.props[skip:]]
         return v
 
     def get(self, name: str, default: Any = None) -> Any:
-        return self[name] if name in self._rows else default
+        return self[name] if name in self else default
 
     def __contains__(self, name: object) -> bool:
-        return name in self._rows
+        return name in self._rows or (self._base is not None and name in self._base)
 
     def __iter__(self):
-        return iter(self._rows)
+        if self._base is None:
+            return iter(self._rows)
+        # the order of {**base, **own}: the template's names, then the object's new ones
+        return iter([*self._base, *(k for k in self._rows if k not in self._base)])
 
     def __len__(self) -> int:
-        return len(self._rows)
+        if self._base is None:
+            return len(self._rows)
+        return len(self._base) + sum(k not in self._base for k in self._rows)
 
     def update(self, other: "Properties") -> None:
         """``other``'s rows over these (a later row of a name wins, as in a dict)."""
+        if self._base is not None or other._base is not None:
+            raise ValueError("update() merges plain row sets (templates), not chained ones")
         self._rows.update(other._rows)
 
     def under(self, own: "Properties") -> "Properties":
-        """These rows (template defaults) with ``own``'s over them: ``{**self, **own}``."""
-        return Properties({**self._rows, **own._rows})
+        """These rows (template defaults) with ``own``'s over them: reads as
+        ``{**self, **own}``."""
+        if own._base is not None:  # already over a template: merge by value
+            return Properties({k: own[k] for k in own}, base=self)
+        return Properties(own._rows, base=self)
 
 
 def _p70(node: FbxNode) -> Properties:
