@@ -540,8 +540,26 @@ def codec_before_reading(path: str, format: str | None = None) -> Codec | None:
 
 
 def known_extension(path: str) -> bool:
-    _load()
-    return _ext_of(path) in _detect_index()["ext"]
+    """Whether a codec claims ``path``'s extension.  Before the families are
+    imported the answer comes from the manifest (what every family's codecs
+    declare, checked against them by the tests) and the codecs registered so
+    far, so walking a folder of FBX files and their textures imports no
+    family (reading a file then loads only the one claiming it)."""
+    ext = _ext_of(path)
+    if not _LOADED:
+        return ext in _manifest_index()["ext"] or any(ext in c.extensions
+                                                      for c in _CODECS.values())
+    return ext in _detect_index()["ext"]
+
+
+def codecs_claiming(path: str) -> list[Codec]:
+    """The codecs claiming ``path``'s extension.  Imports only the family that
+    alone claims it by the manifest (else every family), so planning a folder
+    of FBX files does not import the other families."""
+    ext = _ext_of(path)
+    if not _LOADED:
+        _load_sole_family("ext", ext)
+    return [c for c in _CODECS.values() if ext in c.extensions]
 
 
 def _checked_codec(data: bytes, format: str | None, path: str | None, limits: Limits) -> Codec:

@@ -125,3 +125,18 @@ def test_blend_mixes_half_transparent_texels(tmp_path):
     # MASK with the default cutoff 0.5 keeps a texel of alpha 128/255 (> 0.5) whole
     kept, _ = _front_pixels(tmp_path, "MASK", 128)
     assert np.allclose(kept, magenta)
+
+
+def test_scene_text_already_valid_is_kept_and_escapes_are_still_fixed():
+    """The writer skips the string walk only when every string encodes as
+    UTF-8; a surrogate-escaped (cp949) name anywhere is still decoded."""
+    from potsherd.export.gltf import _text_is_valid
+    cp949 = os.fsdecode("갑옷".encode("cp949"))
+    assert _text_is_valid({"nodes": [{"name": "ok", "extras": {"k": ["é", 1.5]}}]})
+    assert not _text_is_valid({"nodes": [{"name": "ok", "extras": {"k": [cp949]}}]})
+    assert not _text_is_valid({cp949: 1})
+    assert not _text_is_valid({"x": object()})  # not plain JSON: left to the walk
+    sc = Scene(name="s")
+    sc.add_node(name=cp949, extras={"label": cp949})
+    gl, _ = scene_to_gltf(sc, True)
+    assert gl["nodes"][0]["name"] == "갑옷" and gl["nodes"][0]["extras"]["label"] == "갑옷"

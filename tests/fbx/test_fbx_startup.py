@@ -52,6 +52,31 @@ def test_one_fbx_to_glb_imports_only_the_fbx_family(tmp_path):
     assert all(any(m.startswith(f) for m in modules) for f in OTHER_FAMILIES)
 
 
+def test_a_folder_of_fbx_to_glb_imports_only_the_fbx_family(tmp_path):
+    """The folder walk (which names it knows) and the plan (which it can
+    convert) read the manifest, so a batch of FBX files loads one family too."""
+    src = tmp_path / "in"
+    (src / "sub").mkdir(parents=True)
+    data = registry.get_codec("fbx-ascii").convert(
+        registry.decode(QUAD.encode(), format="fbx-ascii"), "binary")
+    for name in ("a.fbx", "sub/b.FBX"):
+        (src / name).write_bytes(data)
+    (src / "notes.txt").write_text("not a model")  # a name the manifest does not list
+    out = tmp_path / "out"
+    modules = _modules_after_cli(["convert", str(src), str(out), "--to", "glb", "--jobs", "1"])
+    assert (out / "a.glb").read_bytes()[:4] == b"glTF"
+    assert (out / "sub" / "b.glb").read_bytes()[:4] == b"glTF"
+    assert "potsherd.formats.fbx.scene" in modules
+    assert not [m for m in modules if m.startswith(OTHER_FAMILIES)], sorted(modules)
+    # negative control: planning beside a file the KO family claims loads that family
+    (src / "c.n3pmesh").write_bytes(b"\0" * 8)
+    planned = _run("import sys\nfrom potsherd.export.convert import plan_folder\n"
+                   f"plan, skipped = plan_folder({str(src)!r}, {str(out)!r}, 'glb')\n"
+                   "print(len(plan), ' '.join(sorted(sys.modules)))").split()
+    assert planned[0] == "3"
+    assert any(m.startswith("potsherd.formats.ko") for m in planned[1:])
+
+
 def test_table_after_a_partial_load_is_in_the_all_at_once_order():
     all_at_once = _run("from potsherd import registry as r\n"
                        "print(' '.join(c.name for c in r.codecs()))")
@@ -99,3 +124,21 @@ def test_detection_by_extension_matches_the_full_table(fresh_registry):
             assert registry.detect(m, "a" + ext).name == full[ext, m], (ext, m[:8])
             partial_only += not registry.loaded()
     assert partial_only > len(magics)  # most extensions really went the one-family way
+
+
+def test_the_command_line_starts_blas_single_threaded_unless_told_otherwise():
+    """A CLI process sets OPENBLAS_NUM_THREADS=1 before numpy loads (its arrays
+    are small; threads only cost start-up), keeping a value the user set."""
+    code = "import os, potsherd.cli, numpy; print(os.environ.get('OPENBLAS_NUM_THREADS'))"
+    env = {"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin"}
+    for given, expected in ((None, "1"), ("3", "3")):
+        run_env = dict(env, **({} if given is None else {"OPENBLAS_NUM_THREADS": given}))
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                             env=run_env, timeout=120)
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.strip() == expected
+    # negative control: importing the library alone changes nothing
+    out = subprocess.run([sys.executable, "-c", "import os, potsherd.api; "
+                          "print(os.environ.get('OPENBLAS_NUM_THREADS'))"],
+                         capture_output=True, text=True, env=env, timeout=120)
+    assert out.stdout.strip() == "None"

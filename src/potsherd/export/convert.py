@@ -260,8 +260,7 @@ def run_in_workers(plan: list, target: str, options: dict, workers: int,
 def _can_reach(path: str, target: str) -> bool:
     """Whether any codec claiming this extension can produce ``target``."""
     from .. import registry
-    ext = os.path.splitext(path)[1].lower()
-    cands = [c for c in registry.codecs() if ext in c.extensions]
+    cands = registry.codecs_claiming(path)
     if target in GLTF_TARGETS:
         return any(c.to_scene is not None for c in cands)
     return any(c.convert is not None for c in cands)

@@ -628,7 +628,18 @@ class _Writer:
         if self.warnings:
             gl["asset"]["extras"] = {"warnings": list(self.warnings)}
         unique_names(gl)
-        return valid_text(gl)
+        return gl if _text_is_valid(gl) else valid_text(gl)
+
+
+def _text_is_valid(gl: dict) -> bool:
+    """Whether every string of ``gl`` (keys too) is valid UTF-8 already, in
+    which case :func:`valid_text` would return an equal copy: one pass of the
+    C JSON encoder instead of a Python walk over every dict and list."""
+    try:
+        json.dumps(gl, ensure_ascii=False).encode("utf-8")
+    except (UnicodeEncodeError, TypeError, ValueError):  # not plain JSON: the walk decides
+        return False
+    return True
 
 
 def scene_to_gltf(scene: Scene, binary: bool = True, *, image_files: dict | None = None,

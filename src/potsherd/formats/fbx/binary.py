@@ -117,6 +117,15 @@ class _PropSource:
         start, _, count = self.span(record)
         return _build_props(self.data, start, count, self.order, self.limits)
 
+    def first_string(self, record: int) -> bytes | None:
+        """The first property of the record at ``record`` when it is a string
+        (S), read without building the list (validated at decode)."""
+        start, _, count = self.span(record)
+        if not count or self.data[start] != 0x53:
+            return None
+        n = self.order.u32.unpack_from(self.data, start + 1)[0]
+        return self.data[start + 5:start + 5 + n]
+
     def children(self, record: int) -> list:
         """The child nodes of the node record at ``record`` (one that has a null record)."""
         end_offset, _, plen, nlen = self.order.record.unpack_from(self.data, record)

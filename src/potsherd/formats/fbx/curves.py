@@ -22,99 +22,201 @@ class _Curve:
     otherwise weights are 1/3 (a plain Hermite spline).
     """
 
-    def __init__(self, t, v, flags=None, data=None, refcount=None) -> None:
+    def __init__(self, t, v, flags=None, data=None, refcount=None, prepare: bool = True) -> None:
         self.t = np.asarray(t, dtype=np.int64)
         self.v = np.asarray(v, dtype=np.float64)
         n = len(self.t)
         self.mode = np.full(n, 0x04, dtype=np.int64)
         self.slopes = np.zeros((n, 2))
         self.weights = np.full((n, 2), 1.0 / 3.0)
-        if flags is not None and refcount is not None and len(flags) == len(refcount):
-            # key k uses the attribute whose running refcount total first exceeds k
-            # (no np.repeat: a hostile refcount must not size an allocation)
-            ends = np.cumsum(np.clip(np.asarray(refcount, dtype=np.float64), 0, n))
-            if len(ends) and ends[-1] >= n:
-                per_key = np.searchsorted(ends, np.arange(n), side="right")
-                self.mode = np.asarray(flags, dtype=np.int64)[per_key]
-                if data is not None and len(data) >= 4 * len(refcount):
-                    raw = np.asarray(data, dtype=np.float32)[:4 * len(refcount)]
-                    d = raw.astype(np.float64).reshape(-1, 4)
-                    self.slopes = d[per_key, :2]
-                    packed = raw.reshape(-1, 4)[:, 2].view(np.uint32)[per_key]
-                    right = (packed & 0xFFFF) / 10000.0
-                    left = (packed >> 16) / 10000.0
-                    self.weights[:, 0] = np.where(self.mode & 0x01000000, right, 1.0 / 3.0)
-                    self.weights[:, 1] = np.where(self.mode & 0x02000000, left, 1.0 / 3.0)
-                self._auto_tangents()
-
-    def _auto_tangents(self) -> None:
-        """Cubic keys with automatic tangents (neither user 0x400 nor TCB
-        0x200) store an auto *bias* in their slope fields: the slopes are
-        recomputed from the neighbouring keys, as Maya and ufbx do (clamped
-        with 0x1000, progressive clamp with 0x4000, time-independent 0x2000)."""
-        n = len(self.t)
-        mode = self.mode
-        auto = ((mode & 0x08) != 0) & ((mode & 0x02) == 0) & ((mode & 0x600) == 0)
-        if n < 2 or not auto.any():
-            return
-        t = self.t.astype(np.float64) / KTIME_PER_SECOND
-        v = self.v
-        k = np.arange(n)
-        stored_left = np.concatenate([[0.0], self.slopes[:-1, 1]])
-        stored_right = self.slopes[:, 0].copy()
-        weight_left = np.concatenate([[1.0 / 3.0], self.weights[:-1, 1]])
-        weight_right = self.weights[:, 0]
-        pk, nk = np.maximum(k - 1, 0), np.minimum(k + 1, n - 1)
-        pt, nt, pv, nv = t[pk], t[nk], v[pk], v[nk]
-        interior = (k > 0) & (k < n - 1) & (t > pt) & (nt > t)
-        first_only = ~interior & (k + 1 < n) & (nt > t) & ~((k > 0) & (t > pt))
-        last_only = ~interior & (k > 0) & (t > pt)
-        flags = mode
-        with np.errstate(divide="ignore", invalid="ignore"):
-            unified = np.abs(stored_left + stored_right) <= 1e-4
-            right_in = _auto_slope(pt, t, nt, pv, v, nv, weight_left, weight_right,
-                                   stored_right, flags)
-            left_in = np.where(unified, right_in, _auto_slope(
-                pt, t, nt, pv, v, nv, weight_left, weight_right, -stored_left, flags))
-            one_side_left = _one_side_slope(pt, t, pv, v, -stored_left, flags)
-            one_side_right = _one_side_slope(t, nt, v, nv, stored_right, flags)
-        left = np.where(interior, left_in, np.where(last_only, one_side_left,
-                                                    np.where(first_only, one_side_right, 0.0)))
-        right = np.where(interior, right_in, np.where(last_only, one_side_left,
-                                                      np.where(first_only, one_side_right, 0.0)))
-        left = np.where(np.isfinite(left), left, 0.0)
-        right = np.where(np.isfinite(right), right, 0.0)
-        self.slopes[:, 0] = np.where(auto, right, self.slopes[:, 0])
-        prev_left = np.where(auto[1:], left[1:], self.slopes[:-1, 1])
-        self.slopes[:-1, 1] = prev_left
+        self._attrs = (flags, data, refcount)
+        if prepare:
+            prepare_curves([self])
 
     def sample(self, ticks: np.ndarray) -> np.ndarray:
-        t = self.t.astype(np.float64)
-        out = np.interp(ticks, t, self.v)
-        if len(t) < 2:
-            return out
-        seg = np.clip(np.searchsorted(t, ticks, side="right") - 1, 0, len(t) - 2)
-        inside = (ticks >= t[0]) & (ticks <= t[-1])
-        t0, t1 = t[seg], t[seg + 1]
-        dt = np.where(t1 > t0, t1 - t0, 1.0)
-        u = np.clip((ticks - t0) / dt, 0.0, 1.0)
-        v0, v1 = self.v[seg], self.v[seg + 1]
-        mode = self.mode[seg]
-        const = (mode & 0x02) != 0
-        cubic = ((mode & 0x08) != 0) & ~const
-        secs = dt / KTIME_PER_SECOND
-        w0 = np.clip(self.weights[seg, 0], 1e-4, 1.0)
-        w1 = np.clip(self.weights[seg, 1], 1e-4, 1.0)
-        # Bezier control points in normalised time u and in value
-        x1, x2 = w0, 1.0 - w1
-        y1 = v0 + self.slopes[seg, 0] * secs * w0
-        y2 = v1 - self.slopes[seg, 1] * secs * w1
-        sb = _bezier_parameter(u, x1, x2, inside & cubic)
-        bez = ((1 - sb) ** 3 * v0 + 3 * (1 - sb) ** 2 * sb * y1 + 3 * (1 - sb) * sb ** 2 * y2
-               + sb ** 3 * v1)
-        out = np.where(inside & cubic, bez, out)
-        out = np.where(inside & const & (ticks < t1), v0, out)
-        return out
+        """The curve's values at ``ticks`` (see :func:`sample_curves`)."""
+        return sample_curves([self], ticks)[0]
+
+
+def prepare_curves(curves: list) -> None:
+    """Per-key modes, slopes and weights of curves made with ``prepare=False``
+    (from their ``KeyAttr*`` arrays; automatic tangents recomputed), for all
+    of them at once: the attribute decoding and the tangent rule run on every
+    curve's keys stacked, the same elementwise arithmetic as curve by curve."""
+    decoded = []  # (curve, per-key attribute index, the attributes' floats)
+    auto = []
+    for c in curves:
+        attrs, c._attrs = c._attrs, None
+        if attrs is None:
+            continue
+        flags, data, refcount = attrs
+        n = len(c.t)
+        if flags is None or refcount is None or len(flags) != len(refcount):
+            continue
+        # key k uses the attribute whose running refcount total first exceeds k
+        # (no np.repeat: a hostile refcount must not size an allocation)
+        ends = np.cumsum(np.clip(np.asarray(refcount, dtype=np.float64), 0, n))
+        if not (len(ends) and ends[-1] >= n):
+            continue
+        per_key = np.searchsorted(ends, np.arange(n), side="right")
+        c.mode = np.asarray(flags, dtype=np.int64)[per_key]
+        if data is not None and len(data) >= 4 * len(refcount):
+            decoded.append((c, per_key, np.asarray(data, dtype=np.float32)[:4 * len(refcount)]))
+        auto.append(c)
+    if decoded:
+        raw = np.concatenate([r for _, _, r in decoded])
+        firsts = np.cumsum([0] + [len(r) // 4 for _, _, r in decoded[:-1]])
+        per_key = np.concatenate([k + b for (_, k, _), b in zip(decoded, firsts.tolist())])
+        slopes = raw.astype(np.float64).reshape(-1, 4)[per_key, :2]
+        packed = raw.reshape(-1, 4)[:, 2].view(np.uint32)[per_key]
+        mode = np.concatenate([c.mode for c, _, _ in decoded])
+        right = np.where(mode & 0x01000000, (packed & 0xFFFF) / 10000.0, 1.0 / 3.0)
+        left = np.where(mode & 0x02000000, (packed >> 16) / 10000.0, 1.0 / 3.0)
+        at = 0
+        for c, _, _ in decoded:
+            n = len(c.t)
+            c.slopes = slopes[at:at + n]
+            c.weights[:, 0] = right[at:at + n]
+            c.weights[:, 1] = left[at:at + n]
+            at += n
+    _auto_tangents([c for c in auto if len(c.t) >= 2])
+
+
+def _auto_tangents(curves: list) -> None:
+    """Cubic keys with automatic tangents (neither user 0x400 nor TCB 0x200)
+    store an auto *bias* in their slope fields: the slopes are recomputed from
+    the neighbouring keys, as Maya and ufbx do (clamped with 0x1000,
+    progressive clamp with 0x4000, time-independent 0x2000).  Every curve's
+    keys (two or more each) are stacked; neighbours stay within a curve."""
+    if not curves:
+        return
+    counts = np.array([len(c.t) for c in curves], dtype=np.int64)
+    mode = np.concatenate([c.mode for c in curves])
+    auto = ((mode & 0x08) != 0) & ((mode & 0x02) == 0) & ((mode & 0x600) == 0)
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    has_auto = np.logical_or.reduceat(auto, starts)
+    if not has_auto.all():
+        if not has_auto.any():
+            return
+        curves = [c for c, keep in zip(curves, has_auto.tolist()) if keep]
+        return _auto_tangents(curves)
+    t = np.concatenate([c.t for c in curves]).astype(np.float64) / KTIME_PER_SECOND
+    v = np.concatenate([c.v for c in curves])
+    slopes = np.concatenate([c.slopes for c in curves])
+    weights = np.concatenate([c.weights for c in curves])
+    n = np.repeat(counts, counts)             # each key's curve length
+    k = np.arange(len(t)) - np.repeat(starts, counts)  # each key's index in its curve
+    first, last = k == 0, k == n - 1
+    stored_left = np.concatenate([[0.0], slopes[:-1, 1]])
+    stored_left[first] = 0.0
+    stored_right = slopes[:, 0].copy()
+    weight_left = np.concatenate([[1.0 / 3.0], weights[:-1, 1]])
+    weight_left[first] = 1.0 / 3.0
+    weight_right = weights[:, 0]
+    g = np.arange(len(t))
+    pk, nk = g - ~first, g + ~last
+    pt, nt, pv, nv = t[pk], t[nk], v[pk], v[nk]
+    interior = (k > 0) & (k < n - 1) & (t > pt) & (nt > t)
+    first_only = ~interior & (k + 1 < n) & (nt > t) & ~((k > 0) & (t > pt))
+    last_only = ~interior & (k > 0) & (t > pt)
+    flags = mode
+    with np.errstate(divide="ignore", invalid="ignore"):
+        unified = np.abs(stored_left + stored_right) <= 1e-4
+        right_in = _auto_slope(pt, t, nt, pv, v, nv, weight_left, weight_right,
+                               stored_right, flags)
+        left_in = np.where(unified, right_in, _auto_slope(
+            pt, t, nt, pv, v, nv, weight_left, weight_right, -stored_left, flags))
+        one_side_left = _one_side_slope(pt, t, pv, v, -stored_left, flags)
+        one_side_right = _one_side_slope(t, nt, v, nv, stored_right, flags)
+    left = np.where(interior, left_in, np.where(last_only, one_side_left,
+                                                np.where(first_only, one_side_right, 0.0)))
+    right = np.where(interior, right_in, np.where(last_only, one_side_left,
+                                                  np.where(first_only, one_side_right, 0.0)))
+    left = np.where(np.isfinite(left), left, 0.0)
+    right = np.where(np.isfinite(right), right, 0.0)
+    slopes[:, 0] = np.where(auto, right, slopes[:, 0])
+    inner = np.flatnonzero(~last)  # a key's next-left slope comes from the next key
+    slopes[inner, 1] = np.where(auto[inner + 1], left[inner + 1], slopes[inner, 1])
+    at = 0
+    for c, count in zip(curves, counts.tolist()):
+        c.slopes = slopes[at:at + count]
+        at += count
+
+
+
+#: sample rows one stacked evaluation of cubic / constant segments holds at most
+MAX_STACKED_SAMPLES = 262144
+
+
+def sample_curves(curves: list, ticks: np.ndarray) -> list:
+    """Each curve's values at the same ``ticks``, as FBX interpolates them:
+    linear between keys (``np.interp``, also outside the keys), constant
+    segments hold their first value, cubic ones follow their Bezier curve.
+
+    Curves without a constant or cubic key are only interpolated; the others'
+    segments are evaluated stacked (every curve's keys in one array, the
+    samples of all of them in one row set, bounded in size), which is the same
+    elementwise arithmetic as one curve at a time, so the same bits, for a
+    few numpy calls per curve instead of a few dozen."""
+    ticks = np.asarray(ticks)
+    out = []
+    shaped = []  # curves with cubic or constant keys (and two keys or more)
+    for i, c in enumerate(curves):
+        t = c.t.astype(np.float64)
+        out.append(np.interp(ticks, t, c.v))
+        if len(t) >= 2 and np.any(c.mode & 0x0A):
+            shaped.append(i)
+    n = len(ticks)
+    chunk: list = []
+    for i in shaped:
+        if chunk and (len(chunk) + 1) * n > MAX_STACKED_SAMPLES:
+            _shaped_segments([curves[k] for k in chunk], ticks, [out[k] for k in chunk], chunk, out)
+            chunk = []
+        chunk.append(i)
+    if chunk:
+        _shaped_segments([curves[k] for k in chunk], ticks, [out[k] for k in chunk], chunk, out)
+    return out
+
+
+def _shaped_segments(curves: list, ticks: np.ndarray, linear: list, where: list,
+                     out: list) -> None:
+    """Cubic and constant segments of ``curves`` at ``ticks``, stacked; the
+    results replace ``out[where[k]]``."""
+    n = len(ticks)
+    counts = np.array([len(c.t) for c in curves], dtype=np.int64)
+    base = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    t = np.concatenate([c.t for c in curves]).astype(np.float64)
+    v = np.concatenate([c.v for c in curves])
+    modes = np.concatenate([c.mode for c in curves])
+    weights = np.concatenate([c.weights for c in curves])
+    slopes = np.concatenate([c.slopes for c in curves])
+    # per sample row: its curve's segment (searched in that curve's keys), first / last key
+    seg = np.concatenate([np.searchsorted(t[b:b + k], ticks, side="right")
+                          for b, k in zip(base.tolist(), counts.tolist())]) - 1
+    seg = np.clip(seg, 0, np.repeat(counts - 2, n)) + np.repeat(base, n)
+    x = np.tile(ticks, len(curves))
+    inside = (x >= np.repeat(t[base], n)) & (x <= np.repeat(t[base + counts - 1], n))
+    t0, t1 = t[seg], t[seg + 1]
+    dt = np.where(t1 > t0, t1 - t0, 1.0)
+    u = np.clip((x - t0) / dt, 0.0, 1.0)
+    v0, v1 = v[seg], v[seg + 1]
+    mode = modes[seg]
+    const = (mode & 0x02) != 0
+    cubic = ((mode & 0x08) != 0) & ~const
+    secs = dt / KTIME_PER_SECOND
+    w0 = np.clip(weights[seg, 0], 1e-4, 1.0)
+    w1 = np.clip(weights[seg, 1], 1e-4, 1.0)
+    # Bezier control points in normalised time u and in value
+    x1, x2 = w0, 1.0 - w1
+    y1 = v0 + slopes[seg, 0] * secs * w0
+    y2 = v1 - slopes[seg, 1] * secs * w1
+    sb = _bezier_parameter(u, x1, x2, inside & cubic)
+    bez = ((1 - sb) ** 3 * v0 + 3 * (1 - sb) ** 2 * sb * y1 + 3 * (1 - sb) * sb ** 2 * y2
+           + sb ** 3 * v1)
+    res = np.where(inside & cubic, bez, np.concatenate(linear))
+    res = np.where(inside & const & (x < t1), v0, res)
+    for k, i in enumerate(where):
+        out[i] = res[k * n:(k + 1) * n]
 
 
 

@@ -92,6 +92,16 @@ class FbxNode:
         """True while the child nodes are not created yet."""
         return self._kids_source is not None
 
+    def first_string(self) -> bytes | str | None:
+        """The value of the first property when it is a string (code S), without
+        building a pending list: Properties70 rows are indexed by name this way
+        and their values built only when a property is read."""
+        source = self._pending
+        if source is not None:
+            return source.first_string(self._props)
+        props = self._props
+        return props[0][1] if props and props[0][0] == "S" else None
+
     def pending_props(self) -> tuple | None:
         """``(source, start, end, count)`` while the properties are unbuilt
         (the writer then copies ``source.data[start:end]``), else None."""

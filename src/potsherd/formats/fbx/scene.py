@@ -29,9 +29,11 @@ from .model import FbxNode
 from .scene_materials import MaterialBuilder, TextureFiles
 from .scene_rig import (as_time_series, euler_quat, evaluate, inherit_mode, layer_blend,
                         quat_euler, varies)
-from .objects import (KTIME_PER_SECOND, ROTATION_ORDERS, local_trs, _Object, _axis_matrix, _number,
+from .objects import (KTIME_PER_SECOND, ROTATION_ORDERS, local_trs_many,
+                      local_trs_of_inputs, transform_inputs, Properties, _Object,
+                      _axis_matrix, _number,
                       _p70, _text, _text_child, _values, _vec)
-from .curves import _Curve, _Defaults, _Layer, _take_keys
+from .curves import _Curve, _Defaults, _Layer, _take_keys, prepare_curves, sample_curves
 from .fbx5 import upgrade_fbx5
 
 GRID_FPS = 30.0
@@ -50,7 +52,14 @@ def to_scene(doc: Any, **options: Any) -> Scene:
         if root.find(b"Model") is None:
             raise NotImplementedError("no Objects/Connections and no top-level models")
         root = upgrade_fbx5(root)
-    return _Builder(root, options).build()
+    builder = _Builder(root, options)
+    try:
+        return builder.build()
+    finally:
+        # the material builder calls back into the builder (a reference cycle):
+        # dropping it lets the whole node tree go by reference counting, not
+        # wait for a full garbage collection (tens of ms per batch of files)
+        builder.materials = None
 
 
 class _Builder:
@@ -113,13 +122,13 @@ class _Builder:
             for pt in ot.find_all(b"PropertyTemplate"):
                 props = _p70(pt)
                 if props:
-                    templates.setdefault(kind, {}).update(props)
+                    templates.setdefault(kind, Properties()).update(props)
         if not templates:
             return
         for o in self.objects.values():
             base = templates.get(o.kind)
             if base:
-                o.props = {**base, **o.props}
+                o.props = base.under(o.props)
 
     def linked(self, oid: int, kind: str | None = None, sub: str | None = None,
                up: bool = False, prop: Any = False) -> list[_Object]:
@@ -151,11 +160,16 @@ class _Builder:
                 seen.add(c.id)
                 order.append(c)
         self.order = order
+        placed: set = set()
+        rest_inputs = []
         for m in order:
             ups = self.linked(m.id, "Model", up=True, prop=None)
-            self.parent_of[m.id] = ups[0].id if ups and ups[0].id in self.rest_trs else None
+            self.parent_of[m.id] = ups[0].id if ups and ups[0].id in placed else None
             self.mode_of[m.id] = inherit_mode(m.number("InheritType", -1))
-            self.rest_trs[m.id] = local_trs(m)
+            rest_inputs.append(transform_inputs(m))
+            placed.add(m.id)
+        # every model's rest transform in a few stacked chains (the same bits as one by one)
+        self.rest_trs.update(zip([m.id for m in order], local_trs_of_inputs(rest_inputs)))
         self.split = self.scale_split_nodes()
         states, gltf_local, helper = evaluate([m.id for m in order], self.parent_of,
                                               self.mode_of, self.rest_trs, self.split)
@@ -531,6 +545,7 @@ class _Builder:
             anim = Animation(name=stack.name)
             per_model: dict[int, dict] = defaultdict(lambda: defaultdict(list))
             weights: dict[int, dict] = defaultdict(dict)
+            unprepared: list = []  # the stack's curves, their keys decoded at once below
             for layer_index, layer in enumerate(self.linked(stack.id, "AnimationLayer")):
                 blend = _Layer(layer_index, layer, self.curve_of(layer.id, "Weight"))
                 for cn in self.linked(layer.id, "AnimationCurveNode"):
@@ -547,7 +562,9 @@ class _Builder:
                                 if t is not None and v is not None and len(t) == len(v) and len(t):
                                     curves[cprop] = _Curve(t, v, c.array("KeyAttrFlags"),
                                                            c.array("KeyAttrDataFloat"),
-                                                           c.array("KeyAttrRefCount"))
+                                                           c.array("KeyAttrRefCount"),
+                                                           prepare=False)
+                                    unprepared.append(curves[cprop])
                         if not curves and o.kind != "Model":
                             continue  # a curve node's constant values still set the model's
                         if o.kind == "Model" and prop in ("Lcl Translation", "Lcl Rotation",
@@ -555,6 +572,7 @@ class _Builder:
                             per_model[o.id][prop].append((blend, cn, curves))
                         elif o.kind == "Deformer" and prop == "DeformPercent":
                             weights[o.id] = curves
+            prepare_curves(unprepared)
             self.stack_channels(anim, {mid: props for mid, props in per_model.items()
                                        if mid in self.node_of})
             self.weight_channels(anim, weights)
@@ -646,8 +664,14 @@ class _Builder:
                                        "sampled at their key times only")
         ticks = secs * KTIME_PER_SECOND
         local = dict(self.rest_trs)
-        for mid, props in per_model.items():
-            local[mid] = self.sampled_local(self.objects[mid], props, ticks)
+        animated = list(per_model)
+        # every curve of the animation sampled at once (the same values as one by one)
+        curves = list({id(c): c for props in per_model.values() for layers in props.values()
+                       for _, _, cs in layers for c in cs.values()}.values())
+        samples = dict(zip(map(id, curves), sample_curves(curves, ticks)))
+        local.update(zip(animated, local_trs_many(
+            [self.sampled_inputs(self.objects[mid], per_model[mid], ticks, samples)
+             for mid in animated])))
         # the hierarchy is evaluated a slice of time at a time, so its 4x4
         # matrices never exceed about MAX_EVAL_MATRICES at once
         ids = [m.id for m in self.order]
@@ -685,8 +709,11 @@ class _Builder:
             anim.channels.append(Channel(node, "scale", times_f,
                                          as_time_series(s, n).astype(np.float32)))
 
-    def sampled_local(self, m: _Object, props: dict, ticks: np.ndarray) -> tuple:
-        """A model's local (t, q, s) at ``ticks``, its layers blended."""
+    def sampled_inputs(self, m: _Object, props: dict, ticks: np.ndarray,
+                       samples: dict | None = None) -> tuple:
+        """A model's local transform inputs at ``ticks``, its layers blended:
+        ``(m, t, r, s, rq)`` for :func:`local_trs_many`; ``samples`` holds
+        curve values at ``ticks`` already computed, by curve id."""
         order = ROTATION_ORDERS[int(m.number("RotationOrder", 0)) % 7]
         defaults = {"Lcl Translation": _vec(m, "Lcl Translation", (0, 0, 0)),
                     "Lcl Rotation": _vec(m, "Lcl Rotation", (0, 0, 0)),
@@ -700,7 +727,9 @@ class _Builder:
                 vals = np.tile(default, (len(ticks), 1))
                 for axis, key in enumerate(("d|X", "d|Y", "d|Z")):
                     if key in curves:
-                        vals[:, axis] = curves[key].sample(ticks)
+                        c = curves[key]
+                        got = samples.get(id(c)) if samples is not None else None
+                        vals[:, axis] = c.sample(ticks) if got is None else got
                     elif key in cn.props:
                         vals[:, axis] = _number(cn.props[key], cn.path(key)
                                                 if isinstance(cn, _Object) else key)
@@ -723,9 +752,8 @@ class _Builder:
             if is_quat:
                 rq = result
             sampled[prop] = result
-        return local_trs(m, sampled["Lcl Translation"],
-                         None if rq is not None else sampled["Lcl Rotation"],
-                         sampled["Lcl Scaling"], rq)
+        return (m, sampled["Lcl Translation"],
+                None if rq is not None else sampled["Lcl Rotation"], sampled["Lcl Scaling"], rq)
 
     def weight_channels(self, anim: Animation, weights: dict) -> None:
         if not weights:

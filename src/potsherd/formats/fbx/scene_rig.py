@@ -46,13 +46,16 @@ class NodeState:
     """One node over time: its FBX world, world without its own scale, the
     scale it hands to children that inherit component-wise, and the glTF
     worlds its children attach to (``gltf_world`` for plain children,
-    ``gltf_unscaled`` for RrSs/Rrs children; the same unless the node is split)."""
+    ``gltf_unscaled`` for RrSs/Rrs children; the same unless the node is split).
+    ``world_exact`` / ``unscaled_exact`` say that ``gltf_world`` is ``world``
+    (``gltf_unscaled`` is ``unscaled``) exactly: a child's FBX local is then
+    its glTF local, with no decomposition."""
 
     __slots__ = ("world", "unscaled", "inherit_scale", "scale_parent", "gltf_world",
-                 "gltf_unscaled", "split")
+                 "gltf_unscaled", "split", "world_exact", "unscaled_exact")
 
     def __init__(self, world, unscaled, inherit_scale, scale_parent, gltf_world,
-                 gltf_unscaled, split) -> None:
+                 gltf_unscaled, split, world_exact=False, unscaled_exact=False) -> None:
         self.world = world
         self.unscaled = unscaled
         self.inherit_scale = inherit_scale
@@ -60,6 +63,8 @@ class NodeState:
         self.gltf_world = gltf_world
         self.gltf_unscaled = gltf_unscaled
         self.split = split
+        self.world_exact = world_exact
+        self.unscaled_exact = unscaled_exact
 
 
 def evaluate(order: list, parent_of: dict, mode_of: dict, local_trs: dict,
@@ -74,58 +79,132 @@ def evaluate(order: list, parent_of: dict, mode_of: dict, local_trs: dict,
     non-uniformly scaled parent from shearing such children, exactly as FBX
     evaluates them.  Returns ``(state by id, glTF (t, q, s) by id, helper
     scale by id for split nodes)``.
+
+    Nodes are evaluated a hierarchy level at a time: the nodes of one level
+    that take the same path with inputs of the same shapes are stacked on a
+    new leading axis and computed together (elementwise arithmetic and
+    per-matrix products and inverses, so the same bits as node by node).
     """
+    depth: dict = {}
+    levels: list = []
+    for nid in order:
+        pid = parent_of.get(nid)
+        d = depth[pid] + 1 if pid in depth else 0
+        depth[nid] = d
+        if d == len(levels):
+            levels.append([])
+        levels[d].append(nid)
     states: dict = {}
     gltf: dict = {}
     helper: dict = {}
-    for nid in order:
-        t, q, s = local_trs[nid]
-        parent = states.get(parent_of.get(nid))
-        mode = mode_of.get(nid, NORMAL) if parent is not None else NORMAL
+    for nodes in levels:
+        groups: dict = {}
+        for nid in nodes:
+            job = _Job(nid, local_trs[nid], states.get(parent_of.get(nid)),
+                       mode_of.get(nid, NORMAL), nid in split)
+            groups.setdefault(job.key(), []).append(job)
+        for jobs in groups.values():
+            _evaluate_group(jobs, states, gltf, helper)
+    # the dictionaries in the order of ``order``, as node-by-node evaluation fills them
+    return ({nid: states[nid] for nid in order}, {nid: gltf[nid] for nid in order},
+            {nid: helper[nid] for nid in order if nid in helper})
+
+
+class _Job:
+    """One node's inputs and the path its evaluation takes."""
+
+    __slots__ = ("nid", "t", "q", "s", "parent", "case", "split", "scale_parent", "ref",
+                 "ref_exact")
+
+    def __init__(self, nid, trs, parent, mode, is_split) -> None:
+        self.nid = nid
+        self.t, self.q, self.s = trs
+        self.parent = parent
+        self.split = is_split
+        self.scale_parent = None
         if parent is None:
-            world = trs_to_matrix(t, q, s)
-            unscaled = trs_to_matrix(t, q, None)
-            inherit, scale_parent = s, None
-            ref, ref_exact, lt, ls = None, True, t, s
+            self.case, self.ref, self.ref_exact = "root", None, True
         elif mode == NORMAL:
-            world = parent.world @ trs_to_matrix(t, q, s)
-            unscaled = parent.world @ trs_to_matrix(t, q, None)
-            inherit, scale_parent = s, None
-            ref = parent.gltf_world
-            ref_exact, lt, ls = ref is parent.world, t, s
+            self.case, self.ref, self.ref_exact = "normal", parent.gltf_world, parent.world_exact
         else:
-            scale_parent = parent if mode == COMPONENTWISE_SCALE else parent.scale_parent
-            ps = scale_parent.inherit_scale if scale_parent is not None else np.ones(3)
-            ls = s * ps
-            lt = t * parent.inherit_scale
-            world = parent.unscaled @ trs_to_matrix(lt, q, ls)
-            unscaled = parent.unscaled @ trs_to_matrix(lt, q, None)
-            inherit = ls
-            ref = parent.gltf_unscaled
-            ref_exact = ref is parent.unscaled
-        is_split = nid in split
-        target = unscaled if is_split else world
-        if ref_exact:  # the FBX local is the glTF one
-            local = (lt, q, np.ones_like(ls) if is_split else ls)
-            realised = target
-        else:
-            local = decompose_matrix(np.linalg.inv(ref) @ target)
-            realised = ref @ trs_to_matrix(*local)
-            if np.allclose(realised, target, rtol=1e-9, atol=1e-9):
-                realised = target
+            self.case = "scaled"
+            self.scale_parent = parent if mode == COMPONENTWISE_SCALE else parent.scale_parent
+            self.ref, self.ref_exact = parent.gltf_unscaled, parent.unscaled_exact
+
+    def inputs(self) -> tuple:
+        """The arrays the evaluation reads (stacked per group)."""
+        p = self.parent
+        base = (self.t, self.q, self.s)
+        if self.case == "root":
+            return base
+        ref = () if self.ref_exact else (self.ref,)
+        if self.case == "normal":
+            return base + (p.world,) + ref
+        # no scale parent: ones of the scale's rank (the product is ``s`` itself)
+        ps = self.scale_parent.inherit_scale if self.scale_parent is not None else \
+            np.ones((1,) * (np.ndim(self.s) - 1) + (3,))
+        return base + (p.unscaled, p.inherit_scale, ps) + ref
+
+    def key(self) -> tuple:
+        return (self.case, self.split, self.ref_exact,
+                tuple(np.shape(x) for x in self.inputs()))
+
+
+def _evaluate_group(jobs: list, states: dict, gltf: dict, helper: dict) -> None:
+    """:func:`evaluate` of nodes that take the same path with inputs of the
+    same shapes, stacked on a new leading axis."""
+    first = jobs[0]
+    cols = [np.stack([np.asarray(x, dtype=np.float64) for x in xs])
+            for xs in zip(*(j.inputs() for j in jobs))]
+    t, q, s = cols[:3]
+    if first.case == "root":
+        world, unscaled = trs_to_matrix(t, q, s), trs_to_matrix(t, q, None)
+        inherit, lt, ls = s, t, s
+    elif first.case == "normal":
+        parent_world = cols[3]
+        world = parent_world @ trs_to_matrix(t, q, s)
+        unscaled = parent_world @ trs_to_matrix(t, q, None)
+        inherit, lt, ls = s, t, s
+    else:
+        parent_unscaled, parent_inherit, ps = cols[3:6]
+        ls = s * ps
+        lt = t * parent_inherit
+        world = parent_unscaled @ trs_to_matrix(lt, q, ls)
+        unscaled = parent_unscaled @ trs_to_matrix(lt, q, None)
+        inherit = ls
+    is_split = first.split
+    target = unscaled if is_split else world
+    if first.ref_exact:  # the FBX local is the glTF one
+        local = (lt, q, np.ones_like(ls) if is_split else ls)
+        realised = target
+        exact = np.ones(len(jobs), dtype=bool)
+    else:
+        ref = cols[-1]
+        local = decompose_matrix(np.linalg.inv(ref) @ target)
+        realised = ref @ trs_to_matrix(*local)
+        close = np.isclose(realised, target, rtol=1e-9, atol=1e-9, equal_nan=False)
+        exact = close.reshape(len(jobs), -1).all(axis=1)
+    loose = np.flatnonzero(~exact)
+    scaled_world = {}
+    if is_split and len(loose):
+        helper_scale = trs_to_matrix(scale=ls[loose])
+        scaled_world = dict(zip(loose.tolist(), realised[loose] @ helper_scale))
+    for g, job in enumerate(jobs):
+        nid = job.nid
+        w, u = world[g], unscaled[g]
+        node_exact = bool(exact[g])
+        real = (u if is_split else w) if node_exact else realised[g]
         if is_split:
-            helper[nid] = ls
-            gltf_unscaled = realised
-            gltf_world = world if realised is unscaled else realised @ trs_to_matrix(scale=ls)
+            helper[nid] = ls[g]
+            gltf_unscaled = real
+            gltf_world = w if node_exact else scaled_world[g]
+            st = NodeState(w, u, inherit[g], job.scale_parent, gltf_world, gltf_unscaled, True,
+                           world_exact=node_exact, unscaled_exact=node_exact)
         else:
-            gltf_unscaled = gltf_world = realised
-        st = NodeState(world, unscaled, inherit, scale_parent, gltf_world,
-                       gltf_world if not is_split else gltf_unscaled, is_split)
-        if not is_split:
-            st.gltf_unscaled = gltf_world
+            st = NodeState(w, u, inherit[g], job.scale_parent, real, real, False,
+                           world_exact=node_exact, unscaled_exact=False)
         states[nid] = st
-        gltf[nid] = local
-    return states, gltf, helper
+        gltf[nid] = tuple(x[g] for x in local)
 
 
 # ---- animation layers --------------------------------------------------------
