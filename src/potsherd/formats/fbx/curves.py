@@ -67,7 +67,8 @@ def prepare_curves(curves: list) -> None:
         raw = np.concatenate([r for _, _, r in decoded])
         firsts = np.cumsum([0] + [len(r) // 4 for _, _, r in decoded[:-1]])
         per_key = np.concatenate([k + b for (_, k, _), b in zip(decoded, firsts.tolist())])
-        slopes = raw.astype(np.float64).reshape(-1, 4)[per_key, :2]
+        with np.errstate(invalid="ignore"):  # (a signalling NaN in the file: quiet, not a warning)
+            slopes = raw.astype(np.float64).reshape(-1, 4)[per_key, :2]
         packed = raw.reshape(-1, 4)[:, 2].view(np.uint32)[per_key]
         mode = np.concatenate([c.mode for c, _, _ in decoded])
         right = np.where(mode & 0x01000000, (packed & 0xFFFF) / 10000.0, 1.0 / 3.0)
