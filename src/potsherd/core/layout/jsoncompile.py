@@ -101,8 +101,8 @@ def record_json_function(record: Any, ctx: JsonCtx, plain_record: Any) -> Any:
         if cls.to_json is Array.to_json and st.elem_dtype is None and st.inner_count is None:
             y = fresh()
             if native and type(st.item).to_json is plain_record:
-                # a long list of records is converted chunk by chunk as it is
-                # written (jsontext.LazyItems), a short one at once
+                # a long list of records is converted a record at a time as it
+                # is written (jsontext.LazyItems), a short one at once
                 fn = record_fn(st.item)
                 return f"(LazyItems({x}, {fn}) if {x}.__class__ is list and len({x}) >= {LAZY_MIN} " \
                        f"else [{fn}({y}) for {y} in {x}])"
@@ -210,17 +210,7 @@ def record_json_function(record: Any, ctx: JsonCtx, plain_record: Any) -> Any:
             k = repr(f.name)
             lines.append(f"    if {k} in v:")
             lines.append(f"        x = v[{k}]")
-            g = f.storage
-            if wire and type(g).to_json is Group.to_json and g.bits_st is not None:
-                # a group of floats: one pack/unpack when finite and of its length
-                m, pk, up = const(g.to_json, "m"), const(g.st.pack, "pk"), const(g.bits_st.unpack, "up")
-                lines.append("        try:")
-                lines.append(f"            out[{k}] = list({up}({pk}(*x))) if len(x) == {g.n} and "
-                             f"(_t := sum(x)) == _t else {m}(x, CTX)")
-                lines.append("        except (TypeError, OverflowError, struct_error):")
-                lines.append(f"            out[{k}] = {m}(x, CTX)")
-                continue
-            lines.append(f"        out[{k}] = {expr(f.storage, 'x')}")
+            lines.append(f"        out[{k}] = {field_expr(f.storage, 'x')}")
         lines.append("    return out")
         return "\n".join(lines)
 
@@ -276,8 +266,8 @@ def native_inline(st: Array, ctx: JsonCtx) -> tuple[np.dtype, np.dtype | None] |
 
 def numeric_array(st: Array, ctx: JsonCtx, native: bool) -> Any:
     """``st.to_json`` for a numeric array as a closure that handles the usual
-    case (a contiguous array of the storage's own native-order dtype, not
-    empty) without the general checks; anything else goes to ``st.to_json``."""
+    case (an array of the storage's own native-order dtype) without the
+    general checks; anything else goes to ``st.to_json``."""
     dt = st.elem_dtype.base if st.elem_dtype is not None else st.inner_dtype
     if dt.names or dt.kind not in "iuf" or not dt.isnative:
         return None
