@@ -386,12 +386,13 @@ def _utf8_buffer(out: IO[str]) -> Any:
 
 
 def write_json(doc: Any, form: str, out: IO[str], *, indent: int | None = 2) -> None:
-    """Write ``doc``'s JSON form to a text stream piece by piece: the text of
-    ``doc.dumps(form, indent)`` (``indent`` 2 or None).
+    """Write ``doc``'s JSON form to a text stream: the text of
+    ``doc.dumps(form, indent)`` (``indent`` 2 or None); a UTF-8 stream with a
+    binary buffer gets the bytes directly.
 
-    The trailing bytes are written as hex in 1 MiB slices and the root is
-    encoded incrementally, so a file of mostly opaque bytes costs about its own
-    size in memory instead of several times the JSON text."""
+    Trailing bytes over 1 MiB are written as hex in 1 MiB slices, each
+    envelope value separately, so a file of mostly opaque bytes costs about its
+    own size in memory instead of several times the JSON text."""
     from .core import jsontext
     trailing = doc.trailing
     if len(trailing) <= _CHUNK:  # (the usual case: the text in one piece)
