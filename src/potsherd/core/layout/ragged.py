@@ -34,7 +34,7 @@ from typing import Any, Iterator
 import numpy as np
 
 from ..errors import EncodeError, FormatError, LimitError, TruncatedError
-from ..expr import Scope, split_operator
+from ..expr import Scope, references, split_operator
 from ..stream import Reader, Writer
 from .arrays import Array
 from .jsonio import JsonCtx, _jerr, _np_from_json, _np_to_json, table_from_columns
@@ -247,7 +247,6 @@ class _Plan:
         vector = {n: f"cols[{n!r}]" for n in ints}
         used: set[str] = set()
         counts, conds, vcounts, vconds = [], [], [], []
-        from ..expr import references
         for f in self.var:
             src = f.storage.count_src
             used |= references(src)
@@ -415,7 +414,7 @@ class RaggedTable(Array):
             flat = {}
             for (dt, shape), f in zip(plan.elems, plan.var):
                 if f.name not in v.flat:
-                    raise EncodeError("missing", path=f.name)
+                    raise EncodeError(f"the flat values of {f.name} are missing", path=f.name)
                 try:
                     a = np.asarray(v.flat[f.name])
                     if a.dtype != dt:
@@ -479,9 +478,6 @@ class RaggedTable(Array):
                     np.ascontiguousarray(a).view(np.uint8).reshape(len(a), size)
             off = off + lens[j] * size
         w.write(out.tobytes())
-
-    def items_of(self, v: Any) -> int:
-        return len(v)
 
     # --- JSON ---------------------------------------------------------
     def to_json(self, v: Any, ctx: JsonCtx) -> Any:
