@@ -12,6 +12,17 @@ from .jsonio import JsonCtx, _jerr, _np_from_json, _np_to_json
 from .storages import Storage
 
 
+def encode_each(item: Storage, values: list, w: Writer, s: Scope) -> None:
+    """Every value through ``item``'s encoder, one after the other; an error
+    names the index (``[i]``) of the value it is in."""
+    enc = item.encode
+    for i, x in enumerate(values):
+        try:
+            enc(w, x, s)
+        except FormatError as e:
+            raise e.prepend(f"[{i}]")
+
+
 class Array(Storage):
     """``count`` items.  Numeric items give a numpy array (2-D for groups and
     fixed inner arrays); other items give a list."""
@@ -124,12 +135,7 @@ class Array(Storage):
             raise EncodeError(f"expected a list, found {type(v).__name__}")
         if len(v) != n:
             raise EncodeError(f"array has {len(v)} items, its count says {n}")
-        enc = self.item.encode
-        for i, x in enumerate(v):
-            try:
-                enc(w, x, s)
-            except FormatError as e:
-                raise e.prepend(f"[{i}]")
+        encode_each(self.item, v, w, s)
 
     def to_json(self, v: Any, ctx: JsonCtx) -> Any:
         if self.elem_dtype is not None or self.inner_count is not None:

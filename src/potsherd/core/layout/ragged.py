@@ -36,7 +36,7 @@ import numpy as np
 from ..errors import EncodeError, FormatError, LimitError, TruncatedError
 from ..expr import Scope, references, split_operator
 from ..stream import Reader, Writer
-from .arrays import Array
+from .arrays import Array, encode_each
 from .jsonio import JsonCtx, _jerr, _np_from_json, _np_to_json, table_from_columns
 from .records import Record
 from .storages import Bytes, Group, Prim, Storage
@@ -429,13 +429,7 @@ class RaggedTable(Array):
             return Ragged(rows, flat, self)
         if isinstance(v, list):
             w = Writer()
-            s = s or Scope({})
-            enc = self.item.encode
-            for i, x in enumerate(v):
-                try:
-                    enc(w, x, s)
-                except FormatError as e:
-                    raise e.prepend(f"[{i}]")
+            encode_each(self.item, v, w, s or Scope({}))
             data = w.getvalue()
             r = Reader(data)
             try:

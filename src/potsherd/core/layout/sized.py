@@ -9,6 +9,7 @@ from typing import Any, Iterator
 from ..errors import EncodeError, FormatError, LimitError
 from ..expr import Scope, compile_expr, linear_count
 from ..stream import Reader, Writer
+from .arrays import encode_each
 from .jsonio import JsonCtx, _jerr, hex_to_bytes
 from .storages import Storage
 
@@ -108,12 +109,7 @@ class Sized(Storage):
             return fast
         w = Writer()
         if self.repeat:
-            enc = self.item.encode
-            for i, x in enumerate(v):
-                try:
-                    enc(w, x, s)
-                except FormatError as e:
-                    raise e.prepend(f"[{i}]")
+            encode_each(self.item, v, w, s)
         else:
             self.item.encode(w, v, s)
         return w.getvalue()

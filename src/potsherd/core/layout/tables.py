@@ -41,7 +41,7 @@ from ..expr import Scope
 from ..stream import Reader, Writer
 from .jsonio import JsonCtx, _jerr, _np_to_json, table_from_columns
 from .storages import PRIMS, Bytes, Group, Prim, Storage
-from .arrays import Array
+from .arrays import Array, encode_each
 from .records import Record
 
 # ----------------------------------------------------------------------------
@@ -217,13 +217,7 @@ class Table(Array):
             return out
         if isinstance(v, list):
             w = Writer()
-            s = s or Scope({})
-            enc = self.item.encode
-            for i, x in enumerate(v):
-                try:
-                    enc(w, x, s)
-                except FormatError as e:
-                    raise e.prepend(f"[{i}]")
+            encode_each(self.item, v, w, s or Scope({}))
             return np.frombuffer(w.getvalue(), dtype=dt).copy()
         raise EncodeError(f"expected a table (numpy structured array or list of records), "
                           f"found {type(v).__name__}")
