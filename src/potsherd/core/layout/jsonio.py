@@ -140,6 +140,33 @@ def table_from_columns(o: Any, dtype: np.dtype, ctx: JsonCtx, jpath: str,
     return table
 
 
+_BOUNDS: dict[np.dtype, tuple[int, int]] = {}
+
+
+def _int_bounds(dt: np.dtype) -> tuple[int, int]:
+    """(min, max) of an integer dtype, looked up once (``np.iinfo`` is slow)."""
+    b = _BOUNDS.get(dt)
+    if b is None:
+        info = np.iinfo(dt)
+        b = _BOUNDS[dt] = (int(info.min), int(info.max))
+    return b
+
+
+def _only_ints(o: Any) -> bool:
+    """Whether nested lists ``o`` hold only ints (no bools).  numpy infers
+    float64 for a list mixing ints under 2**63 with ints at or over it, so a
+    64-bit column (a u64, or a wire f64's bit patterns: any negative double)
+    is read again with its dtype, which refuses ints out of its range."""
+    stack = [o]
+    while stack:
+        x = stack.pop()
+        if x.__class__ is list:
+            stack.extend(x)
+        elif x.__class__ is not int:
+            return False
+    return True
+
+
 def _np_from_json(o: Any, dtype: np.dtype, shape_tail: tuple, ctx: JsonCtx, jpath: str) -> np.ndarray:
     if dtype.names:  # a table of fixed records: one column per field
         return table_from_columns(o, dtype, ctx, jpath)
@@ -162,6 +189,8 @@ def _np_from_json(o: Any, dtype: np.dtype, shape_tail: tuple, ctx: JsonCtx, jpat
             # one conversion (numpy picks int64/uint64 for integers; floats,
             # booleans-only and mixed lists give another kind and are refused)
             arr = np.array(o) if o else np.zeros((0,) + shape_tail, dtype=udt)
+            if arr.dtype.kind in "fO" and udt.itemsize == 8 and _only_ints(o):
+                arr = np.array(o, dtype=udt)  # (see _only_ints)
             if arr.dtype.kind not in "iu" and arr.size:
                 raise ValueError("bit patterns must be integers")
             if arr.size and (arr.min() < 0 or (udt.itemsize == 4 and arr.max() > 0xFFFFFFFF)):
@@ -172,10 +201,12 @@ def _np_from_json(o: Any, dtype: np.dtype, shape_tail: tuple, ctx: JsonCtx, jpat
             if arr.size and arr.dtype.kind not in "iuf":
                 raise ValueError("not numbers")
             if dtype.kind in "iu":
+                if arr.dtype.kind in "fO" and dtype.itemsize == 8 and _only_ints(o):
+                    arr = np.array(o, dtype=dtype)  # (see _only_ints)
                 if arr.size and arr.dtype.kind == "f":
                     raise ValueError("integers expected")
-                info = np.iinfo(dtype)
-                if arr.size and (arr.min() < info.min or arr.max() > info.max):
+                lo, hi = _int_bounds(dtype)
+                if arr.size and (arr.min() < lo or arr.max() > hi):
                     raise ValueError(f"value out of range for {dtype}")
                 arr = arr.astype(dtype)
             else:

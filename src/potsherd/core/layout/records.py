@@ -9,6 +9,7 @@ from ..errors import EncodeError, FormatError, JsonFormatError
 from ..expr import Scope, compile_expr, linear_count
 from ..stream import Reader, Writer
 from .jsoncompile import json_key, record_json_function
+from .jsonload import load_key, record_load_function
 from .jsonio import JsonCtx, _jerr
 from .storages import Bytes, Choice, Param, Prim, Storage
 from .arrays import Array
@@ -246,6 +247,27 @@ class Record(Storage):
         return by_name[1]
 
     def from_json(self, o: Any, ctx: JsonCtx, jpath: str) -> Any:
+        # through a loader generated once per record, form and encoding
+        # (jsonload.record_load_function); anything it does not expect is
+        # loaded again by from_json_by_field, which words the error
+        fns = self.__dict__.get("_load_fns")
+        entry = fns.get(load_key(ctx)) if fns else None
+        if entry is None or entry[0] is not self.fields:
+            if fns:
+                fns.clear()  # (fields recompiled)
+            entry = (self.fields, record_load_function(self, ctx, Record.from_json))
+            if entry[1] is None:  # (fields sharing a name: only the path below tries each)
+                self.__dict__.setdefault("_load_fns", {})[load_key(ctx)] = entry
+        if entry[1] is not None:
+            try:
+                return entry[1](o)
+            except Exception:  # (an error or an unusual value: the path below)
+                pass
+        return self.from_json_by_field(o, ctx, jpath)
+
+    def from_json_by_field(self, o: Any, ctx: JsonCtx, jpath: str) -> Any:
+        """The field-by-field loading the generated loaders stand for: every
+        value through its storage, errors with their JSON path."""
         if not isinstance(o, dict):
             raise _jerr(f"expected an object ({self.name}), found {type(o).__name__}", jpath)
         out = {}

@@ -37,6 +37,8 @@ class KoString(String):
 
     #: the wire form is the plain string's (compiled JSON conversion inlines it)
     wire_json_is_string = True
+    #: a JSON string loads as the plain string's does (compiled loading inlines it)
+    json_str_is_plain = True
 
     def to_json(self, v: Any, ctx: JsonCtx) -> Any:
         raw = getattr(v, "raw_len", None)
