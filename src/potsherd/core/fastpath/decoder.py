@@ -295,10 +295,9 @@ class _DecoderGen(_GenBase):
             isz = st.elem_dtype.itemsize
             self.dec_count(st.count_src, n, out, ind, env)
             out.append(f"{ind}if {n} * {isz} > end - pos: raise _FBS")
-            arr = _own_or_copy(f"_fbuf(buf, {self.const(base, 'DT')}, {n} * {k}, pos)" if k != 1 else
-                               f"_fbuf(buf, {self.const(base, 'DT')}, {n}, pos)")
-            if shape:
-                arr += f".reshape(({n},) + {shape!r})"
+            # (a sub-array dtype such as ('<u4', (3,)) reads as rows: shape (n, 3)
+            # of the base dtype, without a reshape call per array)
+            arr = _own_or_copy(f"_fbuf(buf, {self.const(st.elem_dtype if shape else base, 'DT')}, {n}, pos)")
             out.append(f"{ind}{var} = {arr}")
             out.append(f"{ind}pos += {n} * {isz}")
             return
