@@ -248,4 +248,4 @@ def _all_props(node: dict):
     while stack:
         n = stack.pop()
         yield from n["props"]
-        stack.extend(n["children"] or [])
+        stack.extend(n.get("children") or [])

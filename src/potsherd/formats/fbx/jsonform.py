@@ -1,6 +1,8 @@
 """Lossless JSON for the FBX node tree (forms ``wire`` and ``readable``).
 
-Node: ``{"name", "props", "children": null | [...], "zero_end"?, "fmt"?}``.
+Node: ``{"name", "props", "children"?: [...], "zero_end"?, "fmt"?}``: a node
+without ``children`` (or with ``"children": null``, as earlier versions wrote)
+has no nested list, ``[]`` an empty one (different bytes).
 Property: ``[code, value]``.  Wire form keeps floats as hex bit patterns,
 strings as hex and array elements as base64 of the stored bytes; readable
 form uses numbers and text, falling back to bits/hex where a value has no
@@ -56,9 +58,9 @@ def tree_to_json(root: FbxNode, form: str) -> dict:
 
 def node_to_json(node: FbxNode, readable: bool) -> dict:
     d: dict = {"name": node.name.decode("latin-1"),
-               "props": [prop_to_json(c, v, readable) for c, v in node.props],
-               "children": None if node.children is None else
-               [node_to_json(c, readable) for c in node.children]}
+               "props": [prop_to_json(c, v, readable) for c, v in node.props]}
+    if node.children is not None:  # (a leaf has none; `"children": null` loads the same)
+        d["children"] = [node_to_json(c, readable) for c in node.children]
     if node.zero_end:
         d["zero_end"] = True
     if node.fmt is not None:
