@@ -197,9 +197,12 @@ def _dump(doc, args) -> int:
 
 def cmd_build(args) -> int:
     from . import from_json
+    from .core.gcpolicy import collector_paused
     raw = api.read_input(args.document)
-    doc = from_json(raw)
-    data = doc.encode()
+    with collector_paused(len(raw)):  # (parsing and loading allocate many small acyclic objects)
+        doc = from_json(raw)
+        del raw
+        data = doc.encode()
     api.write_output(args.output, data)
     print(f"{display_path(args.output)}: {len(data)} bytes ({doc.format})",
           file=api.summary_stream(args.output))
