@@ -104,3 +104,46 @@ def test_wire_float_arrays_load_from_bit_patterns_in_one_conversion():
                        ([0x100000000], "out of range"), ([[1, 2], [3]], "bad numeric array")):
         with pytest.raises(JsonFormatError, match=words):
             _np_from_json(bad, f4, (), ctx, "$")
+
+
+def test_each_form_and_encoding_keeps_its_function():
+    # (alternating text encodings, as a folder of cp949 and _tw cp950 UI files
+    # does, once cleared every other one and generated the code again per file)
+    rec = LAYOUT.record("tree")
+    tree = {"label": RawString(b"a"), "m": 0, "children": []}
+    keys = [("wire", "cp949"), ("wire", "cp950"), ("readable", "cp949")]
+    from potsherd.core.layout.jsoncompile import json_key
+
+    def functions():
+        return [rec._json_fns[json_key(JsonCtx(form, enc))][1] for form, enc in keys]
+    for form, enc in keys:
+        rec.to_json(tree, JsonCtx(form, enc))
+    first = functions()
+    for form, enc in keys * 2:
+        rec.to_json(tree, JsonCtx(form, enc))
+    assert functions() == first and len(set(map(id, first))) == 3
+
+
+def test_empty_strings_convert_inline_and_keep_stored_lengths():
+    rec = LAYOUT.record("tree")
+    ctx = JsonCtx("wire")
+    calls = []
+    from potsherd.core.layout.storages import String
+    fn = rec.to_json({"label": RawString(b""), "m": 0, "children": []}, ctx)
+    assert fn["label"] == ""
+    for f in rec.fields:
+        if isinstance(f.storage, String):
+            real = f.storage.to_json
+            f.storage.to_json = lambda v, c, real=real: calls.append(v) or real(v, c)
+    try:
+        rec._json_fns.clear()
+        assert rec.to_json({"label": RawString(b""), "m": 0, "children": []}, ctx)["label"] == ""
+        assert rec.to_json({"label": b"", "m": 0, "children": []}, ctx)["label"] == ""
+        assert calls == []  # (inline: no storage call for an empty string)
+        assert rec.to_json({"label": RawString(b"", -1), "m": 0, "children": []}, ctx)["label"] == \
+            {"len": -1}
+        assert calls == [RawString(b"", -1)]
+    finally:
+        for f in rec.fields:
+            f.storage.__dict__.pop("to_json", None)
+        rec._json_fns.clear()

@@ -250,3 +250,17 @@ def test_corpus_documents_load_as_field_by_field(monkeypatch):
         names = [f.name for f in rec.fields if not f.is_param]
         return len(set(names)) < len(names)
     assert all(shares_a_name(r) for r in slow_records), sorted(r.name for r in slow_records)
+
+
+def test_each_form_and_encoding_keeps_its_loader():
+    rec = LAYOUT.record("tree")
+    o = {"label": "61", "m": 0, "children": []}
+    keys = [("wire", "cp949"), ("wire", "cp950"), ("readable", "cp949")]
+    def functions():
+        return [rec._load_fns[(form, enc)][1] for form, enc in keys]
+    for form, enc in keys:
+        rec.from_json(o, JsonCtx(form, enc), "$")
+    first = functions()
+    for form, enc in keys * 2:
+        rec.from_json(o, JsonCtx(form, enc), "$")
+    assert functions() == first and len(set(map(id, first))) == 3

@@ -79,8 +79,9 @@ def record_json_function(record: Any, ctx: JsonCtx, plain_record: Any) -> Any:
         if cls.to_json is String.to_json or (wire and getattr(st, "wire_json_is_string", False)):
             if wire:
                 m = const(st.to_json, "m")
-                return f"({x}.hex() if {x} and ({x}.__class__ is RawString or {x}.__class__ is bytes) " \
-                       f"else {m}({x}, CTX))"
+                # (an empty string is "" unless it keeps a stored length <= 0)
+                return f"({x}.hex() if {x}.__class__ is bytes or ({x}.__class__ is RawString " \
+                       f"and ({x} or {x}.raw_len is None)) else {m}({x}, CTX))"
         if cls.to_json in (Bytes.to_json, Tail.to_json):
             m = const(st.to_json, "m")
             return f"({x}.hex() if {x}.__class__ is bytes else {m}({x}, CTX))"

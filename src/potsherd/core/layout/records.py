@@ -220,8 +220,8 @@ class Record(Storage):
         fns = self.__dict__.get("_json_fns")
         entry = fns.get(json_key(ctx)) if fns else None
         if entry is None or entry[0] is not self.fields:
-            if fns:
-                fns.clear()  # (fields recompiled)
+            if fns and any(e[0] is not self.fields for e in fns.values()):
+                fns.clear()  # (fields recompiled; other forms and encodings stay)
             entry = (self.fields, record_json_function(self, ctx, Record.to_json))
         return entry[1](v)
 
@@ -253,8 +253,8 @@ class Record(Storage):
         fns = self.__dict__.get("_load_fns")
         entry = fns.get(load_key(ctx)) if fns else None
         if entry is None or entry[0] is not self.fields:
-            if fns:
-                fns.clear()  # (fields recompiled)
+            if fns and any(e[0] is not self.fields for e in fns.values()):
+                fns.clear()  # (fields recompiled; other forms and encodings stay)
             entry = (self.fields, record_load_function(self, ctx, Record.from_json))
             if entry[1] is None:  # (fields sharing a name: only the path below tries each)
                 self.__dict__.setdefault("_load_fns", {})[load_key(ctx)] = entry
