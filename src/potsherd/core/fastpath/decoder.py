@@ -204,7 +204,8 @@ class _DecoderGen(_GenBase):
             out.append(f"{ind}if pos + {ps} > end: raise _FBS")
             out.append(f"{ind}{var}, = {pu}(buf, pos)")
             out.append(f"{ind}pos += {ps}")
-            out.append(f"{ind}if {var} <= 0: {var} = RawString(b'', {var} if {var} < 0 else None)")
+            # (an empty string: bytes.__new__ in C, not RawString.__new__ in Python)
+            out.append(f"{ind}if {var} <= 0: {var} = _bnew(RawString) if {var} == 0 else RawString(b'', {var})")
             out.append(f"{ind}elif {var} > end - pos: raise _FBS")
             out.append(f"{ind}else:")
             # (bytes.__new__ directly: a RawString without a stored length needs

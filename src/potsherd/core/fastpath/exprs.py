@@ -226,7 +226,8 @@ class _GenBase:
         if isinstance(e, str) and e not in env.params_here and e not in env.state:
             return env.num_name(e)
         src, plain = self.expr(e, env)
-        return src if plain else f"_num({src})"
+        # (an int, the usual value, without the call)
+        return src if plain else f"(_nv if (_nv := {src}).__class__ is int else _num(_nv))"
 
     def cached(self, form: str, e: Any, env: _ExprEnv, build) -> str | None:
         """A local computed once in the record's prologue for a non-trivial

@@ -107,8 +107,8 @@ _UNSET = _Unset()
 
 
 def _lookup_or_missing(frames: list, name: str) -> Any:
-    for i in range(len(frames) - 1, -1, -1):
-        v = frames[i].get(name, _UNSET)
+    for frame in reversed(frames):  # (innermost first)
+        v = frame.get(name, _UNSET)
         if v is not _UNSET:
             return v
     return _MISSING_NAME
