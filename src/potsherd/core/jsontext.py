@@ -32,12 +32,11 @@ same.
 """
 from __future__ import annotations
 
-import contextlib
 import contextvars
 import json
 import os
 import re
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -61,16 +60,20 @@ _NULL_ANYWHERE = re.compile(rb"null")
 _NATIVE = contextvars.ContextVar("potsherd_native_arrays", default=False)
 
 
-@contextlib.contextmanager
-def native_arrays() -> Iterator[None]:
-    """Inside the block, ``to_json`` leaves numeric numpy arrays as arrays and
-    long record lists as :class:`LazyItems` (what :func:`dumps` writes in
-    bulk); outside it returns plain lists."""
-    token = _NATIVE.set(True)
-    try:
-        yield
-    finally:
-        _NATIVE.reset(token)
+class native_arrays:
+    """``with native_arrays():`` inside the block, ``to_json`` leaves numeric
+    numpy arrays as arrays and long record lists as :class:`LazyItems` (what
+    :func:`dumps` writes in bulk); outside it returns plain lists.  (A class,
+    not a generator context manager: it is entered once per document dumped,
+    and a folder of small files dumps thousands.)"""
+
+    __slots__ = ("_token",)
+
+    def __enter__(self) -> None:
+        self._token = _NATIVE.set(True)
+
+    def __exit__(self, *exc: Any) -> None:
+        _NATIVE.reset(self._token)
 
 
 def arrays_stay_native() -> bool:

@@ -2,6 +2,7 @@
 string in the client's code page (cp949, cp950 for Taiwan-client ``*_tw`` files)."""
 from __future__ import annotations
 
+import functools
 import os
 from typing import Any
 
@@ -68,11 +69,14 @@ class KoString(String):
 
 def text_encoding_for(name: str | None) -> str:
     """cp950 (Big5) for Taiwan-client files (``*_tw.*``), else cp949."""
-    if name:
-        stem = os.path.splitext(os.path.basename(name))[0].lower()
-        if stem.endswith("_tw"):
-            return CP_TAIWAN
-    return CP_DEFAULT
+    return _encoding_for_name(name) if name else CP_DEFAULT
+
+
+@functools.lru_cache(maxsize=4096)
+def _encoding_for_name(name: str) -> str:
+    # (asked once per conversion of a document: a folder's names, each split once)
+    stem = os.path.splitext(os.path.basename(name))[0].lower()
+    return CP_TAIWAN if stem.endswith("_tw") else CP_DEFAULT
 
 
 def text(v: Any, enc: str = CP_DEFAULT) -> str:
