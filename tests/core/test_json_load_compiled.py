@@ -264,3 +264,19 @@ def test_each_form_and_encoding_keeps_its_loader():
     for form, enc in keys * 2:
         rec.from_json(o, JsonCtx(form, enc), "$")
     assert functions() == first and len(set(map(id, first))) == 3
+
+
+def test_nesting_too_deep_is_not_retried_at_every_level(monkeypatch):
+    # (the field-by-field path nests deeper still: retrying it on the way up
+    # made a hostile 600-level document cost as many failed descents)
+    rec = LAYOUT.record("tree")
+    o = {"label": "", "m": 0, "children": []}
+    for _ in range(5000):
+        o = {"label": "", "m": 1, "children": [o]}
+    calls = []
+    by_field = Record.from_json_by_field
+    monkeypatch.setattr(Record, "from_json_by_field",
+                        lambda self, *a: calls.append(1) or by_field(self, *a))
+    with pytest.raises(RecursionError):
+        rec.from_json(o, JsonCtx("wire"), "$")
+    assert calls == []

@@ -261,6 +261,8 @@ class Record(Storage):
         if entry[1] is not None:
             try:
                 return entry[1](o)
+            except RecursionError:  # (the path below nests deeper still)
+                raise
             except Exception:  # (an error or an unusual value: the path below)
                 pass
         return self.from_json_by_field(o, ctx, jpath)
