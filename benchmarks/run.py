@@ -35,6 +35,11 @@ from typing import Any, Callable
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+# (process CPU time counts every thread: an idle OpenBLAS pool thread spinning
+# after a numpy call added about a quarter to small figures; the CLI's batch
+# conversion sets the same)
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
 import numpy as np  # noqa: E402
 
 import potsherd  # noqa: E402
@@ -122,18 +127,34 @@ def cpu_time(fn: Callable[[], Any]) -> float:
     return time.process_time() - t
 
 
+#: shortest figure: a call that takes less is repeated within one figure
+#: (reading the process CPU clock after a collection costs tens of microseconds,
+#: as much as a pass over three small files)
+MIN_FIGURE = 0.02
+
+
 def medians(contenders: dict[str, Callable[[], Any]], runs: int) -> dict[str, float]:
     """Interleaved runs (each contender once per round, so load changes hit all
-    alike); returns the median CPU time of each."""
+    alike); returns the median CPU time of one call of each (calls shorter
+    than :data:`MIN_FIGURE` are repeated within a figure and divided)."""
     times: dict[str, list[float]] = {k: [] for k in contenders}
     slowest = 0.0
-    for fn in contenders.values():
-        slowest = max(slowest, cpu_time(fn))  # warm-up (compiles the layout, fills caches)
+    repeat: dict[str, int] = {}
+    for k, fn in contenders.items():
+        t = cpu_time(fn)  # warm-up (compiles the layout, fills caches)
+        if t < MIN_FIGURE:
+            t = cpu_time(fn)  # (the steady cost, for the repeat count)
+        slowest = max(slowest, t)
+        repeat[k] = max(1, min(10_000, int(MIN_FIGURE / max(t, 1e-6)) + 1)) if t < MIN_FIGURE else 1
     if slowest > 2.0:
         runs = min(runs, 3)  # long figures: 3 rounds are enough for a stable median
     for _ in range(runs):
         for k, fn in contenders.items():
-            times[k].append(cpu_time(fn))
+            n = repeat[k]
+            if n == 1:
+                times[k].append(cpu_time(fn))
+            else:
+                times[k].append(cpu_time(lambda fn=fn, n=n: [fn() for _ in range(n)]) / n)
     return {k: statistics.median(v) for k, v in times.items()}
 
 
