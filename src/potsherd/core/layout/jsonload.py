@@ -55,7 +55,9 @@ def record_load_function(record: Any, ctx: JsonCtx, plain_record: Any) -> Callab
     record keeps its loader in ``_load_fns``; ``plain_record`` is
     ``Record.from_json``."""
     wire = ctx.form == "wire"
+    # (_bnew(RawString, b): the string without RawString.__new__, a Python call)
     names: dict[str, Any] = {"CTX": ctx, "RawString": RawString, "FROMHEX": bytes.fromhex,
+                             "_bnew": bytes.__new__,
                              "Unusual": Unusual, "unusual": _unusual}
     consts: dict[int, str] = {}
     programs: list[Any] = []
@@ -119,9 +121,9 @@ def record_load_function(record: Any, ctx: JsonCtx, plain_record: Any) -> Callab
                    f"else {method})"
         if cls.from_json is String.from_json or getattr(st, "json_str_is_plain", False):
             if wire:
-                return f"(RawString(FROMHEX({x})) if {x}.__class__ is str else {method})"
+                return f"(_bnew(RawString, FROMHEX({x})) if {x}.__class__ is str else {method})"
             enc = const(ctx.encoding, "enc")
-            return f"(RawString({x}.encode({enc})) if {x}.__class__ is str else {method})"
+            return f"(_bnew(RawString, {x}.encode({enc})) if {x}.__class__ is str else {method})"
         if cls.from_json is Tail.from_json or (cls.from_json is Bytes.from_json
                                                and getattr(st, "size", None) is None):
             return f"(FROMHEX({x}) if {x}.__class__ is str else {method})"
