@@ -73,9 +73,17 @@ def record_json_function(record: Any, ctx: JsonCtx, plain_record: Any) -> Any:
             if not wire:
                 m = const(st.to_json, "m")
                 return f"(_f if (_f := float({x})) - _f == 0.0 else {m}({x}, CTX))"
-        if cls.to_json is Group.to_json and st.prim.kind == "i" and type(st.prim).to_json is Prim.to_json:
+        if cls.to_json is Group.to_json and type(st.prim).to_json is Prim.to_json and \
+                (st.prim.kind == "i" or not wire):
+            # (ints, or readable floats: Group.to_json's per-value list, written out)
             y = fresh()
             return f"[{expr(st.prim, y)} for {y} in {x}]"
+        if not wire and (cls.to_json is String.to_json or getattr(st, "wire_json_is_string", False)):
+            # (readable: an empty string is "" unless it keeps a stored length;
+            # other text through the storage, which checks how it round-trips)
+            m = const(st.to_json, "m")
+            return f"('' if {x}.__class__ is RawString and not {x} and {x}.raw_len is None " \
+                   f"else {m}({x}, CTX))"
         if cls.to_json is String.to_json or (wire and getattr(st, "wire_json_is_string", False)):
             if wire:
                 m = const(st.to_json, "m")

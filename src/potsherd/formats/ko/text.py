@@ -36,7 +36,8 @@ class KoString(String):
     ``{"text": ..., "encoding": ...}``, else ``{"hex": ...}``.
     """
 
-    #: the wire form is the plain string's (compiled JSON conversion inlines it)
+    #: the wire form is the plain string's, and an empty string is "" in both
+    #: forms (compiled JSON conversion inlines them)
     wire_json_is_string = True
     #: a JSON string loads as the plain string's does (compiled loading inlines it)
     json_str_is_plain = True
