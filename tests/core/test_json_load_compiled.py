@@ -280,3 +280,31 @@ def test_nesting_too_deep_is_not_retried_at_every_level(monkeypatch):
     with pytest.raises(RecursionError):
         rec.from_json(o, JsonCtx("wire"), "$")
     assert calls == []
+
+
+@pytest.mark.parametrize("pattern", ["*.n3pmesh", "*.uif", "*.n3anim", "*.n3chr", "*.fxb", "*.n3sky",
+                                     "*.sam", "*.n3cskins"])
+def test_corpus_documents_with_hostile_edits_load_or_fail_as_field_by_field(pattern, monkeypatch):
+    from corpus_paths import CORPUS_ROOT
+    import potsherd
+    files = sorted(p for fam in ("ko", "tr4wad") for p in (CORPUS_ROOT / fam).rglob(pattern)
+                   if p.is_file() and p.stat().st_size < 200_000)
+    if not files:
+        pytest.skip(f"no {pattern} in the corpus")
+    rng = random.Random(f"jsonload-corpus-{pattern}")
+    by_field = Record.from_json_by_field
+    kinds = {"ok": 0, "error": 0}
+    for path in rng.sample(files, min(3, len(files))):
+        doc = potsherd.read(path)
+        for form in ("wire", "readable"):
+            base = orjson.loads(doc.dumps(form))
+            for _ in range(60):
+                o = _mutate(base, rng)
+                fast = outcome(lambda: potsherd.from_json(o).root)
+                with monkeypatch.context() as m:
+                    m.setattr(Record, "from_json", by_field)
+                    slow = outcome(lambda: potsherd.from_json(o).root)
+                assert fast[0] == slow[0], (path, form, fast, slow)
+                assert deep_same(fast[1], slow[1]) if fast[0] == "ok" else fast == slow, (path, form)
+                kinds[fast[0]] += 1
+    assert kinds["ok"] and kinds["error"]
