@@ -40,11 +40,8 @@ class Unusual(Exception):
     """The generated path met something it leaves to the field-by-field path."""
 
 
-def _unusual(*_: Any) -> Any:
-    raise Unusual
-
-
 def load_key(ctx: JsonCtx) -> tuple:
+    """What a generated loader depends on: the form and the text encoding."""
     return ctx.form, ctx.encoding
 
 
@@ -57,8 +54,7 @@ def record_load_function(record: Any, ctx: JsonCtx, plain_record: Any) -> Callab
     wire = ctx.form == "wire"
     # (_bnew(RawString, b): the string without RawString.__new__, a Python call)
     names: dict[str, Any] = {"CTX": ctx, "RawString": RawString, "FROMHEX": bytes.fromhex,
-                             "_bnew": bytes.__new__,
-                             "Unusual": Unusual, "unusual": _unusual}
+                             "_bnew": bytes.__new__, "Unusual": Unusual}
     consts: dict[int, str] = {}
     programs: list[Any] = []
     fn_of: dict[int, str] = {}
