@@ -170,8 +170,9 @@ class _EncoderGen(_GenBase):
             pp = self.const(st.prefix.st.pack, "P")
             out.append(f"{ind}if {x}.__class__ is RawString:")
             out.append(f"{ind}    if {x}.raw_len is not None and not {x}: wr({pp}({x}.raw_len))")
-            out.append(f"{ind}    else: wr({pp}(len({x}))); wr(bytes({x}))")
-            out.append(f"{ind}elif {x}.__class__ is bytes: wr({pp}(len({x}))); wr({x})")
+            # (prefix and bytes in one write: bytes + RawString is a plain bytes)
+            out.append(f"{ind}    else: wr({pp}(len({x})) + {x})")
+            out.append(f"{ind}elif {x}.__class__ is bytes: wr({pp}(len({x})) + {x})")
             out.append(f"{ind}else: raise _FB")
         elif (t is L.Bytes and st.size is not None) or t is L.Tail:
             out.append(f"{ind}if {x}.__class__ is not bytes and {x}.__class__ is not RawString: raise _FB")
