@@ -214,16 +214,25 @@ class Record(Storage):
             s.pop()
 
     # --- JSON ---------------------------------------------------------
-    def to_json(self, v: Any, ctx: JsonCtx) -> Any:
-        # through a function generated once per record and JSON context (see
-        # jsonio.record_json_function); the loop below says what it does
-        fns = self.__dict__.get("_json_fns")
-        entry = fns.get(json_key(ctx)) if fns else None
+    def _generated(self, cache: str, key: tuple, build: Any) -> Any:
+        """The function ``build()`` makes for this record and ``key``, kept in
+        the record's ``cache`` dict beside the fields it was made for (made
+        again when the fields are recompiled; other keys stay)."""
+        fns = self.__dict__.get(cache)
+        entry = fns.get(key) if fns else None
         if entry is None or entry[0] is not self.fields:
             if fns and any(e[0] is not self.fields for e in fns.values()):
-                fns.clear()  # (fields recompiled; other forms and encodings stay)
-            entry = (self.fields, record_json_function(self, ctx, Record.to_json))
-        return entry[1](v)
+                fns.clear()  # (fields recompiled)
+            entry = (self.fields, build())
+            self.__dict__.setdefault(cache, {})[key] = entry
+        return entry[1]
+
+    def to_json(self, v: Any, ctx: JsonCtx) -> Any:
+        # through a function generated once per record and JSON context (see
+        # jsoncompile.record_json_function); the loop below says what it does
+        fn = self._generated("_json_fns", json_key(ctx),
+                             lambda: record_json_function(self, ctx, Record.to_json))
+        return fn(v)
 
     def to_json_by_field(self, v: Any, ctx: JsonCtx) -> Any:
         """The generic conversion the generated functions stand for."""
@@ -250,17 +259,12 @@ class Record(Storage):
         # through a loader generated once per record, form and encoding
         # (jsonload.record_load_function); anything it does not expect is
         # loaded again by from_json_by_field, which words the error
-        fns = self.__dict__.get("_load_fns")
-        entry = fns.get(load_key(ctx)) if fns else None
-        if entry is None or entry[0] is not self.fields:
-            if fns and any(e[0] is not self.fields for e in fns.values()):
-                fns.clear()  # (fields recompiled; other forms and encodings stay)
-            entry = (self.fields, record_load_function(self, ctx, Record.from_json))
-            if entry[1] is None:  # (fields sharing a name: only the path below tries each)
-                self.__dict__.setdefault("_load_fns", {})[load_key(ctx)] = entry
-        if entry[1] is not None:
+        # (None for fields sharing a name: only the path below tries each)
+        fn = self._generated("_load_fns", load_key(ctx),
+                             lambda: record_load_function(self, ctx, Record.from_json))
+        if fn is not None:
             try:
-                return entry[1](o)
+                return fn(o)
             except RecursionError:  # (the path below nests deeper still)
                 raise
             except Exception:  # (an error or an unusual value: the path below)
