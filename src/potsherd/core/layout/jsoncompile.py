@@ -32,28 +32,9 @@ def record_json_function(record: Any, ctx: JsonCtx, plain_record: Any) -> Any:
     names: dict[str, Any] = {"CTX": ctx, "F32NaN": F32NaN, "F64NaN": F64NaN, "RawString": RawString,
                              "bytes": bytes, "struct_error": struct.error,
                              "LazyItems": LazyItems, "ndarray": np.ndarray}
-    consts: dict[int, str] = {}
-    programs: list[Any] = []       # records to generate, in discovery order
-    fn_of: dict[int, str] = {}
-
-    def const(obj: Any, prefix: str) -> str:
-        name = consts.get(id(obj))
-        if name is None:
-            name = consts[id(obj)] = f"{prefix}{len(consts)}"
-            names[name] = obj
-        return name
-
-    def record_fn(rec: Any) -> str:
-        name = fn_of.get(id(rec))
-        if name is None:
-            name = fn_of[id(rec)] = f"rec{len(fn_of)}"
-            names["_keep" + name] = rec
-            programs.append(rec)
-        return name
-
-    def fresh() -> str:
-        names["_n"] = names.get("_n", 0) + 1
-        return f"_v{names['_n']}"
+    program = Program(names, "rec", "_v")
+    const, record_fn, fresh = program.const, program.record_fn, program.fresh
+    programs, fn_of = program.records, program.fn_of
 
     def expr(st: Any, x: str) -> str:
         """A Python expression converting variable ``x`` stored as ``st``."""
@@ -235,6 +216,44 @@ def record_json_function(record: Any, ctx: JsonCtx, plain_record: Any) -> Any:
     for rec in programs:
         rec.__dict__.setdefault("_json_fns", {})[key] = (rec.fields, names[fn_of[id(rec)]])
     return names[fn_of[id(record)]]
+
+
+class Program:
+    """The namespace of one generated program: constants by identity, one
+    function name per record (the records in discovery order: each needs its
+    function generated), fresh local names.  Shared by the generated JSON
+    converters and loaders (jsonload)."""
+
+    __slots__ = ("names", "consts", "fn_of", "records", "fn_prefix", "var_prefix")
+
+    def __init__(self, names: dict[str, Any], fn_prefix: str, var_prefix: str) -> None:
+        self.names = names
+        self.consts: dict[int, str] = {}
+        self.fn_of: dict[int, str] = {}
+        self.records: list[Any] = []
+        self.fn_prefix, self.var_prefix = fn_prefix, var_prefix
+
+    def const(self, obj: Any, prefix: str) -> str:
+        """The name ``obj`` has in the program (bound once per object)."""
+        name = self.consts.get(id(obj))
+        if name is None:
+            name = self.consts[id(obj)] = f"{prefix}{len(self.consts)}"
+            self.names[name] = obj
+        return name
+
+    def record_fn(self, rec: Any) -> str:
+        """The name of ``rec``'s function (the record is queued the first time)."""
+        name = self.fn_of.get(id(rec))
+        if name is None:
+            name = self.fn_of[id(rec)] = f"{self.fn_prefix}{len(self.fn_of)}"
+            self.names["_keep" + name] = rec
+            self.records.append(rec)
+        return name
+
+    def fresh(self) -> str:
+        """A local name not used yet (for comprehension variables)."""
+        self.names["_n"] = self.names.get("_n", 0) + 1
+        return f"{self.var_prefix}{self.names['_n']}"
 
 
 def float_group(g: Group, ctx: JsonCtx) -> Any:

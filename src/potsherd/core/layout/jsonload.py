@@ -27,6 +27,7 @@ import numpy as np
 
 from ..values import RawString
 from .arrays import Array
+from .jsoncompile import Program
 from .jsonio import JsonCtx, _int_bounds
 from .storages import Bytes, Group, Prim, String, Tail
 
@@ -55,34 +56,15 @@ def record_load_function(record: Any, ctx: JsonCtx, plain_record: Any) -> Callab
     # (_bnew(RawString, b): the string without RawString.__new__, a Python call)
     names: dict[str, Any] = {"CTX": ctx, "RawString": RawString, "FROMHEX": bytes.fromhex,
                              "_bnew": bytes.__new__, "Unusual": Unusual}
-    consts: dict[int, str] = {}
-    programs: list[Any] = []
-    fn_of: dict[int, str] = {}
-
-    def const(obj: Any, prefix: str) -> str:
-        name = consts.get(id(obj))
-        if name is None:
-            name = consts[id(obj)] = f"{prefix}{len(consts)}"
-            names[name] = obj
-        return name
-
-    def loadable(rec: Any) -> bool:
-        fields = [f for f in rec.fields if not f.is_param]
-        return len({f.name for f in fields}) == len(fields)
+    program = Program(names, "L", "_e")
+    const, fresh = program.const, program.fresh
+    programs, fn_of = program.records, program.fn_of
 
     def record_fn(rec: Any) -> str | None:
-        if not loadable(rec):
-            return None
-        name = fn_of.get(id(rec))
-        if name is None:
-            name = fn_of[id(rec)] = f"L{len(fn_of)}"
-            names["_keep" + name] = rec
-            programs.append(rec)
-        return name
-
-    def fresh() -> str:
-        names["_n"] = names.get("_n", 0) + 1
-        return f"_e{names['_n']}"
+        fields = [f for f in rec.fields if not f.is_param]
+        if len({f.name for f in fields}) != len(fields):
+            return None  # (two fields of one name: the field-by-field path only)
+        return program.record_fn(rec)
 
     def expr(st: Any, x: str) -> str:
         """A Python expression loading variable ``x`` as storage ``st``: the
