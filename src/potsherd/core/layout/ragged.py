@@ -40,6 +40,7 @@ from .arrays import Array, encode_each
 from .jsonio import JsonCtx, _jerr, _np_from_json, _np_to_json, table_from_columns
 from .records import Record
 from .storages import Bytes, Group, Prim, Storage
+from .tables import records_from_json
 
 
 class Ragged:
@@ -485,13 +486,8 @@ class RaggedTable(Array):
 
     def from_json(self, o: Any, ctx: JsonCtx, jpath: str) -> Any:
         plan = self.plan
-        if isinstance(o, list):  # one object per record (easier to write by hand)
-            fj = self.item.from_json
-            recs = [fj(x, ctx, f"{jpath}[{i}]") for i, x in enumerate(o)]
-            try:
-                return self.as_ragged(recs)
-            except FormatError as e:
-                raise _jerr(e.message, jpath) from None
+        if isinstance(o, list):
+            return records_from_json(self.item, o, ctx, jpath, self.as_ragged)
         names = [f.name for f in self.item.fields]
         if not isinstance(o, dict) or set(o) != set(names):
             raise _jerr(f"expected an object with {names}", jpath)

@@ -165,6 +165,18 @@ class ColumnJson:
         raise NotImplementedError
 
 
+
+def records_from_json(item: Record, o: list, ctx: JsonCtx, jpath: str, build: Any) -> Any:
+    """A column-wise value (table, ragged table) from its JSON as a list of
+    one object per record (easier to write by hand): each object loaded as
+    ``item``, then ``build(records)``, whose refusal is worded at ``jpath``."""
+    fj = item.from_json
+    recs = [fj(x, ctx, f"{jpath}[{i}]") for i, x in enumerate(o)]
+    try:
+        return build(recs)
+    except FormatError as e:
+        raise _jerr(e.message, jpath) from None
+
 class Table(Array):
     """``count`` fixed records as one numpy structured array (see the module)."""
 
@@ -238,13 +250,8 @@ class Table(Array):
                 for n in t.dtype.names}
 
     def from_json(self, o: Any, ctx: JsonCtx, jpath: str) -> Any:
-        if isinstance(o, list):  # one object per record (easier to write by hand)
-            fj = self.item.from_json
-            recs = [fj(x, ctx, f"{jpath}[{i}]") for i, x in enumerate(o)]
-            try:
-                return self.as_table(recs)
-            except FormatError as e:
-                raise _jerr(e.message, jpath) from None
+        if isinstance(o, list):
+            return records_from_json(self.item, o, ctx, jpath, self.as_table)
         return table_from_columns(o, self.table_dtype, ctx, jpath, self.columns)
 
     def opaque_size(self, v: Any) -> int:
