@@ -194,6 +194,7 @@ def models(tmp_path_factory):
     specs = {
         "kenta": ("ko", "data/Chr/mob_kenta.n3chr"),
         "deruvisy": ("ko", "data/Chr/mob_deruvisy.n3chr"),
+        "intro": ("ko", "data/Intro/intro.n3chr"),
         "lamp": ("ko", "data/Object/obj_ka_01_lamp.n3shape"),
         "larmor": ("dts", "tribesrebirth/entities_vol/larmor.dts", "skin=0"),
         "kenney": ("fbx", "ufbx__maya_kenney_character_7700_binary.fbx"),
@@ -308,6 +309,29 @@ def test_ko_character_deruvisy_faces_plus_z(models):
     assert m.node(world, "Bip01 L Hand")[0] > 0.3                   # 0.398 measured
     assert (MIRROR_Z_OF_X @ m.node(world, "Bip01 L Hand"))[0] < -0.3   # control: old mirror
     check_textured(m, 1, 0.1)                                        # 0.198 measured
+
+
+def test_ko_intro_monster_faces_minus_z_with_an_open_back(models):
+    """Intro/intro.n3chr, the login-screen monster, was authored facing N3 -Z: the
+    client's login camera stands at z = -1.63 looking toward +Z.  It has no back,
+    so glTF's front view (+Z) sees the inside of its chest; the export keeps the
+    file's frame (docs/formats/knight-online.md, Axes)."""
+    m = models("intro")
+    tris = m.triangles()
+    turned = [dict(t, pos=t["pos"] @ TURN_Y.T, nrm=None if t["nrm"] is None else t["nrm"] @ TURN_Y.T)
+              for t in tris]
+    assert back_face_fraction(tris) > 0.2                          # 0.277 measured: the open back
+    assert back_face_fraction(turned) < 0.01                       # 0.0009 from -Z: its closed front
+    world = m.world()
+    eyes = np.concatenate([m.node_points(world, n) for n in ("Leye", "Reye")])
+    teeth, hair = m.node_points(world, "upTeeth"), m.node_points(world, "hair01")
+    # eyes -0.239, upper teeth -0.257, the hair behind the head +0.139
+    assert eyes[:, 2].mean() < hair[:, 2].mean() - 0.3
+    assert teeth[:, 2].mean() < hair[:, 2].mean() - 0.3
+    # facing -Z, its left eye is on glTF -X (-0.059 vs +0.038), as mob_kenta's left shoulder
+    left, right = m.node_points(world, "Leye").mean(0), m.node_points(world, "Reye").mean(0)
+    assert left[0] < right[0] - 0.05
+    assert (MIRROR_Z_OF_X @ left)[0] > (MIRROR_Z_OF_X @ right)[0]   # control: the old Z mirror
 
 
 def test_ko_shape_lamp(models):
