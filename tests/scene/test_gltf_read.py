@@ -226,6 +226,46 @@ def test_sparse_accessor_and_no_buffer_view():
     assert s.meshes[0].weights == [0.25]
 
 
+def _two_scene_file(default: int | None) -> bytes:
+    """Two triangles meshes, one node each, one scene each, plus an orphan node
+    (in no scene) carrying the second mesh again."""
+    b = Builder()
+    tri = b.acc(b.view(_quad_positions()[:3].tobytes()), 5126, 3, "VEC3")
+    quad = b.acc(b.view(_quad_positions().tobytes()), 5126, 4, "VEC3")
+    b.gl["meshes"] = [{"primitives": [{"attributes": {"POSITION": tri}}]},
+                      {"primitives": [{"attributes": {"POSITION": quad}}]}]
+    b.gl["nodes"] = [{"mesh": 0}, {"children": [3]}, {"mesh": 1}, {"mesh": 1}]
+    b.gl["scenes"] = [{"nodes": [0]}, {"nodes": [1]}]
+    if default is not None:
+        b.gl["scene"] = default
+    return b.glb()
+
+
+@pytest.mark.parametrize("default, shown", [(None, [0]), (0, [0]), (1, [3])])
+def test_only_the_chosen_scene_has_meshes(default, shown):
+    """Meshes of another scene's nodes, and of nodes in no scene, are not part of
+    the scene the file shows: importers must not bake them into a model (glTF's
+    MultipleScenes sample: 3 triangles imported where the file shows 2)."""
+    s = read_gltf(_two_scene_file(default))
+    assert [i for i, n in enumerate(s.nodes) if n.mesh is not None] == shown
+    assert len(s.nodes) == 4 and len(s.meshes) == 2          # indices unchanged
+    dropped = 3 - len(shown)
+    assert any(f"{dropped} mesh node(s) outside scene" in w for w in s.warnings)
+    from potsherd.scene.ops import triangle_sets
+    assert [t.node for t in triangle_sets(s)] == shown
+
+
+def test_a_file_without_scenes_shows_every_root():
+    """The control: with no ``scenes`` every parentless node is a root and keeps its mesh."""
+    b = Builder()
+    a = b.acc(b.view(_quad_positions()[:3].tobytes()), 5126, 3, "VEC3")
+    b.gl["meshes"] = [{"primitives": [{"attributes": {"POSITION": a}}]}]
+    b.gl["nodes"] = [{"mesh": 0}, {"mesh": 0}]
+    s = read_gltf(b.glb())
+    assert s.roots == [0, 1] and [n.mesh for n in s.nodes] == [0, 0]
+    assert not any("outside scene" in w for w in s.warnings)
+
+
 def test_strip_and_fan_become_triangles():
     b = Builder()
     pos = b.acc(b.view(np.arange(15, dtype=np.float32).tobytes()), 5126, 5, "VEC3")

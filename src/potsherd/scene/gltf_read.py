@@ -155,8 +155,29 @@ class _Reader(GltfAccess):
             scene.extras = self.extras(s)
             if len(scenes) > 1:
                 self.warnings.append(f"{len(scenes)} scenes in the file; scene {si} read")
+            self.detach_unshown(scene, si)
         else:
             scene.roots = [i for i, p in enumerate(parents) if p is None]
+
+    def detach_unshown(self, scene: Scene, si: int) -> None:
+        """Meshes on nodes the chosen scene does not reach (another scene's, or
+        no scene's) are not what the file shows, so importers must not bake them
+        in.  Their nodes stay, so indices and skins' joints are unchanged.
+        check_tree ran first: the tree has no cycles."""
+        shown = [False] * len(scene.nodes)
+        stack = list(scene.roots)
+        while stack:
+            i = stack.pop()
+            if not shown[i]:
+                shown[i] = True
+                stack.extend(scene.nodes[i].children)
+        dropped = [i for i, n in enumerate(scene.nodes) if not shown[i] and n.mesh is not None]
+        for i in dropped:
+            scene.nodes[i].mesh = None
+            scene.nodes[i].skin = None
+        if dropped:
+            self.warnings.append(f"{len(dropped)} mesh node(s) outside scene {si} not read "
+                                 f"(first: $.nodes[{dropped[0]}])")
 
     def image(self, i: int, d: dict) -> Image:
         path = f"$.images[{i}]"
