@@ -93,3 +93,57 @@ def test_bad_inputs_exit_cleanly_and_keep_the_old_output(scenes, capsys):
     assert main(["render", str(scenes / "skin.glb"), str(out), "--size", "8"]) == 2
     assert out.read_bytes() == b"old"                        # never half-written
     assert [p for p in os.listdir(scenes) if p.startswith(".potsherd-")] == []
+
+
+def _accessor_file(tmp_path, positions, sparse_at, sparse_values, uv_bytes, uv_type):
+    """A one-triangle-list glTF whose POSITION accessor is sparse and whose UVs are
+    normalized integers (what Khronos' SimpleSparseAccessor and quantized files hold)."""
+    import json
+    blob = bytearray()
+
+    def view(data: bytes) -> int:
+        blob.extend(b"\0" * (-len(blob) % 4))
+        views.append({"buffer": 0, "byteOffset": len(blob), "byteLength": len(data)})
+        blob.extend(data)
+        return len(views) - 1
+    views: list = []
+    pos_v = view(np.asarray(positions, np.float32).tobytes())
+    idx_v = view(np.asarray(sparse_at, np.uint16).tobytes())
+    val_v = view(np.asarray(sparse_values, np.float32).tobytes())
+    uv_v = view(uv_bytes)
+    n = len(positions)
+    gl = {"asset": {"version": "2.0"}, "buffers": [], "bufferViews": views,
+          "accessors": [
+              {"bufferView": pos_v, "componentType": 5126, "count": n, "type": "VEC3",
+               "sparse": {"count": len(sparse_at),
+                          "indices": {"bufferView": idx_v, "componentType": 5123},
+                          "values": {"bufferView": val_v}}},
+              {"bufferView": uv_v, "componentType": uv_type, "count": n, "type": "VEC2",
+               "normalized": True}],
+          "meshes": [{"primitives": [{"attributes": {"POSITION": 0, "TEXCOORD_0": 1}}]}],
+          "nodes": [{"mesh": 0}], "scenes": [{"nodes": [0]}], "scene": 0}
+    (tmp_path / "s.bin").write_bytes(bytes(blob))
+    gl["buffers"] = [{"uri": "s.bin", "byteLength": len(blob)}]
+    path = tmp_path / "s.gltf"
+    path.write_text(json.dumps(gl))
+    return str(path)
+
+
+def test_renderer_applies_sparse_accessors_and_signed_normalized(tmp_path):
+    """The renderer read a sparse accessor's base values only, so ``potsherd render``
+    drew Khronos' SimpleSparseAccessor flat; signed normalized values map
+    c / (2^(b-1) - 1) clamped at -1 (the spec's rule)."""
+    base = [[0, 0, 0], [1, 0, 0], [0, 1, 0], [1, 1, 0], [2, 0, 0], [2, 1, 0]]
+    uv = np.array([[-128, 127], [-127, 0], [64, -64], [0, 0], [127, 127], [1, -1]], np.int8)
+    path = _accessor_file(tmp_path, base, [3, 5], [[1, 2, 0], [2, 3, 0]], uv.tobytes(), 5120)
+    g = render_module.Gltf(path)
+    want = np.array(base, float)
+    want[3], want[5] = [1, 2, 0], [2, 3, 0]
+    assert np.array_equal(g.accessor(0), want)
+    assert np.array_equal(g.accessor(1), np.maximum(uv / 127.0, -1.0))
+    assert g.accessor(1).min() == -1.0
+    # the drawn triangles carry the replaced vertices, as potsherd's reader sees them
+    from potsherd.scene.gltf_read import read_gltf
+    drawn = np.concatenate([t["pos"].reshape(-1, 3) for t in render_module.scene_triangles(g, None, 0.0)])
+    assert np.array_equal(drawn, want)
+    assert np.array_equal(read_gltf(path).meshes[0].primitives[0].positions, want)

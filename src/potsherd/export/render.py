@@ -90,8 +90,18 @@ class Gltf:
                              strides=(stride, dt.itemsize)).copy()
         else:
             out = np.zeros((count, n), dt)
+        sparse = a.get("sparse")
+        if sparse:  # (the listed elements replaced: morph targets, edited copies)
+            k = sparse["count"]
+            si, sv = sparse["indices"], sparse["values"]
+            idt = np.dtype(_DT[si["componentType"]]).newbyteorder("<")
+            where = np.frombuffer(self.view_bytes(si["bufferView"]), idt, k,
+                                  si.get("byteOffset", 0)).astype(np.int64)
+            out[where] = np.frombuffer(self.view_bytes(sv["bufferView"]), dt, k * n,
+                                       sv.get("byteOffset", 0)).reshape(k, n)
         if a.get("normalized"):
-            out = out.astype(np.float64) / float(np.iinfo(dt).max)
+            # (signed: c / (2^(b-1) - 1), clamped at -1, as the glTF spec reads them)
+            out = np.maximum(out.astype(np.float64) / float(np.iinfo(dt).max), -1.0)
         self._acc_cache[ai] = out
         return out
 
