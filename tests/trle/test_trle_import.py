@@ -467,3 +467,50 @@ def test_hostile_scenes_are_refused_before_allocating():
     s.meshes[0].primitives[0].positions[0, 0] = np.nan
     with pytest.raises(FormatError, match="non-finite"):
         TRWAD.from_scene(s)
+
+
+def _rotated_quad_scene(animated: bool) -> Scene:
+    """One rigid quad on a node turned 90 degrees about +X (a Blender object with a
+    rotation; Khronos' Cameras sample turns its mesh 45 degrees the same way)."""
+    s = Scene()
+    pos = np.array([[0, 0, 0], [1, 0, 0], [1, 1, 0], [0, 1, 0]], np.float32)
+    mi = s.add_mesh(Mesh(name="quad", primitives=[Primitive(
+        positions=pos, indices=np.array([0, 1, 2, 0, 2, 3], np.uint32))]))
+    q = quat_from_axis_angle([1, 0, 0], math.pi / 2)
+    node = s.add_node(name="quad", mesh=mi, rotation=np.asarray(q))
+    if animated:   # a still clip holding the same rotation
+        s.add_animation(Animation(name="still", channels=[Channel(
+            node=node, path="rotation", times=np.array([0.0], np.float32),
+            values=np.asarray([q], np.float32))]))
+    return s
+
+
+def _drawn_points(doc: Document) -> np.ndarray:
+    """World points of the encoded moveable as potsherd's own export draws it."""
+    back = potsherd.read(doc.encode())
+    scene = back.codec.to_scene(back)
+    pts = [ts.positions[ts.indices.reshape(-1)] for ts in triangle_sets(scene)]
+    return np.unique(np.concatenate(pts).round(3), axis=0)
+
+
+@pytest.mark.parametrize("animated", [False, True])
+def test_a_rotated_rigid_node_keeps_its_rotation(animated):
+    """Only keyframes hold a bone's rotation in a moveable.  Without animations
+    the node's rest rotation is baked into its mesh; with one, the mesh stays in
+    the bone's frame and the keyframe turns it.  Both draw the quad in the x-z
+    plane (+Y rotated to +Z), where the glTF shows it."""
+    doc = TRWAD.from_scene(_rotated_quad_scene(animated))
+    r = doc.root
+    verts = np.asarray(r["meshes"][0]["vertices"]).reshape(-1, 3)
+    if animated:
+        assert r["animation_count"] == 1
+        assert set(np.abs(verts[:, 2]).tolist()) == {0}                # still in the bone's x-y
+    else:
+        assert r["animation_count"] == 0
+        assert set(np.abs(verts[:, 1]).tolist()) == {0}                # baked: no TR y extent
+        assert np.abs(verts[:, 2]).max() > 0
+    drawn = _drawn_points(doc)
+    want = np.array([[0, 0, 0], [1, 0, 0], [1, 0, 1], [0, 0, 1]], float)
+    unit = 1 / 512.0
+    assert drawn.shape == (4, 3)
+    assert np.abs(np.sort(drawn, axis=0) - np.sort(want, axis=0)).max() <= 2 * unit

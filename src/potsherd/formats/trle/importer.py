@@ -9,7 +9,9 @@
 * **Skeleton.**  Bones are the moveable node's descendants (potsherd scenes),
   else every skin joint and mesh node with their ancestors (an empty wrapper
   at the top, such as Blender's armature node, is no bone).  Each bone's TR
-  frame is its world transform without scale, seen in TR axes; link offsets are the bones'
+  frame is its world transform without scale, seen in TR axes, and without its
+  rotation too when the scene has no animation: only keyframes hold a bone's
+  rotation, so the rest rotations are baked into the meshes.  Link offsets are the bones'
   origins in their parents' frames (rounded to integers), link flags the
   push/pop encoding of the tree (``extras.link_flags`` kept when it encodes the
   same tree).  Skinned triangles go to their dominant joint's bone.
@@ -92,6 +94,12 @@ def from_scene(scene: Any, *, like: Any = None, out_name: str = "", **options: A
     # axis turn), so an unrotated glTF bone is an unrotated TR bone
     post = np.eye(4) if holder is not None else np.diag([-1.0, -1.0, 1.0, 1.0])
     frames = [_rigid(to_tr @ world[b] @ post) if b >= 0 else np.eye(4) for b in bones]
+    if not scene.animations:
+        # Only keyframes carry a bone's rotation, and a moveable without animations is
+        # drawn with every bone unrotated. The bones' rest rotations therefore go into
+        # their meshes, and the links keep only the offsets.
+        for f in frames:
+            f[:3, :3] = np.eye(3)
     links = _links(scene, bones, parents, frames, hx, like)
 
     textures = _Textures(scene, hx, like)
