@@ -131,6 +131,33 @@ def test_triangle_sets_skinned_bind_pose():
     assert np.allclose(skin_matrices(s, sk)[0], np.eye(4))
 
 
+def test_triangle_sets_apply_default_morph_weights():
+    """A shape key left at 0.5 in Blender is exported as a default weight of 0.5:
+    the rest shape a viewer draws (and a format without morphs must keep) is
+    base + 0.5 * delta.  The node's weights override the mesh's; all-zero
+    weights leave the base (the control)."""
+    from potsherd.scene import MorphTarget
+    s = Scene()
+    p = quad()
+    p.normals = np.tile([0.0, 0.0, 1.0], (4, 1))
+    up = np.zeros((4, 3))
+    up[2:, 1] = 2.0
+    tilt = np.zeros((4, 3))
+    tilt[:, 0] = 0.5
+    p.targets = [MorphTarget("up", positions=up, normals=np.tile([0.0, 0.2, 0.0], (4, 1))),
+                 MorphTarget("tilt", positions=tilt)]
+    mesh = s.add_mesh(Mesh(primitives=[p], weights=[0.5, 0.0]))
+    s.add_node(mesh=mesh)
+    s.add_node(mesh=mesh, extras={"morphWeights": [0.0, 1.0]})
+    s.add_node(mesh=mesh, extras={"morphWeights": [0.0, 0.0]})
+    a, b, c = triangle_sets(s)
+    assert a.positions.tolist() == [[0, 0, 0], [1, 0, 0], [1, 2, 0], [0, 2, 0]]
+    assert np.allclose(a.normals, np.tile([0, 0.1, 1], (4, 1)) / np.hypot(0.1, 1))
+    assert b.positions.tolist() == [[0.5, 0, 0], [1.5, 0, 0], [1.5, 1, 0], [0.5, 1, 0]]
+    assert c.positions.tolist() == p.positions.tolist()
+    assert p.positions[2].tolist() == [1, 1, 0]                # the primitive itself unchanged
+
+
 def test_split_by_dominant_joint():
     pos = np.arange(18, dtype=np.float32).reshape(6, 3)
     p = Primitive(positions=pos, indices=np.array([0, 1, 2, 2, 3, 4, 3, 4, 5], np.uint32),

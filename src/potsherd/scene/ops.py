@@ -163,10 +163,13 @@ class TriangleSet:
 def triangle_sets(scene: Scene, *, world: Optional[np.ndarray] = None) -> list:
     """Every drawn triangle primitive with its node's world transform applied.
 
-    Skinned primitives are posed by linear blend skinning with the scene's
-    current (rest) node transforms, as a viewer shows them; their node's own
-    transform is ignored, as glTF specifies.  A mirroring transform (negative
-    determinant) reverses the winding so faces stay front-facing.
+    Morph targets are applied with their default weights (the node's, else the
+    mesh's) before skinning, as a viewer shows the rest shape: a Blender shape
+    key left at 0.5 is exported as weight 0.5, and a format without morphs must
+    keep the shape the modder saw.  Skinned primitives are posed by linear
+    blend skinning with the scene's current (rest) node transforms; their
+    node's own transform is ignored, as glTF specifies.  A mirroring transform
+    (negative determinant) reverses the winding so faces stay front-facing.
     Point and line primitives are skipped with a note in ``scene.warnings``.
     """
     world = world_matrices(scene) if world is None else world
@@ -175,7 +178,10 @@ def triangle_sets(scene: Scene, *, world: Optional[np.ndarray] = None) -> list:
     for ni, nd in enumerate(scene.nodes):
         if nd.mesh is None:
             continue
-        for pi, p in enumerate(scene.meshes[nd.mesh].primitives):
+        mesh = scene.meshes[nd.mesh]
+        default = nd.extras.get("morphWeights")
+        default = mesh.weights if default is None else default
+        for pi, p in enumerate(mesh.primitives):
             if p.mode != 4:
                 skipped += 1
                 continue
@@ -184,6 +190,7 @@ def triangle_sets(scene: Scene, *, world: Optional[np.ndarray] = None) -> list:
                 np.asarray(p.indices, dtype=np.int64).reshape(-1)
             idx = idx[:len(idx) - len(idx) % 3]
             nrm = None if p.normals is None else np.asarray(p.normals, dtype=np.float64)
+            pos, nrm = _morphed(p, default, pos, nrm)
             skinned = nd.skin is not None and p.joints is not None and p.weights is not None
             if skinned:
                 mats = skin_matrices(scene, nd.skin, world)
@@ -217,6 +224,27 @@ def triangle_sets(scene: Scene, *, world: Optional[np.ndarray] = None) -> list:
     if skipped:
         scene.warnings.append(f"{skipped} point/line primitive(s) skipped (triangles only)")
     return out
+
+
+def _morphed(p: Primitive, weights: Any, pos: np.ndarray, nrm: Optional[np.ndarray]
+             ) -> tuple:
+    """``pos`` and ``nrm`` plus each target's deltas times its default weight
+    (unchanged when there are no targets or every weight is 0)."""
+    if not p.targets or weights is None:
+        return pos, nrm
+    w = np.asarray(weights, dtype=np.float64).reshape(-1)[:len(p.targets)]
+    if not np.any(w):
+        return pos, nrm
+    pos = pos.copy()
+    nrm = None if nrm is None else nrm.copy()
+    for t, wk in zip(p.targets, w):
+        if not wk:
+            continue
+        if t.positions is not None:
+            pos += wk * np.asarray(t.positions, dtype=np.float64)
+        if nrm is not None and t.normals is not None:
+            nrm += wk * np.asarray(t.normals, dtype=np.float64)
+    return pos, nrm
 
 
 def _subset(p: Primitive, verts: np.ndarray, indices: np.ndarray) -> Primitive:
