@@ -147,3 +147,29 @@ def test_renderer_applies_sparse_accessors_and_signed_normalized(tmp_path):
     drawn = np.concatenate([t["pos"].reshape(-1, 3) for t in render_module.scene_triangles(g, None, 0.0)])
     assert np.array_equal(drawn, want)
     assert np.array_equal(read_gltf(path).meshes[0].primitives[0].positions, want)
+
+
+@pytest.mark.parametrize("mode, want", [
+    (5, [[0, 1, 2], [1, 3, 2], [2, 3, 4]]),     # strip: p_i, p_{i+(1+i%2)}, p_{i+(2-i%2)} (spec)
+    (6, [[0, 1, 2], [0, 2, 3], [0, 3, 4]]),     # fan around the first vertex
+])
+def test_renderer_draws_strips_and_fans_as_the_reader_reads_them(tmp_path, mode, want):
+    """The renderer skipped TRIANGLE_STRIP and TRIANGLE_FAN primitives, so such a file
+    rendered empty; it now draws the triangle list potsherd's reader builds."""
+    import json
+    pos = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0], [1, 1, 0], [0, 2, 0]], np.float32)
+    data = pos.tobytes()
+    gl = {"asset": {"version": "2.0"},
+          "buffers": [{"uri": "data:application/octet-stream;base64,"
+                       + __import__("base64").b64encode(data).decode(), "byteLength": len(data)}],
+          "bufferViews": [{"buffer": 0, "byteLength": len(data)}],
+          "accessors": [{"bufferView": 0, "componentType": 5126, "count": 5, "type": "VEC3"}],
+          "meshes": [{"primitives": [{"attributes": {"POSITION": 0}, "mode": mode}]}],
+          "nodes": [{"mesh": 0}], "scenes": [{"nodes": [0]}]}
+    path = tmp_path / "strip.gltf"
+    path.write_text(json.dumps(gl))
+    g = render_module.Gltf(str(path))
+    (drawn,) = render_module.scene_triangles(g, None, 0.0)
+    assert np.array_equal(drawn["pos"].reshape(-1, 3, 3), pos[np.array(want)])
+    from potsherd.scene.gltf_read import read_gltf
+    assert read_gltf(path).meshes[0].primitives[0].indices.reshape(-1, 3).tolist() == want

@@ -26,7 +26,8 @@ from typing import Any
 import numpy as np
 from PIL import Image, ImageDraw
 
-from ..scene.xform import quat_slerp, quat_to_matrix, trs_to_matrix
+from ..scene.geometry import strip_or_fan_triangles
+from ..scene.xform import quat_slerp, trs_to_matrix
 
 _DT = {5120: np.int8, 5121: np.uint8, 5122: np.int16, 5123: np.uint16, 5125: np.uint32,
        5126: np.float32}
@@ -204,7 +205,8 @@ def scene_triangles(g: Gltf, animation: int | None = None, t: float = 0.0) -> li
             continue
         mesh = g.json["meshes"][n["mesh"]]
         for p in mesh["primitives"]:
-            if p.get("mode", 4) != 4:
+            mode = p.get("mode", 4)
+            if mode not in (4, 5, 6):   # (points and lines are not drawn)
                 continue
             at = p["attributes"]
             pos = g.accessor(at["POSITION"]).astype(float)
@@ -238,6 +240,8 @@ def scene_triangles(g: Gltf, animation: int | None = None, t: float = 0.0) -> li
                 nw = None
             idx = g.accessor(p["indices"])[:, 0].astype(int) if "indices" in p \
                 else np.arange(len(pos))
+            if mode != 4:
+                idx = strip_or_fan_triangles(idx, mode).astype(int)
             idx = idx[: len(idx) // 3 * 3].reshape(-1, 3)
             col = np.ones((len(pos), 4))
             if "COLOR_0" in at:

@@ -36,6 +36,27 @@ def fan_triangulate(sizes: Any, corners: Any | None = None) -> np.ndarray:
     return tri
 
 
+def strip_or_fan_triangles(seq: Any, mode: int) -> np.ndarray:
+    """TRIANGLE_STRIP (5) / TRIANGLE_FAN (6) indices to a triangle list, keeping
+    the strip's alternating winding, dropping degenerate triangles."""
+    seq = np.asarray(seq).reshape(-1)
+    n = len(seq)
+    if n < 3:
+        return np.zeros(0, np.uint32)
+    k = np.arange(n - 2)
+    if mode == 5:
+        odd = (k % 2).astype(bool)
+        a = seq[k]
+        b = np.where(odd, seq[k + 2], seq[k + 1])
+        c = np.where(odd, seq[k + 1], seq[k + 2])
+    else:
+        a = np.full(n - 2, seq[0])
+        b, c = seq[k + 1], seq[k + 2]
+    tri = np.stack([a, b, c], axis=1)
+    keep = (tri[:, 0] != tri[:, 1]) & (tri[:, 1] != tri[:, 2]) & (tri[:, 0] != tri[:, 2])
+    return tri[keep].reshape(-1).astype(np.uint32)
+
+
 def weld(*keys: Any) -> tuple:
     """Unique vertices from per-corner keys.
 

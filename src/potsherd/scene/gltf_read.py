@@ -30,6 +30,7 @@ from ..core.limits import DEFAULT_LIMITS, Limits
 from .model import (Animation, Channel, Image, Material, Mesh, MorphTarget, Node, Primitive,
                     Scene, Skin, TextureRef)
 from .gltf_access import GLB_MAGIC, GltfAccess, _kind, _to_float
+from .geometry import strip_or_fan_triangles
 from .xform import mat4_from_gltf
 
 __all__ = ["read_gltf", "GLB_MAGIC"]
@@ -386,7 +387,7 @@ class _Reader(GltfAccess):
                 raise CountError("index outside the primitive's vertices", path=path + ".indices",
                                  expected=f"< {nv}", found=int(idx.max()))
         if mode in (5, 6):
-            prim.indices = _strip_or_fan(idx if idx is not None else
+            prim.indices = strip_or_fan_triangles(idx if idx is not None else
                                          np.arange(nv, dtype=np.uint32), mode)
             prim.extras.setdefault("sourceMode", "TRIANGLE_STRIP" if mode == 5 else
                                    "TRIANGLE_FAN")
@@ -587,26 +588,6 @@ class _Reader(GltfAccess):
             anim.channels.append(Channel(node=node, path=tpath_name, times=times,
                                          values=values, interpolation=interp))
         return anim
-
-
-def _strip_or_fan(seq: np.ndarray, mode: int) -> np.ndarray:
-    """TRIANGLE_STRIP (5) / TRIANGLE_FAN (6) indices to a triangle list, keeping
-    the strip's alternating winding, dropping degenerate triangles."""
-    n = len(seq)
-    if n < 3:
-        return np.zeros(0, np.uint32)
-    k = np.arange(n - 2)
-    if mode == 5:
-        odd = (k % 2).astype(bool)
-        a = seq[k]
-        b = np.where(odd, seq[k + 2], seq[k + 1])
-        c = np.where(odd, seq[k + 1], seq[k + 2])
-    else:
-        a = np.full(n - 2, seq[0])
-        b, c = seq[k + 1], seq[k + 2]
-    tri = np.stack([a, b, c], axis=1)
-    keep = (tri[:, 0] != tri[:, 1]) & (tri[:, 1] != tri[:, 2]) & (tri[:, 0] != tri[:, 2])
-    return tri[keep].reshape(-1).astype(np.uint32)
 
 
 def _sniff_image(data: bytes) -> Optional[str]:
