@@ -315,12 +315,74 @@ def test_matrix_node_materials_extensions_samplers():
     assert m.normal_texture.extras["scale"] == 0.5
     assert m.occlusion_texture.extras["strength"] == 1.0
     assert m.metallic_roughness_texture.image == 0 and m.emissive_texture.image == 0
-    assert any("KHR_texture_transform" in w for w in s.warnings)
+    assert not any("KHR_texture_transform" in w for w in s.warnings)   # base colour: baked
     assert s.images[0].data == png and s.images[0].name == "chk"
     want = np.diag([2.0, 2, 2, 1])
     want[:3, 3] = (1, 2, 3)
     assert np.array_equal(s.nodes[0].matrix, want)
     assert s.extras["extensionsUsed"] == ["EXT_foo"]
+
+
+def _transformed_quad(base_ext: dict | None, emissive_ext: dict | None = None) -> bytes:
+    """A quad with UV sets 0 and 1 whose material's textures carry the given
+    KHR_texture_transform objects."""
+    b = Builder()
+    pos = b.acc(b.view(_quad_positions().tobytes()), 5126, 4, "VEC3")
+    uv0 = b.acc(b.view(np.array([[0, 0], [1, 0], [1, 1], [0, 1]], np.float32).tobytes()),
+                5126, 4, "VEC2")
+    uv1 = b.acc(b.view(np.array([[0.5, 0.5]] * 4, np.float32).tobytes()), 5126, 4, "VEC2")
+    base = {"index": 0}
+    if base_ext is not None:
+        base["extensions"] = {"KHR_texture_transform": base_ext}
+    mat = {"pbrMetallicRoughness": {"baseColorTexture": base}}
+    if emissive_ext is not None:
+        mat["emissiveTexture"] = {"index": 0, "extensions": {"KHR_texture_transform": emissive_ext}}
+        mat["emissiveFactor"] = [1, 1, 1]
+    b.gl.update({
+        "images": [{"bufferView": b.view(checker_png(2, 2)), "mimeType": "image/png"}],
+        "textures": [{"source": 0}], "materials": [mat],
+        "meshes": [{"primitives": [{"attributes": {"POSITION": pos, "TEXCOORD_0": uv0,
+                                                   "TEXCOORD_1": uv1}, "material": 0},
+                                   {"attributes": {"POSITION": pos, "TEXCOORD_0": uv0}}]}],
+        "nodes": [{"mesh": 0}], "extensionsUsed": ["KHR_texture_transform"]})
+    return b.glb()
+
+
+def test_base_colour_texture_transform_is_baked_into_its_uvs():
+    """uv' = T(offset) · R(rotation) · S(scale) · uv, as KHR_texture_transform
+    defines it (Blender writes it for a mapping node): a quarter turn, scale 2 and
+    offset (0.5, 0): (1, 0) -> S (2, 0) -> R (0, -2) -> T (0.5, -2).  The
+    primitive without that material keeps its UVs (the same accessor)."""
+    tt = {"offset": [0.5, 0.0], "rotation": np.pi / 2, "scale": [2.0, 3.0]}
+    s = read_gltf(_transformed_quad(tt))
+    textured, plain = s.meshes[0].primitives
+    want = [[0.5, 0], [0.5, -2], [3.5, -2], [3.5, 0]]    # u' = 3v + 0.5, v' = -2u
+    assert np.allclose(textured.uvs[0], want, atol=1e-6)
+    assert np.array_equal(textured.uvs[1], [[0.5, 0.5]] * 4)            # the other set unchanged
+    assert np.array_equal(plain.uvs[0], [[0, 0], [1, 0], [1, 1], [0, 1]])
+    assert not any("texture_transform" in w.lower() for w in s.warnings)
+    # texCoord in the extension picks the set it applies to (and the texture then reads)
+    s = read_gltf(_transformed_quad({"texCoord": 1, "offset": [1.0, 2.0]}))
+    p = s.meshes[0].primitives[0]
+    assert s.materials[0].base_color_texture.texcoord == 1
+    assert np.array_equal(p.uvs[1], [[1.5, 2.5]] * 4)
+    assert np.array_equal(p.uvs[0], [[0, 0], [1, 0], [1, 1], [0, 1]])
+    # the control: no extension, no change
+    s = read_gltf(_transformed_quad(None))
+    assert np.array_equal(s.meshes[0].primitives[0].uvs[0], [[0, 0], [1, 0], [1, 1], [0, 1]])
+
+
+@pytest.mark.parametrize("bad", [{"scale": [2]}, {"rotation": "x"}, {"texCoord": -1}, [1, 2]])
+def test_malformed_texture_transform_is_reported_and_ignored(bad):
+    s = read_gltf(_transformed_quad(bad))
+    assert np.array_equal(s.meshes[0].primitives[0].uvs[0], [[0, 0], [1, 0], [1, 1], [0, 1]])
+    assert any("KHR_texture_transform" in w for w in s.warnings), s.warnings
+
+
+def test_other_slots_transforms_are_reported_not_baked():
+    s = read_gltf(_transformed_quad(None, {"scale": [4.0, 4.0]}))
+    assert np.array_equal(s.meshes[0].primitives[0].uvs[0], [[0, 0], [1, 0], [1, 1], [0, 1]])
+    assert any("emissiveTexture" in w and "not applied" in w for w in s.warnings), s.warnings
 
 
 def test_animation_samplers_and_weights_channel():

@@ -13,7 +13,7 @@ zero-filled data (accessors without a view) by a budget that follows the
 input size.  Errors are :class:`JsonFormatError` / :class:`FormatError`
 carrying the JSON path (``$.accessors[3].count``).
 
-Read, not kept: cameras, lights, KHR_texture_transform (warned), unknown
+Read, not kept: cameras, lights, unknown
 extensions (their names end up in ``scene.extras["extensionsUsed"]``).
 Refused: ``extensionsRequired`` naming a compression this reader cannot
 decode (Draco, meshopt).
@@ -118,6 +118,7 @@ class _Reader(GltfAccess):
         scene.materials = [self.material(i, d, textures, samplers)
                            for i, d in enumerate(self.items("materials"))]
         scene.meshes = [self.mesh(i, d) for i, d in enumerate(self.items("meshes"))]
+        self.apply_uv_transforms(scene)
         scene.nodes = [self.node(i, d) for i, d in enumerate(self.items("nodes"))]
         self.check_tree(scene)
         scene.skins = [self.skin(i, d) for i, d in enumerate(self.items("skins"))]
@@ -240,8 +241,56 @@ class _Reader(GltfAccess):
         ext = info.get("extensions")
         if isinstance(ext, dict) and "KHR_texture_transform" in ext:
             ref.extras["KHR_texture_transform"] = ext["KHR_texture_transform"]
-            self.warnings.append(f"{path}: KHR_texture_transform not applied to the UVs")
+            ref.extras["_transform_path"] = f"{path}.extensions.KHR_texture_transform"
         return ref
+
+    def apply_uv_transforms(self, scene: Scene) -> None:
+        """KHR_texture_transform of each material's base colour texture, baked
+        into the UV set it reads in every primitive using that material.  A
+        game format has one UV set and no transform, and a Blender mapping node
+        exports as this extension.  Other slots' transforms cannot share those UVs
+        and are only reported."""
+        for mi, m in enumerate(scene.materials):
+            for attr in ("base_color_texture", "normal_texture", "emissive_texture",
+                         "occlusion_texture", "metallic_roughness_texture"):
+                ref = getattr(m, attr, None)
+                where = ref.extras.pop("_transform_path", None) if ref is not None else None
+                if where is None:
+                    continue
+                if attr != "base_color_texture":
+                    self.warnings.append(f"{where}: not applied to the UVs (only the base "
+                                         "colour texture's transform is)")
+                    continue
+                tt = ref.extras["KHR_texture_transform"]
+                matrix, texcoord = self.uv_transform(tt, where, ref.texcoord)
+                if matrix is None:
+                    continue
+                ref.texcoord = texcoord
+                for mesh in scene.meshes:
+                    for prim in mesh.primitives:
+                        if prim.material == mi and texcoord < len(prim.uvs):
+                            uv = np.asarray(prim.uvs[texcoord], np.float64)
+                            prim.uvs[texcoord] = (uv @ matrix[:, :2].T + matrix[:, 2]).astype(np.float32)
+
+    def uv_transform(self, tt: Any, where: str, texcoord: int) -> tuple:
+        """(2x3 matrix, UV set) of a KHR_texture_transform: ``T · R · S`` as the
+        extension defines it; (None, texcoord) with a warning when malformed."""
+        if not isinstance(tt, dict):
+            self.warnings.append(f"{where}: not an object; ignored")
+            return None, texcoord
+        try:
+            ox, oy = self.numbers(tt, "offset", where, 2, [0.0, 0.0])
+            sx, sy = self.numbers(tt, "scale", where, 2, [1.0, 1.0])
+            r = float(self.get(tt, "rotation", where, "number", 0.0))
+            k = self.get(tt, "texCoord", where, "integer", texcoord)
+        except FormatError as e:
+            self.warnings.append(f"{e.message}; KHR_texture_transform ignored")
+            return None, texcoord
+        if k < 0 or not all(np.isfinite([ox, oy, sx, sy, r])):
+            self.warnings.append(f"{where}: out of range; ignored")
+            return None, texcoord
+        c, s_ = np.cos(r), np.sin(r)
+        return np.array([[c * sx, s_ * sy, ox], [-s_ * sx, c * sy, oy]]), int(k)
 
     def material(self, i: int, d: dict, textures: list, samplers: list) -> Material:
         path = f"$.materials[{i}]"
