@@ -679,3 +679,79 @@ def test_skinned_mesh_with_two_materials_becomes_two_parts(tmp_path):
     write_all(files, tmp_path)
     back = export(tmp_path / "rig.n3chr", data_root=str(tmp_path))
     assert sum(s.triangle_count for s in triangle_sets(back)) == 2
+
+
+def _two_material_plank() -> Scene:
+    """Two quads side by side: the left with a texture of four solid quadrants
+    (UVs 0..1), the right untextured and green; a weapon's blade and grip."""
+    import io as _io
+    from PIL import Image as PILImage
+    from potsherd.scene import Image as SceneImage, TextureRef
+    quads = np.zeros((16, 16, 3), np.uint8)    # quadrants of two DXT blocks a side
+    quads[:8, :8], quads[:8, 8:] = (250, 0, 0), (0, 0, 250)      # top: red, blue
+    quads[8:, :8], quads[8:, 8:] = (250, 250, 0), (250, 250, 250)  # bottom: yellow, white
+    buf = _io.BytesIO()
+    PILImage.fromarray(quads).save(buf, "PNG")
+    s = Scene()
+    img = s.add_image(SceneImage(name="quadrants", data=buf.getvalue()))
+    tex = s.add_material(Material(name="blade", base_color_texture=TextureRef(img)))
+    green = s.add_material(Material(name="grip", base_color=(0.0, 1.0, 0.0, 1.0)))
+    tri = np.array([0, 1, 2, 0, 2, 3], np.uint32)
+    uv = np.array([[0, 1], [1, 1], [1, 0], [0, 0]], np.float32)     # v down: image top at y = 1
+    left = np.array([[0, 0, 0], [1, 0, 0], [1, 1, 0], [0, 1, 0]], np.float32)
+    prims = [Primitive(positions=left, uvs=[uv], indices=tri, material=tex),
+             Primitive(positions=left + [1, 0, 0], uvs=[uv], indices=tri, material=green)]
+    s.add_node(name="plank", mesh=s.add_mesh(Mesh(name="plank", primitives=prims)))
+    return s
+
+
+def _drawn_colour(scene: Scene, point: np.ndarray) -> np.ndarray:
+    """The texel colour (RGB 0..255) a render shows at world ``point`` lying on a
+    triangle of ``scene``: its UV interpolated and the base colour texture sampled."""
+    import io as _io
+    from PIL import Image as PILImage
+    for ts in triangle_sets(scene):
+        mat = scene.materials[ts.material]
+        pic = np.asarray(PILImage.open(_io.BytesIO(scene.images[mat.base_color_texture.image].data))
+                         .convert("RGB"), np.float64)
+        for a, b, c in ts.indices.reshape(-1, 3):
+            p = ts.positions[[a, b, c]]
+            m = np.array([p[1] - p[0], p[2] - p[0]]).T[:2]
+            if abs(np.linalg.det(m)) < 1e-12:
+                continue
+            u, v = np.linalg.solve(m, (point - p[0])[:2])
+            if u >= -1e-9 and v >= -1e-9 and u + v <= 1 + 1e-9:
+                uv = ts.uvs[0][a] + u * (ts.uvs[0][b] - ts.uvs[0][a]) + v * (ts.uvs[0][c] - ts.uvs[0][a])
+                h, w = pic.shape[:2]
+                return pic[min(int(uv[1] * h), h - 1), min(int(uv[0] * w), w - 1)]
+    raise AssertionError(f"no triangle at {point}")
+
+
+@pytest.mark.parametrize("fmt", ["n3cplug", "n3cpart"])
+def test_several_materials_become_one_texture_atlas(tmp_path, fmt):
+    """A part or plug has one texture: two glTF materials used to leave the second
+    painted with the first's texels.  Now each material is a cell of one atlas
+    texture, so the exported model shows every quadrant where the glTF has it and
+    the grip green."""
+    scene = _two_material_plank()
+    files = CODEC[fmt].from_scene(scene, out_name=f"plank.{fmt}")
+    write_all(files, tmp_path)
+    assert [n for n, _ in files if n.endswith(".dxt")] == ["plank.dxt"]
+    assert any("2 materials (blade, grip) merged" in w for w in scene.warnings)
+    tex = potsherd.read(tmp_path / "plank.dxt").root
+    w, h = tex["width"], tex["height"]
+    assert w & (w - 1) == 0 and h & (h - 1) == 0                  # powers of two
+    back = export(tmp_path / f"plank.{fmt}", data_root=str(tmp_path))
+    # N3 mirrors X on import and the export mirrors it back: glTF coordinates again
+    for point, want in [((0.25, 0.75, 0), (250, 0, 0)), ((0.75, 0.75, 0), (0, 0, 250)),
+                        ((0.25, 0.25, 0), (250, 250, 0)), ((0.75, 0.25, 0), (250, 250, 250)),
+                        ((1.5, 0.5, 0), (0, 255, 0)), ((1.1, 0.9, 0), (0, 255, 0))]:
+        got = _drawn_colour(back, np.array(point, float))
+        assert np.abs(got - want).max() <= 12, (point, got)       # DXT1's 5:6:5 rounding
+    # the control: without the atlas, the grip drew the blade's texture
+    plain = _two_material_plank()
+    plain.meshes[0].primitives[1].material = 0
+    files = CODEC[fmt].from_scene(plain, out_name=f"one.{fmt}")
+    write_all(files, tmp_path)
+    one = export(tmp_path / f"one.{fmt}", data_root=str(tmp_path))
+    assert np.abs(_drawn_colour(one, np.array([1.25, 0.75, 0])) - (250, 0, 0)).max() <= 12

@@ -22,7 +22,8 @@ reversed back to the engine's clockwise fronts, no V flip.
   for the skeleton and clips, ``item\\`` for parts, skins, plugs, meshes and
   textures).  Every file is written beside the output; in a client tree the
   ``item`` ones belong in ``Item/`` (potsherd's own export also finds them
-  beside the character).
+  beside the character).  A part or plug has one texture: several glTF
+  materials on one become cells of a texture atlas (``import_atlas``).
 
 ``like`` (the original file) keeps what glTF cannot carry: when the imported
 geometry, skeleton or clips are the ones the original exports to, the
@@ -51,6 +52,7 @@ from .pmgen import build_progressive, replay
 from .wire import record_table
 from .import_base import (DEFAULT_MATERIAL, ImportError_, MAX_VERTICES, PMESH_LOD_DISTANCES,
                           PMESH_LOD_FRACTIONS, SKIN_LOD_FRACTIONS, _no_lod, _original_name, _raw)
+from .import_atlas import merge_materials
 from .import_rig import (anim_root, import_anim, import_joint, joint_root, skeleton_order,
                          _copy_doc, _joint_maps, _same_motion)
 
@@ -454,10 +456,7 @@ def import_part(scene: Scene, *, like: Document | None = None, out_name: str = "
                 **options: Any) -> list:
     stem = _stem(out_name) or scene.name or "part"
     joint_map = _joint_maps(scene, skeleton_order(scene)) if scene.skins else None
-    sets = _mesh_sets(scene)
-    if len({s.material for s in sets}) > 1:
-        scene.warnings.append("n3cpart: a part has one material; the first one's is used "
-                              "(import to .n3chr for one part per material)")
+    sets = merge_materials(scene, _mesh_sets(scene), "n3cpart")
     geo = gather(scene, sets, "n3cpart", joint_map)
     folder = str(options.get("folder", "item"))
     like_skins = _like_ref(like, "n3cpart", "geometry", "n3cskins")
@@ -510,6 +509,7 @@ def import_plug(scene: Scene, *, like: Document | None = None, out_name: str = "
     sets = _mesh_sets(scene, skinned=False)
     if not sets:
         raise ImportError_("the scene has no rigid mesh to make a plug from")
+    sets = merge_materials(scene, sets, "n3cplug")
     # the plug's transform is its mesh node's (the first one); geometry in that frame
     world = world_matrices(scene)
     node = sets[0].node

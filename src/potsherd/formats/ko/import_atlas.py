@@ -1,0 +1,179 @@
+"""Several glTF materials on one N3 part or plug: one texture atlas.
+
+A ``.n3cpart`` or ``.n3cplug`` has one material and one texture, while a
+Blender model often has several: a blade and a grip, a face and a helmet.
+Giving every triangle the first material's texture paints the grip with the
+blade's texels. Instead, each material's base colour becomes one cell of a new
+texture, and its triangles' UVs are moved into that cell:
+
+* A textured material gives its image, with ``baseColorFactor`` multiplied in
+  linear light. If its UVs run past 0..1 (tiling), the cell repeats the image
+  over the whole tiles they cover, up to ``MAX_TILES`` a side. Beyond that the
+  UVs are clamped, with a warning.
+* An untextured material gives a 4x4 block of its colour, and its UVs go to
+  the block's centre.
+* Cells are packed in shelves, with a 4-pixel edge-replicated gutter (one DXT
+  block, so a cell whose sides are multiples of 4 starts on a block) so that
+  filtering and mipmaps do not bleed between cells. The atlas sides are powers
+  of two, at most ``MAX_SIDE``; cells are halved until they fit.
+
+The atlas material takes the first material's alpha mode and lighting, and is
+double-sided when any of them is; a warning names the merged materials. ``.n3chr`` does not need
+this, because it makes one part per material.
+"""
+from __future__ import annotations
+
+import io
+import math
+
+import numpy as np
+
+from ...scene import Image, Material, Scene, TextureRef
+
+MAX_TILES = 8
+MAX_SIDE = 2048
+GUTTER = 4
+SOLID = 4
+
+
+def _srgb_to_linear(c: np.ndarray) -> np.ndarray:
+    return np.where(c <= 0.04045, c / 12.92, ((c + 0.055) / 1.055) ** 2.4)
+
+
+def _linear_to_srgb(c: np.ndarray) -> np.ndarray:
+    return np.where(c <= 0.0031308, c * 12.92, 1.055 * np.power(np.maximum(c, 0), 1 / 2.4) - 0.055)
+
+
+def _picture(scene: Scene, mat: Material | None) -> np.ndarray | None:
+    """The material's base colour texture as RGBA floats (factor applied), or
+    None when it has no readable embedded image."""
+    ref = mat.base_color_texture if mat is not None else None
+    if ref is None or not 0 <= ref.image < len(scene.images) or scene.images[ref.image].data is None:
+        return None
+    from PIL import Image as PILImage
+    try:
+        pic = PILImage.open(io.BytesIO(scene.images[ref.image].data))
+        pic.load()
+    except Exception:  # noqa: BLE001 - Pillow raises many kinds; texture_file reports it
+        return None
+    rgba = np.asarray(pic.convert("RGBA"), np.float64) / 255.0
+    factor = np.asarray(mat.base_color, np.float64) if mat is not None else np.ones(4)
+    if np.any(factor != 1.0):
+        rgba[..., :3] = _linear_to_srgb(_srgb_to_linear(rgba[..., :3]) * factor[:3])
+        rgba[..., 3] *= factor[3]
+    return np.clip(rgba, 0.0, 1.0)
+
+
+def _solid(mat: Material | None) -> np.ndarray:
+    colour = np.asarray(mat.base_color if mat is not None else (1.0, 1.0, 1.0, 1.0), np.float64)
+    return np.broadcast_to(np.clip(colour, 0, 1), (SOLID, SOLID, 4)).copy()
+
+
+def _corner_uvs(sets: list) -> np.ndarray:
+    out = [np.asarray(s.uvs[0], np.float64)[np.asarray(s.indices, np.int64).reshape(-1)]
+           for s in sets if s.uvs and len(s.indices)]
+    return np.concatenate(out) if out else np.zeros((0, 2))
+
+
+def _shelves(sizes: list, width: int) -> tuple[list, int]:
+    """Top-left corners of boxes ``sizes`` [(w, h)] in rows of ``width``, tallest
+    first; and the height used."""
+    order = sorted(range(len(sizes)), key=lambda i: (-sizes[i][1], i))
+    at = [(0, 0)] * len(sizes)
+    x = y = row = 0
+    for i in order:
+        w, h = sizes[i]
+        if x and x + w > width:
+            x, y, row = 0, y + row, 0
+        at[i] = (x, y)
+        x += w
+        row = max(row, h)
+    return at, y + row
+
+
+def _pow2(n: int) -> int:
+    return 1 << max(int(n) - 1, 1).bit_length()
+
+
+def merge_materials(scene: Scene, sets: list, what: str) -> list:
+    """``sets`` (``scene.ops.TriangleSet``) with one material: unchanged when they
+    already share one, else re-pointed at a new atlas material and image, with
+    their UVs moved into its cells (new arrays; the scene's primitives stay)."""
+    distinct = list(dict.fromkeys(s.material for s in sets))
+    if len(distinct) <= 1:
+        return sets
+    cells = []     # (material, picture, uv low, uv high, textured)
+    for m in distinct:
+        mat = scene.materials[m] if m is not None and 0 <= m < len(scene.materials) else None
+        members = [s for s in sets if s.material == m]
+        pic = _picture(scene, mat)
+        if pic is None:
+            cells.append((m, _solid(mat), np.zeros(2), np.ones(2), False))
+            continue
+        uv = _corner_uvs(members)
+        lo = np.floor(uv.min(axis=0)) if len(uv) else np.zeros(2)
+        hi = np.ceil(uv.max(axis=0)) if len(uv) else np.ones(2)
+        hi = np.maximum(hi, lo + 1)
+        tiles = (hi - lo).astype(int)
+        if tiles.max() > MAX_TILES:
+            scene.warnings.append(f"{what}: material {mat.name or m} tiles its texture "
+                                  f"{tiles[0]}x{tiles[1]} times; UVs clamped to one tile in the atlas")
+            lo, hi, tiles = np.zeros(2), np.ones(2), np.array([1, 1])
+        if tiles.max() > 1:
+            pic = np.tile(pic, (tiles[1], tiles[0], 1))
+        cells.append((m, pic, lo, hi, True))
+    # shrink the cells until the packed atlas fits MAX_SIDE a side
+    scale = 1
+    while True:
+        pics = [c[1][::scale, ::scale] for c in cells]
+        sizes = [(p.shape[1] + 2 * GUTTER, p.shape[0] + 2 * GUTTER) for p in pics]
+        area = sum(w * h for w, h in sizes)
+        width = min(MAX_SIDE, _pow2(max(max(w for w, _ in sizes), math.isqrt(area))))
+        at, used = _shelves(sizes, width)
+        if (used <= MAX_SIDE and max(w for w, _ in sizes) <= MAX_SIDE) or \
+                all(min(p.shape[:2]) <= SOLID for p in pics):
+            break
+        scale *= 2
+    height = _pow2(used)
+    atlas = np.zeros((height, width, 4))
+    placed = {}
+    for (m, _, lo, hi, textured), pic, (x, y) in zip(cells, pics, at):
+        h, w = pic.shape[:2]
+        atlas[y:y + h + 2 * GUTTER, x:x + w + 2 * GUTTER] = np.pad(
+            pic, ((GUTTER, GUTTER), (GUTTER, GUTTER), (0, 0)), mode="edge")
+        # the cell's inner rectangle in atlas UV (0..1, top-left origin like glTF)
+        placed[m] = (np.array([(x + GUTTER) / width, (y + GUTTER) / height]),
+                     np.array([w / width, h / height]), lo, hi, textured)
+    from PIL import Image as PILImage
+    buf = io.BytesIO()
+    PILImage.fromarray(np.round(atlas * 255).astype(np.uint8), "RGBA").save(buf, "PNG")
+    image = scene.add_image(Image(name=f"{what}_atlas", data=buf.getvalue(), mime_type="image/png"))
+    first = next((scene.materials[m] for m in distinct
+                  if m is not None and 0 <= m < len(scene.materials)), None)
+    names = [(scene.materials[m].name or f"material {m}")
+             if m is not None and 0 <= m < len(scene.materials) else "no material" for m in distinct]
+    atlas_mat = Material(name="+".join(names)[:60],
+                         base_color=(1.0, 1.0, 1.0, 1.0),
+                         base_color_texture=TextureRef(image=image),
+                         alpha_mode=first.alpha_mode if first else "OPAQUE",
+                         alpha_cutoff=first.alpha_cutoff if first else 0.5,
+                         double_sided=any(scene.materials[m].double_sided for m in distinct
+                                          if m is not None and 0 <= m < len(scene.materials)),
+                         unlit=first.unlit if first else False,
+                         extras=dict(first.extras) if first else {})
+    index = scene.add_material(atlas_mat)
+    out = []
+    for s in sets:
+        origin, size, lo, hi, textured = placed[s.material]
+        n = len(s.positions)
+        if textured and s.uvs:
+            uv = np.clip(np.asarray(s.uvs[0], np.float64), lo, hi)
+            uv = origin + (uv - lo) / (hi - lo) * size
+        else:
+            uv = np.broadcast_to(origin + size / 2, (n, 2))
+        s.uvs = [uv.astype(np.float32)] + list(s.uvs[1:])
+        s.material = index
+        out.append(s)
+    scene.warnings.append(f"{what}: {len(distinct)} materials ({', '.join(names)}) "
+                          f"merged into one {width}x{height} texture atlas (a part has one texture)")
+    return out
