@@ -755,3 +755,39 @@ def test_several_materials_become_one_texture_atlas(tmp_path, fmt):
     write_all(files, tmp_path)
     one = export(tmp_path / f"one.{fmt}", data_root=str(tmp_path))
     assert np.abs(_drawn_colour(one, np.array([1.25, 0.75, 0])) - (250, 0, 0)).max() <= 12
+
+
+def test_a_skinned_weapon_becomes_a_plug_on_its_strongest_joint(tmp_path):
+    """A weapon exported with its armature (a skinned mesh, every vertex on the
+    hand bone) used to be refused as a plug ("no rigid mesh").  It is now taken in
+    its rest pose in the hand joint's frame, with that joint's N3 index, which the
+    engine's plug follows."""
+    import math as _math
+    from potsherd.scene import quat_from_axis_angle
+    s = Scene()
+    root = s.add_node(name="hips")
+    s.add_node(name="spine", parent=root, translation=(0.0, 0.5, 0.0))
+    hand = s.add_node(name="hand", parent=root, translation=(0.3, 1.0, 0.0),
+                      rotation=np.asarray(quat_from_axis_angle([0, 0, 1], _math.pi / 2)))
+    world = world_matrices(s)
+    sk = s.add_skin(Skin(joints=[root, 1, hand],
+                         inverse_bind_matrices=np.stack([np.linalg.inv(world[j]) for j in (root, 1, hand)])))
+    pos = np.array([[0.3, 1.0, 0.0], [0.3, 2.0, 0.0], [0.4, 2.0, 0.0], [0.4, 1.0, 0.0]], np.float32)
+    prim = Primitive(positions=pos, indices=np.array([0, 1, 2, 0, 2, 3], np.uint32),
+                     joints=np.array([[2, 0]] * 4, np.uint8),
+                     weights=np.array([[1.0, 0.0]] * 4, np.float32))
+    s.add_node(name="sword", mesh=s.add_mesh(Mesh(primitives=[prim])), skin=sk)
+    files = CODEC["n3cplug"].from_scene(s, out_name="sword.n3cplug")
+    write_all(files, tmp_path)
+    plug = potsherd.read(tmp_path / "sword.n3cplug").root
+    assert plug["joint"] == 2                          # pre-order: hips 0, spine 1, hand 2
+    assert any("strongest joint 'hand' (joint 2)" in w for w in s.warnings)
+    assert np.allclose(np.asarray(plug["position"]), 0) and np.allclose(plug["scale"], 1)
+    mesh = export(tmp_path / "sword.n3pmesh")
+    got = np.unique(np.concatenate([t.positions for t in triangle_sets(mesh)]).round(5), axis=0)
+    # the blade in the hand's frame: the hand is turned 90 degrees about Z, so the
+    # blade (world +Y) runs along the hand's +X, from the hand's origin
+    local = (np.c_[pos, np.ones(4)] @ np.linalg.inv(world[hand]).T)[:, :3]
+    assert np.allclose(local[0], 0, atol=1e-6) and np.allclose(local[1], [1, 0, 0], atol=1e-6)
+    assert np.allclose(got, np.unique(local.round(5), axis=0), atol=1e-5)
+    assert not np.allclose(got, np.unique(pos.round(5), axis=0), atol=1e-3)   # not world space

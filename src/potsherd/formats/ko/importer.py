@@ -507,22 +507,50 @@ def import_plug(scene: Scene, *, like: Document | None = None, out_name: str = "
                 **options: Any) -> list:
     stem = _stem(out_name) or scene.name or "plug"
     sets = _mesh_sets(scene, skinned=False)
-    if not sets:
-        raise ImportError_("the scene has no rigid mesh to make a plug from")
-    sets = merge_materials(scene, sets, "n3cplug")
-    # the plug's transform is its mesh node's (the first one); geometry in that frame
     world = world_matrices(scene)
-    node = sets[0].node
-    inv = np.linalg.inv(world[node])
+    if sets:
+        # the plug's transform is its mesh node's (the first one); geometry in that frame
+        node = sets[0].node
+        frame, local = world[node], world[node]
+        joint = int(scene.nodes[node].extras.get("joint", 0)) if scene.nodes[node].extras else 0
+    else:
+        sets = _mesh_sets(scene, skinned=True)
+        if not sets:
+            raise ImportError_("the scene has no mesh to make a plug from")
+        # a weapon exported with its armature: rigid on its strongest joint, which
+        # the engine's plug follows (the rest pose, in that joint's frame)
+        node, joint = _strongest_joint(scene, sets)
+        frame, local = world[node], np.eye(4)
+        scene.warnings.append(f"n3cplug: the mesh is skinned; taken in its rest pose on its "
+                              f"strongest joint {scene.nodes[node].name!r} (joint {joint})")
+    sets = merge_materials(scene, sets, "n3cplug")
+    inv = np.linalg.inv(frame)
     for s in sets:
         s.positions = s.positions @ inv[:3, :3].T + inv[:3, 3]
         if s.normals is not None:
-            s.normals = s.normals @ world[node][:3, :3]
+            s.normals = s.normals @ frame[:3, :3]
     geo = gather(scene, sets, "n3cplug")
-    joint = int(scene.nodes[node].extras.get("joint", 0)) if scene.nodes[node].extras else 0
     like_mesh = _like_ref(like, "n3cplug", "geometry", "n3pmesh")
     return _plug_files(scene, geo, stem, str(options.get("folder", "item")), like, like_mesh,
-                       world[node], joint, options)
+                       local, joint, options)
+
+
+def _strongest_joint(scene: Scene, sets: list) -> tuple[int, int]:
+    """(node, N3 joint index) of the joint carrying the most skin weight over
+    ``sets``: the bone a rigid weapon mesh is bound to."""
+    total: dict = {}
+    for s in sets:
+        joints = scene.skins[s.skin].joints
+        j = np.asarray(s.joints, np.int64).reshape(-1)
+        w = np.asarray(s.weights, np.float64).reshape(-1)
+        ok = (j >= 0) & (j < len(joints))
+        sums = np.bincount(j[ok], weights=w[ok], minlength=len(joints))
+        for k in np.flatnonzero(sums):
+            node = int(joints[k])
+            total[node] = total.get(node, 0.0) + float(sums[k])
+    node = max(total, key=lambda n: (total[n], -n))
+    order = skeleton_order(scene)
+    return node, order.index(node) if node in order else 0
 
 
 def _plug_files(scene: Scene, geo: Geometry, stem: str, folder: str, like: Document | None,
