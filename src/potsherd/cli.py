@@ -468,12 +468,14 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     sp.add_argument("folder", help="where to write them")
     sp.set_defaults(func=cmd_example)
 
-    sp = sub.add_parser("convert", help="convert to glTF (.glb/.gltf) or between encodings",
+    sp = sub.add_parser("convert", help="convert to glTF (.glb/.gltf) or between encodings; "
+                        "import glTF into a game format (a file or a folder of them)",
                         epilog=options_epilog(),
                         formatter_class=argparse.RawDescriptionHelpFormatter)
     sp.add_argument("input", help="a file or a folder")
     sp.add_argument("output", help="a file or a folder")
-    sp.add_argument("--to", help="target: glb, gltf, binary, ascii (default: from OUTPUT)")
+    sp.add_argument("--to", help="target: glb, gltf, binary, ascii, or a format to import "
+                    "glTF into (n3cplug, dts, trwad...; default: from OUTPUT)")
     sp.add_argument("--version", dest="target_version", type=int,
                     help="FBX version of the output (7100-7700)")
     sp.add_argument("--detail", type=int, help="Darkstar detail level (same as --option detail=N)")

@@ -223,3 +223,43 @@ def test_convert_validate_flag(tmp_path, toy_codecs, capsys):
     src = tmp_path / "src" / "one.testcube"
     assert main(["convert", str(src), str(tmp_path / "one.glb"), "--validate"]) == 0
     assert "validate: 1 files, 0 errors" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_folder_of_gltf_files_imports_to_a_game_format(tmp_path, capsys, jobs):
+    """``convert DIR OUT --to n3cplug`` imports every .glb/.gltf of the tree (the
+    modder's folder of Blender exports), each with its companions beside it; a
+    file that cannot import fails alone and is listed; ``--to glb`` still skips them."""
+    import potsherd
+    src = tmp_path / "in"
+    (src / "weapons").mkdir(parents=True)
+    write_glb(textured_quad_scene(), src / "weapons" / "blade.glb")
+    s = Scene()
+    pos, nrm, _, idx = cube()
+    s.add_node(name="box", mesh=s.add_mesh(Mesh(name="box", primitives=[Primitive(
+        positions=np.asarray(pos, np.float32), normals=np.asarray(nrm, np.float32),
+        indices=np.asarray(idx, np.uint32))])))
+    write_glb(s, src / "box.glb")
+    (src / "broken.glb").write_bytes(b"glTF\x02\x00\x00\x00" + b"\x00" * 8)
+    (src / "notes.txt").write_text("not a model")
+    out = tmp_path / "out"
+    code = main(["convert", str(src), str(out), "--to", "n3cplug", "--jobs", str(jobs)])
+    err = capsys.readouterr().err
+    assert code == 1                                    # broken.glb failed, the rest converted
+    assert "broken.glb" in err and "2 of 3 files converted to n3cplug" in err
+    plug = potsherd.read(out / "weapons" / "blade.n3cplug")
+    assert plug.format == "n3cplug"
+    assert bytes(plug.root["geometry"]) == b"item\\blade.n3pmesh"
+    assert potsherd.read(out / "weapons" / "blade.n3pmesh").format == "n3pmesh"
+    assert potsherd.read(out / "weapons" / "blade.dxt").format == "dxt"   # its texture
+    assert potsherd.read(out / "box.n3cplug").format == "n3cplug"
+    # an import option of the target is accepted, an unknown one is a usage error
+    assert main(["convert", str(src / "weapons"), str(tmp_path / "o2"), "--to", "n3cplug",
+                 "--option", "textures=0"]) == 0
+    assert not (tmp_path / "o2" / "blade.dxt").exists()
+    capsys.readouterr()
+    assert main(["convert", str(src / "weapons"), str(tmp_path / "o3"), "--to", "n3cplug",
+                 "--option", "nope=1"]) == 2
+    # the control: a glTF target does not pick the glTF files up
+    assert main(["convert", str(src / "weapons"), str(tmp_path / "o4"), "--to", "glb"]) == 0
+    assert "nothing to convert" in capsys.readouterr().err

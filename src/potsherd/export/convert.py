@@ -5,7 +5,9 @@ extension or ``--to``).  ``potsherd convert SRC_DIR DST_DIR --to glb``
 mirrors a tree: every file whose format can reach the target is converted in
 parallel (``--jobs``), failures are listed at the end (exit code 1), and
 every output is written atomically, so an interrupted batch leaves only
-complete files.
+complete files.  With a game format as the target (``--to n3cplug``) the
+tree's ``.glb``/``.gltf`` files are imported, each with its companion files
+beside it.
 """
 from __future__ import annotations
 
@@ -62,9 +64,17 @@ def convert_file(src: str, dst: str, target: str, options: dict) -> dict:
     :class:`~potsherd.api.UsageError` for an undeclared option, OSError for the
     file system."""
     limits = api.make_limits(**(options.get("limits") or {}))
+    given = options.get("scene_options") or {}
+    if target not in GLTF_TARGETS and _is_gltf_name(src):     # a folder import
+        from .. import importer
+        try:
+            summary = importer.import_gltf(src, dst, format=target, options=given, limits=limits)
+        except importer.OptionError as e:
+            raise UsageError(str(e)) from None
+        summary["in_bytes"] = os.path.getsize(src)
+        return summary
     data, doc = api.read_doc(src, limits=limits, format=options.get("format"),
                              params=options.get("params"))
-    given = options.get("scene_options") or {}
     if target in GLTF_TARGETS:
         opts = api.scene_options(doc.codec, given, strict=options.get("strict_options", True))
         from . import gltf
@@ -257,7 +267,22 @@ def run_in_workers(plan: list, target: str, options: dict, workers: int,
             slot.close()
 
 
+def _is_gltf_name(path: str) -> bool:
+    return path.lower().endswith((".glb", ".gltf"))
+
+
+def _import_codec(target: str) -> Any:
+    """The codec a folder import writes for ``target``, or None when it cannot import."""
+    from .. import importer
+    try:
+        return importer.target_codec("out." + target, target)
+    except (importer.OptionError, FormatError):
+        return None
+
+
 def _can_reach(path: str, target: str) -> bool:
+    if _is_gltf_name(path):
+        return target not in GLTF_TARGETS and _import_codec(target) is not None
     """Whether any codec claiming this extension can produce ``target``."""
     from .. import registry
     cands = registry.codecs_claiming(path)
@@ -277,7 +302,11 @@ def plan_folder_walk(src_dir: str, dst_dir: str, target: str) -> tuple:
     ``(plan, skipped, walk_notes)`` with walk notes ``(path, reason, is_error)``."""
     from .. import registry
     jobs, skipped, notes = [], [], []
-    for entry in api.walk_inputs([src_dir], registry.known_extension):
+    imports = target not in GLTF_TARGETS and _import_codec(target) is not None
+
+    def wanted(path: str) -> bool:
+        return registry.known_extension(path) or (imports and _is_gltf_name(path))
+    for entry in api.walk_inputs([src_dir], wanted):
         if entry.error is not None:
             notes.append((entry.path, entry.error, True))
             continue
@@ -290,24 +319,26 @@ def plan_folder_walk(src_dir: str, dst_dir: str, target: str) -> tuple:
             continue
         jobs.append(src)
     out_ext = "." + target if target in GLTF_TARGETS else None
+    import_ext = _import_codec(target).extensions[0] if imports else None
+
+    def dst_of(src: str) -> tuple:
+        stem, ext = os.path.splitext(os.path.relpath(src, src_dir))
+        new = import_ext if import_ext and _is_gltf_name(src) else (out_ext or ext)
+        return stem, ext, stem + new, new
     dsts: dict = {}
     for src in jobs:
-        rel = os.path.relpath(src, src_dir)
-        stem, ext = os.path.splitext(rel)
-        dst = stem + (out_ext or ext)
+        dst = dst_of(src)[2]
         dsts.setdefault(os.path.normcase(dst), []).append(src)
     plan = []
     for src in jobs:
-        rel = os.path.relpath(src, src_dir)
-        stem, ext = os.path.splitext(rel)
-        dst = stem + (out_ext or ext)
+        stem, ext, dst, new_ext = dst_of(src)
         if len(dsts[os.path.normcase(dst)]) > 1:   # a.n3chr and a.n3pmesh: keep both
-            dst = stem + "_" + ext.lstrip(".") + (out_ext or ext)
+            dst = stem + "_" + ext.lstrip(".") + new_ext
         plan.append((src, os.path.join(dst_dir, dst)))
     return plan, skipped, notes
 
 
-def _check_batch_options(plan: list, given: dict) -> None:
+def _check_batch_options(plan: list, given: dict, target: str = "") -> None:
     """Every option name must be declared by some format the batch will convert."""
     from .. import registry
     if not given:
@@ -315,6 +346,9 @@ def _check_batch_options(plan: list, given: dict) -> None:
     exts = {os.path.splitext(src)[1].lower() for src, _ in plan}
     declared = {o.name for c in registry.codecs() if set(c.extensions) & exts
                 for o in c.export_options}
+    if exts & {".glb", ".gltf"}:              # a folder import: the target's import options
+        codec = _import_codec(target)
+        declared |= {o.name for o in codec.import_options} if codec is not None else set()
     unknown = sorted(set(given) - declared)
     if unknown:
         raise UsageError(f"unknown option {unknown[0]!r} for the formats of this folder; "
@@ -410,7 +444,7 @@ def convert_folder(src_dir: str, dst_dir: str, target: str, options: dict, *,
     batch at once with one line; earlier outputs stay complete."""
     err = stream or sys.stderr
     plan, skipped, notes = plan_folder_walk(src_dir, dst_dir, target)
-    _check_batch_options(plan, options.get("scene_options") or {})
+    _check_batch_options(plan, options.get("scene_options") or {}, target)
     options = {**options, "strict_options": False}
     walk_errors = [(p, r) for p, r, is_error in notes if is_error]
     for p, r, is_error in notes:
