@@ -385,6 +385,37 @@ def test_other_slots_transforms_are_reported_not_baked():
     assert any("emissiveTexture" in w and "not applied" in w for w in s.warnings), s.warnings
 
 
+def _spec_gloss_file(material: dict) -> bytes:
+    b = Builder()
+    pos = b.acc(b.view(_quad_positions().tobytes()), 5126, 4, "VEC3")
+    b.gl.update({
+        "images": [{"bufferView": b.view(checker_png(2, 2)), "mimeType": "image/png"},
+                   {"bufferView": b.view(checker_png(4, 2)), "mimeType": "image/png"}],
+        "textures": [{"source": 0}, {"source": 1}], "materials": [material],
+        "meshes": [{"primitives": [{"attributes": {"POSITION": pos}, "material": 0}]}],
+        "nodes": [{"mesh": 0}], "extensionsUsed": ["KHR_materials_pbrSpecularGlossiness"]})
+    return b.glb()
+
+
+def test_specular_glossiness_diffuse_is_the_base_colour_when_nothing_else_is():
+    """Older exporters write only KHR_materials_pbrSpecularGlossiness: its diffuse
+    map and factor are the colour a game format needs (the texture was lost)."""
+    sg = {"KHR_materials_pbrSpecularGlossiness": {
+        "diffuseFactor": [0.5, 0.25, 1.0, 1.0], "diffuseTexture": {"index": 1},
+        "specularFactor": [1, 1, 1], "glossinessFactor": 0.5}}
+    m = read_gltf(_spec_gloss_file({"name": "old", "extensions": sg})).materials[0]
+    assert m.base_color == (0.5, 0.25, 1.0, 1.0) and m.base_color_texture.image == 1
+    assert "KHR_materials_pbrSpecularGlossiness" in m.extras["extensions"]      # still kept
+    # both given (assimp writes both): the metallic-roughness values stand
+    both = {"pbrMetallicRoughness": {"baseColorFactor": [0.1, 0.2, 0.3, 1.0],
+                                     "baseColorTexture": {"index": 0}}, "extensions": sg}
+    m = read_gltf(_spec_gloss_file(both)).materials[0]
+    assert m.base_color == (0.1, 0.2, 0.3, 1.0) and m.base_color_texture.image == 0
+    # the control: no extension, glTF's defaults
+    m = read_gltf(_spec_gloss_file({"name": "plain"})).materials[0]
+    assert m.base_color == (1.0, 1.0, 1.0, 1.0) and m.base_color_texture is None
+
+
 def test_animation_samplers_and_weights_channel():
     b = Builder()
     t = b.acc(b.view(np.array([0, 1], np.float32).tobytes()), 5126, 2, "SCALAR")

@@ -329,10 +329,27 @@ class _Reader(GltfAccess):
         ext = d.get("extensions")
         if isinstance(ext, dict):
             m.unlit = "KHR_materials_unlit" in ext
+            sg = ext.get("KHR_materials_pbrSpecularGlossiness")
+            if isinstance(sg, dict):
+                self.diffuse_as_base(m, sg, pbr, f"{path}.extensions.KHR_materials_pbrSpecularGlossiness",
+                                     textures, samplers)
             other = sorted(k for k in ext if k != "KHR_materials_unlit")
             if other:
                 m.extras.setdefault("extensions", {k: ext[k] for k in other})
         return m
+
+    def diffuse_as_base(self, m: Material, sg: dict, pbr: dict, path: str, textures: list,
+                        samplers: list) -> None:
+        """The specular-glossiness diffuse colour and texture as the base colour,
+        where ``pbrMetallicRoughness`` gives none. Older exporters (assimp,
+        Sketchfab's older files, obj2gltf) write only this extension. A game
+        format's texture is the diffuse map."""
+        if "baseColorFactor" not in pbr:
+            m.base_color = tuple(self.numbers(sg, "diffuseFactor", path, 4, [1.0] * 4))
+        info = self.get(sg, "diffuseTexture", path, "object")
+        if m.base_color_texture is None and info is not None:
+            m.base_color_texture = self.texture_ref(info, f"{path}.diffuseTexture", textures,
+                                                    samplers)
 
     def attribute_sets(self, attrs: dict, prefix: str, path: str) -> list:
         out = []
