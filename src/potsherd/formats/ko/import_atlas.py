@@ -15,7 +15,7 @@ texture, and its triangles' UVs are moved into that cell:
 * Cells are packed in shelves, with a 4-pixel edge-replicated gutter (one DXT
   block, so a cell whose sides are multiples of 4 starts on a block) so that
   filtering and mipmaps do not bleed between cells. The atlas sides are powers
-  of two, at most ``MAX_SIDE``; cells are halved until they fit.
+  of two, at most ``MAX_SIDE``; cells are halved (less their gutters) until they fit.
 
 The atlas material takes the first material's alpha mode and lighting, and is
 double-sided when any of them is; a warning names the merged materials. ``.n3chr`` does not need
@@ -24,11 +24,11 @@ this, because it makes one part per material.
 from __future__ import annotations
 
 import io
-import math
 
 import numpy as np
 
 from ...scene import Image, Material, Scene, TextureRef
+from .import_base import ImportError_
 
 MAX_TILES = 8
 MAX_SIDE = 2048
@@ -56,7 +56,7 @@ def _picture(scene: Scene, mat: Material | None) -> np.ndarray | None:
         pic.load()
     except Exception:  # noqa: BLE001 - Pillow raises many kinds; texture_file reports it
         return None
-    rgba = np.asarray(pic.convert("RGBA"), np.float64) / 255.0
+    rgba = np.asarray(pic.convert("RGBA"), np.float32) / np.float32(255.0)   # (float32: a 2048-pixel atlas stays 64 MB)
     factor = np.asarray(mat.base_color, np.float64) if mat is not None else np.ones(4)
     if np.any(factor != 1.0):
         rgba[..., :3] = _linear_to_srgb(_srgb_to_linear(rgba[..., :3]) * factor[:3])
@@ -91,6 +91,38 @@ def _shelves(sizes: list, width: int) -> tuple[list, int]:
     return at, y + row
 
 
+def _resized(pic: np.ndarray, scale: int) -> np.ndarray:
+    """``pic`` at 1/``scale`` of its size less the two gutters (Lanczos)."""
+    from PIL import Image as PILImage
+    h, w = pic.shape[:2]
+    size = (max(SOLID, w // scale - 2 * GUTTER), max(SOLID, h // scale - 2 * GUTTER))
+    im = PILImage.fromarray(np.round(pic * 255).astype(np.uint8), "RGBA")
+    return np.asarray(im.resize(size, PILImage.LANCZOS), np.float32) / np.float32(255.0)
+
+
+def _pack(cells: list) -> tuple:
+    """(cell pictures, their corners, atlas width, height used): the cells at
+    full size if they fit ``MAX_SIDE``, else each less its gutters (so a
+    power-of-two texture with its gutter fills a power-of-two slot: two 1024s
+    side by side in 2048), else halved until they fit.  For each size, the
+    power-of-two width giving the smallest atlas wins."""
+    attempts = [(1, False)] + [(1 << k, True) for k in range(0, 12)]
+    for scale, shrink in attempts:
+        pics = [c[1] if not shrink or not c[4] else _resized(c[1], scale) for c in cells]
+        sizes = [(p.shape[1] + 2 * GUTTER, p.shape[0] + 2 * GUTTER) for p in pics]
+        widest = max(w for w, _ in sizes)
+        best = None
+        width = _pow2(widest)
+        while width <= MAX_SIDE:
+            at, used = _shelves(sizes, width)
+            if used <= MAX_SIDE and (best is None or width * _pow2(used) < best[2] * _pow2(best[3])):
+                best = (pics, at, width, used)
+            width *= 2
+        if best is not None:
+            return best
+    raise ImportError_(f"{len(cells)} materials do not fit one {MAX_SIDE}x{MAX_SIDE} texture atlas")
+
+
 def _pow2(n: int) -> int:
     return 1 << max(int(n) - 1, 1).bit_length()
 
@@ -122,20 +154,9 @@ def merge_materials(scene: Scene, sets: list, what: str) -> list:
         if tiles.max() > 1:
             pic = np.tile(pic, (tiles[1], tiles[0], 1))
         cells.append((m, pic, lo, hi, True))
-    # shrink the cells until the packed atlas fits MAX_SIDE a side
-    scale = 1
-    while True:
-        pics = [c[1][::scale, ::scale] for c in cells]
-        sizes = [(p.shape[1] + 2 * GUTTER, p.shape[0] + 2 * GUTTER) for p in pics]
-        area = sum(w * h for w, h in sizes)
-        width = min(MAX_SIDE, _pow2(max(max(w for w, _ in sizes), math.isqrt(area))))
-        at, used = _shelves(sizes, width)
-        if (used <= MAX_SIDE and max(w for w, _ in sizes) <= MAX_SIDE) or \
-                all(min(p.shape[:2]) <= SOLID for p in pics):
-            break
-        scale *= 2
+    pics, at, width, used = _pack(cells)
     height = _pow2(used)
-    atlas = np.zeros((height, width, 4))
+    atlas = np.zeros((height, width, 4), np.float32)
     placed = {}
     for (m, _, lo, hi, textured), pic, (x, y) in zip(cells, pics, at):
         h, w = pic.shape[:2]
