@@ -436,7 +436,7 @@ def texture_file(scene: Scene, material: int | None, stem: str,
     except Exception as e:  # noqa: BLE001 - Pillow raises many kinds
         scene.warnings.append(f"texture {img.name!r}: cannot be read ({e}); not converted")
         return None
-    rec = encode_ntf(pic, stem, encrypt=bool(options.get("encrypt")))
+    rec = encode_ntf(pic, stem, encrypt=bool(options.get("encrypt")), warnings=scene.warnings)
     return f"{stem}.dxt", Document("dxt", rec, {}, b"", [], {"text_encoding": CP_DEFAULT})
 
 
