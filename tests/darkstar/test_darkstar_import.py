@@ -461,3 +461,42 @@ def test_like_with_another_version_rebuilds_everything_the_original_has():
     assert any(w.startswith("version 8 asked of a v7 original") for w in s.warnings)
     # the IFL garbage of the first sequence survives the rebuild, by name
     assert int(p["sequences"]["fFirstIFLSubSequence"][0]) == int(o["sequences"]["fFirstIFLSubSequence"][0])
+
+
+def _shape_keyed_quad(weights: list, animated: bool) -> Scene:
+    """A quad with one morph target raising its top edge by 1, held at ``weights``."""
+    from potsherd.scene import MorphTarget
+    s = Scene()
+    pos = np.array([[0, 0, 0], [1, 0, 0], [1, 1, 0], [0, 1, 0]], np.float32)
+    up = np.zeros((4, 3), np.float32)
+    up[2:, 1] = 1.0
+    prim = Primitive(positions=pos, normals=np.tile([0, 0, 1.0], (4, 1)).astype(np.float32),
+                     indices=np.array([0, 1, 2, 0, 2, 3], np.uint32),
+                     targets=[MorphTarget("up", positions=up)])
+    node = s.add_node(name="quad", mesh=s.add_mesh(Mesh(name="quad", primitives=[prim],
+                                                        weights=list(weights))))
+    if animated:
+        s.add_animation(Animation(name="raise", channels=[Channel(
+            node, "weights", np.array([0.0, 1.0]), np.array([[0.0], [1.0]], np.float32), "STEP")]))
+    return s
+
+
+def _drawn_height(doc: potsherd.Document, tmp_path: Path, anim: int | None = None,
+                  t: float = 0.0) -> float:
+    tris = _triangles(to_scene(_reencodes(doc)), tmp_path / "h.glb", anim, t)
+    return float(tris.reshape(-1, 3)[:, 1].max())
+
+
+def test_a_shape_key_held_at_a_weight_is_the_imported_mesh(tmp_path):
+    """A Blender shape key left at 0.5 (a default morph weight, nothing animating
+    it) used to come in as the base quad, 1 m tall where every viewer shows 1.5 m.
+    Zero weights, or an animation of the weights, keep the targets as mesh frames
+    that sequences select (the export's own form): the animated key still raises
+    the quad to 2 m at its second key."""
+    held = DTS.from_scene(_shape_keyed_quad([0.5], animated=False))
+    assert _drawn_height(held, tmp_path) == pytest.approx(1.5, abs=0.02)
+    zero = DTS.from_scene(_shape_keyed_quad([0.0], animated=False))
+    assert _drawn_height(zero, tmp_path) == pytest.approx(1.0, abs=0.02)
+    anim = DTS.from_scene(_shape_keyed_quad([0.5], animated=True))
+    assert _drawn_height(anim, tmp_path, 0, 0.0) == pytest.approx(1.0, abs=0.02)
+    assert _drawn_height(anim, tmp_path, 0, 1.0) == pytest.approx(2.0, abs=0.02)

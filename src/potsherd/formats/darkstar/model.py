@@ -14,7 +14,8 @@ any glTF-convention scene (potsherd's own exports, Blender's, assimp's):
   *object* on its parent, at its local offset (the export's object nodes);
 * animations: node TRS keys sampled on the union of their channel times,
   morph weights as mesh frames (the strongest target, 0 for none), STEP
-  scale-to-zero on an object as its visibility.
+  scale-to-zero on an object as its visibility.  Morph targets that nothing
+  animates, at non-zero default weights, are baked into the mesh instead.
 
 Everything is compared and encoded from this model, so an unedited shape
 gives the same model whichever export form (skinned or not) it went through.
@@ -132,10 +133,20 @@ def _geometry_pieces(scene: Scene, worlds: list, warnings: list) -> dict[int, li
     """Scene node -> pieces ``(frames (F, C, 3), normals (C, 3), uvs (C, 2),
     material, holder node)`` in that node's space, one per primitive part."""
     pieces: dict[int, list] = {}
+    animated = _animated_paths(scene)
     for hi, node in enumerate(scene.nodes):
         if node.mesh is None or not 0 <= node.mesh < len(scene.meshes):
             continue
         mesh = scene.meshes[node.mesh]
+        # morph targets that nothing animates, held at non-zero default weights
+        # (a Blender shape key left at 0.5): the mesh is the shape a viewer shows.
+        # Zero weights keep the targets as mesh frames (the export's own form).
+        rest_weights = None
+        if "weights" not in animated.get(hi, ()):
+            w = node.extras.get("morphWeights")
+            w = mesh.weights if w is None else w
+            if w is not None and np.any(np.asarray(w, np.float64) != 0):
+                rest_weights = w
         skin = scene.skins[node.skin] if node.skin is not None and 0 <= node.skin < len(scene.skins) else None
         for pi, prim in enumerate(mesh.primitives):
             if prim.mode != 4 or prim.positions is None or len(prim.positions) == 0:
@@ -150,9 +161,19 @@ def _geometry_pieces(scene: Scene, worlds: list, warnings: list) -> dict[int, li
             if idx.size and (idx.min() < 0 or idx.max() >= n):
                 warnings.append(f"mesh {mesh.name!r} primitive {pi}: indices outside its vertices; skipped")
                 continue
-            frames = [pos] + [pos + np.asarray(t.positions, np.float64) for t in prim.targets
-                              if t.positions is not None and len(t.positions) == n]
-            frames = np.stack(frames)
+            deltas = [np.asarray(t.positions, np.float64) if t.positions is not None
+                      and len(t.positions) == n else np.zeros((n, 3)) for t in prim.targets]
+            if deltas and rest_weights is None:      # animated morphs: the mesh frames
+                frames = np.stack([pos] + [pos + d for d, t in zip(deltas, prim.targets)
+                                           if t.positions is not None and len(t.positions) == n])
+            else:
+                given = np.asarray([] if rest_weights is None else rest_weights,
+                                   np.float64).reshape(-1)[:len(deltas)]
+                shape = pos.copy()
+                for wk, d in zip(given, deltas):
+                    if wk:
+                        shape += wk * d
+                frames = shape[None]
             nrm = (np.asarray(prim.normals, np.float64) if prim.normals is not None
                    and len(prim.normals) == n else np.zeros((n, 3)))
             uv = (np.asarray(prim.uvs[0], np.float64) if prim.uvs and len(prim.uvs[0]) == n
