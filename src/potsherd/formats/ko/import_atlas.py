@@ -8,8 +8,9 @@ texture, and its triangles' UVs are moved into that cell:
 
 * A textured material gives its image, with ``baseColorFactor`` multiplied in
   linear light. If its UVs run past 0..1 (tiling), the cell repeats the image
-  over the whole tiles they cover, up to ``MAX_TILES`` a side. Beyond that the
-  UVs are clamped, with a warning.
+  over the whole tiles they cover (shrunk to fit one cell), up to ``MAX_TILES`` a
+  side. Beyond that the UVs are clamped, with a warning. Every picture is read
+  at most the size a cell can get, so memory stays near one atlas.
 * An untextured material gives a 4x4 block of its colour, and its UVs go to
   the block's centre.
 * Cells are packed in shelves, with a 4-pixel edge-replicated gutter (one DXT
@@ -24,6 +25,7 @@ this, because it makes one part per material.
 from __future__ import annotations
 
 import io
+import math
 
 import numpy as np
 
@@ -44,9 +46,9 @@ def _linear_to_srgb(c: np.ndarray) -> np.ndarray:
     return np.where(c <= 0.0031308, c * 12.92, 1.055 * np.power(np.maximum(c, 0), 1 / 2.4) - 0.055)
 
 
-def _picture(scene: Scene, mat: Material | None) -> np.ndarray | None:
-    """The material's base colour texture as RGBA floats (factor applied), or
-    None when it has no readable embedded image."""
+def _picture(scene: Scene, mat: Material | None, limit: int) -> np.ndarray | None:
+    """The material's base colour texture as RGBA floats (factor applied), at
+    most ``limit`` pixels a side, or None when it has no readable embedded image."""
     ref = mat.base_color_texture if mat is not None else None
     if ref is None or not 0 <= ref.image < len(scene.images) or scene.images[ref.image].data is None:
         return None
@@ -56,6 +58,9 @@ def _picture(scene: Scene, mat: Material | None) -> np.ndarray | None:
         pic.load()
     except Exception:  # noqa: BLE001 - Pillow raises many kinds; texture_file reports it
         return None
+    if max(pic.size) > limit:       # (memory stays near one atlas, whatever the images)
+        pic = pic.convert("RGBA")
+        pic.thumbnail((limit, limit), PILImage.LANCZOS)
     rgba = np.asarray(pic.convert("RGBA"), np.float32) / np.float32(255.0)   # (float32: a 2048-pixel atlas stays 64 MB)
     factor = np.asarray(mat.base_color, np.float64) if mat is not None else np.ones(4)
     if np.any(factor != 1.0):
@@ -92,10 +97,14 @@ def _shelves(sizes: list, width: int) -> tuple[list, int]:
 
 
 def _resized(pic: np.ndarray, scale: int) -> np.ndarray:
-    """``pic`` at 1/``scale`` of its size less the two gutters (Lanczos)."""
-    from PIL import Image as PILImage
+    """``pic`` at 1/``scale`` of its size less the two gutters."""
     h, w = pic.shape[:2]
-    size = (max(SOLID, w // scale - 2 * GUTTER), max(SOLID, h // scale - 2 * GUTTER))
+    return _resized_to(pic, (max(SOLID, w // scale - 2 * GUTTER), max(SOLID, h // scale - 2 * GUTTER)))
+
+
+def _resized_to(pic: np.ndarray, size: tuple) -> np.ndarray:
+    """``pic`` resampled (Lanczos) to ``size`` (width, height)."""
+    from PIL import Image as PILImage
     im = PILImage.fromarray(np.round(pic * 255).astype(np.uint8), "RGBA")
     return np.asarray(im.resize(size, PILImage.LANCZOS), np.float32) / np.float32(255.0)
 
@@ -135,10 +144,12 @@ def merge_materials(scene: Scene, sets: list, what: str) -> list:
     if len(distinct) <= 1:
         return sets
     cells = []     # (material, picture, uv low, uv high, textured)
+    # each picture (tiles included) at most the side an atlas cell can get
+    limit = max(64, MAX_SIDE // math.ceil(math.sqrt(len(distinct))))
     for m in distinct:
         mat = scene.materials[m] if m is not None and 0 <= m < len(scene.materials) else None
         members = [s for s in sets if s.material == m]
-        pic = _picture(scene, mat)
+        pic = _picture(scene, mat, limit)
         if pic is None:
             cells.append((m, _solid(mat), np.zeros(2), np.ones(2), False))
             continue
@@ -152,6 +163,10 @@ def merge_materials(scene: Scene, sets: list, what: str) -> list:
                                   f"{tiles[0]}x{tiles[1]} times; UVs clamped to one tile in the atlas")
             lo, hi, tiles = np.zeros(2), np.ones(2), np.array([1, 1])
         if tiles.max() > 1:
+            per_tile = (max(SOLID, min(pic.shape[1], limit // tiles[0])),
+                        max(SOLID, min(pic.shape[0], limit // tiles[1])))
+            if per_tile != (pic.shape[1], pic.shape[0]):
+                pic = _resized_to(pic, per_tile)
             pic = np.tile(pic, (tiles[1], tiles[0], 1))
         cells.append((m, pic, lo, hi, True))
     pics, at, width, used = _pack(cells)
