@@ -416,6 +416,46 @@ def test_specular_glossiness_diffuse_is_the_base_colour_when_nothing_else_is():
     assert m.base_color == (1.0, 1.0, 1.0, 1.0) and m.base_color_texture is None
 
 
+def _per_node_animations(names=(None, None, None), targets=(0, 1, 2), ends=(1.0, 1.0, 1.0)) -> bytes:
+    """Three nodes and one animation per entry, each turning ``targets[k]`` over 0..``ends[k]``."""
+    b = Builder()
+    pos = b.acc(b.view(_quad_positions().tobytes()), 5126, 4, "VEC3")
+    anims = []
+    for k, (name, node, end) in enumerate(zip(names, targets, ends)):
+        t = b.acc(b.view(np.array([0, end], np.float32).tobytes()), 5126, 2, "SCALAR")
+        q = b.acc(b.view(np.array([[0, 0, 0, 1], [0, 0, 1, 0]], np.float32).tobytes()), 5126, 2, "VEC4")
+        a = {"samplers": [{"input": t, "output": q}],
+             "channels": [{"sampler": 0, "target": {"node": node, "path": "rotation"}}]}
+        if name:
+            a["name"] = name
+        anims.append(a)
+    b.gl.update({"meshes": [{"primitives": [{"attributes": {"POSITION": pos}}]}],
+                 "nodes": [{"children": [1], "mesh": 0}, {"children": [2]}, {}],
+                 "animations": anims})
+    return b.glb()
+
+
+def test_one_motion_split_per_node_is_one_clip():
+    """COLLADA2GLTF writes one unnamed animation per animated node (Khronos'
+    RiggedFigure: 19 of them); a game format got a clip per bone.  They are one
+    clip now, with a warning."""
+    s = read_gltf(_per_node_animations())
+    assert len(s.animations) == 1
+    assert sorted(c.node for c in s.animations[0].channels) == [0, 1, 2]
+    assert any("3 unnamed animations" in w for w in s.warnings)
+
+
+@pytest.mark.parametrize("case", [
+    dict(names=("walk", None, None)),            # a name: clips the author meant
+    dict(targets=(0, 1, 1)),                     # two animations move the same node
+    dict(ends=(1.0, 1.0, 2.0)),                  # different time ranges
+])
+def test_real_clips_stay_apart(case):
+    s = read_gltf(_per_node_animations(**case))
+    assert len(s.animations) == 3
+    assert not any("unnamed animations" in w for w in s.warnings)
+
+
 def test_animation_samplers_and_weights_channel():
     b = Builder()
     t = b.acc(b.view(np.array([0, 1], np.float32).tobytes()), 5126, 2, "SCALAR")

@@ -128,6 +128,7 @@ class _Reader(GltfAccess):
         self.check_joint_indices(scene)
         scene.animations = [a for a in (self.animation(i, d, scene) for i, d in
                                         enumerate(self.items("animations"))) if a is not None]
+        scene.animations = self.merge_per_node_animations(scene.animations)
         self.pick_scene(scene)
         unknown = sorted(set(used) - _UNDERSTOOD)
         if unknown:
@@ -586,6 +587,38 @@ class _Reader(GltfAccess):
                                      path=f"$.meshes[{n.mesh}].primitives[{pi}].attributes."
                                      "JOINTS_0", expected=f"< {nj} (skin {n.skin})",
                                      found=int(used.max()))
+
+    def merge_per_node_animations(self, anims: list) -> list:
+        """One clip from animations that are one motion split per node.
+
+        COLLADA2GLTF (behind many older glTF files, Khronos' RiggedFigure and
+        CesiumMan among them) writes one unnamed animation per animated node. A
+        viewer plays one at a time, so each moves one bone; a game format would get
+        a clip per bone. The split is recognised when every animation is unnamed,
+        there are at least two, their target nodes are disjoint, and all span the
+        same time range. They are then merged, with a warning; anything else is
+        left as it is."""
+        if len(anims) < 2 or any(a.name for a in anims):
+            return anims
+        seen: set = set()
+        spans = set()
+        for a in anims:
+            nodes = {c.node for c in a.channels}
+            if not nodes or nodes & seen:
+                return anims
+            seen |= nodes
+            times = [c.times for c in a.channels if len(c.times)]
+            if not times:
+                return anims
+            spans.add((round(min(float(t[0]) for t in times), 5),
+                       round(max(float(t[-1]) for t in times), 5)))
+        if len(spans) != 1:
+            return anims
+        self.warnings.append(f"{len(anims)} unnamed animations, each on its own nodes over the same "
+                             "time range, merged into one (one motion split per node, as "
+                             "COLLADA2GLTF writes it)")
+        return [Animation(name="", channels=[c for a in anims for c in a.channels],
+                          extras={"merged": len(anims)})]
 
     def animation(self, ai: int, d: dict, scene: Scene) -> Optional[Animation]:
         path = f"$.animations[{ai}]"
