@@ -260,6 +260,10 @@ def test_a_folder_of_gltf_files_imports_to_a_game_format(tmp_path, capsys, jobs)
     capsys.readouterr()
     assert main(["convert", str(src / "weapons"), str(tmp_path / "o3"), "--to", "n3cplug",
                  "--option", "nope=1"]) == 2
+    # --like is the original of one file: refused for a folder (it used to be ignored)
+    assert main(["convert", str(src / "weapons"), str(tmp_path / "o5"), "--to", "n3cplug",
+                 "--like", str(out / "box.n3cplug")]) == 2
+    assert "--like" in capsys.readouterr().err and not (tmp_path / "o5").exists()
     # the control: a glTF target does not pick the glTF files up
     assert main(["convert", str(src / "weapons"), str(tmp_path / "o4"), "--to", "glb"]) == 0
     assert "nothing to convert" in capsys.readouterr().err

@@ -545,6 +545,9 @@ def run(args) -> int:
             raise UsageError(f"{display_path(args.output)} exists and is not a folder")
         if not args.to:
             raise UsageError("folder conversion needs --to (e.g. --to glb)")
+        if getattr(args, "like", None):
+            raise UsageError("--like names the original of one file: give one input file, "
+                             "not a folder")
     target = _target_of(args)
     if not target:
         raise UsageError("say the target with --to (glb, gltf, binary, ascii) or an output "
