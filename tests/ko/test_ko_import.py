@@ -791,3 +791,43 @@ def test_a_skinned_weapon_becomes_a_plug_on_its_strongest_joint(tmp_path):
     assert np.allclose(local[0], 0, atol=1e-6) and np.allclose(local[1], [1, 0, 0], atol=1e-6)
     assert np.allclose(got, np.unique(local.round(5), axis=0), atol=1e-5)
     assert not np.allclose(got, np.unique(pos.round(5), axis=0), atol=1e-3)   # not world space
+
+
+def test_atlas_with_hostile_uvs_and_images_gives_a_file_or_a_format_error():
+    """Random multi-material parts with UVs up to 1e30, NaN or infinite, unreadable
+    images and colours outside 0..1: every import writes a part or refuses with a
+    FormatError naming the non-finite UVs.  (Huge UV ranges once reached numpy as a
+    negative tile count.)"""
+    import io as _io
+    from PIL import Image as PILImage
+    from potsherd.scene import Image as SceneImage, TextureRef
+    buf = _io.BytesIO()
+    PILImage.new("RGB", (16, 16), (200, 0, 0)).save(buf, "PNG")
+    rng = np.random.default_rng(7)
+    made = refused = 0
+    for trial in range(60):
+        s = Scene()
+        img = s.add_image(SceneImage(name="t", data=buf.getvalue() if trial % 5 else b"garbage"))
+        prims = []
+        for k in range(int(rng.integers(2, 5))):
+            mat = s.add_material(Material(name=f"m{k}", base_color=tuple(rng.random(4) * 2 - 0.5),
+                                          base_color_texture=TextureRef(img) if rng.random() < 0.7 else None))
+            uv = rng.choice([1.0, 10.0, 1e6, 1e30]) * rng.normal(size=(4, 2))
+            if rng.random() < 0.1:
+                uv[0, 0] = np.nan
+            if rng.random() < 0.1:
+                uv[1, 1] = np.inf
+            prims.append(Primitive(positions=rng.normal(size=(4, 3)).astype(np.float32),
+                                   uvs=[uv.astype(np.float32)], material=mat,
+                                   indices=np.array([0, 1, 2, 0, 2, 3], np.uint32)))
+        s.add_node(name="x", mesh=s.add_mesh(Mesh(primitives=prims)))
+        try:
+            files = CODEC["n3cpart"].from_scene(s, out_name="f.n3cpart")
+        except FormatError as e:
+            assert "non-finite UVs" in str(e)
+            refused += 1
+            continue
+        tex = [d for n, d in files if n.endswith(".dxt")][0].root
+        assert max(tex["width"], tex["height"]) <= 2048
+        made += 1
+    assert made > 30 and refused > 5, (made, refused)

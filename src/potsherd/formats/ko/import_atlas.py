@@ -154,14 +154,16 @@ def merge_materials(scene: Scene, sets: list, what: str) -> list:
             cells.append((m, _solid(mat), np.zeros(2), np.ones(2), False))
             continue
         uv = _corner_uvs(members)
+        uv = uv[np.isfinite(uv).all(axis=1)]     # (non-finite UVs: gather refuses them by name)
         lo = np.floor(uv.min(axis=0)) if len(uv) else np.zeros(2)
         hi = np.ceil(uv.max(axis=0)) if len(uv) else np.ones(2)
         hi = np.maximum(hi, lo + 1)
-        tiles = (hi - lo).astype(int)
-        if tiles.max() > MAX_TILES:
+        span = hi - lo
+        if not np.isfinite(span).all() or span.max() > MAX_TILES:
             scene.warnings.append(f"{what}: material {mat.name or m} tiles its texture "
-                                  f"{tiles[0]}x{tiles[1]} times; UVs clamped to one tile in the atlas")
-            lo, hi, tiles = np.zeros(2), np.ones(2), np.array([1, 1])
+                                  f"{span[0]:g}x{span[1]:g} times; UVs clamped to one tile in the atlas")
+            lo, hi = np.zeros(2), np.ones(2)
+        tiles = (hi - lo).astype(int)
         if tiles.max() > 1:
             per_tile = (max(SOLID, min(pic.shape[1], limit // tiles[0])),
                         max(SOLID, min(pic.shape[0], limit // tiles[1])))
@@ -203,8 +205,9 @@ def merge_materials(scene: Scene, sets: list, what: str) -> list:
         origin, size, lo, hi, textured = placed[s.material]
         n = len(s.positions)
         if textured and s.uvs:
-            uv = np.clip(np.asarray(s.uvs[0], np.float64), lo, hi)
-            uv = origin + (uv - lo) / (hi - lo) * size
+            raw = np.asarray(s.uvs[0], np.float64)
+            uv = origin + (np.clip(raw, lo, hi) - lo) / (hi - lo) * size
+            uv = np.where(np.isfinite(raw), uv, raw)     # (kept non-finite: refused later)
         else:
             uv = np.broadcast_to(origin + size / 2, (n, 2))
         s.uvs = [uv.astype(np.float32)] + list(s.uvs[1:])
