@@ -791,6 +791,10 @@ def test_a_skinned_weapon_becomes_a_plug_on_its_strongest_joint(tmp_path):
     assert np.allclose(local[0], 0, atol=1e-6) and np.allclose(local[1], [1, 0, 0], atol=1e-6)
     assert np.allclose(got, np.unique(local.round(5), axis=0), atol=1e-5)
     assert not np.allclose(got, np.unique(pos.round(5), axis=0), atol=1e-3)   # not world space
+    # no usable weight at all (every influence 0): the skin's first joint, not a crash
+    prim.weights = np.zeros((4, 2), np.float32)
+    files = CODEC["n3cplug"].from_scene(s, out_name="limp.n3cplug")
+    assert files[0][1].root["joint"] == 0
 
 
 def test_atlas_with_hostile_uvs_and_images_gives_a_file_or_a_format_error():

@@ -544,10 +544,13 @@ def _strongest_joint(scene: Scene, sets: list) -> tuple[int, int]:
         j = np.asarray(s.joints, np.int64).reshape(-1)
         w = np.asarray(s.weights, np.float64).reshape(-1)
         ok = (j >= 0) & (j < len(joints))
+        w = np.where(np.isfinite(w) & (w > 0), w, 0.0)
         sums = np.bincount(j[ok], weights=w[ok], minlength=len(joints))
         for k in np.flatnonzero(sums):
             node = int(joints[k])
             total[node] = total.get(node, 0.0) + float(sums[k])
+    if not total:        # (no usable weight at all: the skin's first joint)
+        total = {int(scene.skins[sets[0].skin].joints[0]): 0.0}
     node = max(total, key=lambda n: (total[n], -n))
     order = skeleton_order(scene)
     return node, order.index(node) if node in order else 0
