@@ -500,3 +500,35 @@ def test_a_shape_key_held_at_a_weight_is_the_imported_mesh(tmp_path):
     anim = DTS.from_scene(_shape_keyed_quad([0.5], animated=True))
     assert _drawn_height(anim, tmp_path, 0, 0.0) == pytest.approx(1.0, abs=0.02)
     assert _drawn_height(anim, tmp_path, 0, 1.0) == pytest.approx(2.0, abs=0.02)
+
+
+def test_textures_are_written_as_the_game_bitmaps_with_a_palette(tmp_path):
+    """With ``palette=`` the shape's (and a material list's) textures are written
+    beside it as Phoenix bitmaps drawn with that palette: power-of-two sides, a
+    full mip chain, each texel the palette's nearest colour.  Without one they are
+    named and warned about (the colours depend on the world's palette)."""
+    import io as _io
+    from PIL import Image as PILImage
+    from export_scenes import textured_quad_scene
+    from potsherd.formats.darkstar.phoenix import mip_levels, palette_colors
+    from potsherd.formats.darkstar.textures import quantize
+    from potsherd.formats.darkstar.world_examples import pl98_bytes
+    pal = tmp_path / "world.ppl"
+    pal.write_bytes(pl98_bytes())
+    colors = palette_colors(potsherd.read(pal))
+    for codec, ext in ((DTS, "dts"), (DML, "dml")):
+        scene = textured_quad_scene()
+        out = codec.from_scene(scene, out_name=f"quad.{ext}", palette=str(pal))
+        names = [n for n, _ in out[1:]]
+        assert isinstance(out, list) and out[0][0] == f"quad.{ext}" and names == ["checker.bmp"]
+        bm = out[1][1]
+        assert bm.format == "pbmp" and potsherd.read(bm.encode()).encode() == bm.encode()
+        src = np.asarray(PILImage.open(_io.BytesIO(scene.images[0].data)).convert("RGB"))
+        levels = mip_levels(bm.root)
+        assert levels[0].shape == src.shape[:2] and len(levels) == src.shape[0].bit_length()
+        assert np.array_equal(levels[0], quantize(src, colors))
+        # without a palette: the shape alone, and a warning naming the bitmap
+        plain = textured_quad_scene()
+        alone = codec.from_scene(plain, out_name=f"quad.{ext}")
+        assert isinstance(alone, potsherd.Document)
+        assert any("checker.bmp" in w and "palette=" in w for w in plain.warnings)

@@ -166,14 +166,18 @@ class ShapeCodec(DarkstarCodec):
         Option("details", str, "comma-separated pixel sizes of the detail levels, largest first "
                "(default: the export's sizes, else 1); a glTF of one level gets the coarser ones "
                "made by vertex clustering", None),
+        Option("palette", str, "palette (.ppl/.pal or ARCHIVE::member) to write the textures "
+               "as the game's bitmaps beside the shape (without it they are named only)", None),
     )
 
     def from_scene(self, scene: Any, *, like: Document | None = None, out_name: str = "",
-                   **options: Any) -> Document:
-        from .importer import shape_from_scene
+                   **options: Any) -> Any:
+        from .importer import shape_from_scene, texture_bitmaps
         opts = _typed(self.import_options, options)
-        return shape_from_scene(scene, like=like, version=opts.get("version"),
-                                details=opts.get("details"))
+        doc = shape_from_scene(scene, like=like, version=opts.get("version"),
+                               details=opts.get("details"))
+        bitmaps = texture_bitmaps(scene, opts.get("palette"))
+        return [(out_name or "shape.dts", doc), *bitmaps] if bitmaps else doc
 
 
 class MaterialListCodec(DarkstarCodec):
@@ -182,18 +186,17 @@ class MaterialListCodec(DarkstarCodec):
     import_options = (
         Option("version", int, "material list version: 2, 3 or 4 (default that of --like, "
                "else 4)", None),
-        Option("palette", str, "palette for writing textures as the game's bitmaps "
-               "(not available yet: textures are named and warned about)", None),
+        Option("palette", str, "palette (.ppl/.pal or ARCHIVE::member) to write the textures "
+               "as the game's bitmaps beside the list (without it they are named only)", None),
     )
 
     def from_scene(self, scene: Any, *, like: Document | None = None, out_name: str = "",
-                   **options: Any) -> Document:
-        from .importer import matlist_from_scene
+                   **options: Any) -> Any:
+        from .importer import matlist_from_scene, texture_bitmaps
         opts = _typed(self.import_options, options)
-        if opts.get("palette"):
-            scene.warnings.append("palette given, but no bitmap writer is available: "
-                                  "textures named, not written")
-        return matlist_from_scene(scene, like=like, version=opts.get("version"))
+        doc = matlist_from_scene(scene, like=like, version=opts.get("version"))
+        bitmaps = texture_bitmaps(scene, opts.get("palette"))
+        return [(out_name or "materials.dml", doc), *bitmaps] if bitmaps else doc
 
 
 DTS = ShapeCodec("dts", (".dts",), "Darkstar 3Space shape (PERS TS::Shape, v2-v8)",

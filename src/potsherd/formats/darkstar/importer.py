@@ -180,6 +180,55 @@ def texture_name(m: Any, images: list | None, i: int) -> str:
     return f"material{i}.bmp"
 
 
+def texture_bitmaps(scene: Scene, palette: str | None) -> list:
+    """``[(file name, Document)]``: each textured material's image as the Phoenix
+    bitmap its material list names (:func:`texture_name`), drawn with
+    ``palette`` (a .ppl/.pal file or ``ARCHIVE::member``).  The bitmaps have
+    power-of-two sides (resized with a warning, as the engine's textures are)
+    and a full mip chain.  Without a palette nothing is written: each texture is
+    named and warned about, because the colours depend on the world's palette."""
+    textured = [(i, m) for i, m in enumerate(scene.materials) if m.base_color_texture is not None]
+    if not textured:
+        return []
+    if not palette:
+        names = sorted({texture_name(m, scene.images, i) for i, m in textured})
+        scene.warnings.append(f"{len(names)} texture(s) named in the material list, not written "
+                              f"({', '.join(names[:3])}{', ...' if len(names) > 3 else ''}): give "
+                              "--option palette=FILE (.ppl/.pal) to write them as the game's bitmaps")
+        return []
+    import io
+    from PIL import Image as PILImage
+    from .phoenix import BMP, palette_colors
+    from .textures import image_to_bitmap, load_palette_doc
+    colors = palette_colors(load_palette_doc(palette))
+    out, done = [], set()
+    for i, m in textured:
+        name = texture_name(m, scene.images, i)
+        if name.lower() in done:
+            continue
+        done.add(name.lower())
+        ref = m.base_color_texture
+        img = scene.images[ref.image] if 0 <= ref.image < len(scene.images) else None
+        if img is None or img.data is None:
+            scene.warnings.append(f"{name}: the image is not embedded; not written")
+            continue
+        try:
+            pic = PILImage.open(io.BytesIO(img.data))
+            pic.load()
+        except Exception as e:  # noqa: BLE001 - Pillow raises many kinds
+            scene.warnings.append(f"{name}: the image cannot be read ({e}); not written")
+            continue
+        w, h = pic.size
+        pw, ph = (min(4096, 1 << max(n - 1, 0).bit_length()) for n in (w, h))
+        if (pw, ph) != (w, h):
+            scene.warnings.append(f"{name}: {w}x{h} resized to {pw}x{ph} (power of two)")
+            pic = pic.convert("RGBA").resize((pw, ph), PILImage.LANCZOS)
+        levels = min(pw, ph).bit_length()          # down to 1 pixel on the short side
+        data = image_to_bitmap(np.asarray(pic.convert("RGBA")), colors, mips=levels)
+        out.append((name, BMP.decode(data)))
+    return out
+
+
 def material_list(materials: list, version: int, warnings: list, like: dict | None = None,
                   images: list | None = None) -> dict:
     """A ``TS::MaterialList`` of ``version`` (2-4) from scene materials."""
@@ -659,9 +708,5 @@ def matlist_from_scene(scene: Scene, *, like: Document | None = None, version: A
                 old["materials"][: old["fnMaterials"]], rows):
             data = like.codec.encode(like)
             return like.codec.decode(data)
-    for m in scene.materials:
-        if m.base_color_texture is not None:
-            warnings.append(f"material {m.name!r}: texture named in the list, not written "
-                            "(the game's bitmap writer is not available here)")
     scene.warnings.extend(warnings)
     return Document("dml", block, {}, b"", warnings)
