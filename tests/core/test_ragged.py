@@ -8,7 +8,7 @@ import struct
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import example, given, settings, strategies as st
 
 from potsherd.core import jsontext
 from potsherd.core.errors import EncodeError, FormatError
@@ -87,6 +87,9 @@ def test_the_compiled_path_reads_and_writes_it():
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.tuples(st.integers(-3, 6), st.binary(min_size=2, max_size=2),
                           st.integers(0, 2 ** 32 - 1)), max_size=12))
+# a signalling NaN (0x7F800001) in a fixed float field: the list form's records()
+# came back with the quiet bit set until NaNs kept their bits there
+@example(recs=[(0, b"\x00\x00", 2_139_095_041)])
 def test_random_records_round_trip_both_ways_and_agree_with_the_list_form(recs):
     rng = np.random.default_rng(len(recs))
     parts = []

@@ -43,6 +43,20 @@ from .storages import Bytes, Group, Prim, Storage
 from .tables import records_from_json
 
 
+def _floats_keeping_nan_bits(a: np.ndarray) -> Any:
+    """``a.tolist()``, with each NaN as the F32NaN/F64NaN of its own bits."""
+    from ..values import F32NaN, F64NaN
+    a = np.asarray(a)
+    if a.dtype.kind != "f" or not np.isnan(a).any():
+        return a.tolist()
+    box, bits = (F32NaN, np.uint32) if a.dtype.itemsize == 4 else (F64NaN, np.uint64)
+    out = a.astype(object)
+    nan = np.isnan(a)
+    raw = np.ascontiguousarray(a).view(bits)
+    out[nan] = [box(int(b)) for b in raw[nan]]
+    return out.tolist()
+
+
 class Ragged:
     """The value of a ragged table: ``rows`` (the fixed fields, a structured
     array) and ``flat[name]`` (each variable field, all records concatenated)."""
@@ -121,7 +135,9 @@ class Ragged:
             if isinstance(v, np.void):
                 v = bytes(v)
             elif isinstance(v, np.ndarray):
-                v = v.tolist()
+                v = _floats_keeping_nan_bits(v)
+            elif isinstance(v, np.floating) and v != v:
+                v = _floats_keeping_nan_bits(np.asarray(v))
             else:
                 v = v.item()
             out[f.name] = v
@@ -134,9 +150,18 @@ class Ragged:
         return out
 
     def records(self) -> list[dict]:
-        """Every record as a dict (the list form)."""
+        """Every record as a dict (the list form).  A NaN float keeps its bit
+        pattern (``F32NaN``/``F64NaN``, as the decoder gives it): through a Python
+        float a signalling NaN would come back quiet, one bit changed."""
         plan = self._storage.plan
         fixed = self.rows.tolist()
+        for col, f in enumerate(plan.fixed):
+            a = self.rows[f.name]
+            if a.dtype.base.kind == "f" and np.isnan(a).any():
+                for i in np.flatnonzero(np.isnan(a).reshape(len(a), -1).any(axis=1)):
+                    row = list(fixed[i])
+                    row[col] = _floats_keeping_nan_bits(a[i])
+                    fixed[i] = tuple(row)
         per = [self.split(f.name) for f in plan.var]
         present = [plan.present(f, self.rows) for f in plan.var]
         out = []
