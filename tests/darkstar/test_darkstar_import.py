@@ -232,7 +232,7 @@ def test_version_option_and_refusals():
         DTS.from_scene(s, version=6)
     with pytest.raises(FormatError, match="no triangle geometry"):
         DTS.from_scene(Scene(name="empty"))
-    assert [o.name for o in DTS.import_options] == ["version", "details"]
+    assert [o.name for o in DTS.import_options] == ["version", "details", "palette"]
 
 
 # ---- a Blender-shaped scene ------------------------------------------------------------
