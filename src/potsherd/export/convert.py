@@ -281,8 +281,6 @@ def _import_codec(target: str) -> Any:
 
 
 def _can_reach(path: str, target: str) -> bool:
-    if _is_gltf_name(path):
-        return target not in GLTF_TARGETS and _import_codec(target) is not None
     """Whether any codec claiming this extension can produce ``target``."""
     from .. import registry
     cands = registry.codecs_claiming(path)
@@ -302,10 +300,11 @@ def plan_folder_walk(src_dir: str, dst_dir: str, target: str) -> tuple:
     ``(plan, skipped, walk_notes)`` with walk notes ``(path, reason, is_error)``."""
     from .. import registry
     jobs, skipped, notes = [], [], []
-    imports = target not in GLTF_TARGETS and _import_codec(target) is not None
+    # (a game-format target that imports: the tree's glTF files are walked too)
+    import_codec = _import_codec(target) if target not in GLTF_TARGETS else None
 
     def wanted(path: str) -> bool:
-        return registry.known_extension(path) or (imports and _is_gltf_name(path))
+        return registry.known_extension(path) or (import_codec is not None and _is_gltf_name(path))
     for entry in api.walk_inputs([src_dir], wanted):
         if entry.error is not None:
             notes.append((entry.path, entry.error, True))
@@ -314,12 +313,12 @@ def plan_folder_walk(src_dir: str, dst_dir: str, target: str) -> tuple:
             notes.append((entry.path, entry.skipped, False))
             continue
         src = entry.path
-        if not _can_reach(src, target):
+        if not (_is_gltf_name(src) or _can_reach(src, target)):   # (glTF: walked only to import)
             skipped.append((src, f"no {target} conversion for this format"))
             continue
         jobs.append(src)
     out_ext = "." + target if target in GLTF_TARGETS else None
-    import_ext = _import_codec(target).extensions[0] if imports else None
+    import_ext = import_codec.extensions[0] if import_codec is not None else None
 
     def dst_of(src: str) -> tuple:
         stem, ext = os.path.splitext(os.path.relpath(src, src_dir))
