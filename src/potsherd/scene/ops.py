@@ -19,6 +19,7 @@ from .xform import quat_normalize, quat_slerp, trs_to_matrix
 
 __all__ = ["local_matrix", "world_matrices", "frame_times", "sample_channel",
            "sample_node_trs", "skin_matrices", "TriangleSet", "triangle_sets",
+           "default_morph_weights", "morphed",
            "split_by_dominant_joint", "weld_primitive"]
 
 
@@ -179,8 +180,7 @@ def triangle_sets(scene: Scene, *, world: Optional[np.ndarray] = None) -> list:
         if nd.mesh is None:
             continue
         mesh = scene.meshes[nd.mesh]
-        default = nd.extras.get("morphWeights")
-        default = mesh.weights if default is None else default
+        default = default_morph_weights(nd, mesh)
         for pi, p in enumerate(mesh.primitives):
             if p.mode != 4:
                 skipped += 1
@@ -190,7 +190,7 @@ def triangle_sets(scene: Scene, *, world: Optional[np.ndarray] = None) -> list:
                 np.asarray(p.indices, dtype=np.int64).reshape(-1)
             idx = idx[:len(idx) - len(idx) % 3]
             nrm = None if p.normals is None else np.asarray(p.normals, dtype=np.float64)
-            pos, nrm = _morphed(p, default, pos, nrm)
+            pos, nrm = morphed(p, default, pos, nrm)
             skinned = nd.skin is not None and p.joints is not None and p.weights is not None
             if skinned:
                 mats = skin_matrices(scene, nd.skin, world)
@@ -226,10 +226,18 @@ def triangle_sets(scene: Scene, *, world: Optional[np.ndarray] = None) -> list:
     return out
 
 
-def _morphed(p: Primitive, weights: Any, pos: np.ndarray, nrm: Optional[np.ndarray]
-             ) -> tuple:
-    """``pos`` and ``nrm`` plus each target's deltas times its default weight
-    (unchanged when there are no targets or every weight is 0)."""
+def default_morph_weights(node: Node, mesh: Any) -> Any:
+    """The weights a viewer holds ``node``'s morph targets at when nothing
+    animates them: the node's own, else the mesh's (None when neither says)."""
+    w = node.extras.get("morphWeights")
+    return mesh.weights if w is None else w
+
+
+def morphed(p: Primitive, weights: Any, pos: np.ndarray,
+            nrm: Optional[np.ndarray] = None) -> tuple:
+    """(``pos``, ``nrm``) plus each target's deltas times its weight: the shape
+    at those weights (unchanged when there are no targets or every weight is
+    0; a target of another length than ``pos`` adds nothing)."""
     if not p.targets or weights is None:
         return pos, nrm
     w = np.asarray(weights, dtype=np.float64).reshape(-1)[:len(p.targets)]
@@ -237,12 +245,13 @@ def _morphed(p: Primitive, weights: Any, pos: np.ndarray, nrm: Optional[np.ndarr
         return pos, nrm
     pos = pos.copy()
     nrm = None if nrm is None else nrm.copy()
+    n = len(pos)
     for t, wk in zip(p.targets, w):
         if not wk:
             continue
-        if t.positions is not None:
+        if t.positions is not None and len(t.positions) == n:
             pos += wk * np.asarray(t.positions, dtype=np.float64)
-        if nrm is not None and t.normals is not None:
+        if nrm is not None and t.normals is not None and len(t.normals) == n:
             nrm += wk * np.asarray(t.normals, dtype=np.float64)
     return pos, nrm
 

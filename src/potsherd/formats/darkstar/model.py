@@ -29,6 +29,7 @@ import numpy as np
 
 from ...scene import (Z_UP_Y_FORWARD_TO_GLTF, Scene, decompose_matrix,
                       quat_normalize, quat_slerp, trs_to_matrix)
+from ...scene.ops import default_morph_weights, morphed
 from .skinning import world_matrices
 
 #: glTF world -> shape world (the wrap rotation is a half turn: its own inverse)
@@ -143,8 +144,7 @@ def _geometry_pieces(scene: Scene, worlds: list, warnings: list) -> dict[int, li
         # Zero weights keep the targets as mesh frames (the export's own form).
         rest_weights = None
         if "weights" not in animated.get(hi, ()):
-            w = node.extras.get("morphWeights")
-            w = mesh.weights if w is None else w
+            w = default_morph_weights(node, mesh)
             if w is not None and np.any(np.asarray(w, np.float64) != 0):
                 rest_weights = w
         skin = scene.skins[node.skin] if node.skin is not None and 0 <= node.skin < len(scene.skins) else None
@@ -161,19 +161,12 @@ def _geometry_pieces(scene: Scene, worlds: list, warnings: list) -> dict[int, li
             if idx.size and (idx.min() < 0 or idx.max() >= n):
                 warnings.append(f"mesh {mesh.name!r} primitive {pi}: indices outside its vertices; skipped")
                 continue
-            deltas = [np.asarray(t.positions, np.float64) if t.positions is not None
-                      and len(t.positions) == n else np.zeros((n, 3)) for t in prim.targets]
-            if deltas and rest_weights is None:      # animated morphs: the mesh frames
-                frames = np.stack([pos] + [pos + d for d, t in zip(deltas, prim.targets)
+            if rest_weights is not None:             # held, unanimated: the one shape
+                frames = morphed(prim, rest_weights, pos)[0][None]
+            else:                                    # the mesh frames
+                frames = np.stack([pos] + [pos + np.asarray(t.positions, np.float64)
+                                           for t in prim.targets
                                            if t.positions is not None and len(t.positions) == n])
-            else:
-                given = np.asarray([] if rest_weights is None else rest_weights,
-                                   np.float64).reshape(-1)[:len(deltas)]
-                shape = pos.copy()
-                for wk, d in zip(given, deltas):
-                    if wk:
-                        shape += wk * d
-                frames = shape[None]
             nrm = (np.asarray(prim.normals, np.float64) if prim.normals is not None
                    and len(prim.normals) == n else np.zeros((n, 3)))
             uv = (np.asarray(prim.uvs[0], np.float64) if prim.uvs and len(prim.uvs[0]) == n
