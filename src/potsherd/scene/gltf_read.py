@@ -251,6 +251,7 @@ class _Reader(GltfAccess):
         game format has one UV set and no transform, and a Blender mapping node
         exports as this extension.  Other slots' transforms cannot share those UVs
         and are only reported."""
+        baked: dict[int, tuple] = {}     # material -> (2x3 matrix, UV set)
         for mi, m in enumerate(scene.materials):
             for attr in ("base_color_texture", "normal_texture", "emissive_texture",
                          "occlusion_texture", "metallic_roughness_texture"):
@@ -264,14 +265,17 @@ class _Reader(GltfAccess):
                     continue
                 tt = ref.extras["KHR_texture_transform"]
                 matrix, texcoord = self.uv_transform(tt, where, ref.texcoord)
-                if matrix is None:
-                    continue
-                ref.texcoord = texcoord
-                for mesh in scene.meshes:
-                    for prim in mesh.primitives:
-                        if prim.material == mi and texcoord < len(prim.uvs):
-                            uv = np.asarray(prim.uvs[texcoord], np.float64)
-                            prim.uvs[texcoord] = (uv @ matrix[:, :2].T + matrix[:, 2]).astype(np.float32)
+                if matrix is not None:
+                    ref.texcoord = texcoord
+                    baked[mi] = (matrix, texcoord)
+        if not baked:
+            return
+        for mesh in scene.meshes:
+            for prim in mesh.primitives:
+                matrix, texcoord = baked.get(prim.material, (None, 0))
+                if matrix is not None and texcoord < len(prim.uvs):
+                    uv = np.asarray(prim.uvs[texcoord], np.float64)
+                    prim.uvs[texcoord] = (uv @ matrix[:, :2].T + matrix[:, 2]).astype(np.float32)
 
     def uv_transform(self, tt: Any, where: str, texcoord: int) -> tuple:
         """(2x3 matrix, UV set) of a KHR_texture_transform: ``T · R · S`` as the
