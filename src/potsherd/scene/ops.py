@@ -19,7 +19,7 @@ from .xform import quat_normalize, quat_slerp, trs_to_matrix
 
 __all__ = ["local_matrix", "world_matrices", "frame_times", "sample_channel",
            "sample_node_trs", "skin_matrices", "TriangleSet", "triangle_sets",
-           "default_morph_weights", "morphed",
+           "base_color_picture", "default_morph_weights", "morphed",
            "split_by_dominant_joint", "weld_primitive"]
 
 
@@ -224,6 +224,27 @@ def triangle_sets(scene: Scene, *, world: Optional[np.ndarray] = None) -> list:
     if skipped:
         scene.warnings.append(f"{skipped} point/line primitive(s) skipped (triangles only)")
     return out
+
+
+def base_color_picture(scene: Scene, material: Any) -> tuple:
+    """(scene image, decoded Pillow image, problem) of a material's base colour
+    texture, for importers that turn it into a game texture: ``(None, None,
+    None)`` when it has none; the picture and None when it decodes; else None
+    and the problem (``"not embedded"``, or the decoder's message)."""
+    ref = material.base_color_texture if material is not None else None
+    if ref is None or not 0 <= ref.image < len(scene.images):
+        return None, None, None
+    img = scene.images[ref.image]
+    if img.data is None:
+        return img, None, "not embedded"
+    import io
+    from PIL import Image as PILImage
+    try:
+        pic = PILImage.open(io.BytesIO(img.data))
+        pic.load()
+    except Exception as e:  # noqa: BLE001 - Pillow raises many kinds
+        return img, None, str(e)
+    return img, pic, None
 
 
 def default_morph_weights(node: Node, mesh: Any) -> Any:

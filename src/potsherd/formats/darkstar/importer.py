@@ -196,8 +196,8 @@ def texture_bitmaps(scene: Scene, palette: str | None) -> list:
                               f"({', '.join(names[:3])}{', ...' if len(names) > 3 else ''}): give "
                               "--option palette=FILE (.ppl/.pal) to write them as the game's bitmaps")
         return []
-    import io
     from PIL import Image as PILImage
+    from ...scene.ops import base_color_picture
     from .phoenix import BMP, palette_colors
     from .textures import image_to_bitmap, load_palette_doc
     colors = palette_colors(load_palette_doc(palette))
@@ -207,16 +207,11 @@ def texture_bitmaps(scene: Scene, palette: str | None) -> list:
         if name.lower() in done:
             continue
         done.add(name.lower())
-        ref = m.base_color_texture
-        img = scene.images[ref.image] if 0 <= ref.image < len(scene.images) else None
-        if img is None or img.data is None:
-            scene.warnings.append(f"{name}: the image is not embedded; not written")
-            continue
-        try:
-            pic = PILImage.open(io.BytesIO(img.data))
-            pic.load()
-        except Exception as e:  # noqa: BLE001 - Pillow raises many kinds
-            scene.warnings.append(f"{name}: the image cannot be read ({e}); not written")
+        img, pic, problem = base_color_picture(scene, m)
+        if pic is None:
+            scene.warnings.append(f"{name}: the image is not embedded; not written"
+                                  if img is None or img.data is None else
+                                  f"{name}: the image cannot be read ({problem}); not written")
             continue
         w, h = pic.size
         pw, ph = (min(4096, 1 << max(n - 1, 0).bit_length()) for n in (w, h))

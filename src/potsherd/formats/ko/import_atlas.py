@@ -30,6 +30,7 @@ import math
 import numpy as np
 
 from ...scene import Image, Material, Scene, TextureRef
+from ...scene.ops import base_color_picture
 from .import_base import ImportError_
 
 MAX_TILES = 8
@@ -49,15 +50,10 @@ def _linear_to_srgb(c: np.ndarray) -> np.ndarray:
 def _picture(scene: Scene, mat: Material | None, limit: int) -> np.ndarray | None:
     """The material's base colour texture as RGBA floats (factor applied), at
     most ``limit`` pixels a side, or None when it has no readable embedded image."""
-    ref = mat.base_color_texture if mat is not None else None
-    if ref is None or not 0 <= ref.image < len(scene.images) or scene.images[ref.image].data is None:
+    pic = base_color_picture(scene, mat)[1]
+    if pic is None:      # (none, or unreadable: the atlas cell is the colour)
         return None
     from PIL import Image as PILImage
-    try:
-        pic = PILImage.open(io.BytesIO(scene.images[ref.image].data))
-        pic.load()
-    except Exception:  # noqa: BLE001 - Pillow raises many kinds; texture_file reports it
-        return None
     if max(pic.size) > limit:       # (memory stays near one atlas, whatever the images)
         pic = pic.convert("RGBA")
         pic.thumbnail((limit, limit), PILImage.LANCZOS)

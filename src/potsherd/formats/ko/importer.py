@@ -34,7 +34,6 @@ kept around the new data.
 from __future__ import annotations
 
 import copy
-import io
 import os
 from typing import Any
 
@@ -45,7 +44,7 @@ from ...core.layout import Ragged
 from ...core.values import RawString
 from ...document import Document
 from ...scene import Scene, compute_normals, weld
-from ...scene.ops import triangle_sets, world_matrices
+from ...scene.ops import base_color_picture, triangle_sets, world_matrices
 from ...scene.xform import mirror_x
 from .text import CP_DEFAULT, text
 from .pmgen import build_progressive, replay
@@ -421,21 +420,15 @@ def texture_file(scene: Scene, material: int | None, stem: str,
     """The material's base colour image as an NTF .dxt document, or None."""
     if material is None or not 0 <= material < len(scene.materials):
         return None
-    ref = scene.materials[material].base_color_texture
-    if ref is None or not 0 <= ref.image < len(scene.images):
+    img, pic, problem = base_color_picture(scene, scene.materials[material])
+    if img is None:
         return None
-    img = scene.images[ref.image]
-    if img.data is None:
-        scene.warnings.append(f"texture {img.name or img.uri!r}: not embedded; not converted")
+    if pic is None:
+        scene.warnings.append(f"texture {img.name or img.uri!r}: not embedded; not converted"
+                              if img.data is None else
+                              f"texture {img.name!r}: cannot be read ({problem}); not converted")
         return None
     from .textures_encode import encode_ntf
-    from PIL import Image as PILImage
-    try:
-        pic = PILImage.open(io.BytesIO(img.data))
-        pic.load()
-    except Exception as e:  # noqa: BLE001 - Pillow raises many kinds
-        scene.warnings.append(f"texture {img.name!r}: cannot be read ({e}); not converted")
-        return None
     rec = encode_ntf(pic, stem, encrypt=bool(options.get("encrypt")), warnings=scene.warnings)
     return f"{stem}.dxt", Document("dxt", rec, {}, b"", [], {"text_encoding": CP_DEFAULT})
 
