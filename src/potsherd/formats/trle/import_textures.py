@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from ...scene.ops import base_color_picture
 from . import model
 from .moveables import _pack_textures
 from .import_bounds import ImportRefused, MAX_BAKED
@@ -40,18 +41,11 @@ class _Textures:
         if ref is None or not 0 <= ref.image < len(self.scene.images):
             return None, tuple(mat.base_color)
         if ref.image not in self.images:
-            img = self.scene.images[ref.image]
-            arr = None
-            if img.data:
-                import io
-                from PIL import Image
-                try:
-                    with Image.open(io.BytesIO(img.data)) as pil:
-                        arr = np.asarray(pil.convert("RGBA"))
-                except Exception:  # noqa: BLE001 - any undecodable image is reported
-                    self.warnings.append(f"image {ref.image} could not be decoded; "
-                                         "its polygons use the base colour")
-            self.images[ref.image] = arr
+            img, pic, _ = base_color_picture(self.scene, mat)
+            if pic is None and img.data:        # (undecodable; no data at all is silent)
+                self.warnings.append(f"image {ref.image} could not be decoded; "
+                                     "its polygons use the base colour")
+            self.images[ref.image] = None if pic is None else np.asarray(pic.convert("RGBA"))
         return self.images[ref.image], tuple(mat.base_color)
 
     def carried_index(self, material: int | None, uv: np.ndarray) -> tuple[int, tuple] | None:
