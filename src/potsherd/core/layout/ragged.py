@@ -36,6 +36,7 @@ import numpy as np
 from ..errors import EncodeError, FormatError, LimitError, TruncatedError
 from ..expr import Scope, references, split_operator
 from ..stream import Reader, Writer
+from ..values import f32_from_bits, f64_from_bits
 from .arrays import Array, encode_each
 from .jsonio import JsonCtx, _jerr, _np_from_json, _np_to_json, table_from_columns
 from .records import Record
@@ -44,16 +45,15 @@ from .tables import records_from_json
 
 
 def _floats_keeping_nan_bits(a: np.ndarray) -> Any:
-    """``a.tolist()``, with each NaN as the F32NaN/F64NaN of its own bits."""
-    from ..values import F32NaN, F64NaN
+    """``a.tolist()``, with each NaN as the document value of its own bits
+    (``values.f32_from_bits``/``f64_from_bits``: an F32NaN/F64NaN)."""
     a = np.asarray(a)
     if a.dtype.kind != "f" or not np.isnan(a).any():
         return a.tolist()
-    box, bits = (F32NaN, np.uint32) if a.dtype.itemsize == 4 else (F64NaN, np.uint64)
+    from_bits, bits = (f32_from_bits, np.uint32) if a.dtype.itemsize == 4 else (f64_from_bits, np.uint64)
     out = a.astype(object)
     nan = np.isnan(a)
-    raw = np.ascontiguousarray(a).view(bits)
-    out[nan] = [box(int(b)) for b in raw[nan]]
+    out[nan] = [from_bits(int(b)) for b in np.ascontiguousarray(a).view(bits)[nan]]
     return out.tolist()
 
 
