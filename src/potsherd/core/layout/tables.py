@@ -165,7 +165,6 @@ class ColumnJson:
         raise NotImplementedError
 
 
-
 def records_from_json(item: Record, o: list, ctx: JsonCtx, jpath: str, build: Any) -> Any:
     """A column-wise value (table, ragged table) from its JSON as a list of
     one object per record (easier to write by hand): each object loaded as
@@ -176,6 +175,7 @@ def records_from_json(item: Record, o: list, ctx: JsonCtx, jpath: str, build: An
         return build(recs)
     except FormatError as e:
         raise _jerr(e.message, jpath) from None
+
 
 class Table(Array):
     """``count`` fixed records as one numpy structured array (see the module)."""
