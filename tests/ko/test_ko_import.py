@@ -835,3 +835,60 @@ def test_atlas_with_hostile_uvs_and_images_gives_a_file_or_a_format_error():
         assert max(tex["width"], tex["height"]) <= 2048
         made += 1
     assert made > 30 and refused > 5, (made, refused)
+
+
+# ---- material colour: the engine modulates by the diffuse, the glTF by baseColorFactor ---------
+
+def _colours(scene: Scene) -> list:
+    return sorted(tuple(np.round(m.base_color, 6)) for m in scene.materials)
+
+
+@pytest.mark.parametrize("fmt", ["n3chr", "n3cplug"])
+def test_an_untextured_colour_survives_import_and_export(tmp_path, fmt):
+    """An untextured glTF material came back white: the import wrote its colour
+    to the diffuse, but the export did not show the diffuse.  The engine draws an
+    untextured part in its lit diffuse colour (``CN3CPart::Render``)."""
+    sc = rig_scene()
+    sc.materials.append(Material(name="paint", base_color=(0.25, 0.5, 0.75, 1.0)))
+    sc.meshes[0].primitives[0].material = 0
+    files = CODEC[fmt].from_scene(sc, out_name=f"rig.{fmt}")
+    write_all(files, tmp_path)
+    mats = [d.root["material"] for n, d in files if d.format in ("n3cpart", "n3cplug")]
+    assert [m["diffuse"] for m in mats] == [[0.25, 0.5, 0.75, 1.0]]
+    back = export(tmp_path / f"rig.{fmt}", data_root=str(tmp_path))
+    assert _colours(back) == [(0.25, 0.5, 0.75, 1.0)]
+    # and back once more through a glb: the exported extras keep the same diffuse
+    files2 = CODEC[fmt].from_scene(via_glb(back, tmp_path), out_name=f"again.{fmt}")
+    assert [d.root["material"]["diffuse"] for n, d in files2
+            if d.format in ("n3cpart", "n3cplug")] == [[0.25, 0.5, 0.75, 1.0]]
+
+
+def test_an_edited_colour_wins_over_the_exported_material(tmp_path):
+    """Exported n3Material extras keep the whole record, but a colour changed in
+    Blender is the diffuse the new file gets; alpha stays the record's when textured."""
+    path = corpus("Item/1_6901_00_0.n3cplug")
+    src = via_glb(export(path), tmp_path)
+    assert [m.base_color for m in src.materials] == [(1.0, 1.0, 1.0, 1.0)]
+    unedited = dict(CODEC["n3cplug"].from_scene(src, out_name="a.n3cplug"))["a.n3cplug"].root
+    assert unedited["material"] == potsherd.read(path).root["material"]   # the record as it was
+    src.materials[0].base_color = (0.5, 0.25, 0.125, 0.5)
+    edited = dict(CODEC["n3cplug"].from_scene(src, out_name="b.n3cplug"))["b.n3cplug"].root
+    assert edited["material"]["diffuse"] == [0.5, 0.25, 0.125, 1.0]
+    assert {k: v for k, v in edited["material"].items() if k != "diffuse"} == \
+        {k: v for k, v in unedited["material"].items() if k != "diffuse"}
+
+
+def test_base_colour_of_an_n3_material_follows_its_texture_stage():
+    from potsherd.formats.ko.scene import n3_base_color
+    m = {"diffuse": [0.5, 0.25, 2.0, 0.5], "colorOp": 4, "colorArg1": 0, "colorArg2": 2}
+    assert n3_base_color(m, textured=False, stage_from_file=False) == (0.5, 0.25, 1.0, 0.5)
+    assert n3_base_color(m, textured=True, stage_from_file=False) == (0.5, 0.25, 1.0, 1.0)
+    assert n3_base_color(m, textured=True, stage_from_file=True) == (0.5, 0.25, 1.0, 1.0)
+    x2 = dict(m, colorOp=5)                                      # MODULATE2X
+    assert n3_base_color(x2, textured=True, stage_from_file=True) == (1.0, 0.5, 1.0, 1.0)
+    assert n3_base_color(x2, textured=True, stage_from_file=False) == (0.5, 0.25, 1.0, 1.0)
+    select = dict(m, colorOp=2, colorArg1=2)                     # SELECTARG1 TEXTURE
+    assert n3_base_color(select, textured=True, stage_from_file=True) == (1.0, 1.0, 1.0, 1.0)
+    assert n3_base_color(select, textured=False, stage_from_file=True) == (0.5, 0.25, 1.0, 0.5)
+    nan = {"diffuse": [None, 0.5, -1.0, 1.0]}                    # non-finite and out of range
+    assert n3_base_color(nan, textured=False, stage_from_file=False) == (1.0, 0.5, 0.0, 1.0)

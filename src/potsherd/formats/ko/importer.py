@@ -46,6 +46,7 @@ from ...document import Document
 from ...scene import Scene, compute_normals, weld
 from ...scene.ops import base_color_picture, triangle_sets, world_matrices
 from ...scene.xform import mirror_x
+from .scene import n3_base_color
 from .text import CP_DEFAULT, text
 from .pmgen import build_progressive, replay
 from .wire import record_table
@@ -387,7 +388,10 @@ def _skins_doc(scene: Scene, geo: Geometry, like: Document | None, options: dict
 
 def material_record(scene: Scene, index: int | None, like: dict | None = None) -> dict:
     """An N3 material: the original's when given, else from the glTF material
-    (its exported ``n3Material`` extras first)."""
+    (its exported ``n3Material`` extras first).  The diffuse colour is the
+    ``baseColorFactor``, which the engine modulates the texture by; exported
+    extras keep their own diffuse while the factor is still the one the export
+    derived from it (:func:`.scene.n3_base_color`), so an edited colour wins."""
     if like is not None:
         return copy.deepcopy(like)
     out = copy.deepcopy(DEFAULT_MATERIAL)
@@ -402,6 +406,11 @@ def material_record(scene: Scene, index: int | None, like: dict | None = None) -
                 out[k] = [float(x) if x is not None else 0.0 for x in v]
             elif isinstance(v, (int, float)):
                 out[k] = type(out[k])(v)
+        textured = mat.base_color_texture is not None
+        shown = n3_base_color(n3, textured, stage_from_file=False)
+        if not np.allclose(np.asarray(mat.base_color, np.float64), shown, rtol=0, atol=1e-6):
+            out["diffuse"] = [float(x) for x in mat.base_color[:3]] + [
+                out["diffuse"][3] if textured else float(mat.base_color[3])]
         return out
     flags = 0
     if mat.alpha_mode == "BLEND":

@@ -62,6 +62,35 @@ class UnresolvedReferencesError(FormatError):
     missing_references = True
 
 
+# D3DTEXTUREOP and D3DTA values of a material's texture stage (d3d9types.h)
+D3DTOP_MODULATE, D3DTOP_MODULATE2X, D3DTOP_MODULATE4X = 4, 5, 6
+D3DTA_DIFFUSE, D3DTA_CURRENT = 0, 1
+
+
+def n3_base_color(n3: dict, textured: bool, stage_from_file: bool) -> tuple[float, ...]:
+    """The glTF ``baseColorFactor`` an N3 material shows as: its diffuse colour.
+
+    The engine draws a part with lighting on the material, so an untextured part
+    is its diffuse colour and a textured one is the texture modulated by it
+    (``CN3CPart::Render``: MODULATE of TEXTURE and DIFFUSE).  Shapes take the
+    stage from the file instead (``CN3SPart::Render``); a texture stage that does
+    not modulate by the diffuse shows the texture alone (factor 1).  Textured
+    alpha is the texture's (D3D's default alpha stage), so the factor's is 1.
+    Non-finite values count as 1, values are clamped to [0, 1]."""
+    d = [1.0 if v is None else min(max(float(v), 0.0), 1.0)
+         for v in (list(n3.get("diffuse") or []) + [1.0] * 4)[:4]]
+    if not textured:
+        return tuple(d)
+    scale = 1.0
+    if stage_from_file:
+        op, a1, a2 = n3.get("colorOp"), n3.get("colorArg1"), n3.get("colorArg2")
+        if op not in (D3DTOP_MODULATE, D3DTOP_MODULATE2X, D3DTOP_MODULATE4X) or not (
+                {a1, a2} & {D3DTA_DIFFUSE, D3DTA_CURRENT}):
+            return (1.0, 1.0, 1.0, 1.0)
+        scale = float(1 << (op - D3DTOP_MODULATE))
+    return tuple(min(v * scale, 1.0) for v in d[:3]) + (1.0,)
+
+
 def _finite(values: Any) -> list:
     """JSON-safe floats for extras (non-finite values become None)."""
     return [float(v) if np.isfinite(v) else None for v in np.asarray(values, np.float64).ravel()]
@@ -158,8 +187,10 @@ class Materials:
         self.images[key] = self.scene.add_image(image)
         return self.images[key]
 
-    def get(self, mat: dict | None, texture: Any, name: str) -> int:
-        key = (id(mat), text(texture).lower())
+    def get(self, mat: dict | None, texture: Any, name: str, stage_from_file: bool = False) -> int:
+        """The scene material of an N3 material record and texture name;
+        ``stage_from_file`` for shapes, whose texture stage is the record's."""
+        key = (id(mat), text(texture).lower(), stage_from_file)
         if key in self.cache:
             return self.cache[key]
         out = Material(name=name)
@@ -187,6 +218,9 @@ class Materials:
             img = self.image(texture)
             if img is not None:
                 out.base_color_texture = TextureRef(image=img)
+        if mat is not None:
+            out.base_color = n3_base_color(out.extras["n3Material"],
+                                           out.base_color_texture is not None, stage_from_file)
         self.cache[key] = self.scene.add_material(out)
         return self.cache[key]
 
@@ -562,7 +596,7 @@ def add_shape(scene: Scene, resolver: Resolver, mats: Materials, r: dict,
     for n, part in enumerate(r["parts"]):
         textures = [text(x) for x in part["textures"]]
         mat = mats.get(part["material"], part["textures"][0] if part["textures"] else b"",
-                       f"part{n}")
+                       f"part{n}", stage_from_file=True)
         node = scene.add_node(name=text(part["mesh"]) or f"part{n}", parent=root,
                               translation=mirror_x(np.asarray(part["pivot"], np.float64)).tolist(),
                               extras={"textures": textures,
