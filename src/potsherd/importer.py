@@ -5,7 +5,7 @@ The plumbing is the same for every family: read the glTF into the neutral
 :class:`~potsherd.scene.Scene`, pick the target codec (``--to`` or OUT's
 extension), check the family options against the codec's declared
 ``import_options``, call ``codec.from_scene(scene, like=..., out_name=...,
-**options)``, encode every document it returns, and only then write them,
+out_dir=..., **options)``, encode every document it returns, and only then write them,
 each atomically, the companions first and OUT last (so a failed import
 leaves no half set and an interrupted one no OUT).
 """
@@ -102,8 +102,9 @@ def scene_to_files(scene: Any, dst: str | os.PathLike, codec: Codec, *,
     except ValueError as e:
         raise OptionError(str(e)) from None
     from_scene = codec.from_scene
+    folder = os.path.dirname(os.path.abspath(dst))
     try:
-        result = from_scene(scene, like=like, out_name=os.path.basename(dst), **opts)
+        result = from_scene(scene, like=like, out_name=os.path.basename(dst), out_dir=folder, **opts)
     except FormatError:
         raise
     except NotImplementedError as e:
@@ -121,7 +122,6 @@ def scene_to_files(scene: Any, dst: str | os.PathLike, codec: Codec, *,
     else:
         raise SceneImportError(f"{codec.name} from_scene returned {type(result).__name__}, "
                                "not a Document or a list of (name, Document)")
-    folder = os.path.dirname(os.path.abspath(dst))
     encoded = []
     for i, item in enumerate(pairs):
         if not (isinstance(item, tuple) and len(item) == 2 and isinstance(item[1], Document)):

@@ -77,11 +77,12 @@ class Codec:
 
     Optional features are declared, not guessed: ``to_scene`` / ``from_scene``
     are ``None`` on codecs without glTF export / import.  A codec with import
-    implements ``from_scene(scene, *, like=None, out_name="", **options)``
-    returning a :class:`Document`, or a list of ``(file name, Document)`` pairs
-    when the format is several files (the first is the output itself; the
-    others are written beside it); lossy choices are appended to
-    ``scene.warnings``.
+    implements ``from_scene(scene, *, like=None, out_name="", out_dir="",
+    **options)`` returning a :class:`Document`, or a list of ``(file name,
+    Document)`` pairs when the format is several files (the first is the output
+    itself; the others are written beside it); lossy choices are appended to
+    ``scene.warnings``.  ``out_dir`` is the folder the files go to ("" when
+    they are not written), for codecs that look at the game tree around them.
     """
 
     name: str = ""

@@ -502,6 +502,37 @@ def test_a_shape_key_held_at_a_weight_is_the_imported_mesh(tmp_path):
     assert _drawn_height(anim, tmp_path, 0, 1.0) == pytest.approx(2.0, abs=0.02)
 
 
+def test_without_a_palette_option_the_game_trees_first_palette_writes_missing_bitmaps(tmp_path):
+    """Imported into a game folder, the shape's textures become bitmaps in the
+    first palette found there, as the export picks one; a bitmap of the same name
+    already there (any case) is the game's and is kept.  A folder without a
+    palette gets the shape alone and the warning that asks for one."""
+    from export_scenes import textured_quad_scene
+    from potsherd.formats.darkstar.world_examples import pl98_bytes
+    glb = tmp_path / "quad.glb"
+    write_glb(textured_quad_scene(), glb)
+    game = tmp_path / "game"
+    game.mkdir()
+    (game / "world.ppl").write_bytes(pl98_bytes())
+    named = DTS.from_scene(textured_quad_scene(), out_name="quad.dts",
+                           palette=str(game / "world.ppl"))
+    res = potsherd.import_gltf(glb, game / "quad.dts")
+    assert (game / "checker.bmp").read_bytes() == named[1][1].encode()
+    assert sorted(Path(p).name for p, _ in res["files"]) == ["checker.bmp", "quad.dts"]
+    assert any("palette " + str(game / "world.ppl") in w for w in res["warnings"])
+    (game / "checker.bmp").unlink()
+    (game / "CHECKER.BMP").write_bytes(b"the game's own")
+    res = potsherd.import_gltf(glb, game / "quad.dts")
+    assert (game / "CHECKER.BMP").read_bytes() == b"the game's own"
+    assert not (game / "checker.bmp").exists()
+    assert any("1 bitmap(s) already there kept (checker.bmp)" in w for w in res["warnings"])
+    bare = tmp_path / "bare"                                     # the control: no palette
+    bare.mkdir()
+    res = potsherd.import_gltf(glb, bare / "quad.dts")
+    assert sorted(p.name for p in bare.iterdir()) == ["quad.dts"]
+    assert any("checker.bmp" in w and "palette=FILE" in w for w in res["warnings"])
+
+
 def test_textures_are_written_as_the_game_bitmaps_with_a_palette(tmp_path):
     """With ``palette=`` the shape's (and a material list's) textures are written
     beside it as Phoenix bitmaps drawn with that palette: power-of-two sides, a

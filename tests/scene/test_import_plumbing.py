@@ -38,8 +38,8 @@ class ToyCodec(Codec):
             raise EncodeError("toy cannot encode this")
         return json.dumps(doc.root, sort_keys=True).encode()
 
-    def from_scene(self, scene, *, like=None, out_name="", **options):
-        self.calls.append((out_name, options, like))
+    def from_scene(self, scene, *, like=None, out_name="", out_dir="", **options):
+        self.calls.append((out_name, options, like, out_dir))
         if options.get("tag") == "boom":
             raise KeyError("a bug")
         if options.get("tag") == "bad":
@@ -84,6 +84,7 @@ def test_api_import(toy, glb, tmp_path):
     assert json.loads(out.read_text()) == {"tris": 24, "scale": 0.5, "nodes": 4, "like": None}
     assert summary["format"] == "toy" and summary["warnings"] == ["toy keeps only counts"]
     assert toy.calls[0][:2] == ("o.toy", {"scale": 0.5, "tag": "x"})   # typed as declared
+    assert toy.calls[0][3] == str(out.parent)                       # the folder written to
     assert summary["files"] == [(str(out), out.stat().st_size)]
 
 

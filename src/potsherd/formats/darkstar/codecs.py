@@ -167,16 +167,18 @@ class ShapeCodec(DarkstarCodec):
                "(default: the export's sizes, else 1); a glTF of one level gets the coarser ones "
                "made by vertex clustering", None),
         Option("palette", str, "palette (.ppl/.pal or ARCHIVE::member) to write the textures "
-               "as the game's bitmaps beside the shape (without it they are named only)", None),
+               "as the game's bitmaps beside the shape (default: the first found in the "
+               "output's game tree, writing only bitmaps not there yet; without any, they are "
+               "named only)", None),
     )
 
     def from_scene(self, scene: Any, *, like: Document | None = None, out_name: str = "",
-                   **options: Any) -> Any:
+                   out_dir: str = "", **options: Any) -> Any:
         from .importer import shape_from_scene, texture_bitmaps
         opts = _typed(self.import_options, options)
         doc = shape_from_scene(scene, like=like, version=opts.get("version"),
                                details=opts.get("details"))
-        bitmaps = texture_bitmaps(scene, opts.get("palette"))
+        bitmaps = texture_bitmaps(scene, opts.get("palette"), out_dir)
         return [(out_name or "shape.dts", doc), *bitmaps] if bitmaps else doc
 
 
@@ -187,15 +189,17 @@ class MaterialListCodec(DarkstarCodec):
         Option("version", int, "material list version: 2, 3 or 4 (default that of --like, "
                "else 4)", None),
         Option("palette", str, "palette (.ppl/.pal or ARCHIVE::member) to write the textures "
-               "as the game's bitmaps beside the list (without it they are named only)", None),
+               "as the game's bitmaps beside the list (default: the first found in the "
+               "output's game tree, writing only bitmaps not there yet; without any, they are "
+               "named only)", None),
     )
 
     def from_scene(self, scene: Any, *, like: Document | None = None, out_name: str = "",
-                   **options: Any) -> Any:
+                   out_dir: str = "", **options: Any) -> Any:
         from .importer import matlist_from_scene, texture_bitmaps
         opts = _typed(self.import_options, options)
         doc = matlist_from_scene(scene, like=like, version=opts.get("version"))
-        bitmaps = texture_bitmaps(scene, opts.get("palette"))
+        bitmaps = texture_bitmaps(scene, opts.get("palette"), out_dir)
         return [(out_name or "materials.dml", doc), *bitmaps] if bitmaps else doc
 
 

@@ -31,6 +31,7 @@ the glTF's animation extras.
 """
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import numpy as np
@@ -180,21 +181,47 @@ def texture_name(m: Any, images: list | None, i: int) -> str:
     return f"material{i}.bmp"
 
 
-def texture_bitmaps(scene: Scene, palette: str | None) -> list:
+def _listed(names: list) -> str:
+    return f"{', '.join(names[:3])}{', ...' if len(names) > 3 else ''}"
+
+
+def texture_bitmaps(scene: Scene, palette: str | None, out_dir: str = "") -> list:
     """``[(file name, Document)]``: each textured material's image as the Phoenix
     bitmap its material list names (:func:`texture_name`), drawn with
     ``palette`` (a .ppl/.pal file or ``ARCHIVE::member``).  The bitmaps have
     power-of-two sides (resized with a warning, as the engine's textures are)
-    and a full mip chain.  Without a palette nothing is written: each texture is
-    named and warned about, because the colours depend on the world's palette."""
+    and a full mip chain.
+
+    Without a palette, the first one in the game tree of ``out_dir`` is used,
+    as the export picks one (:func:`.textures.choose_palette`); the game's own
+    bitmaps there are not replaced by this guess, only missing ones written.
+    With no palette at all nothing is written: each texture is named and warned
+    about, because the colours depend on the world's palette."""
     textured = [(i, m) for i, m in enumerate(scene.materials) if m.base_color_texture is not None]
     if not textured:
         return []
+    keep: set = set()
+    if not palette and out_dir:
+        from .textures import find_palettes, search_roots
+        found = find_palettes(search_roots(os.path.join(out_dir, "_")))
+        if found:
+            palette = found[0]
+            try:                            # the engine finds files whatever their case
+                there = {e.lower() for e in os.listdir(out_dir)}
+            except OSError:
+                there = set()
+            keep = {n for n in {texture_name(m, scene.images, i) for i, m in textured}
+                    if n.lower() in there}
+            scene.warnings.append(f"textures written with palette {palette} (the first found in "
+                                  "the game tree; --option palette=FILE to choose)")
+            if keep:
+                scene.warnings.append(f"{len(keep)} bitmap(s) already there kept "
+                                      f"({_listed(sorted(keep))}); name the palette to replace them")
     if not palette:
         names = sorted({texture_name(m, scene.images, i) for i, m in textured})
         scene.warnings.append(f"{len(names)} texture(s) named in the material list, not written "
-                              f"({', '.join(names[:3])}{', ...' if len(names) > 3 else ''}): give "
-                              "--option palette=FILE (.ppl/.pal) to write them as the game's bitmaps")
+                              f"({_listed(names)}): give --option palette=FILE (.ppl/.pal) "
+                              "to write them as the game's bitmaps")
         return []
     from PIL import Image as PILImage
     from ...scene.ops import base_color_picture
@@ -204,7 +231,7 @@ def texture_bitmaps(scene: Scene, palette: str | None) -> list:
     out, done = [], set()
     for i, m in textured:
         name = texture_name(m, scene.images, i)
-        if name.lower() in done:
+        if name.lower() in done or name in keep:
             continue
         done.add(name.lower())
         img, pic, problem = base_color_picture(scene, m)

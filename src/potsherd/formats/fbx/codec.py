@@ -75,7 +75,7 @@ class _FbxCodec(Codec):
     )
 
     def from_scene(self, scene: Any, *, like: Document | None = None, out_name: str = "",
-                   **options: Any) -> Document:
+                   out_dir: str = "", **options: Any) -> Document:
         """The scene as FBX 7.x (this codec's encoding), see :mod:`.writer`."""
         from .writer import scene_to_fbx
         return scene_to_fbx(scene, version=int(options.get("version") or 7400),

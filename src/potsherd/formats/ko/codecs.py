@@ -108,7 +108,7 @@ IMPORT_OPTIONS = {
 
 def _scene_importer(name: str):
     def from_scene(scene: Any, *, like: Document | None = None, out_name: str = "",
-                   **options: Any):
+                   out_dir: str = "", **options: Any):
         from .importer import IMPORTERS  # imported when first used (it is large)
         return IMPORTERS[name](scene, like=like, out_name=out_name, **options)
     from_scene.__doc__ = f"A neutral scene (glTF import) as {name} file(s)."

@@ -83,7 +83,7 @@ class WadCodec(LayoutCodec):
     import_options = IMPORT_OPTIONS
 
     def from_scene(self, scene: Any, *, like: Document | None = None, out_name: str = "",
-                   **options: Any) -> Document:
+                   out_dir: str = "", **options: Any) -> Document:
         """A glTF moveable pasted into a wad: ``like`` (the original wad) with the
         moveable of the same object id replaced (its state machine, commands and
         id kept where the glTF carries none), or a new wad holding only it."""
@@ -196,7 +196,7 @@ class TrwadCodec(LayoutCodec):
     import_options = IMPORT_OPTIONS
 
     def from_scene(self, scene: Any, *, like: Document | None = None, out_name: str = "",
-                   **options: Any) -> Document:
+                   out_dir: str = "", **options: Any) -> Document:
         """A glTF scene as a ``.trwad`` (see :mod:`.importer`); ``like`` (the
         original ``.trwad``) supplies what the glTF does not carry."""
         from ...registry import coerce_options
