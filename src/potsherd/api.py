@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import errno
-import json
 import os
 import stat
 import sys

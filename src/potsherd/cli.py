@@ -20,7 +20,6 @@ from . import __version__, api, families, registry  # noqa: E402
 from .api import UsageError, display_path, parse_params  # noqa: E402
 from .core.errors import FormatError  # noqa: E402
 from .core.plainjson import plain_json  # noqa: E402
-from .core.limits import Limits  # noqa: E402
 
 __all__ = ["main", "build_parser", "UsageError", "parse_params", "read_doc", "iter_inputs"]
 

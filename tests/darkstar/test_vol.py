@@ -150,3 +150,14 @@ def test_tree_lookup_finds_volume_members_within_the_callers_limits(tmp_path):
     small = Limits(max_input=vol.stat().st_size - 1)
     assert find_in_tree("skin.bmp", [str(tmp_path)], small) is None
     assert find_in_tree("loose.bmp", [str(tmp_path)], small) == str(tmp_path / "loose.bmp")
+
+
+def test_textures_of_a_volume_loaded_from_json(tmp_path):
+    """A document from JSON has no read limits: the volume's members are then
+    decoded within the defaults (this raised NameError)."""
+    doc = potsherd.from_json(potsherd.read(we.volume_bytes(), format="vol").to_json("wire"))
+    assert doc.limits is None
+    pal = tmp_path / "world.ppl"
+    pal.write_bytes(we.pl98_bytes())
+    pics = doc.codec.textures(doc, palette=str(pal))
+    assert [(n, p.size) for n, p in pics] == [("wall", (16, 16)), ("roof", (8, 8))]

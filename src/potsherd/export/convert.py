@@ -22,7 +22,7 @@ from typing import Any, Iterator
 from .. import api
 from ..api import UsageError, display_path
 from ..core.errors import FormatError
-from ..core.fileio import atomic_write, remove_temporaries
+from ..core.fileio import remove_temporaries
 from ..errors import NoGeometryError
 
 GLTF_TARGETS = ("glb", "gltf")

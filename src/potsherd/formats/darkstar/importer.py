@@ -43,7 +43,7 @@ from ...scene import Scene, decompose_matrix, quat_normalize
 from ...scene.geometry import weld
 from .geometry import NORMALS, name_text
 from .model import NodeM, ObjectM, ShapeModel, shape_model
-from .pers import BLOCK, LAYOUT
+from .pers import LAYOUT
 from .import_like import keep_unexported, models_match, _like_scenes, _reusable_meshes
 
 QUAT16 = 32767.0

@@ -18,6 +18,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ...core.errors import EncodeError, FormatError, LimitError, TruncatedError, ValueFormatError
+from ...core.limits import DEFAULT_LIMITS
 from ...core.stream import Reader, Writer, cached_struct
 from .tree import need_array, need_bytes, need_dict, need_int, need_list, need_tag
 from .treecodec import TreeCodec

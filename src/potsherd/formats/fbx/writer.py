@@ -407,7 +407,6 @@ class _FbxWriter(AnimationParts):
         cache: dict = {}
         bind_nodes: dict = {}
         for owner in list(self.model_id):
-            node = sc.nodes[owner]
             src = self.mesh_on.get(owner, (owner, None))[0]
             mesh_node = sc.nodes[src]
             if mesh_node.mesh is None:
@@ -616,7 +615,6 @@ class _FbxWriter(AnimationParts):
         """The FBX-space world of the geometry's vertices: identity for a skinned
         mesh written at the root, else the model's world times its folded
         geometric transform."""
-        sc = self.scene
         src, geo = self.mesh_on.get(owner, (owner, None))
         if src == owner:              # glTF: a skinned mesh's node transform is ignored
             return np.eye(4) if owner in self.free_skinned else worlds[owner]

@@ -28,7 +28,6 @@ raw rest of the file).  JSON: every byte blob is a lowercase hex string.
 from __future__ import annotations
 
 import hashlib
-from functools import lru_cache
 from importlib import resources
 from typing import Any
 

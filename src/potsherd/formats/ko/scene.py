@@ -40,7 +40,7 @@ from ... import resolve
 from ...core.errors import FormatError, ValueFormatError
 from ...core.layout import Ragged
 from ...core.limits import Limits
-from ...scene import (Animation, Channel, Image, Material, Mesh, Node, Primitive, Scene, Skin,
+from ...scene import (Animation, Channel, Image, Material, Mesh, Primitive, Scene, Skin,
                       TextureRef, flip_winding, limit_influences, quat_multiply, quat_normalize,
                       quat_slerp, weld)
 from ...scene.xform import mirror_x, mirror_x_matrix, mirror_x_quat

@@ -337,7 +337,7 @@ def _mesh(scene: Any, frame: np.ndarray, to_tr: np.ndarray, parts: list, texture
     inv = np.linalg.inv(frame) @ to_tr
     rot = inv[:3, :3] / np.linalg.norm(inv[:3, :3], axis=0)
     bx = scene.nodes[bone].extras if bone >= 0 else {}
-    corner_pos, corner_uv, corner_key, tri_mat, tri_shaded = [], [], [], [], []
+    corner_pos, corner_uv, corner_key, tri_mat = [], [], [], []
     vertex_keys: dict[tuple, int] = {}
     verts: list[tuple] = []
     normals: list[tuple] = []
