@@ -514,3 +514,88 @@ def test_a_rotated_rigid_node_keeps_its_rotation(animated):
     unit = 1 / 512.0
     assert drawn.shape == (4, 3)
     assert np.abs(np.sort(drawn, axis=0) - np.sort(want, axis=0)).max() <= 2 * unit
+
+
+# --------------------------------------------------------------------------
+# a whole wad's export (every moveable side by side) imported back
+
+
+def _two_moveable_wad() -> Document:
+    """The tiny moveable (object id 47) and a copy of it as HAIR (30) with its
+    vertices moved, so the two differ."""
+    import copy
+    from potsherd.formats.trle.moveables import insert
+    from trle_fixtures import tiny_wad_root
+    t = potsherd.read(tiny_trwad_bytes(), format="trwad").root
+    other = copy.deepcopy(t)
+    other["moveable"]["object_id"] = 30
+    for m in other["meshes"]:
+        m["vertices"] = (np.asarray(m["vertices"]) + 100).astype(np.asarray(m["vertices"]).dtype)
+    root = insert(tiny_wad_root(), other)
+    return potsherd.read(Document("tr4wad", root, {"mesh_pad": 1}).encode(), format="tr4wad")
+
+
+def _whole_wad_round_trip(wad: Document, tmp_path: Path) -> None:
+    raw = wad.encode()
+    scene = _through_glb(wad.codec.to_scene(wad), tmp_path)
+    ids = [int(m["object_id"]) for m in wad.root["moveables"]]
+    assert WAD.from_scene(scene, like=wad).encode() == raw       # unedited: the same wad
+    fresh = WAD.from_scene(scene).root                           # no original: every moveable
+    assert [int(m["object_id"]) for m in fresh["moveables"]] == ids
+    for oid in ids:
+        assert_same_moveable(extract(fresh, oid), extract(wad.root, oid))
+    # each moveable alone, as --option moveable picks it
+    for oid in ids:
+        one = TRWAD.from_scene(scene, moveable=str(oid)).root
+        assert_same_moveable(one, extract(wad.root, oid))
+
+
+def test_a_whole_wads_export_imports_back_moveable_by_moveable(tmp_path):
+    """A wad exports all its moveables side by side; importing that glTF took the
+    first moveable with every other moveable's triangles on its root bone and
+    every animation of the scene, so no moveable came back.  Each is now its own
+    subtree with its own animations, and a wad import pastes every one."""
+    _whole_wad_round_trip(_two_moveable_wad(), tmp_path)
+
+
+def _ancestors(parents: list, i: int) -> list:
+    out = []
+    while i is not None:
+        out.append(i)
+        i = parents[i]
+    return out
+
+
+def test_an_edited_moveable_of_a_whole_wad_export_is_the_only_change(tmp_path):
+    wad = _two_moveable_wad()
+    scene = _through_glb(wad.codec.to_scene(wad), tmp_path)
+    hair = next(i for i, n in enumerate(scene.nodes)
+                if n.extras.get("tr4_moveable", {}).get("object_id") == 30)
+    parents = scene.parents()
+    for n in scene.nodes:                    # HAIR's meshes twice as large
+        joints = scene.skins[n.skin].joints if n.skin is not None else []
+        if n.mesh is not None and hair in _ancestors(parents, joints[0] if joints else
+                                                     scene.nodes.index(n)):
+            for prim in scene.meshes[n.mesh].primitives:
+                prim.positions = prim.positions * np.float32(2.0)
+    new = WAD.from_scene(scene, like=wad).root
+    assert view_from_wad(new, 47) == view_from_wad(wad.root, 47)   # the other one untouched
+    assert triangles(extract(new, 30)) != triangles(extract(wad.root, 30))
+    assert [int(m["object_id"]) for m in new["moveables"]] == \
+        [int(m["object_id"]) for m in wad.root["moveables"]]
+
+
+def test_a_trwad_from_a_whole_wad_export_takes_the_moveable_of_its_original(tmp_path):
+    wad = _two_moveable_wad()
+    scene = _through_glb(wad.codec.to_scene(wad), tmp_path)
+    hair = Document("trwad", extract(wad.root, 30), {"mesh_pad": 0})
+    assert TRWAD.from_scene(scene, like=hair).encode() == hair.encode()
+    assert not any("moveables" in w for w in scene.warnings)
+    first = TRWAD.from_scene(scene).root                         # no original: the first, said
+    assert first["moveable"]["object_id"] == int(wad.root["moveables"][0]["object_id"]) == 30
+    assert any("holds 2 moveables; imported the first, HAIR" in w for w in scene.warnings)
+
+
+@pytest.mark.skipif(not CORPUS.is_dir(), reason="shared tr4wad corpus not present")
+def test_the_corpus_wad_exported_whole_imports_back_byte_exact(tmp_path):
+    _whole_wad_round_trip(potsherd.read(str(WADS[1])), tmp_path)

@@ -86,7 +86,11 @@ class WadCodec(LayoutCodec):
                    out_dir: str = "", **options: Any) -> Document:
         """A glTF moveable pasted into a wad: ``like`` (the original wad) with the
         moveable of the same object id replaced (its state machine, commands and
-        id kept where the glTF carries none), or a new wad holding only it."""
+        id kept where the glTF carries none), or a new wad holding only it.
+
+        A glTF of several moveables (a whole wad's export) pastes each of them,
+        unless ``moveable=`` picks one; with ``like``, those the glTF left
+        unchanged stay as they were, so an unedited round trip is the wad."""
         from ...registry import coerce_options
         from .importer import from_scene
         from .moveables import empty_wad, extract, insert, view_from_trwad
@@ -94,6 +98,27 @@ class WadCodec(LayoutCodec):
         base = like.root if like is not None else empty_wad()
         if isinstance(base.get("meshes"), (bytes, bytearray)):
             raise FormatError("the --like wad's mesh blob did not parse; cannot insert into it")
+        held = moveable_ids(scene)
+        if len(held) > 1 and opts.get("moveable") is None:
+            if opts.get("object_id") is not None:
+                raise FormatError(f"object_id names one moveable, and the glTF holds "
+                                  f"{len(held)}: pick one with --option moveable=ID")
+            new, changed = base, 0
+            for oid in held:
+                one = {**opts, "moveable": str(oid)}
+                if oid in {int(m["object_id"]) for m in new["moveables"]}:
+                    original = extract(new, oid)
+                    root = guarded_import(from_scene, scene, like=original, **one)
+                    if like is not None and view_from_trwad(root) == view_from_trwad(original) \
+                            and root["moveable"] == original["moveable"]:
+                        continue
+                else:
+                    root = guarded_import(from_scene, scene, **one)
+                new, changed = insert(new, root), changed + 1
+            if like is not None and not changed:
+                return Document(self.name, base, dict(like.params), like.trailing,
+                                list(like.warnings))
+            return Document(self.name, new, {"mesh_pad": 1}, b"", wad_warnings(new))
         probe = guarded_import(from_scene, scene, **opts)
         oid = int(probe["moveable"]["object_id"])
         ids = [int(m["object_id"]) for m in base["moveables"]]
@@ -109,6 +134,17 @@ class WadCodec(LayoutCodec):
             root = probe
         new = insert(base, root)
         return Document(self.name, new, {"mesh_pad": 1}, b"", wad_warnings(new))
+
+
+def moveable_ids(scene: Any) -> list[int]:
+    """Object ids of the moveables a potsherd export put in ``scene``, in order."""
+    out = []
+    for nd in scene.nodes:
+        mov = nd.extras.get("tr4_moveable") if isinstance(nd.extras, dict) else None
+        if isinstance(mov, dict) and isinstance(mov.get("object_id"), int) \
+                and mov["object_id"] not in out:
+            out.append(mov["object_id"])
+    return out
 
 
 def guarded_import(fn: Any, scene: Any, **kw: Any) -> dict:
@@ -202,6 +238,15 @@ class TrwadCodec(LayoutCodec):
         from ...registry import coerce_options
         from .importer import from_scene
         opts = coerce_options(IMPORT_OPTIONS, options, what="trwad import")
+        held = moveable_ids(scene)
+        if len(held) > 1 and opts.get("moveable") is None:   # a whole wad's export
+            mine = like.root.get("moveable", {}).get("object_id") if like is not None else None
+            pick = mine if mine in held else held[0]
+            opts["moveable"] = str(pick)
+            if pick != mine:
+                scene.warnings.append(
+                    f"the glTF holds {len(held)} moveables; imported the first, "
+                    f"{moveable_name(pick) or pick} (--option moveable=ID picks another)")
         root = guarded_import(from_scene, scene, like=like.root if like is not None else None,
                               **opts)
         return Document(self.name, root, {"mesh_pad": 0}, b"", trwad_warnings(root))

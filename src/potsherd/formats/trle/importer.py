@@ -43,6 +43,7 @@
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any
 
@@ -53,7 +54,7 @@ from ...scene.ops import triangle_sets, world_matrices
 from . import model
 from .moveables import TRWAD_VERSION
 from .import_bounds import FPS, ImportRefused
-from .import_animation import _anim_base, _animations
+from .import_animation import _anim_base, _animations, mov_table
 from .import_animation import euler_yxz, rotation_words  # noqa: F401  (imported from here)
 from .import_textures import _Textures
 
@@ -77,6 +78,7 @@ def from_scene(scene: Any, *, like: Any = None, out_name: str = "", **options: A
     world = world_matrices(scene)
     holder = _pick_holder(scene, options.get("moveable"))
     if holder is not None:
+        scene = _moveable_view(scene, holder)
         to_tr = np.linalg.inv(world[holder])
         hx = scene.nodes[holder].extras
     else:
@@ -176,6 +178,25 @@ def _pick_holder(scene: Any, wanted: Any) -> int | None:
         if int(scene.nodes[i].extras["tr4_moveable"].get("object_id", -1)) == oid:
             return i
     raise ImportRefused(f"the scene holds no moveable with id {oid}")
+
+
+def _moveable_view(scene: Any, holder: int) -> Any:
+    """The scene as one moveable of it sees it: a whole wad's export holds every
+    moveable side by side, and only the animations of ``holder`` (those named in
+    its ``tr4_animations`` table or moving a node below it) are its own.  The
+    scene itself is returned when it holds one moveable."""
+    if sum("tr4_moveable" in nd.extras for nd in scene.nodes) < 2:
+        return scene
+    below, stack = {holder}, [holder]
+    while stack:
+        for c in scene.nodes[stack.pop()].children:
+            if c not in below:
+                below.add(c)
+                stack.append(c)
+    names = set(mov_table(scene.nodes[holder].extras))
+    own = [a for a in scene.animations
+           if a.name in names or any(c.node in below for c in a.channels)]
+    return dataclasses.replace(scene, animations=own)
 
 
 def _bones(scene: Any, holder: int | None) -> tuple[list[int], list[int]]:
@@ -325,7 +346,11 @@ def _meshes(scene: Any, world: np.ndarray, to_tr: np.ndarray, bones: list, frame
             b = int(node)
             while b is not None and b not in position:
                 b = parents[b]
-            k = position.get(b, 0)
+            k = position.get(b)
+            if k is None:
+                if ours:      # another moveable of the same scene (a whole wad's export)
+                    continue
+                k = 0         # a foreign glTF: whatever hangs elsewhere goes to the root bone
             per_bone[k].append((ts, tris[owner_nodes == node]))
     return [_mesh(scene, frames[k], to_tr, parts, textures, ours, bones[k],
                   like["meshes"][k] if like and k < len(like["meshes"]) else None)
