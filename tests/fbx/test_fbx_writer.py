@@ -8,6 +8,7 @@ Blender).
 """
 from __future__ import annotations
 
+import copy
 import json
 import math
 import shutil
@@ -364,6 +365,73 @@ def test_ufbx_skins_a_scaled_armature_like_the_scene(tmp_path):
     other = np.asarray(_ufbx_skinned(path, [2.0])["posed"]["2.0"])
     exp = np.array([_gltf_skinned(scene, 2.0)[tuple(np.round(r, 5))] for r in rest.tolist()])
     assert np.abs(other - exp).max() > 0.1
+
+
+def _bones_under_the_mesh_scene():
+    """The skinned cube as three.js's GLTFExporter lays a SkinnedMesh out: the
+    bones are children of the mesh node, which stands at x = 0.5 and slides
+    on to x = 1 over 2 s.  glTF ignores that node's transform for the mesh
+    itself but applies it to the bones, so the box is drawn at x 0..1."""
+    from potsherd.scene import Channel
+    src = skinned_cube_scene()
+    s = copy.deepcopy(src)
+    old = {n.name: i for i, n in enumerate(src.nodes)}
+    s.nodes = []
+    body = s.add_node(name="body", mesh=0, skin=0, translation=(0.5, 0.0, 0.0))
+    hip = s.add_node(name="hip", parent=body)
+    chest = s.add_node(name="chest", parent=hip, translation=(0.0, 1.0, 0.0))
+    s.roots = [body]
+    moved = {old["hip"]: hip, old["chest"]: chest}
+    for ch in s.animations[0].channels:
+        ch.node = moved[ch.node]
+    s.animations[0].channels.append(Channel(body, "translation", np.array([0.0, 2.0]),
+                                            np.array([[0.5, 0, 0], [1.0, 0, 0]])))
+    s.skins[0].joints = [hip, chest]       # bound as before: the hip's world now adds 0.5
+    s.skins[0].skeleton = hip
+    return s
+
+
+def test_ufbx_skins_bones_under_their_mesh_node_like_the_scene(tmp_path):
+    """The skinned mesh goes to the root with an identity transform, as glTF
+    draws it; its bones lost the mesh node's transform with it (the box came
+    back at x -0.5..0.5).  A Null in the mesh node's place now carries that
+    transform and its animation for the bones."""
+    scene = _bones_under_the_mesh_scene()
+    path = tmp_path / "under.fbx"
+    path.write_bytes(scene_to_fbx(scene).encode())
+    times = [0.0, 1.0, 2.0]
+    got = _ufbx_skinned(path, times)
+    rest = np.asarray(got["rest"])
+    for t in times:
+        want = _gltf_skinned(scene, t)
+        exp = np.array([want[tuple(np.round(r, 5))] for r in rest.tolist()])
+        assert np.abs(np.asarray(got["posed"][str(t)]) - exp).max() <= SKIN_TOL, t
+    at0 = np.array(list(_gltf_skinned(scene, 0.0).values()))
+    assert np.allclose(at0.min(0), [0.0, 0.0, -0.5]) and np.allclose(at0.max(0), [1.0, 2.0, 0.5])
+    # ufbx skins through the clusters' bind matrices, which were right before too; a
+    # reader that follows the node tree (potsherd's, Blender's) drew the box at x
+    # -0.5..0.5 (and Blender imported no mesh at all)
+    back = potsherd.read(path)
+    drawn = np.concatenate([t.positions for t in triangle_sets(back.codec.to_scene(back))])
+    assert np.allclose(drawn.min(0), [0.0, 0.0, -0.5], atol=1e-5)
+    assert np.allclose(drawn.max(0), [1.0, 2.0, 0.5], atol=1e-5)
+
+
+def test_node_morph_weights_are_the_blend_shapes_deform_percent():
+    """A node's morph weights override its mesh's in glTF; FBX wrote the mesh's."""
+    scene = morph_scene()
+    node = next(n for n in scene.nodes if n.mesh is not None)
+    scene.meshes[node.mesh].weights = [0.0, 0.0]
+    node.extras["morphWeights"] = [0.25, 0.5]
+    doc = scene_to_fbx(scene)
+    pct = [float(c.find("DeformPercent").props[0][1]) for c in doc.root.find("Objects").children
+           if c.name == b"Deformer" and c.props[2][1] == b"BlendShapeChannel"]
+    assert pct == [25.0, 50.0]
+    del node.extras["morphWeights"]                       # the control: the mesh's weights
+    doc = scene_to_fbx(scene)
+    pct = [float(c.find("DeformPercent").props[0][1]) for c in doc.root.find("Objects").children
+           if c.name == b"Deformer" and c.props[2][1] == b"BlendShapeChannel"]
+    assert pct == [0.0, 0.0]
 
 
 def test_ufbx_reads_upgraded_files_like_their_sources(converted):

@@ -39,7 +39,7 @@ from ...core.errors import EncodeError
 from ...document import Document
 from ...scene.geometry import compute_normals, weld
 from ...scene.model import Scene
-from ...scene.ops import world_matrices
+from ...scene.ops import default_morph_weights, world_matrices
 from ...scene.xform import (decompose_matrix, mat4_to_gltf, quat_normalize, quat_to_matrix,
                             trs_to_matrix)
 from .model import FbxNode
@@ -69,6 +69,7 @@ class _FbxWriter(AnimationParts):
         self.parent_override: dict = {}
         self.mesh_on: dict = {}           # model node -> (mesh node, geometric TRS or None)
         self.free_skinned: set = set()    # skinned mesh nodes written at the root
+        self.xform_of: dict = {}          # free skinned node -> Null keeping its transform
 
     # objects / connections --------------------------------------------------------
     def add(self, kind: str, node: FbxNode) -> None:
@@ -305,11 +306,33 @@ class _FbxWriter(AnimationParts):
                                              _obj_name(n.name, "NodeAttribute"), _s(sub),
                                              children=attr_kids))
                 self.oo(aid, mid)
+        # A moved skinned mesh node may still parent other nodes (three.js puts the
+        # bones under it): glTF applies its transform to them, so a Null in its
+        # place carries it.
+        for i in sorted(self.free_skinned):
+            if any(c not in self.skip for c in sc.nodes[i].children):
+                nid = self.ids.new()
+                self.xform_of[i] = nid
+                t, r, s = self.local_trs(i)
+                self.add("Model", _n("Model", _l(nid), _obj_name(
+                    f"{sc.nodes[i].name or f'node{i}'}_transform", "Model"), _s("Null"), children=[
+                        _n("Version", _i(232)), _props70(
+                            _p("InheritType", "enum", "", "", _i(1)),
+                            _p_vec("Lcl Translation", "Lcl Translation", "", "A", t),
+                            _p_vec("Lcl Rotation", "Lcl Rotation", "", "A", euler_xyz_degrees(r)),
+                            _p_vec("Lcl Scaling", "Lcl Scaling", "", "A", s)),
+                        _n("Shading", ("C", ord("T"))), _n("Culling", _s("CullingOff"))]))
         for i in self.model_id:
             p = None if i in self.free_skinned else parents[i]
             while p is not None and p in self.skip:
                 p = parents[p]
-            self.oo(self.model_id[i], self.model_id[p] if p is not None else 0)
+            self.oo(self.model_id[i], self.xform_of.get(p, self.model_id.get(p, 0))
+                    if p is not None else 0)
+        for i, nid in self.xform_of.items():
+            p = parents[i]
+            while p is not None and p in self.skip:
+                p = parents[p]
+            self.oo(nid, self.xform_of.get(p, self.model_id.get(p, 0)) if p is not None else 0)
 
     def local_trs(self, i: int) -> tuple:
         n = self.scene.nodes[i]
@@ -413,7 +436,9 @@ class _FbxWriter(AnimationParts):
                 continue
             skin = mesh_node.skin if mesh_node.skin is not None and \
                 0 <= mesh_node.skin < len(sc.skins) else None
-            key = (mesh_node.mesh, skin, owner if skin is not None else None)
+            held = mesh_node.extras.get("morphWeights")     # a node's weights: its own geometry
+            key = (mesh_node.mesh, skin, owner if skin is not None else None,
+                   tuple(map(float, held)) if isinstance(held, (list, tuple)) else None)
             if key not in cache:
                 rec = self.geometry(mesh_node.mesh, skin, owner, worlds, src)
                 cache[key] = rec
@@ -573,7 +598,8 @@ class _FbxWriter(AnimationParts):
         elif skin is not None:
             self.warnings.append(f"mesh {name!r}: primitives without weights; skin not written")
         if ntargets:
-            self.blend_shapes(rec, [d[first] for d in D], mesh, name)
+            self.blend_shapes(rec, [d[first] for d in D], mesh, name,
+                              default_morph_weights(sc.nodes[src], mesh))
         return rec
 
     def skin_deformer(self, rec: dict, skin_index: int, J: np.ndarray, W: np.ndarray,
@@ -645,13 +671,16 @@ class _FbxWriter(AnimationParts):
         self.add("Pose", _n("Pose", _l(pid), _obj_name("BindPose", "Pose"), _s("BindPose"),
                             children=kids))
 
-    def blend_shapes(self, rec: dict, deltas: list, mesh: Any, name: str) -> None:
+    def blend_shapes(self, rec: dict, deltas: list, mesh: Any, name: str,
+                     weights: Any = None) -> None:
+        """A BlendShape with one channel per target, at the weights a glTF
+        viewer holds them (the node's own over the mesh's) as DeformPercent."""
         bid = self.ids.new()
         self.add("Deformer", _n("Deformer", _l(bid), _obj_name(name, "Deformer"),
                                 _s("BlendShape"), children=[_n("Version", _i(100))]))
         self.oo(bid, rec["id"])
         names = list(mesh.target_names or [])
-        defaults = list(mesh.weights or [])
+        defaults = list(weights if weights is not None else mesh.weights or [])
         for k, d in enumerate(deltas):
             tname = names[k] if k < len(names) else f"target{k}"
             rows = np.flatnonzero(np.any(d != 0, axis=1))

@@ -103,6 +103,10 @@ class AnimationParts:
                                         ["DeformPercent"], t, 100.0 * v[:, k:k + 1], flag)
                     continue
                 mid = self.model_id.get(ch.node)
+                if ch.node in self.free_skinned:   # glTF moves its children, not its mesh
+                    mid = self.xform_of.get(ch.node)
+                    if mid is None:
+                        continue
                 if mid is None:
                     self.warnings.append(f"animation {name!r}: channel on a folded node dropped")
                     continue
