@@ -97,17 +97,19 @@ class _Mesh:
     def __init__(self, pos: np.ndarray, tris: np.ndarray) -> None:
         self.pos = pos
         self.tris = tris.copy()
+        self.corners: list[list[int]] = tris.tolist()    # the same, for Python-side walks
         self.alive_tri = np.ones(len(tris), bool)
         self.vert_tris: list[set] = [set() for _ in range(len(pos))]
-        for t, (a, b, c) in enumerate(tris.tolist()):
+        for t, (a, b, c) in enumerate(self.corners):
             self.vert_tris[a].add(t)
             self.vert_tris[b].add(t)
             self.vert_tris[c].add(t)
 
     def neighbours(self, v: int) -> set:
         out: set = set()
+        corners = self.corners
         for t in self.vert_tris[v]:
-            out.update(self.tris[t].tolist())
+            out.update(corners[t])
         out.discard(v)
         return out
 
@@ -119,29 +121,53 @@ def _cross(u: np.ndarray, v: np.ndarray) -> np.ndarray:
                      u[..., 0] * v[..., 1] - u[..., 1] * v[..., 0]], axis=-1)
 
 
-def _candidates(m: _Mesh, q: np.ndarray, a: int, scale2: float) -> list[tuple[float, int]]:
-    """Costs of collapsing ``a`` onto each neighbour: quadric error of the combined
-    quadric at the neighbour's position, plus a penalty when a kept face flips."""
-    nbrs = sorted(m.neighbours(a))
-    if not nbrs:
+def _candidates(m: _Mesh, q: np.ndarray, vs: list, scale2: float) -> list[tuple[float, int, int]]:
+    """``(cost, a, b)`` of collapsing each vertex ``a`` of ``vs`` onto each of its
+    neighbours ``b`` (in ``vs`` order, neighbours ascending): the quadric error of
+    the combined quadric at ``b``'s position, plus a penalty when a kept face
+    flips.  One batch of array operations for all of them: the collapse loop
+    asks for a dozen vertices at a time, and per-vertex numpy calls on arrays
+    of a few rows cost more than the arithmetic."""
+    verts: list[int] = []
+    nbr_flat: list[int] = []
+    nbr_count: list[int] = []
+    face_flat: list[int] = []
+    face_count: list[int] = []
+    for a in vs:
+        nbrs = sorted(m.neighbours(a))
+        if nbrs:
+            verts.append(a)
+            nbr_flat.extend(nbrs)
+            nbr_count.append(len(nbrs))
+            faces = m.vert_tris[a]
+            face_flat.extend(faces)
+            face_count.append(len(faces))
+    if not verts:
         return []
-    nb = np.array(nbrs, dtype=np.int64)
-    targets = m.pos[nb]                                          # (k, 3)
-    h = np.concatenate([targets, np.ones((len(nb), 1))], axis=1)
-    combined = q[a][None] + q[nb]
-    cost = np.einsum("ki,kij,kj->k", h, combined, h)
-    tris = np.fromiter(m.vert_tris[a], dtype=np.int64)
-    corners = m.tris[tris]                                       # (t, 3)
-    pts = m.pos[corners]                                         # (t, 3, 3)
-    old = _cross(pts[:, 1] - pts[:, 0], pts[:, 2] - pts[:, 0])   # (t, 3)
-    which = corners == a                                         # (t, 3), one per row
-    moved = np.repeat(pts[None], len(nb), axis=0)                # (k, t, 3, 3)
-    moved[:, which] = targets[:, None, :]
-    new = _cross(moved[:, :, 1] - moved[:, :, 0], moved[:, :, 2] - moved[:, :, 0])
-    keep = ~(corners[None] == nb[:, None, None]).any(axis=2)     # (k, t): faces that stay
-    flips = ((np.einsum("ktj,tj->kt", new, old) <= 0) & keep).any(axis=1)
-    cost = cost + np.where(flips, FLIP_PENALTY * scale2, 0.0)
-    return [(max(float(c), 0.0), b) for c, b in zip(cost.tolist(), nbrs)]
+    k = np.array(nbr_count, dtype=np.int64)
+    nf = np.array(face_count, dtype=np.int64)
+    A = np.repeat(np.array(verts, dtype=np.int64), k)
+    B = np.array(nbr_flat, dtype=np.int64)
+    # one row per (pair, face of its a): the pair's faces are its vertex's faces
+    rows_of_pair = np.repeat(nf, k)
+    face_start = np.repeat(np.cumsum(nf) - nf, k)
+    rp = np.repeat(np.arange(len(B)), rows_of_pair)
+    local = np.arange(len(rp)) - np.repeat(np.cumsum(rows_of_pair) - rows_of_pair, rows_of_pair)
+    row_tri = np.array(face_flat, dtype=np.int64)[np.repeat(face_start, rows_of_pair) + local]
+    targets = m.pos[B]                                           # (k, 3)
+    h = np.concatenate([targets, np.ones((len(B), 1))], axis=1)
+    cost = np.einsum("ki,kij,kj->k", h, q[A] + q[B], h)
+    corners = m.tris[row_tri]                                    # (r, 3)
+    pts = m.pos[corners]                                         # (r, 3, 3)
+    old = _cross(pts[:, 1] - pts[:, 0], pts[:, 2] - pts[:, 0])
+    moved = pts.copy()
+    moved[corners == A[rp][:, None]] = targets[rp]               # one corner per row is a
+    new = _cross(moved[:, 1] - moved[:, 0], moved[:, 2] - moved[:, 0])
+    keep = ~(corners == B[rp][:, None]).any(axis=1)              # faces that stay
+    flip_rows = (np.einsum("rj,rj->r", new, old) <= 0) & keep
+    flips = np.bincount(rp[flip_rows], minlength=len(B)) > 0
+    cost = np.maximum(cost + np.where(flips, FLIP_PENALTY * scale2, 0.0), 0.0)
+    return list(zip(cost.tolist(), A.tolist(), nbr_flat))
 
 
 def build_progressive(positions: np.ndarray, triangles: np.ndarray,
@@ -200,8 +226,8 @@ def build_progressive(positions: np.ndarray, triangles: np.ndarray,
     version = np.zeros(nv_total, np.int64)
     alive_v = refcount > 0
     counter = itertools.count()     # ties pop in insertion order (deterministic)
-    heap = [(cost, next(counter), a, b, 0, 0) for a in np.flatnonzero(alive_v).tolist()
-            for cost, b in _candidates(m, q, a, scale2)]
+    heap = [(cost, next(counter), a, b, 0, 0)
+            for cost, a, b in _candidates(m, q, np.flatnonzero(alive_v).tolist(), scale2)]
     heapq.heapify(heap)
 
     def collapse(a: int, b: int, cost: float, partner: bool = False) -> None:
@@ -210,20 +236,20 @@ def build_progressive(positions: np.ndarray, triangles: np.ndarray,
         swap_vertex_to_end(a)
         dying, moved = [], []
         for t in sorted(m.vert_tris[a], key=lambda t: slot_of[t]):
-            corners = m.tris[t]
-            if (corners == b).any():
+            if b in m.corners[t]:
                 dying.append(t)
             else:
                 moved.append(t)
         for t in dying:
             kill_triangle(t)
             m.alive_tri[t] = False
-            for v in m.tris[t].tolist():
+            for v in m.corners[t]:
                 m.vert_tris[v].discard(t)
                 refcount[v] -= 1
         for t in moved:
-            k = int(np.flatnonzero(m.tris[t] == a)[0])
+            k = m.corners[t].index(a)
             m.tris[t, k] = b
+            m.corners[t][k] = b
             changes.append((t, k))
             m.vert_tris[a].discard(t)
             m.vert_tris[b].add(t)
@@ -233,7 +259,7 @@ def build_progressive(positions: np.ndarray, triangles: np.ndarray,
         lost = 1
         touched = {b}
         for t in dying:
-            touched.update(m.tris[t].tolist())
+            touched.update(m.corners[t])
         touched.discard(a)
         for v in sorted(touched, key=lambda v: pos_of[v]):
             if alive_v[v] and refcount[v] == 0:
@@ -248,10 +274,8 @@ def build_progressive(positions: np.ndarray, triangles: np.ndarray,
         around = {b} | m.neighbours(b)
         for v in around:
             version[v] += 1
-        for v in around:
-            if alive_v[v]:
-                for c, w in _candidates(m, q, v, scale2):
-                    heapq.heappush(heap, (c, next(counter), v, w, version[v], version[w]))
+        for c, v, w in _candidates(m, q, [v for v in around if alive_v[v]], scale2):
+            heapq.heappush(heap, (c, next(counter), v, w, version[v], version[w]))
 
     while heap:
         cost, _, a, b, va, vb = heapq.heappop(heap)
