@@ -489,7 +489,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
                     help="exporter option for the family's glTF converter (e.g. "
                          "moveable=LARA, unit_scale=0.001, fx_meshes=1)")
     sp.add_argument("--like", metavar="ORIGINAL",
-                    help="glTF import: keep what glTF cannot express from this original file")
+                    help="glTF import: keep what glTF cannot express from this original file; "
+                         "for a folder of glTF files, the folder they were exported from (each "
+                         "goes back to the format and name of its original; --to optional)")
     sp.add_argument("--validate", action="store_true",
                     help="check glTF outputs with the Khronos glTF validator (needs Node and "
                          "tools/gltf-validator installed)")

@@ -3,6 +3,7 @@ and the renderer on known scenes."""
 from __future__ import annotations
 
 import struct
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -267,3 +268,69 @@ def test_a_folder_of_gltf_files_imports_to_a_game_format(tmp_path, capsys, jobs)
     # the control: a glTF target does not pick the glTF files up
     assert main(["convert", str(src / "weapons"), str(tmp_path / "o4"), "--to", "glb"]) == 0
     assert "nothing to convert" in capsys.readouterr().err
+
+
+def _originals(folder):
+    """A small game folder made by potsherd's own importers: a KO mesh, a
+    Darkstar shape with an upper-case name, and a KO mesh and joint of one stem."""
+    import potsherd
+    from potsherd.formats.darkstar import DTS
+    from potsherd.formats.ko.codecs import CODECS
+    ko = {c.name: c for c in CODECS}
+    (folder / "item").mkdir(parents=True)
+    (folder / "item" / "blade.n3pmesh").write_bytes(
+        ko["n3pmesh"].from_scene(textured_quad_scene()).encode())
+    (folder / "TANK.DTS").write_bytes(DTS.from_scene(skinned_cube_scene()).encode())
+    (folder / "hero.n3pmesh").write_bytes(ko["n3pmesh"].from_scene(skinned_cube_scene()).encode())
+    (folder / "hero.n3joint").write_bytes(ko["n3joint"].from_scene(skinned_cube_scene()).encode())
+    return {p.relative_to(folder): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+
+
+def test_a_folder_of_glb_files_goes_back_to_its_originals_with_like(tmp_path, capsys):
+    """``convert GLB_DIR OUT --like ORIGINALS`` pairs each glTF with the original
+    of its relative name: that original's format and file name (case kept), and
+    --like's byte-exact round trip; ``x_n3pmesh.glb`` (the export's name when two
+    files share a stem) finds ``x.n3pmesh``.  No --to is needed."""
+    orig = tmp_path / "game"
+    want = _originals(orig)
+    glbs = tmp_path / "glb"
+    assert main(["convert", str(orig), str(glbs), "--to", "glb", "--jobs", "1"]) == 0
+    names = sorted(str(p.relative_to(glbs)) for p in glbs.rglob("*.glb"))
+    assert names == ["TANK.glb", "hero_n3joint.glb", "hero_n3pmesh.glb", "item/blade.glb"]
+    write_glb(textured_quad_scene(), glbs / "extra.glb")          # no original: skipped
+    capsys.readouterr()
+    back = tmp_path / "back"
+    assert main(["convert", str(glbs), str(back), "--like", str(orig), "--jobs", "1"]) == 0
+    err = capsys.readouterr().err
+    got = {p.relative_to(back): p.read_bytes() for p in back.rglob("*") if p.is_file()}
+    assert got == want                                           # every file, byte for byte
+    assert "4 of 4 files converted to their originals' formats" in err
+    assert "extra.glb: no original in" in err
+    # with --to, a glTF without an original of that format is imported as a new file
+    # (and the skeleton of hero_n3joint.glb, which is no mesh, fails alone)
+    assert main(["convert", str(glbs), str(tmp_path / "b2"), "--like", str(orig), "--to",
+                 "n3pmesh", "--jobs", "1"]) == 1
+    assert "hero_n3joint.glb: ImportError_: the scene has no triangles" in capsys.readouterr().err
+    assert (tmp_path / "b2" / "extra.n3pmesh").is_file()
+    assert (tmp_path / "b2" / "hero.n3pmesh").read_bytes() == want[Path("hero.n3pmesh")]
+    assert (tmp_path / "b2" / "item" / "blade.n3pmesh").read_bytes() == \
+        want[Path("item/blade.n3pmesh")]
+    assert not (tmp_path / "b2" / "TANK.DTS").exists()          # --to n3pmesh: not a .dts
+    # refusals: --like a file for a folder input, --like with a glTF target
+    assert main(["convert", str(glbs), str(tmp_path / "b3"), "--like",
+                 str(orig / "TANK.DTS")]) == 2
+    assert main(["convert", str(glbs), str(tmp_path / "b4"), "--like", str(orig), "--to",
+                 "glb"]) == 2
+
+
+def test_an_ambiguous_original_fails_alone(tmp_path, capsys):
+    orig = tmp_path / "game"
+    _originals(orig)
+    glbs = tmp_path / "glb"
+    glbs.mkdir()
+    write_glb(skinned_cube_scene(), glbs / "hero.glb")           # hero.n3pmesh or .n3joint?
+    write_glb(skinned_cube_scene(), glbs / "TANK.glb")
+    rc = main(["convert", str(glbs), str(tmp_path / "back"), "--like", str(orig), "--jobs", "1"])
+    err = capsys.readouterr().err
+    assert rc == 1 and "several originals: hero.n3joint, hero.n3pmesh" in err
+    assert (tmp_path / "back" / "TANK.DTS").is_file()

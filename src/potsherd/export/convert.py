@@ -7,7 +7,10 @@ parallel (``--jobs``), failures are listed at the end (exit code 1), and
 every output is written atomically, so an interrupted batch leaves only
 complete files.  With a game format as the target (``--to n3cplug``) the
 tree's ``.glb``/``.gltf`` files are imported, each with its companion files
-beside it.
+beside it; ``--like ORIGINALS_DIR`` pairs each with the original of the same
+relative name (the folder the glTFs were exported from), whose format it takes
+and whose fields glTF cannot express it keeps, so a whole exported folder
+comes back byte for byte where it was not edited.
 """
 from __future__ import annotations
 
@@ -67,8 +70,10 @@ def convert_file(src: str, dst: str, target: str, options: dict) -> dict:
     given = options.get("scene_options") or {}
     if target not in GLTF_TARGETS and _is_gltf_name(src):     # a folder import
         from .. import importer
+        like = (options.get("like_of") or {}).get(src)
         try:
-            summary = importer.import_gltf(src, dst, format=target, options=given, limits=limits)
+            summary = importer.import_gltf(src, dst, format=target or None, like=like,
+                                           options=given, limits=limits)
         except importer.OptionError as e:
             raise UsageError(str(e)) from None
         summary["in_bytes"] = os.path.getsize(src)
@@ -295,6 +300,66 @@ def plan_folder(src_dir: str, dst_dir: str, target: str) -> tuple:
     return plan, skipped
 
 
+class Originals:
+    """The originals a folder of glTF files was exported from (``--like DIR``):
+    ``a/x.glb`` pairs with ``DIR/a/x.EXT`` for an extension some codec imports
+    (the target's, when one is given), names compared without case as the
+    games look files up.  The export names ``x_n3chr.glb`` when ``x.n3chr`` and
+    ``x.n3pmesh`` lie side by side, and that name finds ``x.n3chr``."""
+
+    def __init__(self, root: str, target: str) -> None:
+        from .. import registry
+        self.root = root
+        codecs = [c for c in registry.codecs() if c.from_scene is not None]
+        if target:
+            want = _import_codec(target)
+            codecs = [want] if want is not None else []
+        self.exts = {e for c in codecs for e in c.extensions}
+        # what a glb of a plain name can come from: the export suffixes the names of
+        # several exportable files of one stem, so only one of these is exportable
+        self.exportable = {e for c in codecs if c.to_scene is not None for e in c.extensions}
+        self.listings: dict = {}
+
+    def _entries(self, folder: str) -> tuple:
+        """({(stem, ext): path} of importable files, {stem: [other game files]})."""
+        from .. import registry
+        if folder not in self.listings:
+            found: dict = {}
+            others: dict = {}
+            try:
+                for e in os.scandir(folder):
+                    stem, ext = os.path.splitext(e.name)
+                    if not e.is_file():
+                        continue
+                    if ext.lower() in self.exts:
+                        found.setdefault((stem.lower(), ext.lower()), e.path)
+                    elif registry.known_extension(e.name):
+                        others.setdefault(stem.lower(), []).append(e.name)
+            except OSError:
+                pass
+            self.listings[folder] = (found, others)
+        return self.listings[folder]
+
+    def find(self, rel: str) -> tuple:
+        """``(path or None, problem or None)`` of the original of glTF ``rel``."""
+        folder = os.path.join(self.root, os.path.dirname(rel))
+        stem = os.path.splitext(os.path.basename(rel))[0].lower()
+        entries, others = self._entries(folder)
+        hits = sorted(p for (s, e), p in entries.items() if s == stem)
+        if len(hits) > 1:
+            hits = [h for h in hits if os.path.splitext(h)[1].lower() in self.exportable] or hits
+        if not hits and "_" in stem:
+            base, ext = stem.rsplit("_", 1)
+            hits = [p for (s, e), p in entries.items() if s == base and e == "." + ext]
+        if len(hits) > 1:
+            return None, ("several originals: " + ", ".join(os.path.basename(h) for h in hits)
+                          + " (name the glTF x_EXT.glb, as the export does)")
+        if not hits and stem in others:
+            return None, (f"its original {sorted(others[stem])[0]} is not a format glTF "
+                          "imports into")
+        return (hits[0], None) if hits else (None, None)
+
+
 def plan_folder_walk(src_dir: str, dst_dir: str, target: str) -> tuple:
     """:func:`plan_folder` plus what the walk skipped or could not read:
     ``(plan, skipped, walk_notes)`` with walk notes ``(path, reason, is_error)``."""
@@ -337,7 +402,48 @@ def plan_folder_walk(src_dir: str, dst_dir: str, target: str) -> tuple:
     return plan, skipped, notes
 
 
-def _check_batch_options(plan: list, given: dict, target: str = "") -> None:
+def plan_like(src_dir: str, dst_dir: str, target: str, like_dir: str) -> tuple:
+    """``(plan, skipped, notes, like_of)`` of a folder import paired with its
+    originals (:class:`Originals`): each glTF goes to its original's name and
+    format; one without an original goes to the target's extension when
+    ``target`` is given and is skipped with a note otherwise."""
+    originals = Originals(like_dir, target)
+    import_ext = None
+    if target:
+        codec = _import_codec(target)
+        import_ext = codec.extensions[0] if codec is not None else "." + target
+    plan, skipped, notes, like_of = [], [], [], {}
+    for entry in api.walk_inputs([src_dir], _is_gltf_name):
+        if entry.error is not None:
+            notes.append((entry.path, entry.error, True))
+            continue
+        if entry.skipped is not None:
+            notes.append((entry.path, entry.skipped, False))
+            continue
+        src = entry.path
+        rel = os.path.relpath(src, src_dir)
+        original, problem = originals.find(rel)
+        if problem is not None and problem.startswith("several"):
+            notes.append((src, problem, True))
+            continue
+        if problem is not None:
+            skipped.append((src, problem))
+            continue
+        if original is not None:
+            dst = os.path.join(dst_dir, os.path.dirname(rel), os.path.basename(original))
+        elif import_ext is not None:
+            dst = os.path.join(dst_dir, os.path.splitext(rel)[0] + import_ext)
+        else:
+            skipped.append((src, f"no original in {display_path(like_dir)} (give --to to "
+                                 "import it as a new file)"))
+            continue
+        plan.append((src, dst))
+        like_of[src] = original
+    return plan, skipped, notes, like_of
+
+
+def _check_batch_options(plan: list, given: dict, target: str = "",
+                         like_of: dict | None = None) -> None:
     """Every option name must be declared by some format the batch will convert."""
     from .. import registry
     if not given:
@@ -346,8 +452,11 @@ def _check_batch_options(plan: list, given: dict, target: str = "") -> None:
     declared = {o.name for c in registry.codecs() if set(c.extensions) & exts
                 for o in c.export_options}
     if exts & {".glb", ".gltf"}:              # a folder import: the target's import options
-        codec = _import_codec(target)
+        codec = _import_codec(target) if target else None
         declared |= {o.name for o in codec.import_options} if codec is not None else set()
+        for dst_ext in {os.path.splitext(dst)[1].lower() for _, dst in plan} if like_of else ():
+            declared |= {o.name for c in registry.codecs() if c.from_scene is not None
+                         and dst_ext in c.extensions for o in c.import_options}
     unknown = sorted(set(given) - declared)
     if unknown:
         raise UsageError(f"unknown option {unknown[0]!r} for the formats of this folder; "
@@ -437,21 +546,32 @@ def validate_outputs(paths: list, stream=None) -> int:
 
 def convert_folder(src_dir: str, dst_dir: str, target: str, options: dict, *,
                    jobs: int = 0, stream=None, validate: bool = False,
-                   timeout: float | None = None) -> int:
+                   timeout: float | None = None, like_dir: str | None = None) -> int:
     """Batch conversion; returns the exit code (0 all converted, 1 some failed,
     130 interrupted).  A full disk (or a read-only or over-quota one) stops the
-    batch at once with one line; earlier outputs stay complete."""
+    batch at once with one line; earlier outputs stay complete.  ``like_dir``:
+    a folder import paired with its originals (:func:`plan_like`), ``target``
+    then optional."""
     err = stream or sys.stderr
-    plan, skipped, notes = plan_folder_walk(src_dir, dst_dir, target)
-    _check_batch_options(plan, options.get("scene_options") or {}, target)
-    options = {**options, "strict_options": False}
+    like_of = None
+    if like_dir is not None:
+        plan, skipped, notes, like_of = plan_like(src_dir, dst_dir, target, like_dir)
+    else:
+        plan, skipped, notes = plan_folder_walk(src_dir, dst_dir, target)
+    _check_batch_options(plan, options.get("scene_options") or {}, target, like_of)
+    options = {**options, "strict_options": False, "like_of": like_of or {}}
+    what = target or "their originals' formats"
     walk_errors = [(p, r) for p, r, is_error in notes if is_error]
     for p, r, is_error in notes:
         if not is_error:
             print(f"convert: skip {display_path(p)}: {r}", file=err)
     if not plan:
-        print(f"convert: nothing to convert to {target} in {display_path(src_dir)} "
-              f"({len(skipped)} files of formats without a {target} conversion)", file=err)
+        print(f"convert: nothing to convert to {what} in {display_path(src_dir)} "
+              + (f"({len(skipped)} glTF files without an original)" if like_dir is not None
+                 else f"({len(skipped)} files of formats without a {target} conversion)"),
+              file=err)
+        for p, r in skipped if like_dir is not None else ():
+            print(f"  {display_path(p)}: {r}", file=err)
         for p, r in walk_errors:
             print(f"  {display_path(p)}: {r}", file=err)
         return 1 if walk_errors else 0
@@ -502,11 +622,15 @@ def convert_folder(src_dir: str, dst_dir: str, target: str, options: dict, *,
         return interrupted()
     finally:
         results.close()
-    print(f"convert: {len(written)} of {len(plan)} files converted to {target} in "
+    print(f"convert: {len(written)} of {len(plan)} files converted to {what} in "
           f"{display_path(dst_dir)}"
           + (f" ({len(warned)} with warnings)" if warned else "")
           + (f"; {len(skipped)} files skipped (format has no {target} conversion)"
-             if skipped else ""), file=err)
+             if skipped and like_dir is None else ""), file=err)
+    if skipped and like_dir is not None:
+        print(f"convert: {len(skipped)} glTF files skipped:", file=err)
+        for src, msg in sorted(skipped):
+            print(f"  {display_path(src)}: {msg}", file=err)
     if warned:
         print(f"convert: {len(warned)} files converted with warnings:", file=err)
         for src, ws in sorted(warned):
@@ -542,19 +666,22 @@ def run(args) -> int:
     if is_folder:
         if os.path.exists(args.output) and not os.path.isdir(args.output):
             raise UsageError(f"{display_path(args.output)} exists and is not a folder")
-        if not args.to:
+        like_dir = getattr(args, "like", None)
+        if like_dir is not None and not os.path.isdir(like_dir):
+            raise UsageError("with a folder input, --like names the folder of the originals "
+                             "the glTF files were exported from")
+        if like_dir is not None and (args.to or "").lower().lstrip(".") in GLTF_TARGETS:
+            raise UsageError("--like is for importing glTF files back into game formats")
+        if not args.to and like_dir is None:
             raise UsageError("folder conversion needs --to (e.g. --to glb)")
-        if getattr(args, "like", None):
-            raise UsageError("--like names the original of one file: give one input file, "
-                             "not a folder")
+        return convert_folder(args.input, args.output, _target_of(args) if args.to else "",
+                              settings, jobs=args.jobs or 0,
+                              validate=bool(getattr(args, "validate", False)),
+                              timeout=args.timeout, like_dir=like_dir)
     target = _target_of(args)
     if not target:
         raise UsageError("say the target with --to (glb, gltf, binary, ascii) or an output "
                          "file extension")
-    if is_folder:
-        return convert_folder(args.input, args.output, target, settings, jobs=args.jobs or 0,
-                              validate=bool(getattr(args, "validate", False)),
-                              timeout=args.timeout)
     from .. import importer
     if target not in GLTF_TARGETS and importer.is_gltf_path(args.input):
         return importer.run_cli(args, target)      # glTF -> a game format
