@@ -563,3 +563,49 @@ def test_textures_are_written_as_the_game_bitmaps_with_a_palette(tmp_path):
         alone = codec.from_scene(plain, out_name=f"quad.{ext}")
         assert isinstance(alone, potsherd.Document)
         assert any("checker.bmp" in w and "palette=" in w for w in plain.warnings)
+
+
+def test_long_and_non_latin_texture_names_fit_the_list_and_name_the_bitmap(tmp_path):
+    """A material list holds 31 bytes of latin-1 per map name: a longer name was cut
+    in the list while its bitmap was written under the full name (and a name
+    outside latin-1 got '?'), so the shape named a file that does not exist."""
+    from export_scenes import textured_quad_scene
+    from potsherd.formats.darkstar.importer import fit_map_name
+    from potsherd.formats.darkstar.world_examples import pl98_bytes
+    pal = tmp_path / "world.ppl"
+    pal.write_bytes(pl98_bytes())
+    long_a, long_b = "character_armour_basecolor_2k", "character_armour_basecolor_4k"
+    for name in (long_a, "Körper_身体"):
+        scene = textured_quad_scene()
+        scene.images[0].name = name
+        out = DTS.from_scene(scene, out_name="q.dts", palette=str(pal))
+        written = out[1][0]
+        listed = [name_text(bytes(r["fName"])) for r in
+                  out[0][1].root["payload"]["materials"]["payload"]["materials"]]
+        assert listed == [written] and len(written.encode("latin-1")) <= 31
+        assert written.endswith(".bmp")
+    assert fit_map_name("Körper_身体.bmp") == "Körper___.bmp"
+    a, b = fit_map_name(long_a + ".bmp"), fit_map_name(long_b + ".bmp")
+    assert a != b and a.startswith("character_armour_bas~") and len(a) == 31
+    assert fit_map_name("short.bmp") == "short.bmp"                   # the control
+
+
+def test_faces_without_a_material_get_a_white_one_not_the_first(tmp_path):
+    """glTF draws a primitive without a material in its default white; the shape
+    gave those faces material 0, another object's texture."""
+    from export_scenes import textured_quad_scene
+    scene = textured_quad_scene()
+    prim = scene.meshes[0].primitives[0]
+    plain = Primitive(positions=prim.positions + np.float32([2, 0, 0]), indices=prim.indices,
+                      normals=prim.normals)
+    scene.add_node(name="plain", mesh=scene.add_mesh(Mesh(name="plain", primitives=[plain])))
+    doc = DTS.from_scene(scene)
+    mats = doc.root["payload"]["materials"]["payload"]["materials"]
+    assert len(mats) == 2 and name_text(bytes(mats[1]["fName"])) == ""
+    assert (int(mats[1]["fRed"]), int(mats[1]["fGreen"]), int(mats[1]["fBlue"])) == (255, 255, 255)
+    from potsherd.scene.ops import triangle_sets
+    back = to_scene(potsherd.read(doc.encode()))
+    by_x = {round(float(t.positions[:, 0].mean())): t.material for t in triangle_sets(back)}
+    assert len(by_x) == 2 and len(set(by_x.values())) == 2      # two objects, two materials
+    plain_mat = back.materials[by_x[max(by_x)]]                   # the one moved along +X
+    assert plain_mat.extras.get("map", "") == "" and plain_mat.base_color[:3] == (1.0, 1.0, 1.0)

@@ -32,14 +32,16 @@ the glTF's animation extras.
 from __future__ import annotations
 
 import os
+import zlib
 from typing import Any
+from urllib.parse import unquote
 
 import numpy as np
 
 from ...core.errors import FormatError, ValueFormatError
 from ...core.layout import Table
 from ...document import Document
-from ...scene import Scene, decompose_matrix, quat_normalize
+from ...scene import Material, Scene, decompose_matrix, quat_normalize
 from ...scene.geometry import weld
 from .geometry import NORMALS, name_text
 from .model import NodeM, ObjectM, ShapeModel, shape_model
@@ -169,16 +171,36 @@ def bounds_mesh(lo: np.ndarray, hi: np.ndarray) -> dict:
 # materials
 
 
+MAP_NAME_BYTES = 31      #: a material's map file name: char[32], NUL-terminated
+
+
 def texture_name(m: Any, images: list | None, i: int) -> str:
-    """The map file a textured material names: its image's file or name, else its own name."""
+    """The map file a textured material names: its image's file or name, else its
+    own name, as ``.bmp``; made to fit the material list's 31 bytes of latin-1
+    (:func:`fit_map_name`), so the list names the bitmap written beside it."""
     ref = m.base_color_texture
     img = images[ref.image] if images is not None and 0 <= ref.image < len(images) else None
-    for cand in ((img.uri if img is not None else None), (img.name if img is not None else None), m.name):
+    for cand in ((unquote(img.uri) if img is not None and img.uri else None),
+                 (img.name if img is not None else None), m.name):
         if cand:
             base = str(cand).replace("\\", "/").rsplit("/", 1)[-1]
             stem, dot, ext = base.rpartition(".")
-            return base if dot and ext.lower() in ("bmp", "pbmp") else (stem or base) + ".bmp"
+            return fit_map_name(base if dot and ext.lower() in ("bmp", "pbmp")
+                                else (stem or base) + ".bmp")
     return f"material{i}.bmp"
+
+
+def fit_map_name(name: str) -> str:
+    """``name`` as a map file name the material list can hold: characters outside
+    latin-1 (and control characters) become ``_``; a name over 31 bytes keeps its
+    start and extension around a tag of its CRC, so distinct long names stay distinct."""
+    fitted = "".join(c if 32 <= ord(c) < 256 and c != "\x7f" else "_" for c in name)
+    if len(fitted) <= MAP_NAME_BYTES:
+        return fitted
+    stem, ext = os.path.splitext(fitted)
+    ext = ext[:8]
+    tag = f"~{zlib.crc32(name.encode('utf-8')) & 0xFFFFFF:06x}"
+    return stem[:MAP_NAME_BYTES - len(ext) - len(tag)] + tag + ext
 
 
 def _listed(names: list) -> str:
@@ -445,6 +467,11 @@ def build_shape(model: ShapeModel, version: int, *, details: list | None = None,
 
     # meshes and objects
     material_map = {i: i for i in range(len(model.materials))}
+    if any((o.materials < 0).any() for o in objects):
+        # glTF draws a primitive without a material in its default one (white); the
+        # list gets such a material rather than the faces taking another's
+        material_map[-1] = len(model.materials)
+        model.materials.append(Material(name="default"))
     meshes, obj_rows = [], []
     reuse_meshes = reuse_meshes or {}
     for oi, o in enumerate(objects):
