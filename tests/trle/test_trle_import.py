@@ -599,3 +599,40 @@ def test_a_trwad_from_a_whole_wad_export_takes_the_moveable_of_its_original(tmp_
 @pytest.mark.skipif(not CORPUS.is_dir(), reason="shared tr4wad corpus not present")
 def test_the_corpus_wad_exported_whole_imports_back_byte_exact(tmp_path):
     _whole_wad_round_trip(potsherd.read(str(WADS[1])), tmp_path)
+
+
+# --------------------------------------------------------------------------
+# foreign glTF details: integer colours, big meshes, the root's placement
+
+
+def _grey_triangle_scene(colors: np.ndarray) -> Scene:
+    """One triangle without normals whose vertex colours are its shades."""
+    s = Scene()
+    pos = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0]], np.float32)
+    mi = s.add_mesh(Mesh(primitives=[Primitive(positions=pos, colors=colors)]))
+    s.add_node(name="tri", mesh=mi)
+    return s
+
+
+def _shades_by_x_y(r: dict) -> list:
+    m = r["meshes"][0]
+    return sorted(zip(np.asarray(m["vertices"]).reshape(-1, 3)[:, :2].tolist(),
+                      np.asarray(m["shades"]).tolist()))
+
+
+@pytest.mark.parametrize("dtype, grey", [(np.uint8, (64, 128, 255)),
+                                         (np.uint16, (16384, 32768, 65535))],
+                         ids=["u8", "u16"])
+def test_normalized_integer_colours_are_shades_of_their_range(dtype, grey):
+    """Blender and gltf-transform write COLOR_0 as normalised u8/u16 VEC4; read
+    as such they must be divided by 255 or 65535 (they all came out white,
+    shade 0).  shade = 8191 * (1 - grey)."""
+    colors = np.array([[g, g, g, np.iinfo(dtype).max] for g in grey], dtype)
+    r = TRWAD.from_scene(_grey_triangle_scene(colors)).root
+    assert r["meshes"][0]["normal_count"] == -3
+    want = [6135, 4079, 0] if dtype == np.uint8 else [6143, 4095, 0]
+    # vertices (0,0) (1,0) (0,1) in glTF -> TR (0,0) (-512,0) (0,-512)
+    assert _shades_by_x_y(r) == sorted(zip([[0, 0], [-512, 0], [0, -512]], want))
+    floats = (colors / np.float32(np.iinfo(dtype).max)).astype(np.float32)
+    assert _shades_by_x_y(TRWAD.from_scene(_grey_triangle_scene(floats)).root) == \
+        _shades_by_x_y(r)                          # the float twin gives the same shades

@@ -378,8 +378,7 @@ def _mesh(scene: Any, frame: np.ndarray, to_tr: np.ndarray, parts: list, texture
                                 "from its bone); pass a smaller unit_scale")
         q = q.astype(np.int64)
         if use_shades and ts.colors is not None:
-            c = np.asarray(ts.colors, np.float64)
-            c = c / (255.0 if c.dtype.kind in "ui" and c.max(initial=0) > 1 else 1.0)
+            c = _unit_colors(ts.colors)
             lum = c[:, :3].mean(1) if c.ndim == 2 else c
             attr = np.clip(np.round(8191.0 - lum * 8191.0), 0, 8191).astype(np.int64)[:, None]
         else:
@@ -488,6 +487,16 @@ def _same_mesh(mesh: dict, like_mesh: dict) -> bool:
         return True
     except (KeyError, IndexError, ValueError, TypeError):
         return False
+
+
+def _unit_colors(colors: Any) -> np.ndarray:
+    """Vertex colours as floats in [0, 1]: glTF's normalised integer colours
+    (uint8 or uint16, as Blender and gltf-transform quantize them) are divided by
+    their type's range, float colours are kept."""
+    raw = np.asarray(colors)
+    if raw.dtype.kind in "ui":
+        return raw.astype(np.float64) / float(np.iinfo(raw.dtype).max)
+    return raw.astype(np.float64)
 
 
 def _shaded(scene: Any, ts: Any, ours: bool, bone: int) -> bool:
