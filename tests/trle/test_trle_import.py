@@ -636,3 +636,68 @@ def test_normalized_integer_colours_are_shades_of_their_range(dtype, grey):
     floats = (colors / np.float32(np.iinfo(dtype).max)).astype(np.float32)
     assert _shades_by_x_y(TRWAD.from_scene(_grey_triangle_scene(floats)).root) == \
         _shades_by_x_y(r)                          # the float twin gives the same shades
+
+
+def _uv_sphere(rings: int, segments: int, radius: float = 30.0) -> Scene:
+    """A closed UV sphere: (rings - 1) * segments + 2 vertices (30 m: no two of
+    them round to the same TR position)."""
+    theta = np.linspace(0, math.pi, rings + 1)[1:-1]
+    phi = np.linspace(0, 2 * math.pi, segments, endpoint=False)
+    t, p = np.meshgrid(theta, phi, indexing="ij")
+    body = np.stack([np.sin(t) * np.cos(p), np.cos(t), np.sin(t) * np.sin(p)], -1).reshape(-1, 3)
+    pos = np.concatenate([[[0, 1, 0]], body, [[0, -1, 0]]]) * radius
+    ring = lambda r: 1 + r * segments + (np.arange(segments) % segments)   # noqa: E731
+    tris = []
+    for k in range(segments):
+        k1 = (k + 1) % segments
+        tris.append([0, 1 + k1, 1 + k])
+        tris.append([len(pos) - 1, 1 + (rings - 2) * segments + k,
+                     1 + (rings - 2) * segments + k1])
+    tris = [np.array(tris)]
+    for r in range(rings - 2):
+        a, b = ring(r), ring(r + 1)
+        a1, b1 = np.roll(a, -1), np.roll(b, -1)
+        tris += [np.stack([a, a1, b], 1), np.stack([a1, b1, b], 1)]
+    s = Scene()
+    mi = s.add_mesh(Mesh(primitives=[Primitive(
+        positions=pos.astype(np.float32),
+        indices=np.concatenate(tris).astype(np.uint32).ravel())]))
+    s.add_node(name="sphere", mesh=mi)
+    return s
+
+
+@pytest.mark.parametrize("rings, segments", [(161, 256), (321, 512)], ids=["41k", "164k"])
+def test_a_mesh_beyond_the_tr4_vertex_count_is_refused_before_encoding(rings, segments):
+    """40,962 vertices failed inside the encoder ("cannot store 40962 as i16",
+    the normal count) and 163,842 with a bare OverflowError (a u16 vertex index)."""
+    s = _uv_sphere(rings, segments)
+    count = (rings - 1) * segments + 2
+    assert sum(len(ts.positions) for ts in triangle_sets(s)) == count
+    with pytest.raises(FormatError) as e:
+        TRWAD.from_scene(s)
+    assert str(e.value) == (
+        f"the mesh of bone 'sphere' has {count} vertices; a TR4 mesh holds at most 32767 "
+        "(its normal or shade count, one per vertex, is a signed 16-bit number): decimate "
+        "the mesh (Blender: Decimate modifier) or split it among more bones")
+
+
+def _strip(n: int) -> Scene:
+    """A flat strip of n distinct vertices (two rows), n - 2 triangles."""
+    i = np.arange(n)
+    pos = np.stack([i // 2, i % 2, np.zeros(n)], 1).astype(np.float32) / 512
+    a = np.arange(n - 2)
+    tris = np.where((a % 2 == 0)[:, None], np.stack([a, a + 1, a + 2], 1),
+                    np.stack([a, a + 2, a + 1], 1))
+    s = Scene()
+    mi = s.add_mesh(Mesh(primitives=[Primitive(positions=pos,
+                                               indices=tris.astype(np.uint32).ravel())]))
+    s.add_node(name="strip", mesh=mi)
+    return s
+
+
+def test_the_tr4_vertex_limit_is_32767_per_mesh():
+    doc = TRWAD.from_scene(_strip(32767))
+    back = potsherd.read(doc.encode()).root["meshes"][0]
+    assert (back["vertex_count"], back["normal_count"]) == (32767, 32767)
+    with pytest.raises(FormatError, match="has 32768 vertices; a TR4 mesh holds at most 32767"):
+        TRWAD.from_scene(_strip(32768))

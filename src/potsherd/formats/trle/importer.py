@@ -20,7 +20,8 @@
   become a quad when they share a diagonal and the texture corners (potsherd
   scenes) or the plane (others) allow it.  Shades where the source has vertex
   colours and no normals (or potsherd marked the part shaded), else normals of
-  length 16384.  Collision spheres are computed, or kept from
+  length 16384.  A mesh holds at most 32767 vertices and 65535 polygons; a
+  larger one is refused before anything is encoded.  Collision spheres are computed, or kept from
   ``extras.tr4_sphere`` when every vertex lies inside.
 * **Textures.**  A potsherd scene's atlas rectangles (``extras.tr4_textures``)
   come back as the same texinfos with their pixels.  Other textured triangles
@@ -57,6 +58,11 @@ from .import_bounds import FPS, ImportRefused
 from .import_animation import _anim_base, _animations, mov_table
 from .import_animation import euler_yxz, rotation_words  # noqa: F401  (imported from here)
 from .import_textures import _Textures
+
+# A mesh's vertex count is a u16 but its normal (or, negated, shade) count, one per
+# vertex, an i16 (layouts/common.layout); its polygon count a u16.
+MAX_VERTICES = 32767
+MAX_POLYGONS = 0xFFFF
 
 # corner ids 0 nw, 1 ne, 2 se, 3 sw of the texture rectangle, per TR polygon corner
 _QUAD = {(0, 1, 2, 3): 0, (1, 0, 3, 2): 0x8000}
@@ -368,11 +374,11 @@ def _mesh(scene: Any, frame: np.ndarray, to_tr: np.ndarray, parts: list, texture
     normals: list[tuple] = []
     shades: list[int] = []
     use_shades = bool(parts) and all(_shaded(scene, ts, ours, bone) for ts, _ in parts)
+    rounded = []
     for ts, tris in parts:
         if not np.isfinite(ts.positions).all():
             raise ImportRefused(f"mesh {ts.mesh} has non-finite vertex positions")
-        pos = ts.positions @ inv[:3, :3].T + inv[:3, 3]
-        q = np.round(pos)
+        q = np.round(ts.positions @ inv[:3, :3].T + inv[:3, 3])
         if np.abs(q).max(initial=0) > 32767:
             raise ImportRefused("a vertex lies beyond the TR4 coordinate range (+-32767 units "
                                 "from its bone); pass a smaller unit_scale")
@@ -389,7 +395,13 @@ def _mesh(scene: Any, frame: np.ndarray, to_tr: np.ndarray, parts: list, texture
             length = np.linalg.norm(nrm, axis=1, keepdims=True)
             nrm = nrm / np.where(length > 0, length, 1.0)
             attr = np.round(nrm * 16384).astype(np.int64)
-        uv = np.asarray(ts.uvs[0], np.float64) if ts.uvs else np.zeros((len(pos), 2))
+        rounded.append((q, attr))
+    if parts:    # the vertices the merge below makes: distinct (position, shade or normal)
+        keys = [np.concatenate([q, a], 1)[np.unique(tris)]
+                for (q, a), (_, tris) in zip(rounded, parts)]
+        _check_vertex_count(len(np.unique(np.concatenate(keys), axis=0)), scene, bone)
+    for (q, attr), (ts, tris) in zip(rounded, parts):
+        uv = np.asarray(ts.uvs[0], np.float64) if ts.uvs else np.zeros((len(q), 2))
         for tri in tris:
             ids = []
             for v in tri:
@@ -408,9 +420,11 @@ def _mesh(scene: Any, frame: np.ndarray, to_tr: np.ndarray, parts: list, texture
             corner_pos.append(q[[tri[0], tri[2], tri[1]]])
             tri_mat.append(ts.material)
     polygons = _polygons(scene, corner_key, corner_uv, corner_pos, tri_mat, textures, ours)
-    if len(verts) > 0xFFFF or len(polygons) > 0xFFFF:
-        raise ImportRefused(f"bone {bone}: {len(verts)} vertices and {len(polygons)} polygons; "
-                            "a TR4 mesh holds at most 65535 of each")
+    if len(polygons) > MAX_POLYGONS:
+        raise ImportRefused(f"{_bone_name(scene, bone)}: {len(polygons)} polygons; a TR4 mesh "
+                            f"holds at most {MAX_POLYGONS} (its polygon count is a u16): "
+                            "decimate the mesh (Blender: Decimate modifier) or split it "
+                            "among more bones")
     v = np.asarray(verts, np.int16).reshape(-1, 3)
     center, radius = _sphere(v)
     flags = 0
@@ -440,6 +454,21 @@ def _mesh(scene: Any, frame: np.ndarray, to_tr: np.ndarray, parts: list, texture
     if like_mesh is not None and _same_mesh(mesh, like_mesh):
         return {k: v for k, v in like_mesh.items() if k != "pad"}
     return mesh
+
+
+def _bone_name(scene: Any, bone: int) -> str:
+    name = scene.nodes[bone].name if bone >= 0 else ""
+    return f"the mesh of bone {name!r}" if name else "the root mesh"
+
+
+def _check_vertex_count(count: int, scene: Any, bone: int) -> None:
+    """Refuse a bone mesh beyond the TR4 vertex limit before anything is encoded."""
+    if count > MAX_VERTICES:
+        raise ImportRefused(
+            f"{_bone_name(scene, bone)} has {count} vertices; a TR4 mesh holds at most "
+            f"{MAX_VERTICES} (its normal or shade count, one per vertex, is a signed "
+            "16-bit number): decimate the mesh (Blender: Decimate modifier) or split it "
+            "among more bones")
 
 
 def _polygon_set(mesh: dict) -> list:
