@@ -701,3 +701,49 @@ def test_the_tr4_vertex_limit_is_32767_per_mesh():
     assert (back["vertex_count"], back["normal_count"]) == (32767, 32767)
     with pytest.raises(FormatError, match="has 32768 vertices; a TR4 mesh holds at most 32767"):
         TRWAD.from_scene(_strip(32768))
+
+
+def _placed_quad_scene(animated: bool, roots: int = 1) -> tuple[Scene, np.ndarray]:
+    """Quads centred on their nodes, each node moved off the scene origin (as
+    glTF-Transform's quantize and Blender's object location do), and the world
+    points the glTF shows."""
+    s = Scene()
+    pos = np.array([[-0.5, -0.5, 0], [0.5, -0.5, 0], [0.5, 0.5, 0], [-0.5, 0.5, 0]], np.float32)
+    mi = s.add_mesh(Mesh(name="quad", primitives=[Primitive(
+        positions=pos, indices=np.array([0, 1, 2, 0, 2, 3], np.uint32))]))
+    want = []
+    for k in range(roots):
+        t = np.array([1.0 + 3 * k, 1.0, 0.0])
+        node = s.add_node(name=f"quad{k}", mesh=mi, translation=t)
+        want.append(pos + t)
+        if animated:   # a still clip holding the rest pose
+            s.add_animation(Animation(name=f"still{k}", channels=[Channel(
+                node=node, path="rotation", times=np.array([0.0], np.float32),
+                values=np.asarray([[0, 0, 0, 1]], np.float32))]))
+    return s, np.unique(np.concatenate(want).round(3), axis=0)
+
+
+@pytest.mark.parametrize("animated", [False, True], ids=["static", "animated"])
+@pytest.mark.parametrize("roots", [1, 2])
+def test_a_root_node_keeps_its_place_relative_to_the_scene_origin(animated, roots):
+    """The moveable's origin is the item's place on the floor, the glTF scene's
+    origin.  A single root's offset from it was dropped without animations (the
+    root bone's frame became the origin), re-centring the model; several roots
+    kept theirs.  Now the offset goes into the vertices (no keyframes to hold
+    it) or into the keyframes' offset, and the model is drawn where the glTF
+    shows it."""
+    s, want = _placed_quad_scene(animated, roots)
+    doc = TRWAD.from_scene(s)
+    r = doc.root
+    drawn = _drawn_points(doc)
+    assert drawn.shape == want.shape
+    assert np.abs(drawn - want).max() <= 1 / 512.0
+    if roots == 1:
+        verts = np.asarray(r["meshes"][0]["vertices"]).reshape(-1, 3)
+        if animated:      # the mesh around its bone, the bone at the keyframe offset
+            assert sorted(verts.tolist()) == [[-256, -256, 0], [-256, 256, 0],
+                                              [256, -256, 0], [256, 256, 0]]
+            assert keyframes(r)[0][1] == [[-512, -512, 0]]
+        else:             # x 0.5..1.5 m, y up 0.5..1.5 m: TR -x, -y
+            assert sorted(verts.tolist()) == [[-768, -768, 0], [-768, -256, 0],
+                                              [-256, -768, 0], [-256, -256, 0]]

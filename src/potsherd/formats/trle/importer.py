@@ -11,7 +11,11 @@
   at the top, such as Blender's armature node, is no bone).  Each bone's TR
   frame is its world transform without scale, seen in TR axes, and without its
   rotation too when the scene has no animation: only keyframes hold a bone's
-  rotation, so the rest rotations are baked into the meshes.  Link offsets are the bones'
+  rotation, so the rest rotations are baked into the meshes.  The moveable's
+  origin is the scene's (the item's place on the floor): the root bone's offset
+  from it is the keyframes' offset, or, without animations, is kept in the
+  root's vertices, so a model stays where the glTF puts it with one root node as
+  with several.  Link offsets are the bones'
   origins in their parents' frames (rounded to integers), link flags the
   push/pop encoding of the tree (``extras.link_flags`` kept when it encodes the
   same tree).  Skinned triangles go to their dominant joint's bone.
@@ -105,9 +109,12 @@ def from_scene(scene: Any, *, like: Any = None, out_name: str = "", **options: A
     if not scene.animations:
         # Only keyframes carry a bone's rotation, and a moveable without animations is
         # drawn with every bone unrotated. The bones' rest rotations therefore go into
-        # their meshes, and the links keep only the offsets.
+        # their meshes, and the links keep only the offsets.  Nor is there a keyframe
+        # offset to place the root bone: the moveable's origin (the item's position
+        # on the floor) is the scene's, and the root's offset goes into its vertices.
         for f in frames:
             f[:3, :3] = np.eye(3)
+        frames[0][:3, 3] = 0.0
     links = _links(scene, bones, parents, frames, hx, like)
 
     textures = _Textures(scene, hx, like)
