@@ -22,6 +22,7 @@ from potsherd.formats.darkstar.importer import nearest_normals, quantise
 from potsherd.formats.darkstar.scene import to_scene
 from potsherd.scene import (Animation, Channel, Image, Material, Mesh, Primitive, Scene, Skin,
                             TextureRef, trs_to_matrix)
+from potsherd.scene.ops import triangle_sets
 
 from dts_fixtures import NAME_TAIL, envelope, shape_doc
 from corpus_paths import CORPUS_ROOT
@@ -609,3 +610,75 @@ def test_faces_without_a_material_get_a_white_one_not_the_first(tmp_path):
     assert len(by_x) == 2 and len(set(by_x.values())) == 2      # two objects, two materials
     plain_mat = back.materials[by_x[max(by_x)]]                   # the one moved along +X
     assert plain_mat.extras.get("map", "") == "" and plain_mat.base_color[:3] == (1.0, 1.0, 1.0)
+
+
+# ---- mirrored nodes and skins without bind matrices ----------------------------------
+
+
+def _box(lo, hi) -> Primitive:
+    """A closed box wound counter-clockwise seen from outside (signed volume > 0)."""
+    lo, hi = np.asarray(lo, np.float32), np.asarray(hi, np.float32)
+    corners = np.array([[x, y, z] for x in (0, 1) for y in (0, 1) for z in (0, 1)], np.float32)
+    pos = lo + corners * (hi - lo)
+    quads = [(0, 1, 3, 2), (4, 6, 7, 5), (0, 4, 5, 1), (2, 3, 7, 6), (0, 2, 6, 4), (1, 5, 7, 3)]
+    idx = np.array([[a, b, c, a, c, d] for a, b, c, d in quads], np.uint32).ravel()
+    return Primitive(positions=pos, indices=idx)
+
+
+def _volumes(scene: Scene) -> list:
+    """(centre x, signed volume) of every drawn triangle set, left to right: a box
+    whose faces point outward has a positive volume, an inside-out one negative."""
+    out = []
+    for ts in triangle_sets(scene):
+        p = ts.positions[ts.indices.reshape(-1, 3)]
+        vol = float(np.einsum("ij,ij->i", p[:, 0], np.cross(p[:, 1], p[:, 2])).sum() / 6)
+        out.append((round(float(p[..., 0].mean()), 3), round(vol, 3)))
+    return sorted(out)
+
+
+def _mirror_scene(nested: bool, with_normal: bool) -> Scene:
+    s = Scene()
+    box = s.add_mesh(Mesh(name="box", primitives=[_box([0, 0, -0.25], [1, 2, 0.25])]))
+    parent = s.add_node(name="holder", translation=[0.0, 0.0, 0.0]) if nested else None
+    s.add_node(name="mirrored", mesh=box, scale=[-1.0, 1.0, 1.0], parent=parent)
+    if with_normal:
+        s.add_node(name="normal", mesh=box, translation=[3.0, 0.0, 0.0])
+    return s
+
+
+@pytest.mark.parametrize("nested", [False, True], ids=["node", "object"])
+@pytest.mark.parametrize("with_normal", [False, True], ids=["alone", "beside-a-normal-one"])
+def test_a_mirrored_node_stays_outside_out(nested, with_normal):
+    """glTF draws a mirrored node (negative-determinant world matrix) with the
+    opposite front face.  v8 shapes have no scale, so the mirror goes into the
+    vertices; the winding must go with it, or every face points inward (signed
+    volume -1, as the import gave).  A normal mesh beside it is untouched."""
+    s = _mirror_scene(nested, with_normal)
+    want = [(-0.5, 1.0)] + ([(3.5, 1.0)] if with_normal else [])
+    assert _volumes(s) == want
+    doc = _reencodes(DTS.from_scene(copy.deepcopy(s)))
+    assert _volumes(to_scene(doc, skin=False)) == want
+    v7 = _reencodes(DTS.from_scene(copy.deepcopy(s), version="7"))   # the mirror in a scale
+    assert _volumes(to_scene(v7, skin=False)) == want
+
+
+@pytest.mark.parametrize("bind", ["inverse", "identity"])
+def test_a_mirrored_joint_keeps_the_skinned_faces_outside_out(bind):
+    """Skinned geometry is drawn with its joint matrix (joint world x inverse bind
+    matrix), and a negative determinant of that product reverses the front face.
+    The import bakes the bind matrix and then the joint's mirror into the vertices,
+    turning the winding at each mirror: one in the joint alone turns it once, one
+    in both factors twice (not at all); the faces stay outward either way."""
+    s = Scene()
+    joint = s.add_node(name="joint", scale=[-1.0, 1.0, 1.0], translation=[-2.0, 0.0, 0.0])
+    prim = _box([0, 0, -0.25], [1, 2, 0.25])
+    prim.joints = np.zeros((8, 4), np.uint16)
+    prim.weights = np.tile([1.0, 0, 0, 0], (8, 1)).astype(np.float32)
+    ibm = np.linalg.inv(trs_to_matrix([-2.0, 0, 0], None, [-1.0, 1, 1])) if bind == "inverse" \
+        else np.eye(4)
+    skin = s.add_skin(Skin(joints=[joint], inverse_bind_matrices=ibm[None]))
+    s.add_node(name="body", mesh=s.add_mesh(Mesh(name="body", primitives=[prim])), skin=skin)
+    want = _volumes(s)
+    assert want == ([(0.5, 1.0)] if bind == "inverse" else [(-2.5, 1.0)])
+    doc = _reencodes(DTS.from_scene(copy.deepcopy(s)))
+    assert _volumes(to_scene(doc, skin=False)) == want

@@ -12,6 +12,9 @@ any glTF-convention scene (potsherd's own exports, Blender's, assimp's):
   joint (moved into that joint's space by its inverse bind matrix), belongs
   to that node; a leaf node with geometry and no transform animation is an
   *object* on its parent, at its local offset (the export's object nodes);
+  a transform the shape cannot hold (scale in v8, rotation of a v8 object)
+  goes into the vertices, and each mirror so baked (negative determinant)
+  reverses the triangles' winding, as glTF draws mirrored nodes;
 * animations: node TRS keys sampled on the union of their channel times,
   morph weights as mesh frames (the strongest target, 0 for none), STEP
   scale-to-zero on an object as its visibility.  Morph targets that nothing
@@ -201,8 +204,22 @@ def _geometry_pieces(scene: Scene, worlds: list, warnings: list) -> dict[int, li
                 if len(f) > 1:
                     moved[1:] = (f[1:] - f[0][None]) @ lin.T + moved[0][None]
                 nm = nrm[corners] @ np.linalg.inv(lin) if abs(np.linalg.det(lin)) > 1e-12 else nrm[corners]
-                pieces.setdefault(target, []).append((moved, nm, uv[corners], prim.material, hi))
+                piece = (moved, nm, uv[corners], prim.material, hi)
+                pieces.setdefault(target, []).append(_mirrored(piece, lin))
     return pieces
+
+
+def _mirrored(piece: tuple, lin: np.ndarray) -> tuple:
+    """``piece`` with each triangle's winding reversed when ``lin``, the linear map
+    just baked into its corners, mirrors (negative determinant): glTF draws a
+    mirrored node's triangles with the opposite front face, and the shape has no
+    mirroring transform to say so, so the corners must (its faces stay front
+    facing)."""
+    if np.linalg.det(lin) >= 0:
+        return piece
+    frames, nrm, uv = piece[:3]
+    order = np.arange(frames.shape[1]).reshape(-1, 3)[:, [0, 2, 1]].reshape(-1)
+    return (frames[:, order], nrm[order], uv[order], *piece[3:])
 
 
 def _animated_paths(scene: Scene) -> dict[int, set]:
@@ -304,7 +321,7 @@ def shape_model(scene: Scene, *, version: int = 8) -> ShapeModel:
         if (version >= 8 or i not in object_leaf) and np.abs(lin - np.eye(3)).max() > 1e-9:
             # v8 objects are offset by a translation only: the rest goes into the vertices
             inv_t = np.linalg.inv(lin).T if abs(np.linalg.det(lin)) > 1e-12 else lin
-            ps = [(p[0] @ lin.T, p[1] @ inv_t.T, p[2], p[3], p[4]) for p in ps]
+            ps = [_mirrored((p[0] @ lin.T, p[1] @ inv_t.T, p[2], p[3], p[4]), lin) for p in ps]
         if version >= 8 or i not in object_leaf:
             t_only = np.eye(4)
             t_only[:3, 3] = offset[:3, 3] if i in object_leaf else 0.0
