@@ -682,3 +682,51 @@ def test_a_mirrored_joint_keeps_the_skinned_faces_outside_out(bind):
     assert want == ([(0.5, 1.0)] if bind == "inverse" else [(-2.5, 1.0)])
     doc = _reencodes(DTS.from_scene(copy.deepcopy(s)))
     assert _volumes(to_scene(doc, skin=False)) == want
+
+
+def _two_joint_column(ibm: bool) -> Scene:
+    """A 0.5 x 2 x 0.5 column standing on the floor, its top half on joint b1
+    (1 m up b0).  Without inverse bind matrices (identity, glTF's default) the
+    vertices are in their own joint's space, so the top ones are stored 1 m lower."""
+    s = Scene()
+    b0 = s.add_node(name="b0")
+    b1 = s.add_node(name="b1", parent=b0, translation=[0.0, 1.0, 0.0])
+    prim = _box([-0.25, 0, -0.25], [0.25, 2, 0.25])
+    top = prim.positions[:, 1] > 1
+    prim.joints = np.zeros((8, 4), np.uint16)
+    prim.joints[top, 0] = 1
+    prim.weights = np.tile([1.0, 0, 0, 0], (8, 1)).astype(np.float32)
+    binds = None
+    if ibm:
+        binds = np.stack([np.eye(4), trs_to_matrix([0.0, -1.0, 0.0])])
+    else:
+        prim.positions[top, 1] -= 1
+    skin = s.add_skin(Skin(joints=[b0, b1], inverse_bind_matrices=binds))
+    s.add_node(name="body", mesh=s.add_mesh(Mesh(name="body", primitives=[prim])), skin=skin)
+    return s
+
+
+def _picture(scene: Scene) -> tuple:
+    """Box, area and signed volume of the rest pose."""
+    p = np.concatenate([ts.positions[ts.indices.reshape(-1, 3)] for ts in triangle_sets(scene)])
+    area = float(np.linalg.norm(np.cross(p[:, 1] - p[:, 0], p[:, 2] - p[:, 0]), axis=1).sum() / 2)
+    vol = float(np.einsum("ij,ij->i", p[:, 0], np.cross(p[:, 1], p[:, 2])).sum() / 6)
+    v = p.reshape(-1, 3)
+    return (np.round(v.min(0), 4).tolist(), np.round(v.max(0), 4).tolist(), round(area, 4),
+            round(vol, 4))
+
+
+@pytest.mark.parametrize("ibm", [True, False], ids=["with-ibm", "without-ibm"])
+def test_a_skin_without_inverse_bind_matrices_keeps_its_rest_pose(ibm):
+    """Missing inverseBindMatrices were taken as each joint's rest world inverted,
+    which moved b1's vertices (already in b1's space) another metre down: the
+    column came back 0..1 m tall with area 2.5 instead of 0..2 m and 4.5.  The
+    side faces span both joints; each goes to one, its other corners where their
+    own joint poses them."""
+    s = _two_joint_column(ibm)
+    want = ([-0.25, 0.0, -0.25], [0.25, 2.0, 0.25], 4.5, 0.5)
+    assert _picture(s) == want
+    doc = _reencodes(DTS.from_scene(copy.deepcopy(s)))
+    got = _picture(to_scene(doc, skin=False))
+    assert got[:2] == want[:2]
+    assert got[2:] == pytest.approx(want[2:], abs=1e-3)        # within the byte quantisation

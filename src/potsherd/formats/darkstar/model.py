@@ -9,7 +9,8 @@ any glTF-convention scene (potsherd's own exports, Blender's, assimp's):
   disappears;
 * nodes keep the hierarchy; nodes holding skinned meshes are not nodes;
 * geometry: a mesh on a node, or skinned vertices split by their dominant
-  joint (moved into that joint's space by its inverse bind matrix), belongs
+  joint (moved into that joint's space by its inverse bind matrix, identity
+  when the skin has none, as glTF specifies), belongs
   to that node; a leaf node with geometry and no transform animation is an
   *object* on its parent, at its local offset (the export's object nodes);
   a transform the shape cannot hold (scale in v8, rotation of a v8 object)
@@ -187,25 +188,43 @@ def _geometry_pieces(scene: Scene, worlds: list, warnings: list) -> dict[int, li
             # a triangle belongs to the joint of most of its corners (its first on a tie)
             tri_joint = np.where(corner_joint[:, 1] == corner_joint[:, 2], corner_joint[:, 1],
                                  corner_joint[:, 0])
+            # no inverseBindMatrices: identity, as glTF specifies (each vertex is then
+            # in its own joint's space), not the joint's rest world inverted
             ibm = skin.inverse_bind_matrices
+            binds = (np.asarray(ibm, np.float64).reshape(-1, 4, 4) if ibm is not None
+                     else np.tile(np.eye(4), (len(skin.joints), 1, 1)))
+            # each joint's skinning matrix at rest: bind space -> world
+            posed = {k: worlds[int(skin.joints[k])] @ binds[k]
+                     for k in range(min(len(skin.joints), len(binds)))}
             for j in np.unique(tri_joint).tolist():
                 if not 0 <= j < len(skin.joints):
                     warnings.append(f"mesh {mesh.name!r}: joint {j} outside its skin; triangles skipped")
                     continue
                 target = int(skin.joints[j])
-                bind = (np.asarray(ibm[j], np.float64) if ibm is not None
-                        else np.linalg.inv(worlds[target]))
+                bind = binds[j]
                 sel = np.repeat(tri_joint == j, 3)
                 corners = idx[sel]
+                # a corner of another joint is where that joint poses it at rest, seen
+                # from this joint (the same as this joint's bind matrix when the rest
+                # pose is the bind pose); this joint's own corners take its bind matrix
+                per = np.repeat(bind[None], len(corners), 0)
+                to_target = np.linalg.inv(worlds[target])
+                for d in np.unique(dominant[corners]).tolist():
+                    if d != j and d in posed:
+                        per[dominant[corners] == d] = to_target @ posed[d]
                 f = frames[:, corners]
-                lin = bind[:3, :3]
+                lin = per[:, :3, :3]
                 moved = np.empty_like(f)
-                moved[0] = f[0] @ lin.T + bind[:3, 3]
+                moved[0] = np.einsum("cij,cj->ci", lin, f[0]) + per[:, :3, 3]
                 if len(f) > 1:
-                    moved[1:] = (f[1:] - f[0][None]) @ lin.T + moved[0][None]
-                nm = nrm[corners] @ np.linalg.inv(lin) if abs(np.linalg.det(lin)) > 1e-12 else nrm[corners]
+                    moved[1:] = np.einsum("cij,fcj->fci", lin, f[1:] - f[0][None]) + moved[0][None]
+                nm = nrm[corners]
+                solid = np.abs(np.linalg.det(lin)) > 1e-12
+                if solid.any():
+                    nm = nm.copy()
+                    nm[solid] = np.einsum("cj,cji->ci", nm[solid], np.linalg.inv(lin[solid]))
                 piece = (moved, nm, uv[corners], prim.material, hi)
-                pieces.setdefault(target, []).append(_mirrored(piece, lin))
+                pieces.setdefault(target, []).append(_mirrored(piece, bind[:3, :3]))
     return pieces
 
 
