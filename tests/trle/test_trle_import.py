@@ -747,3 +747,41 @@ def test_a_root_node_keeps_its_place_relative_to_the_scene_origin(animated, root
         else:             # x 0.5..1.5 m, y up 0.5..1.5 m: TR -x, -y
             assert sorted(verts.tolist()) == [[-768, -768, 0], [-768, -256, 0],
                                               [-256, -768, 0], [-256, -256, 0]]
+
+
+def _turning_quad(duration: float, extra: list | None = None) -> Scene:
+    """The quad turning 0 -> 90 degrees about +Y over ``duration`` seconds."""
+    s = _rotated_quad_scene(False)
+    s.nodes[0].rotation = None
+    q = quat_from_axis_angle([0, 1, 0], math.pi / 2)
+    s.add_animation(Animation(name="turn", channels=[Channel(
+        node=0, path="rotation", times=np.array([0.0, duration], np.float32),
+        values=np.asarray([[0, 0, 0, 1], q], np.float32)), *(extra or [])]))
+    return s
+
+
+def test_a_clip_between_keyframes_still_ends_in_its_last_pose():
+    """Keyframes are spaced by frame_duration: a 0.875 s clip took 27 keyframes at
+    30/s, the last at 0.867 s, short of the final pose; it now takes one more,
+    which holds the end (a STEP clip's last pose was lost altogether)."""
+    r = TRWAD.from_scene(_turning_quad(0.875)).root
+    (count, _, quats), = keyframes(r)
+    assert count == 28                                   # 0, 1/30, ..., 27/30 >= 0.875 s
+    q = quat_from_axis_angle([0, 1, 0], math.pi / 2)
+    last = quats[-1, 0]
+    tr_end = [q[0], -q[1], -q[2], q[3]]                  # glTF -> TR axes (Y and Z flipped)
+    assert abs(abs(float(np.dot(last, tr_end))) - 1) < 1e-9   # the end pose, exactly
+    assert abs(abs(float(np.dot(quats[-2, 0], tr_end))) - 1) > 1e-5   # the one before is not
+    r2 = TRWAD.from_scene(_turning_quad(0.9)).root       # on a keyframe: no extra one
+    assert keyframes(r2)[0][0] == 28
+
+
+def test_motion_a_keyframe_cannot_hold_is_named():
+    s = _turning_quad(1.0, [Channel(node=0, path="scale", times=np.array([0.0, 1.0], np.float32),
+                                    values=np.array([[1, 1, 1], [2, 2, 2]], np.float32))])
+    TRWAD.from_scene(s)
+    assert any(w.startswith("scale keys dropped (first in animation 'turn')") for w in s.warnings)
+    quiet = _turning_quad(1.0, [Channel(node=0, path="scale", times=np.array([0.0, 1.0], np.float32),
+                                        values=np.ones((2, 3), np.float32))])
+    TRWAD.from_scene(quiet)                              # the control: a constant scale says nothing
+    assert not any("dropped" in w for w in quiet.warnings)

@@ -97,7 +97,9 @@ def _animations(scene: Any, bones: list, parents: list, meshes: list, to_tr: np.
                 raise ImportRefused(f"animation {ai} ({anim.name!r}) lasts {duration:g} s: more "
                                     f"than the {MAX_GAME_FRAMES} game frames a TR animation "
                                     "can number")
-            count = int(math.floor(duration * FPS / fd + 1e-6)) + 1 if anim.channels else 0
+            # the last keyframe at or past the end, so the clip ends in its last pose
+            # (sampling holds it); potsherd's own clips end on a keyframe exactly
+            count = int(math.ceil(duration * FPS / fd - 1e-6)) + 1 if anim.channels else 0
         if count * fd > MAX_GAME_FRAMES + fd:
             raise ImportRefused(f"animation {ai}: {count} keyframes are more than a TR "
                                 "animation can number")

@@ -116,6 +116,7 @@ def from_scene(scene: Any, *, like: Any = None, out_name: str = "", **options: A
             f[:3, :3] = np.eye(3)
         frames[0][:3, 3] = 0.0
     links = _links(scene, bones, parents, frames, hx, like)
+    _warn_unkept_motion(scene, bones, parents)
 
     textures = _Textures(scene, hx, like)
     meshes = _meshes(scene, world, to_tr, bones, frames, textures, holder is not None,
@@ -191,6 +192,37 @@ def _pick_holder(scene: Any, wanted: Any) -> int | None:
         if int(scene.nodes[i].extras["tr4_moveable"].get("object_id", -1)) == oid:
             return i
     raise ImportRefused(f"the scene holds no moveable with id {oid}")
+
+
+def _warn_unkept_motion(scene: Any, bones: list, parents: list) -> None:
+    """Say what a TR keyframe cannot hold: it has each bone's rotation and the
+    root's offset, so scale keys, other bones' translation keys and morph
+    weight keys are dropped (each named once, with the first animation)."""
+    roots = {b for b, p in zip(bones, parents) if p < 0}
+    bone_set = set(bones)
+    seen: dict = {}
+    for anim in scene.animations:
+        for ch in anim.channels:
+            v = np.asarray(ch.values, np.float64)
+            if not len(v) or not np.isfinite(v).all():
+                continue
+            if ch.path == "scale":
+                moves = ch.node in bone_set and np.abs(v - v[0]).max() > 1e-6
+                what = "scale keys"
+            elif ch.path == "translation":
+                moves = ch.node in bone_set and ch.node not in roots and \
+                    np.abs(v - v[0]).max() > 1e-6
+                what = "translation keys of bones other than the root"
+            elif ch.path == "weights":
+                moves = np.abs(v - v[0]).max() > 1e-6
+                what = "morph weight keys"
+            else:
+                continue
+            if moves and what not in seen:
+                seen[what] = anim.name or "unnamed"
+    for what, first in seen.items():
+        scene.warnings.append(f"{what} dropped (first in animation {first!r}): TR keyframes "
+                              "hold each bone's rotation and the root's offset only")
 
 
 def _moveable_view(scene: Any, holder: int) -> Any:
