@@ -785,3 +785,16 @@ def test_motion_a_keyframe_cannot_hold_is_named():
                                         values=np.ones((2, 3), np.float32))])
     TRWAD.from_scene(quiet)                              # the control: a constant scale says nothing
     assert not any("dropped" in w for w in quiet.warnings)
+
+
+def test_blended_skin_weights_are_named_when_each_triangle_follows_one_joint():
+    from export_scenes import skinned_cube_scene
+    s = skinned_cube_scene()          # 24 seam vertices (4 corners x 3 faces x 2 boxes) blend 50/50
+    TRWAD.from_scene(s)
+    assert any(w.startswith("24 skinned vertices blend several joints") for w in s.warnings)
+    one = skinned_cube_scene()
+    p = one.meshes[0].primitives[0]
+    p.weights = np.zeros_like(p.weights)
+    p.weights[:, 0] = 1.0                                 # the control: one joint each
+    TRWAD.from_scene(one)
+    assert not any("blend several joints" in w for w in one.warnings)

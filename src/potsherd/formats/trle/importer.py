@@ -370,6 +370,7 @@ def _meshes(scene: Any, world: np.ndarray, to_tr: np.ndarray, bones: list, frame
     position = {b: k for k, b in enumerate(bones)}
     parents = scene.parents()
     per_bone: list[list] = [[] for _ in bones]
+    blended = 0
     for ts in triangle_sets(scene, world=world):
         tris = ts.indices.reshape(-1, 3)
         if not len(tris):
@@ -378,6 +379,7 @@ def _meshes(scene: Any, world: np.ndarray, to_tr: np.ndarray, bones: list, frame
             sk = scene.skins[ts.skin]
             j = np.asarray(ts.joints, np.int64)
             w = np.asarray(ts.weights, np.float64)
+            blended += int(((w > 0.01).sum(axis=1) > 1).sum())
             key = np.where(w == w.max(axis=1, keepdims=True), j, np.iinfo(np.int64).max)
             dom = key.min(axis=1)
             d = dom[tris]
@@ -397,6 +399,9 @@ def _meshes(scene: Any, world: np.ndarray, to_tr: np.ndarray, bones: list, frame
                     continue
                 k = 0         # a foreign glTF: whatever hangs elsewhere goes to the root bone
             per_bone[k].append((ts, tris[owner_nodes == node]))
+    if blended:
+        scene.warnings.append(f"{blended} skinned vertices blend several joints: a moveable's "
+                              "meshes are rigid, so each triangle follows its dominant joint")
     return [_mesh(scene, frames[k], to_tr, parts, textures, ours, bones[k],
                   like["meshes"][k] if like and k < len(like["meshes"]) else None)
             for k, parts in enumerate(per_bone)]
