@@ -385,6 +385,128 @@ def test_other_slots_transforms_are_reported_not_baked():
     assert any("emissiveTexture" in w and "not applied" in w for w in s.warnings), s.warnings
 
 
+def _instanced_triangle(ext: dict | None = None, parent_t=(0.0, 0.0, 10.0)) -> tuple:
+    """A triangle on a node moved by ``parent_t`` carrying three
+    EXT_mesh_gpu_instancing instances: float translations, normalized int16
+    rotations (a quarter turn about Z on the second), float scales."""
+    b = Builder()
+    pos = b.acc(b.view(np.array([[1, 0, 0], [0, 1, 0], [0, 0, 0]], np.float32).tobytes()),
+                5126, 3, "VEC3")
+    t = b.acc(b.view(np.array([[0, 0, 0], [5, 0, 0], [0, 7, 0]], np.float32).tobytes()),
+              5126, 3, "VEC3")
+    h = 23170                                        # 32767 * sin(45°): (0, 0, 0.7071, 0.7071)
+    r = b.acc(b.view(np.array([[0, 0, 0, 32767], [0, 0, h, h], [0, 0, 0, 32767]],
+                              np.int16).tobytes()), 5122, 3, "VEC4", normalized=True)
+    sc = b.acc(b.view(np.array([[1, 1, 1], [1, 1, 1], [2, 2, 2]], np.float32).tobytes()),
+               5126, 3, "VEC3")
+    b.gl["meshes"] = [{"primitives": [{"attributes": {"POSITION": pos}}]}]
+    if ext is None:
+        ext = {"attributes": {"TRANSLATION": t, "ROTATION": r, "SCALE": sc}}
+    b.gl["nodes"] = [{"mesh": 0, "translation": list(parent_t), "name": "tree",
+                      "extensions": {"EXT_mesh_gpu_instancing": ext}}]
+    b.gl["extensionsUsed"] = ["EXT_mesh_gpu_instancing"]
+    return b, (t, r, sc)
+
+
+def test_gpu_instances_are_nodes_at_their_world_positions():
+    """EXT_mesh_gpu_instancing (``gltf-transform instance`` writes it): the mesh is
+    drawn once per instance at node world x instance TRS, and not at the node
+    itself.  Every importer sees the copies through triangle_sets."""
+    from potsherd.scene.ops import triangle_sets
+    b, _ = _instanced_triangle()
+    s = read_gltf(b.glb())
+    assert not s.warnings
+    assert s.nodes[0].mesh is None and s.nodes[0].children == [1, 2, 3]
+    assert [n.name for n in s.nodes[1:]] == ["tree.instance0", "tree.instance1", "tree.instance2"]
+    assert [n.mesh for n in s.nodes] == [None, 0, 0, 0]
+    tris = {t.node: t.positions for t in triangle_sets(s)}
+    assert sorted(tris) == [1, 2, 3]
+    np.testing.assert_allclose(tris[1], [[1, 0, 10], [0, 1, 10], [0, 0, 10]], atol=1e-6)
+    # a quarter turn about Z: (1, 0) -> (0, 1), (0, 1) -> (-1, 0); then + (5, 0, 10)
+    np.testing.assert_allclose(tris[2], [[5, 1, 10], [4, 0, 10], [5, 0, 10]], atol=1e-4)
+    np.testing.assert_allclose(tris[3], [[2, 7, 10], [0, 9, 10], [0, 7, 10]], atol=1e-6)
+    assert s.nodes[0].extras["EXT_mesh_gpu_instancing"] == {"first": 1, "count": 3}
+    # only TRANSLATION given: rotation and scale are the identity
+    b, _ = _instanced_triangle({"attributes": {"TRANSLATION": 1}})
+    s = read_gltf(b.glb())
+    tris = [ts.positions for ts in triangle_sets(s)]
+    np.testing.assert_allclose(tris[2], [[1, 7, 10], [0, 8, 10], [0, 7, 10]], atol=1e-6)
+
+
+def test_without_instancing_the_node_draws_its_mesh_once():
+    """The control: the same file without the extension is one triangle on node 0."""
+    from potsherd.scene.ops import triangle_sets
+    b, _ = _instanced_triangle()
+    del b.gl["nodes"][0]["extensions"]
+    s = read_gltf(b.glb())
+    assert len(s.nodes) == 1 and [t.node for t in triangle_sets(s)] == [0]
+
+
+@pytest.mark.parametrize("edit,cls,path", [
+    (lambda e, a: e.update(attributes=[]), JsonFormatError, "attributes"),
+    (lambda e, a: e.update(attributes={}), JsonFormatError, "attributes"),
+    (lambda e, a: e["attributes"].update(TRANSLATION=99), JsonFormatError,
+     "attributes.TRANSLATION"),
+    (lambda e, a: e["attributes"].update(SCALE="0"), JsonFormatError, "attributes.SCALE"),
+    (lambda e, a: e["attributes"].update(SCALE=a[1]), JsonFormatError, "attributes.SCALE"),
+    (lambda e, a: a[0].update(count=2), CountError, "attributes"),
+    (lambda e, a: a[0].update(count=10**9), LimitError, "$.accessors[1].count"),
+    (lambda e, a: a[1].update(normalized=False), JsonFormatError, "attributes.ROTATION"),
+    (lambda e, a: a[1].pop("bufferView"), JsonFormatError, "attributes.ROTATION"),
+    (lambda e, a: a[0].update(componentType=5130), JsonFormatError, "$.accessors[1].componentType"),
+])
+def test_hostile_instancing_is_a_format_error(edit, cls, path):
+    b, (t, r, sc) = _instanced_triangle()
+    ext = b.gl["nodes"][0]["extensions"]["EXT_mesh_gpu_instancing"]
+    edit(ext, [b.gl["accessors"][t], b.gl["accessors"][r]])
+    with pytest.raises(cls) as e:
+        read_gltf(b.glb())
+    assert e.value.path.endswith(path), str(e.value)
+    assert not isinstance(e.value, InternalDecodeError)
+
+
+def test_hostile_instancing_extension_object():
+    b, _ = _instanced_triangle()
+    b.gl["nodes"][0]["extensions"]["EXT_mesh_gpu_instancing"] = [1]
+    with pytest.raises(JsonFormatError) as e:
+        read_gltf(b.glb())
+    assert e.value.path == "$.nodes[0].extensions.EXT_mesh_gpu_instancing"
+    b, (_, _, sc) = _instanced_triangle()
+    at = b.gl["bufferViews"][b.gl["accessors"][sc]["bufferView"]]["byteOffset"]
+    b.bin[at:at + 4] = struct.pack("<f", float("nan"))
+    with pytest.raises(JsonFormatError) as e:
+        read_gltf(b.glb())
+    assert "finite" in e.value.message
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.data())
+def test_fuzzed_instancing_only_raises_format_errors(data):
+    b, (t, r, sc) = _instanced_triangle()
+    ext = b.gl["nodes"][0]["extensions"]["EXT_mesh_gpu_instancing"]
+    junk = st.one_of(st.integers(-3, 8), st.none(), st.text(max_size=3), st.booleans(),
+                     st.floats(-1e3, 1e3), st.lists(st.integers(0, 5), max_size=3),
+                     st.dictionaries(st.sampled_from(["TRANSLATION", "ROTATION", "SCALE", "_ID"]),
+                                     st.integers(-1, 6)))
+    for _ in range(data.draw(st.integers(1, 4))):
+        where = data.draw(st.sampled_from(["attr", "acc", "ext"]))
+        if where == "attr" and isinstance(ext.get("attributes"), dict):
+            ext["attributes"][data.draw(st.sampled_from(["TRANSLATION", "ROTATION", "SCALE"]))] = \
+                data.draw(junk)
+        elif where in ("acc", "attr"):
+            a = b.gl["accessors"][data.draw(st.sampled_from([t, r, sc]))]
+            a[data.draw(st.sampled_from(["count", "componentType", "type", "normalized",
+                                         "byteOffset"]))] = data.draw(junk)
+        else:
+            ext[data.draw(st.sampled_from(["attributes", "extra"]))] = data.draw(junk)
+    try:
+        read_gltf(b.glb())
+    except InternalDecodeError as e:            # a reader bug
+        raise AssertionError(str(e)) from e
+    except FormatError:
+        pass
+
+
 def _spec_gloss_file(material: dict) -> bytes:
     b = Builder()
     pos = b.acc(b.view(_quad_positions().tobytes()), 5126, 4, "VEC3")

@@ -13,6 +13,10 @@ zero-filled data (accessors without a view) by a budget that follows the
 input size.  Errors are :class:`JsonFormatError` / :class:`FormatError`
 carrying the JSON path (``$.accessors[3].count``).
 
+``EXT_mesh_gpu_instancing`` instances become child nodes of the instanced node
+(one per instance, with its translation, rotation and scale), so importers
+see every copy.
+
 Read, not kept: cameras, lights, unknown
 extensions (their names end up in ``scene.extras["extensionsUsed"]``).
 Refused: ``extensionsRequired`` naming a compression this reader cannot
@@ -40,7 +44,11 @@ _PATH_SIZES = {"translation": 3, "rotation": 4, "scale": 3}
 #: extensions whose data this reader cannot decode: a file requiring them is refused
 _UNDECODABLE = {"KHR_draco_mesh_compression", "EXT_meshopt_compression",
                 "KHR_meshopt_compression"}
-_UNDERSTOOD = {"KHR_materials_unlit", "KHR_mesh_quantization", "KHR_texture_transform"}
+_UNDERSTOOD = {"KHR_materials_unlit", "KHR_mesh_quantization", "KHR_texture_transform",
+               "EXT_mesh_gpu_instancing"}
+#: per-instance attributes of EXT_mesh_gpu_instancing: (components, default value)
+_INSTANCE_ATTRIBUTES = {"TRANSLATION": (3, (0.0, 0.0, 0.0)), "ROTATION": (4, (0.0, 0.0, 0.0, 1.0)),
+                        "SCALE": (3, (1.0, 1.0, 1.0))}
 
 
 def read_gltf(source: Any, *, limits: Limits = DEFAULT_LIMITS,
@@ -129,6 +137,7 @@ class _Reader(GltfAccess):
         scene.animations = [a for a in (self.animation(i, d, scene) for i, d in
                                         enumerate(self.items("animations"))) if a is not None]
         scene.animations = self.merge_per_node_animations(scene.animations)
+        self.expand_instances(scene)
         self.pick_scene(scene)
         unknown = sorted(set(used) - _UNDERSTOOD)
         if unknown:
@@ -530,6 +539,86 @@ class _Reader(GltfAccess):
                 d, "weights", path, len(d["weights"]) if isinstance(d["weights"], list) else -1,
                 None))
         return n
+
+    def instance_trs(self, i: int) -> Optional[tuple]:
+        """``(translation (N, 3), rotation (N, 4), scale (N, 3))`` float64 of the
+        ``EXT_mesh_gpu_instancing`` instances on node ``i`` (absent attributes
+        filled with their defaults), or None without the extension.  Integer
+        accessors are read as KHR_mesh_quantization allows (normalized or not;
+        ROTATION only float or normalized); rotations are normalised."""
+        d = self.items("nodes")[i]
+        ext = d.get("extensions")
+        if not isinstance(ext, dict) or "EXT_mesh_gpu_instancing" not in ext:
+            return None
+        path = f"$.nodes[{i}].extensions.EXT_mesh_gpu_instancing"
+        inst = ext["EXT_mesh_gpu_instancing"]
+        if not isinstance(inst, dict):
+            raise self.fail(path, "must be an object", found=_kind(inst))
+        attrs = self.get(inst, "attributes", path, "object", required=True)
+        apath = path + ".attributes"
+        arrays: dict = {}
+        for key, (ncomp, _) in _INSTANCE_ATTRIBUTES.items():
+            ai = self.index(attrs, key, apath, "accessors")
+            if ai is None:
+                continue
+            raw, norm = self.accessor(ai)
+            if key == "ROTATION" and raw.dtype.kind != "f" and not norm:
+                raise self.fail(f"{apath}.ROTATION", "ROTATION must be float or normalized "
+                                "integers", found=str(raw.dtype))
+            arr = self.floats(ai, f"{apath}.{key}", (ncomp,)).astype(np.float64)
+            if not np.isfinite(arr).all():
+                raise self.fail(f"{apath}.{key}", f"{key} values must be finite")
+            arrays[key] = arr
+        if not arrays:
+            raise self.fail(apath, "no TRANSLATION, ROTATION or SCALE attribute",
+                            expected="at least one")
+        counts = {len(a) for a in arrays.values()}
+        if len(counts) > 1:
+            raise CountError("instance attributes differ in count", path=apath,
+                             expected="one count", found={k: len(a) for k, a in arrays.items()})
+        n = counts.pop()
+        if "ROTATION" in arrays:
+            q = arrays["ROTATION"]
+            length = np.linalg.norm(q, axis=1)
+            if np.any(length < 1e-6):
+                k = int(np.argmax(length < 1e-6))
+                raise self.fail(f"{apath}.ROTATION", "zero-length instance rotation",
+                                found=f"instance {k}")
+            arrays["ROTATION"] = q / length[:, None]
+        t, r, sc = (arrays[k] if k in arrays else np.tile(default, (n, 1))
+                    for k, (_, default) in _INSTANCE_ATTRIBUTES.items())
+        return t, r, sc
+
+    def expand_instances(self, scene: Scene) -> None:
+        """Each ``EXT_mesh_gpu_instancing`` instance as a node of its own: a child of
+        the instanced node with the instance's translation, rotation and scale and
+        the node's mesh (and skin), which the instanced node then no longer draws
+        itself, as a viewer draws the mesh only at the instances.  The new nodes
+        come after the file's, so every index read so far stays valid; the
+        instanced node's ``extras["EXT_mesh_gpu_instancing"]`` lists them."""
+        for i in range(len(scene.nodes)):
+            trs = self.instance_trs(i)
+            if trs is None:
+                continue
+            node = scene.nodes[i]
+            if node.mesh is None:
+                self.warnings.append(f"$.nodes[{i}]: EXT_mesh_gpu_instancing on a node "
+                                     "without a mesh ignored")
+                continue
+            t, r, sc = trs
+            first = len(scene.nodes)
+            weights = node.extras.get("morphWeights")
+            base = node.name or f"node{i}"
+            for k in range(len(t)):
+                extras = {"instanceOf": i, "instance": k}
+                if weights is not None:
+                    extras["morphWeights"] = list(weights)
+                scene.nodes.append(Node(name=f"{base}.instance{k}", translation=t[k],
+                                        rotation=r[k], scale=sc[k], mesh=node.mesh,
+                                        skin=node.skin, extras=extras))
+            node.children.extend(range(first, len(scene.nodes)))
+            node.extras["EXT_mesh_gpu_instancing"] = {"first": first, "count": len(t)}
+            node.mesh = node.skin = None
 
     def check_tree(self, scene: Scene) -> None:
         parent: dict = {}
