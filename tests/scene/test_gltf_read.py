@@ -310,7 +310,9 @@ def test_matrix_node_materials_extensions_samplers():
     assert m.emissive == (1.0, 0.5, 0.0)
     t = m.base_color_texture
     assert (t.image, t.texcoord, t.mag_filter, t.min_filter, t.wrap_s, t.wrap_t) == \
-        (0, 1, 9728, 9987, 33071, 33648)
+        (0, 0, 9728, 9987, 33071, 33648)             # texCoord 1 is made set 0 (below)
+    assert t.extras["sourceTexCoord"] == 1 and m.metallic_roughness_texture.texcoord == 1
+    assert any("reads TEXCOORD_1, which the primitive does not have" in w for w in s.warnings)
     assert t.extras["KHR_texture_transform"] == {"scale": [2, 2]}
     assert m.normal_texture.extras["scale"] == 0.5
     assert m.occlusion_texture.extras["strength"] == 1.0
@@ -361,15 +363,77 @@ def test_base_colour_texture_transform_is_baked_into_its_uvs():
     assert np.array_equal(textured.uvs[1], [[0.5, 0.5]] * 4)            # the other set unchanged
     assert np.array_equal(plain.uvs[0], [[0, 0], [1, 0], [1, 1], [0, 1]])
     assert not any("texture_transform" in w.lower() for w in s.warnings)
-    # texCoord in the extension picks the set it applies to (and the texture then reads)
+    # texCoord in the extension picks the set it applies to (and the texture then
+    # reads), which then comes first (base_colour_uv_first)
     s = read_gltf(_transformed_quad({"texCoord": 1, "offset": [1.0, 2.0]}))
     p = s.meshes[0].primitives[0]
-    assert s.materials[0].base_color_texture.texcoord == 1
-    assert np.array_equal(p.uvs[1], [[1.5, 2.5]] * 4)
-    assert np.array_equal(p.uvs[0], [[0, 0], [1, 0], [1, 1], [0, 1]])
+    assert s.materials[0].base_color_texture.texcoord == 0
+    assert np.array_equal(p.uvs[0], [[1.5, 2.5]] * 4)
+    assert np.array_equal(p.uvs[1], [[0, 0], [1, 0], [1, 1], [0, 1]])
     # the control: no extension, no change
     s = read_gltf(_transformed_quad(None))
     assert np.array_equal(s.meshes[0].primitives[0].uvs[0], [[0, 0], [1, 0], [1, 1], [0, 1]])
+
+
+def _uv_sets_quad(base_texcoord: int, emissive_texcoord: int | None = None,
+                  others: bool = True) -> bytes:
+    """A quad with three UV sets (set k holds the constant k + 0.25 for recognition,
+    but set 2 the real corners) and a second primitive of the same material with
+    only one set, and a third primitive without a material with three sets."""
+    b = Builder()
+    pos = b.acc(b.view(_quad_positions().tobytes()), 5126, 4, "VEC3")
+    corners = np.array([[0, 0], [1, 0], [1, 1], [0, 1]], np.float32)
+    sets = [np.full((4, 2), 0.25, np.float32), np.full((4, 2), 1.25, np.float32), corners]
+    uv = [b.acc(b.view(a.tobytes()), 5126, 4, "VEC2") for a in sets]
+    mat = {"pbrMetallicRoughness": {"baseColorTexture": {"index": 0, "texCoord": base_texcoord}}}
+    if emissive_texcoord is not None:
+        mat["emissiveTexture"] = {"index": 0, "texCoord": emissive_texcoord}
+    attrs = {"POSITION": pos, **{f"TEXCOORD_{k}": a for k, a in enumerate(uv)}}
+    b.gl.update({
+        "images": [{"bufferView": b.view(checker_png(2, 2)), "mimeType": "image/png"}],
+        "textures": [{"source": 0}], "materials": [mat],
+        "meshes": [{"primitives": [{"attributes": attrs, "material": 0}] + (
+            [{"attributes": {"POSITION": pos, "TEXCOORD_0": uv[0]}, "material": 0},
+             {"attributes": attrs}] if others else [])}],
+        "nodes": [{"mesh": 0}]})
+    return b.glb()
+
+
+def test_base_colour_uv_set_comes_first():
+    """A base colour texture on ``texCoord: 2`` (Blender's second UV map is
+    TEXCOORD_1): importers keep uvs[0] only, so that set is moved first in the
+    primitives of its material, the others after it in their order, and the
+    texture references renumbered (uv2.glb drew one dark texel in n3pmesh)."""
+    s = read_gltf(_uv_sets_quad(2, emissive_texcoord=0))
+    m = s.materials[0]
+    assert m.base_color_texture.texcoord == 0 and m.base_color_texture.extras["sourceTexCoord"] == 2
+    assert m.emissive_texture.texcoord == 1                 # set 0 is now set 1
+    textured, short, plain = s.meshes[0].primitives
+    assert np.array_equal(textured.uvs[0], [[0, 0], [1, 0], [1, 1], [0, 1]])
+    assert [float(u[0, 0]) for u in textured.uvs[1:]] == [0.25, 1.25]
+    assert textured.extras["uvSetOrder"] == [2, 0, 1]
+    assert len(short.uvs) == 1 and "uvSetOrder" not in short.extras
+    assert any("primitives[1]" in w and "TEXCOORD_2" in w for w in s.warnings), s.warnings
+    assert [float(u[0, 0]) for u in plain.uvs] == [0.25, 1.25, 0.0]     # no material: as is
+    # the control: texCoord 0 changes nothing
+    s = read_gltf(_uv_sets_quad(0))
+    assert [float(u[0, 0]) for u in s.meshes[0].primitives[0].uvs] == [0.25, 1.25, 0.0]
+    assert "uvSetOrder" not in s.meshes[0].primitives[0].extras and not s.warnings
+
+
+def test_second_uv_set_texture_survives_a_single_uv_format(tmp_path):
+    """uv2.glb's case end to end: a box whose texture reads TEXCOORD_1 into
+    .n3pmesh (one UV set) and back keeps the UVs the texture was drawn with."""
+    from potsherd.importer import import_gltf
+    from potsherd.scene.ops import triangle_sets
+    src = _uv_sets_quad(1, others=False)
+    (tmp_path / "q.glb").write_bytes(src)
+    import_gltf(tmp_path / "q.glb", tmp_path / "q.n3pmesh")
+    from potsherd.api import export_gltf, read_doc
+    export_gltf(read_doc(str(tmp_path / "q.n3pmesh"))[1], str(tmp_path / "back.glb"))
+    back = read_gltf(tmp_path / "back.glb")
+    uvs = np.concatenate([t.uvs[0] for t in triangle_sets(back)])
+    assert np.allclose(uvs, 1.25)                        # set 1 (1.25), not set 0 (0.25)
 
 
 @pytest.mark.parametrize("bad", [{"scale": [2]}, {"rotation": "x"}, {"texCoord": -1}, [1, 2]])

@@ -13,7 +13,8 @@ zero-filled data (accessors without a view) by a budget that follows the
 input size.  Errors are :class:`JsonFormatError` / :class:`FormatError`
 carrying the JSON path (``$.accessors[3].count``).
 
-``EXT_mesh_gpu_instancing`` instances become child nodes of the instanced node
+The UV set a base colour texture reads comes first in its material's primitives
+(importers keep ``uvs[0]`` only).  ``EXT_mesh_gpu_instancing`` instances become child nodes of the instanced node
 (one per instance, with its translation, rotation and scale), so importers
 see every copy.
 
@@ -127,6 +128,7 @@ class _Reader(GltfAccess):
                            for i, d in enumerate(self.items("materials"))]
         scene.meshes = [self.mesh(i, d) for i, d in enumerate(self.items("meshes"))]
         self.apply_uv_transforms(scene)
+        self.base_colour_uv_first(scene)
         scene.nodes = [self.node(i, d) for i, d in enumerate(self.items("nodes"))]
         self.check_tree(scene)
         scene.skins = [self.skin(i, d) for i, d in enumerate(self.items("skins"))]
@@ -285,6 +287,45 @@ class _Reader(GltfAccess):
                 if matrix is not None and texcoord < len(prim.uvs):
                     uv = np.asarray(prim.uvs[texcoord], np.float64)
                     prim.uvs[texcoord] = (uv @ matrix[:, :2].T + matrix[:, 2]).astype(np.float32)
+
+    def base_colour_uv_first(self, scene: Scene) -> None:
+        """The UV set a material's base colour texture reads (``texCoord: k``)
+        made set 0 of every primitive using that material, the other sets after
+        it in their order, so importers that keep only ``uvs[0]`` (every game
+        format here) sample the texture with its own UVs.  The material's texture
+        references are renumbered to match (base colour 0); each reordered
+        primitive records the source set of each new set in
+        ``extras["uvSetOrder"]`` and the base colour reference its
+        ``extras["sourceTexCoord"]``."""
+        moved: dict[int, int] = {}       # material -> UV set moved to the front
+        for mi, m in enumerate(scene.materials):
+            ref = m.base_color_texture
+            if ref is None or not ref.texcoord:
+                continue
+            k = int(ref.texcoord)
+            moved[mi] = k
+            for attr in ("base_color_texture", "normal_texture", "emissive_texture",
+                         "occlusion_texture", "metallic_roughness_texture"):
+                other = getattr(m, attr, None)
+                if other is not None:
+                    t = int(other.texcoord)
+                    other.texcoord = 0 if t == k else t + 1 if t < k else t
+            ref.extras.setdefault("sourceTexCoord", k)
+        if not moved:
+            return
+        for mesh_i, mesh in enumerate(scene.meshes):
+            for pi, prim in enumerate(mesh.primitives):
+                k = moved.get(prim.material)
+                if k is None:
+                    continue
+                if k >= len(prim.uvs):
+                    self.warnings.append(
+                        f"$.meshes[{mesh_i}].primitives[{pi}]: its material's base colour "
+                        f"texture reads TEXCOORD_{k}, which the primitive does not have")
+                    continue
+                order = [k] + [j for j in range(len(prim.uvs)) if j != k]
+                prim.uvs = [prim.uvs[j] for j in order]
+                prim.extras.setdefault("uvSetOrder", order)
 
     def uv_transform(self, tt: Any, where: str, texcoord: int) -> tuple:
         """(2x3 matrix, UV set) of a KHR_texture_transform: ``T · R · S`` as the
