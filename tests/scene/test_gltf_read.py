@@ -571,6 +571,62 @@ def test_fuzzed_instancing_only_raises_format_errors(data):
         pass
 
 
+KTX2_MAGIC = b"\xabKTX 20\xbb\r\n\x1a\n"
+
+
+def webp_bytes(rgb=(255, 0, 0)) -> bytes:
+    import io
+    from PIL import Image as PILImage
+    buf = io.BytesIO()
+    PILImage.new("RGB", (2, 2), rgb).save(buf, "WEBP", lossless=True)
+    return buf.getvalue()
+
+
+def _extension_image_file(ext: str, data: bytes, required=None) -> bytes:
+    """A quad whose only texture names its image in ``extensions.<ext>.source``
+    (no ``source``), as gltf-transform webp / toktx write it."""
+    b = Builder()
+    pos = b.acc(b.view(_quad_positions().tobytes()), 5126, 4, "VEC3")
+    b.gl.update({
+        "images": [{"bufferView": b.view(data)}],
+        "textures": [{"extensions": {ext: {"source": 0}}}],
+        "materials": [{"pbrMetallicRoughness": {"baseColorTexture": {"index": 0}}}],
+        "meshes": [{"primitives": [{"attributes": {"POSITION": pos}, "material": 0}]}],
+        "nodes": [{"mesh": 0}], "extensionsUsed": [ext],
+        "extensionsRequired": [ext] if required is None else required})
+    return b.glb()
+
+
+def test_required_webp_texture_is_used_without_a_false_warning():
+    """EXT_texture_webp required (gt_webp.glb): the WebP image is the base colour
+    texture and Pillow decodes it, so nothing is ignored and nothing is said."""
+    from potsherd.scene.ops import base_color_picture
+    data = webp_bytes()
+    s = read_gltf(_extension_image_file("EXT_texture_webp", data))
+    assert s.warnings == []
+    assert s.materials[0].base_color_texture.image == 0
+    assert s.images[0].data == data and s.images[0].mime_type == "image/webp"
+    _, pic, problem = base_color_picture(s, s.materials[0])
+    assert problem is None and pic.convert("RGB").getpixel((0, 0)) == (255, 0, 0)
+    assert "extensionsUsed" not in s.extras
+
+
+def test_required_basisu_texture_is_said_to_be_used_not_ignored():
+    data = KTX2_MAGIC + bytes(64)
+    s = read_gltf(_extension_image_file("KHR_texture_basisu", data))
+    assert s.materials[0].base_color_texture.image == 0 and s.images[0].mime_type == "image/ktx2"
+    assert s.warnings == ["required extension KHR_texture_basisu: its 1 image(s) used as "
+                          "textures, kept as image/ktx2 data that cannot be decoded here "
+                          "(importers report them untextured)"]
+
+
+def test_a_required_extension_that_is_not_read_is_still_ignored():
+    """The control: a required extension nothing here reads keeps its warning."""
+    s = read_gltf(_extension_image_file("EXT_texture_webp", webp_bytes(),
+                                        required=["EXT_texture_webp", "EXT_foo"]))
+    assert s.warnings == ["required extension EXT_foo ignored"]
+
+
 def _spec_gloss_file(material: dict) -> bytes:
     b = Builder()
     pos = b.acc(b.view(_quad_positions().tobytes()), 5126, 4, "VEC3")

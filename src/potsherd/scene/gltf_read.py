@@ -18,6 +18,9 @@ The UV set a base colour texture reads comes first in its material's primitives
 (one per instance, with its translation, rotation and scale), so importers
 see every copy.
 
+Textures whose image is only in ``EXT_texture_webp`` / ``KHR_texture_basisu``
+use that image (WebP decodes with Pillow; KTX2 is kept as data, with a warning).
+
 Read, not kept: cameras, lights, unknown
 extensions (their names end up in ``scene.extras["extensionsUsed"]``).
 Refused: ``extensionsRequired`` naming a compression this reader cannot
@@ -47,6 +50,9 @@ _UNDECODABLE = {"KHR_draco_mesh_compression", "EXT_meshopt_compression",
                 "KHR_meshopt_compression"}
 _UNDERSTOOD = {"KHR_materials_unlit", "KHR_mesh_quantization", "KHR_texture_transform",
                "EXT_mesh_gpu_instancing"}
+#: texture extensions naming their image in ``source``: whether Pillow decodes it
+_IMAGE_EXTENSIONS = {"EXT_texture_webp": True, "KHR_texture_basisu": False,
+                     "EXT_texture_avif": False}
 #: per-instance attributes of EXT_mesh_gpu_instancing: (components, default value)
 _INSTANCE_ATTRIBUTES = {"TRANSLATION": (3, (0.0, 0.0, 0.0)), "ROTATION": (4, (0.0, 0.0, 0.0, 1.0)),
                         "SCALE": (3, (1.0, 1.0, 1.0))}
@@ -98,6 +104,11 @@ class _Reader(GltfAccess):
     """The scene built from the checked document (images, materials, meshes, nodes,
     skins, animations)."""
 
+    def __init__(self, data: bytes, folder: Optional[str], limits: Limits) -> None:
+        super().__init__(data, folder, limits)
+        #: image extension -> images a texture took from it (no plain ``source``)
+        self.image_extensions_used: dict = {}
+
 
     # objects ----------------------------------------------------------------------
     def read(self) -> Scene:
@@ -117,8 +128,6 @@ class _Reader(GltfAccess):
                 raise self.fail(f"$.extensionsRequired[{i}]", f"{ext} is not supported "
                                 "(decompress the file first, e.g. with gltf-transform)",
                                 found=ext, cls=FormatError)
-            if ext not in _UNDERSTOOD:
-                self.warnings.append(f"required extension {ext} ignored")
         self.read_buffers()
         scene = Scene()
         scene.images = [self.image(i, d) for i, d in enumerate(self.items("images"))]
@@ -126,6 +135,7 @@ class _Reader(GltfAccess):
         samplers = self.items("samplers")
         scene.materials = [self.material(i, d, textures, samplers)
                            for i, d in enumerate(self.items("materials"))]
+        self.image_extension_warnings(scene, required)
         scene.meshes = [self.mesh(i, d) for i, d in enumerate(self.items("meshes"))]
         self.apply_uv_transforms(scene)
         self.base_colour_uv_first(scene)
@@ -141,7 +151,7 @@ class _Reader(GltfAccess):
         scene.animations = self.merge_per_node_animations(scene.animations)
         self.expand_instances(scene)
         self.pick_scene(scene)
-        unknown = sorted(set(used) - _UNDERSTOOD)
+        unknown = sorted(set(used) - _UNDERSTOOD - set(_IMAGE_EXTENSIONS))
         if unknown:
             scene.extras.setdefault("extensionsUsed", unknown)
         scene.warnings.extend(self.warnings)
@@ -233,9 +243,12 @@ class _Reader(GltfAccess):
         src = self.index(t, "source", tpath, "images")
         if src is None:
             ext = t.get("extensions") if isinstance(t.get("extensions"), dict) else {}
-            for name, e in ext.items():          # KHR_texture_basisu, EXT_texture_webp, ...
+            # KHR_texture_basisu, EXT_texture_webp, ...: a decodable one first
+            for name in sorted(ext, key=lambda k: (_IMAGE_EXTENSIONS.get(k) is None, k)):
+                e = ext[name]
                 if isinstance(e, dict) and "source" in e:
                     src = self.index(e, "source", f"{tpath}.extensions.{name}", "images")
+                    self.image_extensions_used.setdefault(name, set()).add(src)
                     break
         if src is None:
             self.warnings.append(f"{tpath}: texture without an image ignored")
@@ -255,6 +268,24 @@ class _Reader(GltfAccess):
             ref.extras["KHR_texture_transform"] = ext["KHR_texture_transform"]
             ref.extras["_transform_path"] = f"{path}.extensions.KHR_texture_transform"
         return ref
+
+    def image_extension_warnings(self, scene: Scene, required: list) -> None:
+        """What became of each required extension this reader does not fully
+        handle, said truly: an image extension whose images Pillow decodes
+        (EXT_texture_webp) needs no word; one it cannot (KHR_texture_basisu's
+        KTX2) is used, kept as data importers cannot decode; the rest ignored."""
+        for ext in dict.fromkeys(required):
+            if ext in _UNDERSTOOD or ext in _UNDECODABLE:
+                continue
+            images = self.image_extensions_used.get(ext)
+            if images is None:
+                self.warnings.append(f"required extension {ext} ignored")
+            elif not _IMAGE_EXTENSIONS.get(ext, False):
+                mimes = sorted({scene.images[i].mime_type for i in images})
+                self.warnings.append(f"required extension {ext}: its {len(images)} image(s) "
+                                     f"used as textures, kept as {', '.join(mimes)} data that "
+                                     "cannot be decoded here (importers report them "
+                                     "untextured)")
 
     def apply_uv_transforms(self, scene: Scene) -> None:
         """KHR_texture_transform of each material's base colour texture, baked
@@ -830,4 +861,6 @@ def _sniff_image(data: bytes) -> Optional[str]:
         return "image/jpeg"
     if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
         return "image/webp"
+    if data[:12] == b"\xabKTX 20\xbb\r\n\x1a\n":
+        return "image/ktx2"
     return None
