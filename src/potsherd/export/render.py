@@ -6,7 +6,9 @@ z-buffer, Lambert shading, base colour factor x texture (nearest) x vertex
 colour, skinning and morph weights evaluated at a chosen animation time.
 Alpha is honoured as a viewer does: ``MASK`` drops fragments below the
 cutoff, ``BLEND`` surfaces are composited over the opaque ones, ``OPAQUE``
-ignores alpha.
+ignores alpha.  A texture taken from
+``EXT_texture_webp`` is drawn; one Pillow cannot decode (``KHR_texture_basisu``'s
+KTX2) is drawn untextured, with a note in the caption.
 BACK faces are drawn magenta-tinted so wrong winding shows at a glance; a
 small RGB axis tripod (X red, Y green, Z blue) is drawn in each view.
 
@@ -28,6 +30,8 @@ from PIL import Image, ImageDraw
 
 from ..scene.geometry import strip_or_fan_triangles
 from ..scene.xform import quat_slerp, trs_to_matrix
+
+KTX2_MAGIC = b"\xabKTX 20\xbb\r\n\x1a\n"
 
 _DT = {5120: np.int8, 5121: np.uint8, 5122: np.int16, 5123: np.uint16, 5125: np.uint32,
        5126: np.float32}
@@ -61,6 +65,8 @@ class Gltf:
                         for b in self.json.get("buffers", [])]
         self._acc_cache: dict = {}
         self._image_cache: dict = {}
+        #: what could not be drawn as the file asks (shown in the caption)
+        self.notes: list = []
 
     def _load_uri(self, uri: str) -> bytes:
         if uri.startswith("data:"):
@@ -106,14 +112,50 @@ class Gltf:
         self._acc_cache[ai] = out
         return out
 
-    def image(self, ii: int) -> np.ndarray:
-        """Image ``ii`` as RGBA floats in [0, 1], decoded once (atlases serve many primitives)."""
+    def image(self, ii: int) -> np.ndarray | None:
+        """Image ``ii`` as RGBA floats in [0, 1], decoded once (atlases serve many
+        primitives); None, with a note, when Pillow cannot decode it (KTX2)."""
         cache = self._image_cache
         if ii not in cache:
             im = self.json["images"][ii]
             data = self.view_bytes(im["bufferView"]) if "bufferView" in im else self._load_uri(im["uri"])
-            cache[ii] = np.asarray(Image.open(io.BytesIO(data)).convert("RGBA"), dtype=np.float64) / 255.0
+            try:
+                cache[ii] = np.asarray(Image.open(io.BytesIO(data)).convert("RGBA"),
+                                       dtype=np.float64) / 255.0
+            except (OSError, ValueError) as e:        # (UnidentifiedImageError is an OSError)
+                kind = "KTX2" if bytes(data[:12]) == KTX2_MAGIC or \
+                    im.get("mimeType") == "image/ktx2" else f"undecodable ({e})"
+                self.notes.append(f"image {ii} is {kind}: drawn untextured")
+                cache[ii] = None
         return cache[ii]
+
+    def texture_image(self, ti: int) -> int | None:
+        """The image texture ``ti`` shows: ``source``, else the image an extension
+        names (``EXT_texture_webp``, which Pillow decodes, then any other by name:
+        ``KHR_texture_basisu``), the order potsherd's reader uses."""
+        t = self.json["textures"][ti]
+        if "source" in t:
+            return t["source"]
+        ext = t.get("extensions") or {}
+        for name in sorted(ext, key=lambda k: (k != "EXT_texture_webp", k)):
+            if isinstance(ext[name], dict) and "source" in ext[name]:
+                return ext[name]["source"]
+        self.notes.append(f"texture {ti} has no image: drawn untextured")
+        return None
+
+    def texture(self, info: dict, at: dict, idx: np.ndarray) -> tuple:
+        """(RGBA image, per-corner UVs (T, 3, 2)) of a material's texture info;
+        (None, None) when the primitive lacks the UV set or the image cannot be
+        drawn."""
+        k = info.get("texCoord", 0)
+        tc = f"TEXCOORD_{k}"
+        if tc not in at:
+            return None, None
+        src = self.texture_image(info["index"])
+        tex = self.image(src) if src is not None else None
+        if tex is None:
+            return None, None
+        return tex, self.accessor(at[tc]).astype(float)[idx]
 
 
 # ---- evaluation ----------------------------------------------------------------
@@ -252,18 +294,10 @@ def scene_triangles(g: Gltf, animation: int | None = None, t: float = 0.0) -> li
             col = col * np.array(pbr.get("baseColorFactor", [1, 1, 1, 1]))
             tex = uv = None
             if "baseColorTexture" in pbr:
-                ti = pbr["baseColorTexture"]
-                tc = f"TEXCOORD_{ti.get('texCoord', 0)}"
-                if tc in at:
-                    uv = g.accessor(at[tc]).astype(float)[idx]
-                    tex = g.image(g.json["textures"][ti["index"]]["source"])
+                tex, uv = g.texture(pbr["baseColorTexture"], at, idx)
             etex = euv = None
             if "emissiveTexture" in mat:   # added after shading, scaled by emissiveFactor
-                ei = mat["emissiveTexture"]
-                tc = f"TEXCOORD_{ei.get('texCoord', 0)}"
-                if tc in at:
-                    euv = g.accessor(at[tc]).astype(float)[idx]
-                    etex = g.image(g.json["textures"][ei["index"]]["source"])
+                etex, euv = g.texture(mat["emissiveTexture"], at, idx)
             out.append({"pos": pw[idx], "nrm": None if nw is None else nw[idx], "uv": uv,
                         "color": col[idx], "tex": tex, "double": mat.get("doubleSided", False),
                         "blend": mat.get("alphaMode") == "BLEND", "etex": etex, "euv": euv,
@@ -434,9 +468,16 @@ def render(path: str, *, animation: int | None = 0, time: float = 0.0, size: int
     if animation is not None:
         anim_name = g.json["animations"][animation].get("name", str(animation))
     ImageDraw.Draw(sheet).text((4, 1), f"{os.path.basename(path)}  anim={anim_name or '-'} "
-                               f"t={time:.3f}s  tris={sum(len(t['pos']) for t in tris)}",
-                               fill=(255, 255, 0))
+                               f"t={time:.3f}s  tris={sum(len(t['pos']) for t in tris)}"
+                               + _notes_caption(g), fill=(255, 255, 0))
+    sheet.info["notes"] = list(dict.fromkeys(g.notes))
     return sheet
+
+
+def _notes_caption(g: Gltf) -> str:
+    """What could not be drawn as the file asks, for the caption."""
+    notes = list(dict.fromkeys(g.notes))
+    return "  note: " + "; ".join(notes) if notes else ""
 
 
 def render_camera(path: str, eye: Any, target: Any, *, fov: float = 60.0, size: int = 512,
@@ -473,7 +514,8 @@ def render_camera(path: str, eye: Any, target: Any, *, fov: float = 60.0, size: 
     img = _raster(projected, np.eye(3), size, (np.array([-half, -half]), np.array([half, half])))
     tile = Image.fromarray((np.clip(img, 0, 1) * 255).astype(np.uint8))
     ImageDraw.Draw(tile).text((4, 2), f"{os.path.basename(path)} eye={np.round(eye, 1).tolist()} "
-                              f"fov={fov:g}", fill=(255, 255, 0))
+                              f"fov={fov:g}" + _notes_caption(g), fill=(255, 255, 0))
+    tile.info["notes"] = list(dict.fromkeys(g.notes))
     return tile
 
 
@@ -499,6 +541,8 @@ def main(argv: list | None = None) -> int:
     else:
         img = render(a.input, animation=anim, time=a.time, size=a.size,
                      views=tuple(a.view) if a.view else tuple(VIEWS))
+    for note in img.info.get("notes", []):
+        print(f"note: {note}", file=sys.stderr)
     buf = io.BytesIO()  # written atomically, like every potsherd output
     img.save(buf, format=Image.registered_extensions().get(os.path.splitext(a.output)[1].lower(), "PNG"))
     from ..core.fileio import atomic_write

@@ -1,0 +1,110 @@
+"""glTF rules the checking renderer (``potsherd render``) follows as a viewer does:
+a texture's image may come from EXT_texture_webp (or KHR_texture_basisu, drawn
+untextured with a note).
+Each test has its control: the same file without the rule's cause."""
+from __future__ import annotations
+
+import io
+
+import numpy as np
+from PIL import Image
+
+from potsherd.export import render as rd
+from potsherd.export.gltf import glb_bytes
+
+SIZE = 64
+
+
+class Glb:
+    """Hand-made glTF: accessors on one buffer, written to a .glb file."""
+
+    def __init__(self):
+        self.gl = {"asset": {"version": "2.0"}, "accessors": [], "bufferViews": [],
+                   "buffers": [{"byteLength": 0}], "scenes": [{"nodes": [0]}]}
+        self.bin = bytearray()
+
+    def view(self, data: bytes) -> int:
+        self.bin += b"\0" * ((-len(self.bin)) % 4)
+        self.gl["bufferViews"].append({"buffer": 0, "byteOffset": len(self.bin),
+                                       "byteLength": len(data)})
+        self.bin += data
+        return len(self.gl["bufferViews"]) - 1
+
+    def acc(self, arr: np.ndarray, typ: str, ctype: int = 5126, **kw) -> int:
+        self.gl["accessors"].append({"bufferView": self.view(np.ascontiguousarray(arr).tobytes()),
+                                     "componentType": ctype, "count": len(arr), "type": typ, **kw})
+        return len(self.gl["accessors"]) - 1
+
+    def write(self, path) -> str:
+        self.gl["buffers"][0]["byteLength"] = len(self.bin)
+        path.write_bytes(glb_bytes(self.gl, bytes(self.bin)))
+        return str(path)
+
+
+def _png(colours: list, fmt: str = "PNG") -> bytes:
+    im = Image.new("RGB", (len(colours), 1))
+    for x, c in enumerate(colours):
+        im.putpixel((x, 0), c)
+    buf = io.BytesIO()
+    im.save(buf, fmt, **({"lossless": True} if fmt == "WEBP" else {}))
+    return buf.getvalue()
+
+
+def _textured_quad(tmp_path, image: bytes, texture: dict, info_ext: dict | None = None,
+                   name: str = "quad.glb") -> str:
+    """A quad facing +Z whose UVs all point at (0.25, 0.5): the left texel of a
+    two-texel image."""
+    b = Glb()
+    pos = np.array([[0, 0, 0], [1, 0, 0], [1, 1, 0], [0, 1, 0]], np.float32)
+    uv = np.full((4, 2), [0.25, 0.5], np.float32)
+    info = {"index": 0}
+    if info_ext:
+        info["extensions"] = info_ext
+    b.gl.update({
+        "images": [{"bufferView": b.view(image)}], "textures": [texture],
+        "materials": [{"pbrMetallicRoughness": {"baseColorTexture": info}, "extensions": {
+            "KHR_materials_unlit": {}}}],
+        "meshes": [{"primitives": [{"attributes": {"POSITION": b.acc(pos, "VEC3"),
+                                                   "TEXCOORD_0": b.acc(uv, "VEC2")},
+                                    "indices": b.acc(np.array([0, 1, 2, 0, 2, 3], np.uint16),
+                                                     "SCALAR", 5123), "material": 0}]}],
+        "nodes": [{}]})
+    b.gl["nodes"][0]["mesh"] = 0
+    return b.write(tmp_path / name)
+
+
+def _centre_texel(path: str) -> np.ndarray:
+    """The colour the front view's centre pixel samples, unshaded."""
+    (tr,) = rd.scene_triangles(rd.Gltf(path))
+    if tr["tex"] is None:
+        return None
+    bc = np.full((1, 3, 1), 1 / 3)
+    return rd._fragment_rgba(tr, np.array([0]), bc)[0, :3]
+
+
+RED, BLUE = (255, 0, 0), (0, 0, 255)
+
+
+def test_a_webp_texture_from_its_extension_is_drawn(tmp_path):
+    """gt_webp.glb: a texture with only ``extensions.EXT_texture_webp.source``
+    failed with "cannot render (KeyError: 'source')"; it is drawn."""
+    path = _textured_quad(tmp_path, _png([RED, BLUE], "WEBP"),
+                          {"extensions": {"EXT_texture_webp": {"source": 0}}})
+    assert np.array_equal(_centre_texel(path), [1, 0, 0])
+    sheet = rd.render(path, size=SIZE)
+    assert sheet.info["notes"] == []
+    # the control: the same picture as a PNG on ``source`` samples the same texel
+    path = _textured_quad(tmp_path, _png([RED, BLUE]), {"source": 0}, name="png.glb")
+    assert np.array_equal(_centre_texel(path), [1, 0, 0])
+
+
+def test_a_ktx2_texture_is_drawn_untextured_with_a_note(tmp_path, capsys):
+    """KHR_texture_basisu's KTX2 cannot be decoded by Pillow: the render still
+    comes out, untextured, and says so (caption and the module's stderr)."""
+    ktx2 = rd.KTX2_MAGIC + bytes(80)
+    path = _textured_quad(tmp_path, ktx2, {"extensions": {"KHR_texture_basisu": {"source": 0}}})
+    assert _centre_texel(path) is None
+    sheet = rd.render(path, size=SIZE)
+    assert sheet.info["notes"] == ["image 0 is KTX2: drawn untextured"]
+    assert rd.main([path, str(tmp_path / "k.png"), "--size", "32"]) == 0
+    assert "note: image 0 is KTX2: drawn untextured" in capsys.readouterr().err
