@@ -620,6 +620,25 @@ def test_required_basisu_texture_is_said_to_be_used_not_ignored():
                           "(importers report them untextured)"]
 
 
+def test_a_decodable_image_extension_is_preferred():
+    """A texture offering both KTX2 (basisu) and WebP images without a plain
+    ``source`` shows the WebP one, which can be decoded, although by name
+    EXT_texture_avif (and KHR_texture_basisu's key order here) would come first."""
+    b = Builder()
+    pos = b.acc(b.view(_quad_positions().tobytes()), 5126, 4, "VEC3")
+    b.gl.update({
+        "images": [{"bufferView": b.view(KTX2_MAGIC + bytes(16))},
+                   {"bufferView": b.view(webp_bytes())}],
+        "textures": [{"extensions": {"EXT_texture_avif": {"source": 0},
+                                     "KHR_texture_basisu": {"source": 0},
+                                     "EXT_texture_webp": {"source": 1}}}],
+        "materials": [{"pbrMetallicRoughness": {"baseColorTexture": {"index": 0}}}],
+        "meshes": [{"primitives": [{"attributes": {"POSITION": pos}, "material": 0}]}],
+        "nodes": [{"mesh": 0}]})
+    s = read_gltf(b.glb())
+    assert s.materials[0].base_color_texture.image == 1 and s.images[1].mime_type == "image/webp"
+
+
 def test_a_required_extension_that_is_not_read_is_still_ignored():
     """The control: a required extension nothing here reads keeps its warning."""
     s = read_gltf(_extension_image_file("EXT_texture_webp", webp_bytes(),

@@ -244,7 +244,7 @@ class _Reader(GltfAccess):
         if src is None:
             ext = t.get("extensions") if isinstance(t.get("extensions"), dict) else {}
             # KHR_texture_basisu, EXT_texture_webp, ...: a decodable one first
-            for name in sorted(ext, key=lambda k: (_IMAGE_EXTENSIONS.get(k) is None, k)):
+            for name in sorted(ext, key=lambda k: (not _IMAGE_EXTENSIONS.get(k, False), k)):
                 e = ext[name]
                 if isinstance(e, dict) and "source" in e:
                     src = self.index(e, "source", f"{tpath}.extensions.{name}", "images")
