@@ -1,6 +1,7 @@
 """glTF rules the checking renderer (``potsherd render``) follows as a viewer does:
 a texture's image may come from EXT_texture_webp (or KHR_texture_basisu, drawn
-untextured with a note).
+untextured with a note), and KHR_texture_transform moves the texture exactly as
+the reader bakes it for the importers.
 Each test has its control: the same file without the rule's cause."""
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from PIL import Image
 
 from potsherd.export import render as rd
 from potsherd.export.gltf import glb_bytes
+from potsherd.scene.gltf_read import read_gltf
 
 SIZE = 64
 
@@ -108,3 +110,24 @@ def test_a_ktx2_texture_is_drawn_untextured_with_a_note(tmp_path, capsys):
     assert sheet.info["notes"] == ["image 0 is KTX2: drawn untextured"]
     assert rd.main([path, str(tmp_path / "k.png"), "--size", "32"]) == 0
     assert "note: image 0 is KTX2: drawn untextured" in capsys.readouterr().err
+
+
+def test_texture_transform_moves_the_texture_as_the_reader_bakes_it(tmp_path):
+    """KHR_texture_transform offset (0.5, 0) moves (0.25, 0.5) onto the right
+    (blue) texel; the renderer's UVs are the ones the reader bakes for importers."""
+    tt = {"KHR_texture_transform": {"offset": [0.5, 0.0], "rotation": 0.0, "scale": [1, 1]}}
+    path = _textured_quad(tmp_path, _png([RED, BLUE]), {"source": 0}, tt)
+    assert np.array_equal(_centre_texel(path), [0, 0, 1])
+    (tr,) = rd.scene_triangles(rd.Gltf(path))
+    p = read_gltf(path).meshes[0].primitives[0]
+    np.testing.assert_allclose(tr["uv"].reshape(-1, 2),
+                               p.uvs[0][p.indices.reshape(-1)], atol=1e-6)
+    assert np.allclose(tr["uv"], [0.75, 0.5])
+    # the control: without the extension the left (red) texel
+    path = _textured_quad(tmp_path, _png([RED, BLUE]), {"source": 0}, name="plain.glb")
+    assert np.array_equal(_centre_texel(path), [1, 0, 0])
+    # malformed, it is ignored as the reader ignores it, and the render says so
+    path = _textured_quad(tmp_path, _png([RED, BLUE]), {"source": 0},
+                          {"KHR_texture_transform": {"scale": [2]}}, name="bad.glb")
+    assert np.array_equal(_centre_texel(path), [1, 0, 0])
+    assert any("KHR_texture_transform ignored" in n for n in rd.render(path, size=SIZE).info["notes"])

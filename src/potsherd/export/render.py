@@ -6,7 +6,8 @@ z-buffer, Lambert shading, base colour factor x texture (nearest) x vertex
 colour, skinning and morph weights evaluated at a chosen animation time.
 Alpha is honoured as a viewer does: ``MASK`` drops fragments below the
 cutoff, ``BLEND`` surfaces are composited over the opaque ones, ``OPAQUE``
-ignores alpha.  A texture taken from
+ignores alpha.  ``KHR_texture_transform`` moves the texture's UVs (the
+reader's own transform).  A texture taken from
 ``EXT_texture_webp`` is drawn; one Pillow cannot decode (``KHR_texture_basisu``'s
 KTX2) is drawn untextured, with a note in the caption.
 BACK faces are drawn magenta-tinted so wrong winding shows at a glance; a
@@ -29,6 +30,7 @@ import numpy as np
 from PIL import Image, ImageDraw
 
 from ..scene.geometry import strip_or_fan_triangles
+from ..scene.gltf_read import texture_transform
 from ..scene.xform import quat_slerp, trs_to_matrix
 
 KTX2_MAGIC = b"\xabKTX 20\xbb\r\n\x1a\n"
@@ -144,10 +146,15 @@ class Gltf:
         return None
 
     def texture(self, info: dict, at: dict, idx: np.ndarray) -> tuple:
-        """(RGBA image, per-corner UVs (T, 3, 2)) of a material's texture info;
-        (None, None) when the primitive lacks the UV set or the image cannot be
-        drawn."""
+        """(RGBA image, per-corner UVs (T, 3, 2)) of a material's texture info, its
+        KHR_texture_transform applied as the reader bakes it; (None, None) when
+        the primitive lacks the UV set or the image cannot be drawn."""
         k = info.get("texCoord", 0)
+        tt = (info.get("extensions") or {}).get("KHR_texture_transform")
+        matrix = None
+        if tt is not None:
+            matrix, k, problems = texture_transform(tt, k)
+            self.notes.extend(problems)
         tc = f"TEXCOORD_{k}"
         if tc not in at:
             return None, None
@@ -155,7 +162,10 @@ class Gltf:
         tex = self.image(src) if src is not None else None
         if tex is None:
             return None, None
-        return tex, self.accessor(at[tc]).astype(float)[idx]
+        uv = self.accessor(at[tc]).astype(float)
+        if matrix is not None:
+            uv = uv @ matrix[:, :2].T + matrix[:, 2]
+        return tex, uv[idx]
 
 
 # ---- evaluation ----------------------------------------------------------------

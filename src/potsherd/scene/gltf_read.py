@@ -41,7 +41,7 @@ from .gltf_access import GLB_MAGIC, GltfAccess, _kind, _to_float
 from .geometry import strip_or_fan_triangles
 from .xform import mat4_from_gltf
 
-__all__ = ["read_gltf", "GLB_MAGIC"]
+__all__ = ["read_gltf", "GLB_MAGIC", "texture_transform"]
 
 
 _PATH_SIZES = {"translation": 3, "rotation": 4, "scale": 3}
@@ -95,6 +95,18 @@ def read_gltf(source: Any, *, limits: Limits = DEFAULT_LIMITS,
         raise LimitError("glTF data too large to read") from None
     except Exception as e:  # noqa: BLE001 - a reader bug must not be a traceback
         raise InternalDecodeError(f"internal error reading glTF: {type(e).__name__}: {e}") from e
+
+
+def texture_transform(tt: Any, texcoord: int = 0,
+                      where: str = "KHR_texture_transform") -> tuple:
+    """``(2x3 matrix or None, UV set, warnings)`` of a ``KHR_texture_transform``
+    object: the matrix the reader bakes into a base colour texture's UVs
+    (``uv' = M[:, :2] @ uv + M[:, 2]``), for other readers of glTF (the
+    checking renderer) to apply the very same transform.  Malformed: None and
+    the reader's warning."""
+    r = _Reader(b"", None, DEFAULT_LIMITS)
+    matrix, k = r.uv_transform(tt, where, texcoord)
+    return matrix, k, r.warnings
 
 
 # ---- the scene, built on the checked access of gltf_access.py --------------------
