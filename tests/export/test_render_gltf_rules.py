@@ -1,7 +1,7 @@
 """glTF rules the checking renderer (``potsherd render``) follows as a viewer does:
-a texture's image may come from EXT_texture_webp (or KHR_texture_basisu, drawn
-untextured with a note), and KHR_texture_transform moves the texture exactly as
-the reader bakes it for the importers.
+a mirroring node turns the front face over, a texture's image may come from EXT_texture_webp (or
+KHR_texture_basisu, drawn untextured with a note), and KHR_texture_transform
+moves the texture exactly as the reader bakes it for the importers.
 Each test has its control: the same file without the rule's cause."""
 from __future__ import annotations
 
@@ -14,6 +14,8 @@ from potsherd.export import render as rd
 from potsherd.export.gltf import glb_bytes
 from potsherd.scene.gltf_read import read_gltf
 
+BACK_TINT = np.array([0.5, 0.0, 0.5])        # a back face with black albedo
+BACKGROUND = np.array([0.22, 0.24, 0.27])
 SIZE = 64
 
 
@@ -41,6 +43,72 @@ class Glb:
         self.gl["buffers"][0]["byteLength"] = len(self.bin)
         path.write_bytes(glb_bytes(self.gl, bytes(self.bin)))
         return str(path)
+
+
+def _box() -> tuple:
+    """A unit cube, counter-clockwise seen from outside (24 vertices, 12 triangles)."""
+    pos, idx = [], []
+    for axis in range(3):
+        for sign in (1.0, -1.0):
+            n = np.zeros(3)
+            n[axis] = sign
+            u = np.roll(n, 1)
+            v = np.cross(n, u)                       # u x v = n: counter-clockwise about n
+            k = len(pos)
+            pos += [0.5 * (n - u - v), 0.5 * (n + u - v), 0.5 * (n + u + v), 0.5 * (n - u + v)]
+            idx += [k, k + 1, k + 2, k, k + 2, k + 3]
+    return np.array(pos, np.float32), np.array(idx, np.uint16)
+
+
+def _box_file(tmp_path, node: dict, reverse: bool = False, name: str = "box.glb") -> str:
+    pos, idx = _box()
+    if reverse:
+        idx = idx.reshape(-1, 3)[:, ::-1].reshape(-1)
+    b = Glb()
+    b.gl["meshes"] = [{"primitives": [{"attributes": {"POSITION": b.acc(pos, "VEC3")},
+                                       "indices": b.acc(idx, "SCALAR", 5123)}]}]
+    b.gl["nodes"] = [dict(node, mesh=0)]
+    return b.write(tmp_path / name)
+
+
+def _facing(path: str) -> tuple:
+    """(covered, back) pixel masks of the front view, drawn with black albedo so
+    a front face is exactly black and a back face exactly the magenta tint."""
+    tris = rd.scene_triangles(rd.Gltf(path))
+    d, up = rd.VIEWS["front (+Z)"]
+    basis = rd._basis(d, up)
+    q = np.concatenate([t["pos"].reshape(-1, 3) for t in tris]) @ basis.T
+    black = [dict(t, color=np.zeros_like(t["color"]), tex=None) for t in tris]
+    img = rd._raster(black, basis, SIZE, (q.min(0), q.max(0)))
+    covered = ~np.all(np.abs(img - BACKGROUND) < 1e-9, axis=2)
+    back = np.all(np.abs(img - BACK_TINT) < 1e-9, axis=2)
+    return covered, back
+
+
+def test_box_is_outward_facing(tmp_path):
+    """The baseline: the cube as built shows front faces only."""
+    covered, back = _facing(_box_file(tmp_path, {}))
+    assert covered.sum() > 1000 and back.sum() == 0
+
+
+def test_a_mirroring_node_reverses_the_front_face(tmp_path):
+    """glTF: a node whose world matrix has a negative determinant draws its
+    triangles with the front face clockwise.  mirror.glb (a box on scale
+    [-1, 1, 1]) rendered all magenta although it is correct glTF."""
+    covered, back = _facing(_box_file(tmp_path, {"scale": [-1, 1, 1]}))
+    assert covered.sum() > 1000 and back.sum() == 0
+    # the mirror under a parent that mirrors too is a rotation: no reversal
+    covered, back = _facing(_box_file(tmp_path, {"scale": [-1, -1, 1]}, name="rot.glb"))
+    assert covered.sum() > 1000 and back.sum() == 0
+
+
+def test_a_mirrored_box_wound_the_wrong_way_is_magenta(tmp_path):
+    """The negative control: the same mirrored box with every triangle's index
+    order reversed is inside-out, and every covered pixel is a back face."""
+    covered, back = _facing(_box_file(tmp_path, {"scale": [-1, 1, 1]}, reverse=True))
+    assert covered.sum() > 1000 and np.array_equal(back, covered)
+    covered, back = _facing(_box_file(tmp_path, {}, reverse=True, name="plain.glb"))
+    assert np.array_equal(back, covered)
 
 
 def _png(colours: list, fmt: str = "PNG") -> bytes:

@@ -7,9 +7,10 @@ colour, skinning and morph weights evaluated at a chosen animation time.
 Alpha is honoured as a viewer does: ``MASK`` drops fragments below the
 cutoff, ``BLEND`` surfaces are composited over the opaque ones, ``OPAQUE``
 ignores alpha.  ``KHR_texture_transform`` moves the texture's UVs (the
-reader's own transform).  A texture taken from
-``EXT_texture_webp`` is drawn; one Pillow cannot decode (``KHR_texture_basisu``'s
-KTX2) is drawn untextured, with a note in the caption.
+reader's own transform), and a node whose world matrix mirrors (negative
+determinant) swaps its triangles' front face, as glTF defines.  A texture
+taken from ``EXT_texture_webp`` is drawn; one Pillow cannot decode
+(``KHR_texture_basisu``'s KTX2) is drawn untextured, with a note in the caption.
 BACK faces are drawn magenta-tinted so wrong winding shows at a glance; a
 small RGB axis tripod (X red, Y green, Z blue) is drawn in each view.
 
@@ -249,12 +250,18 @@ def _normal_matrices(m: np.ndarray) -> np.ndarray:
 
 
 def scene_triangles(g: Gltf, animation: int | None = None, t: float = 0.0) -> list:
-    """Posed triangles: list of dicts (pos (T,3,3), nrm, uv, color (T,3,4), tex, double)."""
+    """Posed triangles: list of dicts (pos (T,3,3), nrm, uv, color (T,3,4), tex, double).
+
+    Corners are in the order that makes a front face counter-clockwise: a
+    triangle drawn with a mirroring matrix (the node's world matrix has a
+    negative determinant: glTF's rule, which holds for a skinned mesh's node
+    too) is reversed."""
     world, weights = evaluate(g, animation, t)
     out = []
     for ni, n in enumerate(g.json.get("nodes", [])):
         if "mesh" not in n or world[ni] is None:
             continue
+        mats = world[ni][None]
         mesh = g.json["meshes"][n["mesh"]]
         for p in mesh["primitives"]:
             mode = p.get("mode", 4)
@@ -283,11 +290,16 @@ def scene_triangles(g: Gltf, animation: int | None = None, t: float = 0.0) -> li
                     ww = g.accessor(at[f"WEIGHTS_{s_i}"]).astype(float)
                     m += np.einsum("vk,vkij->vij", ww, jm[jj])
                     s_i += 1
+                m = m[None]                  # (the node's matrix does not place skinned vertices)
+                facing = world[ni][None]     # (but its determinant still says which side is front)
             else:
-                m = np.broadcast_to(world[ni], (len(pos), 4, 4))
-            pw = np.einsum("vij,vj->vi", m[:, :3, :3], pos) + m[:, :3, 3]
+                m = np.broadcast_to(mats[:, None], (len(mats), len(pos), 4, 4))
+                facing = mats
+            # (K matrices, V vertices): positions and normals through each matrix
+            pw = np.einsum("kvij,vj->kvi", m[..., :3, :3], pos) + m[..., :3, 3]
             if nrm is not None:
-                nw = np.einsum("vij,vj->vi", _normal_matrices(m[:, :3, :3]), nrm)
+                nm = _normal_matrices(m[..., :3, :3].reshape(-1, 3, 3)).reshape(m.shape[:2] + (3, 3))
+                nw = np.einsum("kvij,vj->kvi", nm, nrm)
             else:
                 nw = None
             idx = g.accessor(p["indices"])[:, 0].astype(int) if "indices" in p \
@@ -295,6 +307,10 @@ def scene_triangles(g: Gltf, animation: int | None = None, t: float = 0.0) -> li
             if mode != 4:
                 idx = strip_or_fan_triangles(idx, mode).astype(int)
             idx = idx[: len(idx) // 3 * 3].reshape(-1, 3)
+            # a mirroring matrix turns the front face over: reverse those triangles
+            mirrored = np.linalg.det(facing[:, :3, :3]) < 0          # (K,)
+            kidx = np.where(mirrored[:, None, None], idx[None, :, ::-1], idx[None])   # (K, T, 3)
+            kk = np.arange(len(m))[:, None, None]
             col = np.ones((len(pos), 4))
             if "COLOR_0" in at:
                 c = g.accessor(at["COLOR_0"]).astype(float)
@@ -302,14 +318,16 @@ def scene_triangles(g: Gltf, animation: int | None = None, t: float = 0.0) -> li
             mat = g.json["materials"][p["material"]] if "material" in p else {}
             pbr = mat.get("pbrMetallicRoughness", {})
             col = col * np.array(pbr.get("baseColorFactor", [1, 1, 1, 1]))
+            flat = kidx.reshape(-1, 3)                  # the corners of every instance's copy
             tex = uv = None
             if "baseColorTexture" in pbr:
-                tex, uv = g.texture(pbr["baseColorTexture"], at, idx)
+                tex, uv = g.texture(pbr["baseColorTexture"], at, flat)
             etex = euv = None
             if "emissiveTexture" in mat:   # added after shading, scaled by emissiveFactor
-                etex, euv = g.texture(mat["emissiveTexture"], at, idx)
-            out.append({"pos": pw[idx], "nrm": None if nw is None else nw[idx], "uv": uv,
-                        "color": col[idx], "tex": tex, "double": mat.get("doubleSided", False),
+                etex, euv = g.texture(mat["emissiveTexture"], at, flat)
+            out.append({"pos": pw[kk, kidx].reshape(-1, 3, 3),
+                        "nrm": None if nw is None else nw[kk, kidx].reshape(-1, 3, 3), "uv": uv,
+                        "color": col[flat], "tex": tex, "double": mat.get("doubleSided", False),
                         "blend": mat.get("alphaMode") == "BLEND", "etex": etex, "euv": euv,
                         "emissive": np.array(mat.get("emissiveFactor", [0.0, 0.0, 0.0]), float),
                         "alpha": mat.get("alphaMode", "OPAQUE"),
