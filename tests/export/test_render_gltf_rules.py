@@ -1,5 +1,6 @@
 """glTF rules the checking renderer (``potsherd render``) follows as a viewer does:
-a mirroring node turns the front face over, a texture's image may come from EXT_texture_webp (or
+a mirroring node turns the front face over, EXT_mesh_gpu_instancing draws
+every instance, a texture's image may come from EXT_texture_webp (or
 KHR_texture_basisu, drawn untextured with a note), and KHR_texture_transform
 moves the texture exactly as the reader bakes it for the importers.
 Each test has its control: the same file without the rule's cause."""
@@ -111,6 +112,49 @@ def test_a_mirrored_box_wound_the_wrong_way_is_magenta(tmp_path):
     assert np.array_equal(back, covered)
 
 
+def _instanced_file(tmp_path, scales=((1, 1, 1), (1, 1, 1), (-1, 1, 1)),
+                    instanced: bool = True) -> str:
+    pos, idx = _box()
+    b = Glb()
+    t = b.acc(np.array([[0, 0, 0], [3, 0, 0], [0, 3, 0]], np.float32), "VEC3")
+    s = b.acc(np.array(scales, np.float32), "VEC3")
+    b.gl["meshes"] = [{"primitives": [{"attributes": {"POSITION": b.acc(pos, "VEC3")},
+                                       "indices": b.acc(idx, "SCALAR", 5123)}]}]
+    b.gl["nodes"] = [{"mesh": 0, "translation": [0, 0, -5], "extensions": {
+        "EXT_mesh_gpu_instancing": {"attributes": {"TRANSLATION": t, "SCALE": s}}}}]
+    b.gl["extensionsUsed"] = ["EXT_mesh_gpu_instancing"]
+    if not instanced:
+        del b.gl["nodes"][0]["extensions"]
+    return b.write(tmp_path / "inst.glb")
+
+
+def test_every_gpu_instance_is_drawn_where_the_reader_puts_it(tmp_path):
+    """EXT_mesh_gpu_instancing: the box once per instance, at node x instance
+    (gt_instance.glb drew 12 of its 48 triangles); the mirrored instance is
+    front-facing too.  The drawn corners are the reader's world triangles."""
+    from potsherd.scene.ops import triangle_sets
+    path = _instanced_file(tmp_path)
+    (drawn,) = rd.scene_triangles(rd.Gltf(path))
+    pos, idx = _box()
+    assert drawn["pos"].shape == (36, 3, 3)
+    centres = drawn["pos"].reshape(3, 12 * 3, 3).mean(1)
+    np.testing.assert_allclose(centres, [[0, 0, -5], [3, 0, -5], [0, 3, -5]], atol=1e-6)
+    covered, back = _facing(path)
+    assert covered.sum() > 300 and back.sum() == 0
+    reader = np.concatenate([t.positions[t.indices.reshape(-1, 3)] for t in
+                             triangle_sets(read_gltf(path))])
+    assert np.allclose(np.sort(drawn["pos"].reshape(-1, 3), 0), np.sort(reader.reshape(-1, 3), 0))
+    sheet = rd.render(path, size=SIZE)
+    assert sheet.info["notes"] == []
+
+
+def test_without_the_extension_one_box_is_drawn(tmp_path):
+    """The control: the same node without EXT_mesh_gpu_instancing is one box."""
+    (drawn,) = rd.scene_triangles(rd.Gltf(_instanced_file(tmp_path, instanced=False)))
+    assert drawn["pos"].shape == (12, 3, 3)
+    np.testing.assert_allclose(drawn["pos"].reshape(-1, 3).mean(0), [0, 0, -5], atol=1e-6)
+
+
 def _png(colours: list, fmt: str = "PNG") -> bytes:
     im = Image.new("RGB", (len(colours), 1))
     for x, c in enumerate(colours):
@@ -199,3 +243,23 @@ def test_texture_transform_moves_the_texture_as_the_reader_bakes_it(tmp_path):
                           {"KHR_texture_transform": {"scale": [2]}}, name="bad.glb")
     assert np.array_equal(_centre_texel(path), [1, 0, 0])
     assert any("KHR_texture_transform ignored" in n for n in rd.render(path, size=SIZE).info["notes"])
+
+
+def test_hostile_instancing_is_a_clean_render_error(tmp_path, capsys):
+    """The renderer reads instances through the reader's checks: a bad accessor
+    index is a FormatError naming the JSON path, exit status 1, no traceback
+    and no output file."""
+    from potsherd.cli import main
+    path = _instanced_file(tmp_path)
+    import json
+    import struct
+    data = bytearray(open(path, "rb").read())
+    n = struct.unpack_from("<I", data, 12)[0]
+    gl = json.loads(bytes(data[20:20 + n]))
+    gl["nodes"][0]["extensions"]["EXT_mesh_gpu_instancing"]["attributes"]["SCALE"] = 99
+    bin_chunk = bytes(data[20 + n + 8:])
+    (tmp_path / "bad.glb").write_bytes(glb_bytes(gl, bin_chunk))
+    assert main(["render", str(tmp_path / "bad.glb"), str(tmp_path / "bad.png")]) == 1
+    err = capsys.readouterr().err
+    assert "$.nodes[0].extensions.EXT_mesh_gpu_instancing.attributes.SCALE" in err
+    assert "Traceback" not in err and not (tmp_path / "bad.png").exists()

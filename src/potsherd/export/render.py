@@ -7,9 +7,10 @@ colour, skinning and morph weights evaluated at a chosen animation time.
 Alpha is honoured as a viewer does: ``MASK`` drops fragments below the
 cutoff, ``BLEND`` surfaces are composited over the opaque ones, ``OPAQUE``
 ignores alpha.  ``KHR_texture_transform`` moves the texture's UVs (the
-reader's own transform), and a node whose world matrix mirrors (negative
-determinant) swaps its triangles' front face, as glTF defines.  A texture
-taken from ``EXT_texture_webp`` is drawn; one Pillow cannot decode
+reader's own transform), ``EXT_mesh_gpu_instancing`` draws the mesh once per
+instance, and a node whose world matrix mirrors (negative determinant)
+swaps its triangles' front face, as glTF defines.  A texture taken from
+``EXT_texture_webp`` is drawn; one Pillow cannot decode
 (``KHR_texture_basisu``'s KTX2) is drawn untextured, with a note in the caption.
 BACK faces are drawn magenta-tinted so wrong winding shows at a glance; a
 small RGB axis tripod (X red, Y green, Z blue) is drawn in each view.
@@ -31,7 +32,7 @@ import numpy as np
 from PIL import Image, ImageDraw
 
 from ..scene.geometry import strip_or_fan_triangles
-from ..scene.gltf_read import texture_transform
+from ..scene.gltf_read import GltfInstances, texture_transform
 from ..scene.xform import quat_slerp, trs_to_matrix
 
 KTX2_MAGIC = b"\xabKTX 20\xbb\r\n\x1a\n"
@@ -68,6 +69,7 @@ class Gltf:
                         for b in self.json.get("buffers", [])]
         self._acc_cache: dict = {}
         self._image_cache: dict = {}
+        self.instances = GltfInstances(data, self.folder)
         #: what could not be drawn as the file asks (shown in the caption)
         self.notes: list = []
 
@@ -249,19 +251,33 @@ def _normal_matrices(m: np.ndarray) -> np.ndarray:
     return cof * np.where(det < 0, -1.0, 1.0)[:, None, None]
 
 
+def node_matrices(g: Gltf, ni: int, world: np.ndarray) -> np.ndarray:
+    """(K, 4, 4) matrices node ``ni``'s mesh is drawn with: its world matrix, or
+    world x each EXT_mesh_gpu_instancing instance's TRS (checked by the reader,
+    which parses the file again only when a node has the extension)."""
+    ext = g.json["nodes"][ni].get("extensions")
+    if not isinstance(ext, dict) or "EXT_mesh_gpu_instancing" not in ext:
+        return world[None]
+    trs = g.instances.trs(ni)
+    if trs is None:
+        return world[None]
+    return world @ trs_to_matrix(*trs)
+
+
 def scene_triangles(g: Gltf, animation: int | None = None, t: float = 0.0) -> list:
     """Posed triangles: list of dicts (pos (T,3,3), nrm, uv, color (T,3,4), tex, double).
 
     Corners are in the order that makes a front face counter-clockwise: a
-    triangle drawn with a mirroring matrix (the node's world matrix has a
-    negative determinant: glTF's rule, which holds for a skinned mesh's node
-    too) is reversed."""
+    triangle drawn with a mirroring matrix (the node's world matrix, times
+    the instance's, has a negative determinant: glTF's rule, which holds for a
+    skinned mesh's node too) is reversed.
+    An instanced mesh gives every instance's triangles, one after another."""
     world, weights = evaluate(g, animation, t)
     out = []
     for ni, n in enumerate(g.json.get("nodes", [])):
         if "mesh" not in n or world[ni] is None:
             continue
-        mats = world[ni][None]
+        mats = node_matrices(g, ni, world[ni])
         mesh = g.json["meshes"][n["mesh"]]
         for p in mesh["primitives"]:
             mode = p.get("mode", 4)
@@ -295,7 +311,7 @@ def scene_triangles(g: Gltf, animation: int | None = None, t: float = 0.0) -> li
             else:
                 m = np.broadcast_to(mats[:, None], (len(mats), len(pos), 4, 4))
                 facing = mats
-            # (K matrices, V vertices): positions and normals through each matrix
+            # (K instances, V vertices): positions and normals through each matrix
             pw = np.einsum("kvij,vj->kvi", m[..., :3, :3], pos) + m[..., :3, 3]
             if nrm is not None:
                 nm = _normal_matrices(m[..., :3, :3].reshape(-1, 3, 3)).reshape(m.shape[:2] + (3, 3))

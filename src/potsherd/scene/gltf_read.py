@@ -41,7 +41,7 @@ from .gltf_access import GLB_MAGIC, GltfAccess, _kind, _to_float
 from .geometry import strip_or_fan_triangles
 from .xform import mat4_from_gltf
 
-__all__ = ["read_gltf", "GLB_MAGIC", "texture_transform"]
+__all__ = ["read_gltf", "GLB_MAGIC", "texture_transform", "GltfInstances"]
 
 
 _PATH_SIZES = {"translation": 3, "rotation": 4, "scale": 3}
@@ -107,6 +107,30 @@ def texture_transform(tt: Any, texcoord: int = 0,
     r = _Reader(b"", None, DEFAULT_LIMITS)
     matrix, k = r.uv_transform(tt, where, texcoord)
     return matrix, k, r.warnings
+
+
+class GltfInstances:
+    """The ``EXT_mesh_gpu_instancing`` instances of a glTF's nodes, read with the
+    reader's checks (for the renderer, which parses glTF itself): ``trs(i)`` is
+    node ``i``'s ``(translation, rotation, scale)`` arrays or None.  Only
+    :class:`FormatError` escapes."""
+
+    def __init__(self, data: bytes, folder: str | None, limits: Limits = DEFAULT_LIMITS) -> None:
+        self._r = _Reader(data, folder, limits)
+        self._ready = False
+
+    def trs(self, node: int) -> Optional[tuple]:
+        try:
+            if not self._ready:
+                self._r.parse_container()
+                self._r.read_buffers()
+                self._ready = True
+            return self._r.instance_trs(node)
+        except FormatError:
+            raise
+        except Exception as e:  # noqa: BLE001 - a reader bug must not be a traceback
+            raise InternalDecodeError(f"internal error reading glTF instances: "
+                                      f"{type(e).__name__}: {e}") from e
 
 
 # ---- the scene, built on the checked access of gltf_access.py --------------------
