@@ -263,3 +263,17 @@ def test_hostile_instancing_is_a_clean_render_error(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "$.nodes[0].extensions.EXT_mesh_gpu_instancing.attributes.SCALE" in err
     assert "Traceback" not in err and not (tmp_path / "bad.png").exists()
+
+
+def test_instanced_copies_are_bounded_in_the_renderer(tmp_path):
+    """A few bytes per instance can copy a big mesh: the renderer stops at the
+    reader's bound with a LimitError (the control: exactly the budget draws)."""
+    from potsherd.core.errors import LimitError
+    import pytest
+    g = rd.Gltf(_instanced_file(tmp_path))
+    g.copy_budget = 3 * 24                                 # 3 copies of 24 vertices
+    assert len(rd.scene_triangles(g)[0]["pos"]) == 36
+    g.copy_budget = 3 * 24 - 1
+    with pytest.raises(LimitError) as e:
+        rd.scene_triangles(g)
+    assert e.value.path == "$.nodes[0].extensions.EXT_mesh_gpu_instancing"

@@ -529,6 +529,17 @@ def test_hostile_instancing_is_a_format_error(edit, cls, path):
     assert not isinstance(e.value, InternalDecodeError)
 
 
+def test_instancing_copies_are_bounded():
+    """Three copies of a 3-vertex triangle are 9 vertices: over a limit of 8 it is
+    a LimitError at the extension (a few bytes per instance can copy a big mesh);
+    the control: a limit of 9 reads."""
+    b, _ = _instanced_triangle()
+    with pytest.raises(LimitError) as e:
+        read_gltf(b.glb(), limits=Limits(max_elements=8))
+    assert e.value.path == "$.nodes[0].extensions.EXT_mesh_gpu_instancing" and e.value.found == 9
+    assert len(read_gltf(b.glb(), limits=Limits(max_elements=9)).nodes) == 4
+
+
 def test_hostile_instancing_extension_object():
     b, _ = _instanced_triangle()
     b.gl["nodes"][0]["extensions"]["EXT_mesh_gpu_instancing"] = [1]

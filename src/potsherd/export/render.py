@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 from PIL import Image, ImageDraw
 
+from ..core.errors import LimitError
 from ..scene.geometry import strip_or_fan_triangles
 from ..scene.gltf_read import GltfInstances, texture_transform
 from ..scene.xform import quat_slerp, trs_to_matrix
@@ -70,6 +71,8 @@ class Gltf:
         self._acc_cache: dict = {}
         self._image_cache: dict = {}
         self.instances = GltfInstances(data, self.folder)
+        #: vertices instanced copies may add (the reader's bound: 256 x the input + 64 KiB)
+        self.copy_budget = 256 * (65536 + len(data))
         #: what could not be drawn as the file asks (shown in the caption)
         self.notes: list = []
 
@@ -264,6 +267,7 @@ def node_matrices(g: Gltf, ni: int, world: np.ndarray) -> np.ndarray:
     return world @ trs_to_matrix(*trs)
 
 
+
 def scene_triangles(g: Gltf, animation: int | None = None, t: float = 0.0) -> list:
     """Posed triangles: list of dicts (pos (T,3,3), nrm, uv, color (T,3,4), tex, double).
 
@@ -274,6 +278,7 @@ def scene_triangles(g: Gltf, animation: int | None = None, t: float = 0.0) -> li
     An instanced mesh gives every instance's triangles, one after another."""
     world, weights = evaluate(g, animation, t)
     out = []
+    budget = g.copy_budget
     for ni, n in enumerate(g.json.get("nodes", [])):
         if "mesh" not in n or world[ni] is None:
             continue
@@ -285,6 +290,11 @@ def scene_triangles(g: Gltf, animation: int | None = None, t: float = 0.0) -> li
                 continue
             at = p["attributes"]
             pos = g.accessor(at["POSITION"]).astype(float)
+            if len(mats) > 1:
+                budget -= len(mats) * len(pos)
+                if budget < 0:
+                    raise LimitError("instanced copies have more vertices than the limit",
+                                     path=f"$.nodes[{ni}].extensions.EXT_mesh_gpu_instancing")
             nrm = g.accessor(at["NORMAL"]).astype(float) if "NORMAL" in at else None
             w = weights.get(ni)
             if w is not None and "targets" in p:

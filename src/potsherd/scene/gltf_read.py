@@ -703,7 +703,12 @@ class _Reader(GltfAccess):
         the node's mesh (and skin), which the instanced node then no longer draws
         itself, as a viewer draws the mesh only at the instances.  The new nodes
         come after the file's, so every index read so far stays valid; the
-        instanced node's ``extras["EXT_mesh_gpu_instancing"]`` lists them."""
+        instanced node's ``extras["EXT_mesh_gpu_instancing"]`` lists them.
+
+        A few bytes per instance can copy a large mesh: the copies' vertices are
+        bounded by the element limit and by 256 x the input size (+64 KiB)."""
+        budget = min(self.limits.max_elements, 256 * (65536 + len(self.data)))
+        copied = 0
         for i in range(len(scene.nodes)):
             trs = self.instance_trs(i)
             if trs is None:
@@ -714,6 +719,12 @@ class _Reader(GltfAccess):
                                      "without a mesh ignored")
                 continue
             t, r, sc = trs
+            nv = sum(len(p.positions) for p in scene.meshes[node.mesh].primitives)
+            copied += len(t) * max(nv, 1)
+            if copied > budget:
+                raise LimitError("instanced copies have more vertices than the limit",
+                                 path=f"$.nodes[{i}].extensions.EXT_mesh_gpu_instancing",
+                                 expected=f"<= {budget}", found=copied)
             first = len(scene.nodes)
             weights = node.extras.get("morphWeights")
             base = node.name or f"node{i}"
