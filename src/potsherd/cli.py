@@ -344,6 +344,8 @@ def cmd_render(args) -> int:
         img = rend.render(args.input, animation=animation, time=args.time, size=args.size)
     except (ValueError, KeyError, IndexError, TypeError, struct.error) as e:
         raise FormatError(f"{args.input}: cannot render ({type(e).__name__}: {e})") from None
+    for note in img.info.get("notes", []):     # e.g. a KTX2 texture drawn untextured
+        print(f"potsherd: warning: {note}", file=sys.stderr)
     buf = io.BytesIO()
     img.save(buf, format="PNG")
     stream = api.summary_stream(args.output)
