@@ -341,7 +341,8 @@ class Originals:
         return self.listings[folder]
 
     def find(self, rel: str) -> tuple:
-        """``(path or None, problem or None)`` of the original of glTF ``rel``."""
+        """``(path or None, problem or None, problem is an error)`` of the original
+        of glTF ``rel``: an ambiguous one is an error, an unimportable one a skip."""
         folder = os.path.join(self.root, os.path.dirname(rel))
         stem = os.path.splitext(os.path.basename(rel))[0].lower()
         entries, others = self._entries(folder)
@@ -353,11 +354,23 @@ class Originals:
             hits = [p for (s, e), p in entries.items() if s == base and e == "." + ext]
         if len(hits) > 1:
             return None, ("several originals: " + ", ".join(os.path.basename(h) for h in hits)
-                          + " (name the glTF x_EXT.glb, as the export does)")
+                          + " (name the glTF x_EXT.glb, as the export does)"), True
         if not hits and stem in others:
             return None, (f"its original {sorted(others[stem])[0]} is not a format glTF "
-                          "imports into")
-        return (hits[0], None) if hits else (None, None)
+                          "imports into"), False
+        return (hits[0] if hits else None), None, False
+
+
+def _walk_files(src_dir: str, wanted, notes: list) -> Iterator[str]:
+    """The regular files under ``src_dir`` that ``wanted`` takes; what the walk
+    skipped or could not read goes to ``notes`` as ``(path, reason, is_error)``."""
+    for entry in api.walk_inputs([src_dir], wanted):
+        if entry.error is not None:
+            notes.append((entry.path, entry.error, True))
+        elif entry.skipped is not None:
+            notes.append((entry.path, entry.skipped, False))
+        else:
+            yield entry.path
 
 
 def plan_folder_walk(src_dir: str, dst_dir: str, target: str) -> tuple:
@@ -370,14 +383,7 @@ def plan_folder_walk(src_dir: str, dst_dir: str, target: str) -> tuple:
 
     def wanted(path: str) -> bool:
         return registry.known_extension(path) or (import_codec is not None and _is_gltf_name(path))
-    for entry in api.walk_inputs([src_dir], wanted):
-        if entry.error is not None:
-            notes.append((entry.path, entry.error, True))
-            continue
-        if entry.skipped is not None:
-            notes.append((entry.path, entry.skipped, False))
-            continue
-        src = entry.path
+    for src in _walk_files(src_dir, wanted, notes):
         if not (_is_gltf_name(src) or _can_reach(src, target)):   # (glTF: walked only to import)
             skipped.append((src, f"no {target} conversion for this format"))
             continue
@@ -413,17 +419,10 @@ def plan_like(src_dir: str, dst_dir: str, target: str, like_dir: str) -> tuple:
         codec = _import_codec(target)
         import_ext = codec.extensions[0] if codec is not None else "." + target
     plan, skipped, notes, like_of = [], [], [], {}
-    for entry in api.walk_inputs([src_dir], _is_gltf_name):
-        if entry.error is not None:
-            notes.append((entry.path, entry.error, True))
-            continue
-        if entry.skipped is not None:
-            notes.append((entry.path, entry.skipped, False))
-            continue
-        src = entry.path
+    for src in _walk_files(src_dir, _is_gltf_name, notes):
         rel = os.path.relpath(src, src_dir)
-        original, problem = originals.find(rel)
-        if problem is not None and problem.startswith("several"):
+        original, problem, is_error = originals.find(rel)
+        if problem is not None and is_error:
             notes.append((src, problem, True))
             continue
         if problem is not None:
