@@ -443,6 +443,47 @@ def test_rig_to_character_and_back_keeps_influences(tmp_path):
     assert len(back.animations) == 2
 
 
+def test_vertices_without_skin_weight_keep_their_bind_position(tmp_path):
+    """A vertex whose weights are all zero has no skinning matrix in glTF's
+    formula (the zero matrix: its normal's inverse used to raise "LinAlgError:
+    Singular matrix" out of every KO target).  It is kept where the mesh has it
+    (rigid on its mesh node), with a warning naming the count, and in N3 it is
+    bound to the root joint."""
+    sc = rig_scene()
+    prim = sc.meshes[0].primitives[0]
+    prim.normals = np.tile(np.float32([0, 0, 1]), (3, 1))
+    prim.weights = np.array([[0.75, 0.25], [1, 0], [0, 0]], np.float32)   # vertex 2: none
+    want = [[0.0, 1.0, 0.0], [-1.0, 1.0, 0.0], [-0.0, 2.0, 0.0]]         # N3: x mirrored
+    note = ("1 skinned vertices have no skin weight (all zero); kept rigid on their mesh node, "
+            "at their bind position")
+    # negative control: the glTF formula as written leaves vertex 2 no invertible matrix
+    w = np.asarray(prim.weights, np.float64)
+    blend = np.einsum("vk,vkij->vij", w, np.eye(4)[None, None].repeat(2, 1).repeat(3, 0))
+    with pytest.raises(np.linalg.LinAlgError):
+        np.linalg.inv(blend[:, :3, :3])
+    for fmt in ("n3pmesh", "n3cskins", "n3cplug", "n3chr"):
+        scene = rig_scene()
+        scene.meshes[0].primitives[0] = prim
+        out = CODEC[fmt].from_scene(scene, out_name=f"z.{fmt}")
+        assert note in scene.warnings, fmt
+        if fmt == "n3pmesh":
+            v = np.asarray(out.root["vertices"], np.float32).reshape(-1, 8)[:, :3]
+            assert sorted(v.tolist()) == sorted(want)
+        elif fmt in ("n3cskins", "n3chr"):
+            docs = [out] if fmt == "n3cskins" else [d for _, d in out if d.format == "n3cskins"]
+            lod = docs[0].root["lods"][0]
+            b = lod["bindings"]
+            got = sorted((x["origin"], x["joints"].tolist()) for x in b)
+            assert got == sorted([(want[0], [0, 1]), (want[1], [1]), (want[2], [0])])
+    # and the character animates with that vertex on the root joint
+    files = CODEC["n3chr"].from_scene(scene, out_name="z.n3chr")
+    write_all(files, tmp_path)
+    back = export(tmp_path / "z.n3chr", data_root=str(tmp_path))
+    (ts,) = triangle_sets(back)
+    assert np.allclose(sorted(ts.positions.tolist()), sorted(np.asarray(prim.positions).tolist()),
+                       atol=1e-6)
+
+
 # ---- textures ------------------------------------------------------------------------------------
 
 def picture(alpha: str):

@@ -131,6 +131,101 @@ def test_triangle_sets_skinned_bind_pose():
     assert np.allclose(skin_matrices(s, sk)[0], np.eye(4))
 
 
+def _unweighted_scene(*, node_translation=(100, 0, 0)) -> tuple:
+    """A quad skinned to one joint, its vertex 3 with all-zero weights; the
+    mesh node moved (ignored for the weighted vertices, as glTF specifies)."""
+    s = Scene()
+    j0 = s.add_node(name="j0", translation=(0, 5, 0))
+    ibm = np.linalg.inv(world_matrices(s))
+    sk = s.add_skin(Skin(joints=[j0], inverse_bind_matrices=ibm))
+    p = quad()
+    p.joints = np.zeros((4, 4), np.uint8)
+    p.weights = np.array([[1, 0, 0, 0]] * 3 + [[0, 0, 0, 0]], np.float32)
+    mesh = s.add_mesh(Mesh(primitives=[p]))
+    s.add_node(mesh=mesh, skin=sk, translation=node_translation)
+    return s, j0, p
+
+
+def test_all_zero_weights_stay_rigid_on_the_mesh_node():
+    """glTF's formula makes an all-zero-weight vertex's matrix the zero matrix
+    (singular: the normal's inverse transpose used to raise LinAlgError); the
+    vertex stays where the mesh has it instead, on its mesh node."""
+    s, j0, p = _unweighted_scene()
+    (ts,) = triangle_sets(s)
+    assert ts.positions.tolist() == [[0, 0, 0], [1, 0, 0], [1, 1, 0], [100, 1, 0]]
+    assert np.allclose(ts.normals, [0, 0, 1])
+    assert s.warnings == ["1 skinned vertices have no skin weight (all zero); kept rigid on "
+                          "their mesh node, at their bind position"]
+    triangle_sets(s)
+    assert len(s.warnings) == 1                                 # said once
+    # posed: the joint moves its vertices, not the unweighted one
+    s.nodes[j0].translation = (0, 5, 2)
+    (ts,) = triangle_sets(s)
+    assert ts.positions.tolist() == [[0, 0, 2], [1, 0, 2], [1, 1, 2], [100, 1, 0]]
+    # the renderer skins the same way (glTF written by hand: potsherd's writer
+    # binds weightless vertices to joint 0, as a valid glTF must)
+    from potsherd.export import render as rd
+    from potsherd.scene.gltf_read import read_gltf
+    s, _, p = _unweighted_scene()
+    (ts,) = triangle_sets(s)
+    path = _write_raw_skinned_gltf(p, s.nodes[j0].translation, (100, 0, 0))
+    (t,) = rd.scene_triangles(rd.Gltf(path), None, 0.0)
+    assert t["pos"].reshape(-1, 3).tolist() == ts.positions[ts.indices].tolist()
+    assert np.isfinite(t["nrm"]).all()
+    back = read_gltf(path)
+    (tb,) = triangle_sets(back)
+    assert tb.positions.tolist() == ts.positions.tolist()
+
+
+def _write_raw_skinned_gltf(p, joint_translation, node_translation) -> str:
+    import base64
+    import json
+    import os
+    import tempfile
+    ibm = np.eye(4, dtype=np.float32)
+    ibm[:3, 3] = -np.asarray(joint_translation, np.float32)
+    blobs = [np.asarray(p.positions, np.float32).tobytes(),
+             np.asarray(p.normals, np.float32).tobytes(),
+             np.asarray(p.joints, np.uint8).tobytes(), np.asarray(p.weights, np.float32).tobytes(),
+             np.asarray(p.indices, np.uint16).tobytes() + b"\0\0",
+             ibm.T.reshape(-1).tobytes()]
+    views, offset = [], 0
+    for b in blobs:
+        views.append({"buffer": 0, "byteOffset": offset, "byteLength": len(b)})
+        offset += len(b)
+    acc = [("VEC3", 5126, 4), ("VEC3", 5126, 4), ("VEC4", 5121, 4), ("VEC4", 5126, 4),
+           ("SCALAR", 5123, len(p.indices)), ("MAT4", 5126, 1)]
+    accessors = [{"bufferView": i, "type": t, "componentType": c, "count": n}
+                 for i, (t, c, n) in enumerate(acc)]
+    accessors[0].update(min=[0, 0, 0], max=[1, 1, 0])
+    doc = {"asset": {"version": "2.0"}, "scene": 0, "scenes": [{"nodes": [0, 1]}],
+           "nodes": [{"name": "j0", "translation": list(map(float, joint_translation))},
+                     {"mesh": 0, "skin": 0, "translation": list(map(float, node_translation))}],
+           "skins": [{"joints": [0], "inverseBindMatrices": 5}],
+           "meshes": [{"primitives": [{"attributes": {"POSITION": 0, "NORMAL": 1, "JOINTS_0": 2,
+                                                      "WEIGHTS_0": 3}, "indices": 4}]}],
+           "accessors": accessors, "bufferViews": views,
+           "buffers": [{"byteLength": offset, "uri": "data:application/octet-stream;base64,"
+                        + base64.b64encode(b"".join(blobs)).decode()}]}
+    path = os.path.join(tempfile.mkdtemp(), "zero.gltf")
+    with open(path, "w") as f:
+        json.dump(doc, f)
+    return path
+
+
+def test_all_zero_weights_negative_control():
+    """The formula as written (zero matrix) puts the vertex at the origin and
+    cannot transform its normal: what the old code did."""
+    s, j0, p = _unweighted_scene()
+    blend = np.einsum("vk,vkij->vij", np.asarray(p.weights, float),
+                      skin_matrices(s, 0)[np.asarray(p.joints, np.int64)])
+    assert blend[3].tolist() == np.zeros((4, 4)).tolist()
+    with pytest.raises(np.linalg.LinAlgError):
+        np.linalg.inv(blend[:, :3, :3])
+    (ts,) = triangle_sets(s)
+    assert ts.positions[3].tolist() != [0, 0, 0]
+
+
 def test_triangle_sets_apply_default_morph_weights():
     """A shape key left at 0.5 in Blender is exported as a default weight of 0.5:
     the rest shape a viewer draws (and a format without morphs must keep) is

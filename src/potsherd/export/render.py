@@ -34,6 +34,7 @@ from PIL import Image, ImageDraw
 from ..core.errors import LimitError
 from ..scene.geometry import strip_or_fan_triangles
 from ..scene.gltf_read import GltfInstances, texture_transform
+from ..scene.ops import normal_matrices, skin_blend
 from ..scene.xform import quat_slerp, trs_to_matrix
 
 KTX2_MAGIC = b"\xabKTX 20\xbb\r\n\x1a\n"
@@ -241,19 +242,6 @@ def evaluate(g: Gltf, animation: int | None, t: float) -> tuple:
     return world, weights
 
 
-def _normal_matrices(m: np.ndarray) -> np.ndarray:
-    """(V, 3, 3) matrices taking normals through ``m``: the cofactor matrix
-    (``det(m) · inverse(m)ᵀ``) with the determinant's sign, so the directions
-    are those of the inverse transpose, yet a part hidden by scale 0 (a
-    singular ``m``, as glTF uses for a shown/hidden flag) gives zero normals
-    instead of a failed inversion.  Its triangles have no area and are not
-    drawn."""
-    c0, c1, c2 = m[:, :, 0], m[:, :, 1], m[:, :, 2]
-    cof = np.stack([np.cross(c1, c2), np.cross(c2, c0), np.cross(c0, c1)], axis=2)
-    det = np.einsum("vi,vi->v", c0, cof[:, :, 0])
-    return cof * np.where(det < 0, -1.0, 1.0)[:, None, None]
-
-
 def node_matrices(g: Gltf, ni: int, world: np.ndarray) -> np.ndarray:
     """(K, 4, 4) matrices node ``ni``'s mesh is drawn with: its world matrix, or
     world x each EXT_mesh_gpu_instancing instance's TRS (checked by the reader,
@@ -265,7 +253,6 @@ def node_matrices(g: Gltf, ni: int, world: np.ndarray) -> np.ndarray:
     if trs is None:
         return world[None]
     return world @ trs_to_matrix(*trs)
-
 
 
 def scene_triangles(g: Gltf, animation: int | None = None, t: float = 0.0) -> list:
@@ -309,13 +296,14 @@ def scene_triangles(g: Gltf, animation: int | None = None, t: float = 0.0) -> li
                 if "inverseBindMatrices" in sk:
                     ibm = g.accessor(sk["inverseBindMatrices"]).reshape(-1, 4, 4).swapaxes(1, 2)
                     jm = jm @ ibm
-                m = np.zeros((len(pos), 4, 4))
-                s_i = 0
+                js, ws, s_i = [], [], 0
                 while f"JOINTS_{s_i}" in at:
-                    jj = g.accessor(at[f"JOINTS_{s_i}"]).astype(int)
-                    ww = g.accessor(at[f"WEIGHTS_{s_i}"]).astype(float)
-                    m += np.einsum("vk,vkij->vij", ww, jm[jj])
+                    js.append(g.accessor(at[f"JOINTS_{s_i}"]).astype(int))
+                    ws.append(g.accessor(at[f"WEIGHTS_{s_i}"]).astype(float))
                     s_i += 1
+                # (all-zero weights: rigid on the mesh node, as every importer has it)
+                m, _ = skin_blend(np.concatenate(js, axis=1), np.concatenate(ws, axis=1), jm,
+                                  world[ni])
                 m = m[None]                  # (the node's matrix does not place skinned vertices)
                 facing = world[ni][None]     # (but its determinant still says which side is front)
             else:
@@ -324,7 +312,7 @@ def scene_triangles(g: Gltf, animation: int | None = None, t: float = 0.0) -> li
             # (K instances, V vertices): positions and normals through each matrix
             pw = np.einsum("kvij,vj->kvi", m[..., :3, :3], pos) + m[..., :3, 3]
             if nrm is not None:
-                nm = _normal_matrices(m[..., :3, :3].reshape(-1, 3, 3)).reshape(m.shape[:2] + (3, 3))
+                nm = normal_matrices(m[..., :3, :3].reshape(-1, 3, 3)).reshape(m.shape[:2] + (3, 3))
                 nw = np.einsum("kvij,vj->kvi", nm, nrm)
             else:
                 nw = None

@@ -18,7 +18,8 @@ from .model import Channel, Node, Primitive, Scene
 from .xform import quat_normalize, quat_slerp, trs_to_matrix
 
 __all__ = ["local_matrix", "world_matrices", "frame_times", "sample_channel",
-           "sample_node_trs", "skin_matrices", "TriangleSet", "triangle_sets",
+           "sample_node_trs", "skin_matrices", "normal_matrices", "skin_blend",
+           "TriangleSet", "triangle_sets",
            "base_color_picture", "default_morph_weights", "morphed",
            "split_by_dominant_joint", "weld_primitive"]
 
@@ -66,6 +67,43 @@ def skin_matrices(scene: Scene, skin_index: int, world: Optional[np.ndarray] = N
     if sk.inverse_bind_matrices is None:
         return jw
     return jw @ np.asarray(sk.inverse_bind_matrices, dtype=np.float64).reshape(-1, 4, 4)
+
+
+def normal_matrices(m: np.ndarray) -> np.ndarray:
+    """(..., 3, 3) matrices taking normals through the linear parts ``m``: the
+    cofactor matrix (``det(m) · inverse(m)ᵀ``) with the determinant's sign, so
+    the directions are those of the inverse transpose, yet a singular ``m``
+    (a part hidden by scale 0, a common show/hide trick) gives zero normals
+    instead of a failed inversion.  Normalise the results."""
+    m = np.asarray(m, dtype=np.float64)
+    c0, c1, c2 = m[..., :, 0], m[..., :, 1], m[..., :, 2]
+    cof = np.stack([np.cross(c1, c2), np.cross(c2, c0), np.cross(c0, c1)], axis=-1)
+    det = np.einsum("...i,...i->...", c0, cof[..., :, 0])
+    return cof * np.where(det < 0, -1.0, 1.0)[..., None, None]
+
+
+def skin_blend(joints: Any, weights: Any, joint_matrices: np.ndarray,
+               rigid: np.ndarray) -> tuple:
+    """(blend (V, 4, 4), unweighted (V,) bool): each vertex's linear blend
+    skinning matrix, weights renormalised to sum 1.
+
+    A vertex whose weights are all zero (or negative, or not finite) has no
+    skinning matrix in glTF's formula (it would be the zero matrix and
+    collapse the vertex onto the origin); viewers leave such a vertex where
+    the mesh has it, so it gets ``rigid`` (the mesh node's world matrix): it
+    stays at its bind position, as if rigidly bound to the mesh node.
+    ``unweighted`` marks those vertices."""
+    j = np.asarray(joints, dtype=np.int64)
+    w = np.asarray(weights, dtype=np.float64)
+    w = np.where(np.isfinite(w) & (w > 0), w, 0.0)
+    total = w.sum(axis=1, keepdims=True)
+    unweighted = total[:, 0] <= 0
+    w = w / np.where(unweighted[:, None], 1.0, total)
+    jm = np.asarray(joint_matrices, dtype=np.float64)
+    j = np.clip(j, 0, len(jm) - 1)
+    blend = np.einsum("vk,vkij->vij", w, jm[j])
+    blend[unweighted] = np.asarray(rigid, dtype=np.float64)
+    return blend, unweighted
 
 
 # ---- animation sampling --------------------------------------------------------------
@@ -160,6 +198,19 @@ class TriangleSet:
     def triangle_count(self) -> int:
         return len(self.indices) // 3
 
+    def transform(self, m: np.ndarray) -> None:
+        """Apply the (4, 4) ``m`` in place: positions, normals (renormalised),
+        and, when ``m`` mirrors (negative determinant), the winding reversed so
+        the triangles keep facing the same way."""
+        m = np.asarray(m, dtype=np.float64)
+        self.positions = self.positions @ m[:3, :3].T + m[:3, 3]
+        if self.normals is not None:
+            n = self.normals @ normal_matrices(m[:3, :3]).T
+            length = np.linalg.norm(n, axis=1, keepdims=True)
+            self.normals = n / np.where(length > 0, length, 1.0)
+        if np.linalg.det(m[:3, :3]) < 0:
+            self.indices = self.indices.reshape(-1, 3)[:, ::-1].reshape(-1).copy()
+
 
 def triangle_sets(scene: Scene, *, world: Optional[np.ndarray] = None) -> list:
     """Every drawn triangle primitive with its node's world transform applied.
@@ -169,13 +220,15 @@ def triangle_sets(scene: Scene, *, world: Optional[np.ndarray] = None) -> list:
     key left at 0.5 is exported as weight 0.5, and a format without morphs must
     keep the shape the modder saw.  Skinned primitives are posed by linear
     blend skinning with the scene's current (rest) node transforms; their
-    node's own transform is ignored, as glTF specifies.  A mirroring transform
+    node's own transform is ignored, as glTF specifies; a skinned vertex whose
+    weights are all zero is the exception: it stays rigid on its mesh node
+    (``skin_blend``), with a note in ``scene.warnings``.  A mirroring transform
     (negative determinant) reverses the winding so faces stay front-facing.
     Point and line primitives are skipped with a note in ``scene.warnings``.
     """
     world = world_matrices(scene) if world is None else world
     out = []
-    skipped = 0
+    skipped = unweighted_total = 0
     for ni, nd in enumerate(scene.nodes):
         if nd.mesh is None:
             continue
@@ -193,25 +246,20 @@ def triangle_sets(scene: Scene, *, world: Optional[np.ndarray] = None) -> list:
             pos, nrm = morphed(p, default, pos, nrm)
             skinned = nd.skin is not None and p.joints is not None and p.weights is not None
             if skinned:
-                mats = skin_matrices(scene, nd.skin, world)
-                j = np.asarray(p.joints, dtype=np.int64)
-                w = np.asarray(p.weights, dtype=np.float64)
-                total = w.sum(axis=1, keepdims=True)
-                w = w / np.where(total > 0, total, 1.0)
-                blend = np.einsum("vk,vkij->vij", w, mats[j])          # (V, 4, 4)
-                new_pos = np.einsum("vij,vj->vi", blend[:, :3, :3], pos) + blend[:, :3, 3]
-                if nrm is not None:
-                    inv_t = np.linalg.inv(blend[:, :3, :3]).swapaxes(-1, -2)
-                    nrm = np.einsum("vij,vj->vi", inv_t, nrm)
-                flip = np.linalg.det(blend[:, :3, :3]) < 0
-                flip_tris = flip[idx.reshape(-1, 3)].sum(axis=1) >= 2
-                pos = new_pos
+                blend, unweighted = skin_blend(p.joints, p.weights,
+                                               skin_matrices(scene, nd.skin, world), world[ni])
+                unweighted_total += int(unweighted.sum())
             else:
-                m = world[ni]
-                pos = pos @ m[:3, :3].T + m[:3, 3]
-                if nrm is not None:
-                    nrm = nrm @ np.linalg.inv(m[:3, :3])          # (M^-T n) as rows
-                flip_tris = np.full(len(idx) // 3, np.linalg.det(m[:3, :3]) < 0)
+                blend = world[ni][None]
+            lin = blend[:, :3, :3]
+            pos = np.einsum("vij,vj->vi", lin, pos) + blend[:, :3, 3] if skinned else \
+                pos @ lin[0].T + blend[0, :3, 3]
+            if nrm is not None:
+                nm = normal_matrices(lin)
+                nrm = np.einsum("vij,vj->vi", nm, nrm) if skinned else nrm @ nm[0].T
+            flip = np.linalg.det(lin) < 0
+            flip_tris = flip[idx.reshape(-1, 3)].sum(axis=1) >= 2 if skinned else \
+                np.full(len(idx) // 3, bool(flip[0]))
             if nrm is not None:
                 length = np.linalg.norm(nrm, axis=1, keepdims=True)
                 nrm = nrm / np.where(length > 0, length, 1.0)
@@ -222,8 +270,17 @@ def triangle_sets(scene: Scene, *, world: Optional[np.ndarray] = None) -> list:
                                    colors=p.colors, joints=p.joints, weights=p.weights,
                                    material=p.material, skin=nd.skin if skinned else None))
     if skipped:
-        scene.warnings.append(f"{skipped} point/line primitive(s) skipped (triangles only)")
+        _warn_once(scene, f"{skipped} point/line primitive(s) skipped (triangles only)")
+    if unweighted_total:
+        _warn_once(scene, f"{unweighted_total} skinned vertices have no skin weight (all zero); "
+                          "kept rigid on their mesh node, at their bind position")
     return out
+
+
+def _warn_once(scene: Scene, message: str) -> None:
+    """Importers call ``triangle_sets`` more than once; say each thing once."""
+    if message not in scene.warnings:
+        scene.warnings.append(message)
 
 
 def base_color_picture(scene: Scene, material: Any) -> tuple:

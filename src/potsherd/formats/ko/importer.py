@@ -159,12 +159,19 @@ def gather(scene: Scene, sets: list, what: str, joint_map: dict | None = None) -
 
 
 def _normalise_weights(joints: np.ndarray, weights: np.ndarray) -> tuple:
-    """Merge repeated joints, drop zero weights (sorted largest first), renormalise."""
+    """Merge repeated joints, drop zero weights (sorted largest first), renormalise.
+
+    A vertex with no weight at all (``triangle_sets`` kept it rigid, at its
+    bind position) is bound to the root joint: N3 has no mesh node to hold it
+    still, and joint 0 is also what the export makes of a binding without
+    influences."""
     n, k = joints.shape
-    w = np.where(weights > 0, weights, 0.0)
+    w = np.where(np.isfinite(weights) & (weights > 0), weights, 0.0)
     total = w.sum(axis=1, keepdims=True)
     w = np.where(total > 0, w / np.where(total > 0, total, 1.0), 0.0)
-    w[total[:, 0] <= 0, 0] = 1.0
+    unweighted = total[:, 0] <= 0
+    w[unweighted, 0] = 1.0
+    joints = np.where(unweighted[:, None], 0, joints)
     order = np.argsort(-w, axis=1, kind="stable")
     j = np.take_along_axis(joints, order, 1)
     w = np.take_along_axis(w, order, 1)
