@@ -607,6 +607,49 @@ def test_plug_alone_keeps_its_transform_and_joint(tmp_path):
     assert np.allclose(world_matrices(back)[0], world_matrices(src)[0], atol=1e-5)
 
 
+def _blade(scene: Scene):
+    """The world-space triangles of the node named "blade" (triangle_sets applies
+    glTF's rule that a mirroring world matrix reverses the front-face winding)."""
+    (ts,) = [t for t in triangle_sets(scene) if scene.nodes[t.node].name == "blade"]
+    return ts.positions[ts.indices.reshape(-1, 3)]
+
+
+def _signed_volume(tris: np.ndarray) -> float:
+    """Positive when the fronts face outwards."""
+    return float(np.einsum("ij,ij->i", tris[:, 0], np.cross(tris[:, 1], tris[:, 2])).sum()) / 6
+
+
+def _tetrahedron() -> Primitive:
+    pos = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0], [0, 0, 1]], np.float32)
+    tris = np.array([[0, 2, 1], [0, 1, 3], [0, 3, 2], [1, 2, 3]], np.uint32)   # outward fronts
+    return Primitive(positions=pos, indices=tris.reshape(-1))
+
+
+@pytest.mark.parametrize("chr_", [False, True], ids=["n3cplug", "n3chr plug"])
+def test_a_mirrored_plug_keeps_its_faces_outward(tmp_path, chr_):
+    """A plug node scaled (-1, 2, 1): glTF draws it with reversed winding, so its
+    signed volume stays +2/6.  The import used to reverse the winding (as
+    triangle_sets does for the world-space mesh) and then also keep the
+    mirroring matrix: inside-out, -2/6.  Now the mirror is baked into the mesh
+    and the plug matrix has a positive determinant."""
+    s = rig_scene() if chr_ else Scene()
+    parent = 1 if chr_ else None                       # the rig's "arm" joint
+    s.add_node(name="blade", mesh=s.add_mesh(Mesh(primitives=[_tetrahedron()])), parent=parent,
+               translation=(0.0, 0.5, 2.0), scale=(-1.0, 2.0, 1.0))
+    src = _blade(s)
+    assert np.isclose(_signed_volume(src), 2 / 6)
+    fmt = "n3chr" if chr_ else "n3cplug"
+    files = CODEC[fmt].from_scene(s, out_name=f"w.{fmt}", **({} if chr_ else {"name": "blade"}))
+    write_all(files, tmp_path)
+    back = _blade(export(tmp_path / f"w.{fmt}", data_root=str(tmp_path)))
+    assert np.isclose(_signed_volume(back), 2 / 6, atol=1e-6)
+    key = lambda t: sorted(map(tuple, t.reshape(-1, 3).round(5).tolist()))   # noqa: E731
+    assert key(back) == key(src)                         # the same world-space weapon
+    assert any("the plug's transform mirrors" in w for w in s.warnings)
+    plug = next(d for n, d in files if d.format == "n3cplug").root
+    assert np.linalg.det(np.asarray(plug["rotation"], np.float64).reshape(4, 4)[:3, :3]) > 0
+
+
 def test_hostile_scenes_are_clear_errors():
     bad = hand_scene()
     bad.meshes[0].primitives[0].positions[1, 0] = np.nan

@@ -533,15 +533,31 @@ def import_plug(scene: Scene, *, like: Document | None = None, out_name: str = "
         scene.warnings.append(f"n3cplug: the mesh is skinned; taken in its rest pose on its "
                               f"strongest joint {scene.nodes[node].name!r} (joint {joint})")
     sets = merge_materials(scene, sets, "n3cplug")
-    inv = np.linalg.inv(frame)
+    frame, local = _unmirrored(scene, frame, local, stem)
     for s in sets:
-        s.positions = s.positions @ inv[:3, :3].T + inv[:3, 3]
-        if s.normals is not None:
-            s.normals = s.normals @ frame[:3, :3]
+        s.transform(np.linalg.inv(frame))
     geo = gather(scene, sets, "n3cplug")
     like_mesh = _like_ref(like, "n3cplug", "geometry", "n3pmesh")
     return _plug_files(scene, geo, stem, str(options.get("folder", "item")), like, like_mesh,
                        local, joint, options)
+
+
+def _unmirrored(scene: Scene, frame: np.ndarray, local: np.ndarray, name: str) -> tuple:
+    """(frame, local) of a plug whose transform mirrors (negative determinant,
+    e.g. scale (-1, 1, 1)) with the mirror moved into its mesh.
+
+    glTF draws a mirrored node's triangles with their winding reversed; the
+    engine culls by screen-space winding and reverses nothing, so a mirroring
+    plug matrix would show the weapon inside-out.  Mirroring the plug's own X axis in both
+    matrices leaves ``frame · inverse(frame)`` unchanged (the world-space
+    weapon is the same) while the plug matrix keeps a positive determinant;
+    the mesh, taken into the new frame, is mirrored and rewound instead."""
+    if np.linalg.det(local[:3, :3]) >= 0:
+        return frame, local
+    flip = np.diag([-1.0, 1.0, 1.0, 1.0])
+    scene.warnings.append(f"{name}: the plug's transform mirrors; the mirror is baked into its "
+                          "mesh (the engine would draw a mirroring plug inside-out)")
+    return frame @ flip, local @ flip
 
 
 def _strongest_joint(scene: Scene, sets: list) -> tuple[int, int]:
@@ -694,13 +710,11 @@ def import_chr(scene: Scene, *, like: Document | None = None, out_name: str = ""
                                   "under a joint; not written")
             continue
         node_sets = [s for s in all_sets if s.node == node]
-        local = np.linalg.inv(world[j]) @ world[node]
-        inv = np.linalg.inv(world[node])      # geometry back in the plug's own frame
-        for s in node_sets:
-            s.positions = s.positions @ inv[:3, :3].T + inv[:3, 3]
-            if s.normals is not None:
-                s.normals = s.normals @ world[node][:3, :3]
         pname = _original_name(scene.nodes[node]) or f"plug{k}"
+        frame, local = _unmirrored(scene, world[node], np.linalg.inv(world[j]) @ world[node],
+                                   pname)
+        for s in node_sets:                   # geometry back in the plug's own frame
+            s.transform(np.linalg.inv(frame))
         geo = gather(scene, node_sets, f"plug {pname}")
         lplug, lmesh = plugs_like[k] if k < len(plugs_like) else (None, None)
         pfiles = _plug_files(scene, geo, f"{stem}_{_safe(pname)}", "item", lplug, lmesh, local,
