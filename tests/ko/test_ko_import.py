@@ -484,6 +484,93 @@ def test_vertices_without_skin_weight_keep_their_bind_position(tmp_path):
                        atol=1e-6)
 
 
+def _rig_under(layout: str) -> Scene:
+    """A two-joint bending bar whose root joint's parent is not a joint: an
+    "Armature" node turned -90 degrees about X and scaled 0.01 with the root
+    joint turned back and scaled 100 (assimp's layout for FBX files), the same
+    Armature also sliding along X, or the skinned mesh node itself with a
+    translation (three.js's layout)."""
+    import math as _math
+    from potsherd.scene import quat_from_axis_angle
+    s = Scene()
+    qx = lambda a: [float(x) for x in quat_from_axis_angle([1, 0, 0], a)]   # noqa: E731
+    if layout == "under_mesh":
+        top = s.add_node(name="body", translation=(0.5, 0.0, 0.0))
+        b0 = s.add_node(name="b0", parent=top)
+    else:
+        top = s.add_node(name="Armature", rotation=qx(-_math.pi / 2), scale=(0.01, 0.01, 0.01))
+        b0 = s.add_node(name="b0", parent=top, rotation=qx(_math.pi / 2), scale=(100, 100, 100))
+    b1 = s.add_node(name="b1", parent=b0, translation=(0.0, 1.0, 0.0))
+    w = world_matrices(s)
+    sk = s.add_skin(Skin(joints=[b0, b1], inverse_bind_matrices=np.linalg.inv(w[[b0, b1]])))
+    pos = np.array([[0, 0, 0], [0.2, 0, 0], [0.2, 2, 0], [0, 2, 0], [0.2, 1, 0], [0, 1, 0]],
+                   np.float32)
+    prim = Primitive(positions=pos, indices=np.array([0, 1, 4, 0, 4, 5, 5, 4, 2, 5, 2, 3],
+                                                     np.uint32),
+                     joints=np.array([[0, 1]] * 2 + [[1, 0]] * 2 + [[0, 1]] * 2, np.uint8),
+                     weights=np.array([[1, 0]] * 4 + [[0.5, 0.5]] * 2, np.float32))
+    mesh = s.add_mesh(Mesh(primitives=[prim]))
+    if layout == "under_mesh":
+        s.nodes[top].mesh, s.nodes[top].skin = mesh, sk
+    else:
+        s.add_node(name="body", mesh=mesh, skin=sk)
+    qz = [0.0, 0.0, _math.sin(_math.pi / 4), _math.cos(_math.pi / 4)]
+    channels = [Channel(node=b1, path="rotation", times=np.array([0.0, 1.0], np.float32),
+                        values=np.array([[0, 0, 0, 1], qz], np.float32))]
+    if layout == "moving_armature":
+        channels.append(Channel(node=top, path="translation",
+                                times=np.array([0.0, 1.0], np.float32),
+                                values=np.array([[0, 0, 0], [3, 0, 0]], np.float32)))
+    s.add_animation(Animation(name="bend", channels=channels))
+    return s
+
+
+def _posed_corners(scene: Scene, t: float) -> list:
+    """The triangles' world-space corners with every node posed at ``t`` of the
+    first animation (sorted, rounded: comparable across vertex orders)."""
+    from potsherd.scene.ops import sample_node_trs
+    from potsherd.scene.xform import trs_to_matrix
+    a = scene.animations[0]
+    local = np.stack([trs_to_matrix(*(x[0] for x in sample_node_trs(scene, a, i, [t])))
+                      for i in range(len(scene.nodes))])
+    sets = triangle_sets(scene, world=world_matrices(scene, local))
+    return sorted(tuple(sorted(map(tuple, s.positions[tri].round(5).tolist())))
+                  for s in sets for tri in s.indices.reshape(-1, 3))
+
+
+@pytest.mark.parametrize("layout", ["armature", "under_mesh", "moving_armature"])
+def test_root_joint_under_a_non_joint_node_animates_like_the_source(tmp_path, layout):
+    """The root joint's parent node (not a joint) used to be dropped from the
+    N3 skeleton: the rest pose was right (the skin binds at frame 0) but every
+    animated frame pivoted in the wrong frame (assimp's Armature: bent out to
+    x = 100; three.js's mesh-node parent: 0.5 off).  Its transform, and its
+    animation, are now baked into the root joint."""
+    src = _rig_under(layout)
+    files = CODEC["n3chr"].from_scene(src, out_name="bar.n3chr")
+    write_all(files, tmp_path)
+    back = export(tmp_path / "bar.n3chr", data_root=str(tmp_path))
+    for t in (0.0, 10 / 30, 0.5, 1.0):               # on the 30 frame/s timeline
+        want = _posed_corners(src, t)
+        assert _posed_corners(back, t) == want, t
+    assert any("are baked into joint 'b0'" in w for w in src.warnings)
+    # at t = 1 the bar's top half has turned 90 degrees about Z round b1: its
+    # corner (0.2, 2, 0) is at (-1, 1.2, 0), on the Armature slid 3 along X, or,
+    # with b1 at (0.5, 1, 0) under the mesh node, at (-0.5, 0.7, 0)
+    corner = {"armature": (-1.0, 1.2, 0.0), "under_mesh": (-0.5, 0.7, 0.0),
+              "moving_armature": (2.0, 1.2, 0.0)}[layout]
+    assert any(corner in tri for tri in want)
+    root = next(d for n, d in files if d.format == "n3joint").root
+    if layout == "under_mesh":
+        assert root["position"] == [-0.5, 0.0, 0.0]          # the mesh node's, X mirrored
+        assert root["keys"][0]["count"] == 0               # nothing moves the root
+    if layout == "armature":
+        assert np.allclose(root["rotation"], [0, 0, 0, 1], atol=1e-7)   # -90 then +90
+        assert np.allclose(root["scale"], 1, atol=1e-6)
+    if layout == "moving_armature":
+        keys = root["keys"][0]["values"]
+        assert np.allclose(keys[[0, 16, 31], 0], [0.0, -1.5, -3.0], atol=1e-5)   # mirrored X
+
+
 # ---- textures ------------------------------------------------------------------------------------
 
 def picture(alpha: str):

@@ -9,8 +9,9 @@ import numpy as np
 
 from ...document import Document
 from ...scene import Scene
-from ...scene.ops import sample_node_trs
-from ...scene.xform import mirror_x, mirror_x_quat, quat_continuous, quat_normalize
+from ...scene.ops import local_matrix, sample_node_trs
+from ...scene.xform import (decompose_matrix, mirror_x, mirror_x_quat, quat_continuous,
+                            quat_normalize, trs_to_matrix)
 from .import_base import FRAME_RATE, ImportError_, _original_name, _raw
 
 
@@ -67,40 +68,124 @@ def clip_layout(scene: Scene) -> list[dict]:
     return out
 
 
+def n3_parents(scene: Scene, order: list[int]) -> dict:
+    """{joint node: the node its N3 joint hangs under (None for the root)}: its
+    glTF parent when that is a joint, else the first root (a second root hangs
+    under the first, as ``skeleton_order`` warns)."""
+    index = set(order)
+    parents = scene.parents()
+    return {n: parents[n] if parents[n] in index else (None if n == order[0] else order[0])
+            for n in order}
+
+
+def _rebased(scene: Scene, order: list[int]) -> list[int]:
+    """Joints whose N3 parent is not their glTF parent: the root under a node
+    that is not a joint (an FBX converter's "Armature", the skinned mesh node
+    three.js puts bones under), and extra roots.  Their N3 transforms are the
+    glTF ones relative to their N3 parent."""
+    parents = scene.parents()
+    n3p = n3_parents(scene, order)
+    return [n for n in order if n3p[n] != parents[n]]
+
+
+def _ancestors(scene: Scene, node: int | None) -> list[int]:
+    """``node`` and its ancestors, node first (empty for None)."""
+    parents = scene.parents()
+    out: list[int] = []
+    while node is not None:
+        out.append(node)
+        node = parents[node]
+    return out
+
+
+def _timeline_trs(scene: Scene, node: int, layout: list, total: int) -> tuple:
+    """(T, R, S) of ``node`` on the joint timeline (``max(total, 1)`` frames):
+    frame 0 and the gaps hold the rest pose, each clip its sampled keys."""
+    t0, r0, s0 = sample_node_trs(scene, _EMPTY, node, [0.0])
+    n = max(total, 1)
+    tr, ro, sc = np.tile(t0[0], (n, 1)), np.tile(r0[0], (n, 1)), np.tile(s0[0], (n, 1))
+    frames = np.arange(n, dtype=np.float64)
+    for a, lay in zip(scene.animations, layout):
+        span = slice(int(lay["start"]), int(lay["end"]) + 1)
+        t, r, s_ = sample_node_trs(scene, a, node, (frames[span] - lay["start"]) / lay["fps"])
+        tr[span], ro[span], sc[span] = t, r, s_
+    return tr, ro, sc
+
+
+def _world_track(scene: Scene, node: int | None, layout: list, total: int,
+                 cache: dict) -> np.ndarray:
+    """(F, 4, 4) glTF world matrix of ``node`` over the timeline (identity for None)."""
+    if node is None:
+        return np.eye(4)[None]
+    chain = _ancestors(scene, node)                  # node first; filled root first
+    for k in range(len(chain) - 1, -1, -1):
+        n = chain[k]
+        if n not in cache:
+            local = trs_to_matrix(*_timeline_trs(scene, n, layout, total))
+            cache[n] = local if k == len(chain) - 1 else cache[chain[k + 1]] @ local
+    return cache[node]
+
+
+def _rebased_tracks(scene: Scene, node: int, n3_parent: int | None, layout: list, total: int,
+                    cache: dict) -> tuple:
+    """(T, R, S) over the timeline of a rebased joint: its glTF world matrix
+    relative to its N3 parent's, so the non-joint ancestors' transforms (and
+    their animation) are baked in and every N3 world matrix is the glTF one."""
+    rel = np.linalg.inv(_world_track(scene, n3_parent, layout, total, cache)) @ \
+        _world_track(scene, node, layout, total, cache)
+    t, r, s_ = decompose_matrix(rel)
+    if not np.allclose(trs_to_matrix(t, r, s_), rel,
+                       atol=1e-6 * max(1.0, float(np.abs(rel).max()))):
+        scene.warnings.append(f"skeleton: {scene.nodes[node].name!r} under its parent nodes "
+                              "shears (non-uniform scale under a rotation); approximated by TRS")
+    return t, quat_continuous(quat_normalize(r)), s_
+
+
 def joint_root(scene: Scene, order: list[int], name: str | None = None) -> tuple[dict, int]:
-    """The n3joint tree (pre-order ``order``) and the timeline's frame count."""
+    """The n3joint tree (pre-order ``order``) and the timeline's frame count.
+
+    A joint whose glTF parent is not its N3 parent (``_rebased``: the root
+    under an "Armature" or mesh node, extra roots) gets its transform relative
+    to the N3 parent, ancestors' animation included, so the N3 skeleton poses
+    as the glTF one does at every frame."""
     layout = clip_layout(scene)
     total = int(layout[-1]["end"]) + 1 if layout else 0
-    frames = np.arange(total, dtype=np.float64)
     index = {n: i for i, n in enumerate(order)}
-    parents = scene.parents()
+    n3p = n3_parents(scene, order)
+    rebased = set(_rebased(scene, order))
     animated = {(c.node, c.path) for a in scene.animations for c in a.channels}
+    moving = {node for node, path in animated if path in ("translation", "rotation", "scale")}
+    cache: dict = {}
     records = []
     for node in order:
         nd = scene.nodes[node]
-        t0, r0, s0 = sample_node_trs(scene, _EMPTY, node, [0.0])
+        if node in rebased:
+            tr, ro, sc = _rebased_tracks(scene, node, n3p[node], layout, total, cache)
+            chain = set(_ancestors(scene, node)) | set(_ancestors(scene, n3p[node]))
+            baked = bool(chain & moving)
+            if baked or not np.allclose(trs_to_matrix(tr[0], ro[0], sc[0]),
+                                        local_matrix(nd), atol=1e-7):
+                _note_baked(scene, node, n3p[node])
+        else:
+            tr, ro, sc = _timeline_trs(scene, node, layout, total)
+            baked = False
+        t0, r0, s0 = tr[:1], ro[:1], sc[:1]
         keys = [{"count": 0, "values": np.zeros((0, 0), np.float32)} for _ in range(4)]
         if total:
-            tr = np.tile(t0[0], (total, 1))
-            ro = np.tile(r0[0], (total, 1))
-            sc = np.tile(s0[0], (total, 1))
-            for a, lay in zip(scene.animations, layout):
-                f = frames[int(lay["start"]):int(lay["end"]) + 1]
-                t, r, s = sample_node_trs(scene, a, node, (f - lay["start"]) / lay["fps"])
-                tr[int(lay["start"]):int(lay["end"]) + 1] = t
-                ro[int(lay["start"]):int(lay["end"]) + 1] = r
-                sc[int(lay["start"]):int(lay["end"]) + 1] = s
-            if (node, "translation") in animated:
+            def keep(path: str, values: np.ndarray) -> bool:
+                return (node, path) in animated or baked and bool(np.ptp(values, axis=0).max()
+                                                                  > 1e-7)
+            if keep("translation", tr):
                 keys[0] = _key(0, mirror_x(tr))
-            if (node, "rotation") in animated:
+            if keep("rotation", ro * np.sign(np.einsum("ij,j->i", ro, ro[0]))[:, None]):
                 keys[1] = _key(1, quat_continuous(mirror_x_quat(quat_normalize(ro))))
-            if (node, "scale") in animated:
+            if keep("scale", sc):
                 keys[2] = _key(0, sc)
         records.append({"name": _raw(_original_name(nd) or f"joint{len(records)}"),
                         "position": [float(x) for x in mirror_x(t0[0])],
                         "rotation": [float(x) for x in mirror_x_quat(quat_normalize(r0[0]))],
                         "scale": [float(x) for x in s0[0]], "keys": keys,
-                        "childCount": 0, "children": [], "_parent": parents[node]})
+                        "childCount": 0, "children": [], "_parent": n3p[node]})
     root = None
     for node, rec in zip(order, records):
         parent = rec.pop("_parent")
@@ -108,14 +193,22 @@ def joint_root(scene: Scene, order: list[int], name: str | None = None) -> tuple
             p = records[index[parent]]
             p["children"].append(rec)
             p["childCount"] += 1
-        elif root is None:
+        else:
             root = rec
-        else:  # a second root: hang it under the first (warned in skeleton_order)
-            root["children"].append(rec)
-            root["childCount"] += 1
     if name:
         root["name"] = _raw(name)
     return root, total
+
+
+def _note_baked(scene: Scene, node: int, n3_parent: int | None) -> None:
+    """Say (once per joint) whose motion the N3 joint now carries."""
+    names = [scene.nodes[a].name or f"node{a}" for a in _ancestors(scene, node)[1:]
+             if a not in _ancestors(scene, n3_parent)]
+    if names:
+        msg = (f"skeleton: the transforms of {', '.join(map(repr, names))} (not joints) are baked "
+               f"into joint {scene.nodes[node].name!r}")
+        if msg not in scene.warnings:
+            scene.warnings.append(msg)
 
 
 class _NoAnimation:
@@ -155,6 +248,9 @@ def _same_motion(scene: Scene, like_scene: Scene, order: list[int],
     """Rest pose and every clip of the imported skeleton match the original's
     export (names, counts, durations, sampled values)."""
     if len(order) != len(like_order) or len(scene.animations) != len(like_scene.animations):
+        return False
+    if _rebased(scene, order) or _rebased(like_scene, like_order):
+        # (the local tracks compared below are not the N3 ones: never the original's)
         return False
     for a, b in zip(order, like_order):
         if _original_name(scene.nodes[a]) != _original_name(like_scene.nodes[b]):
