@@ -172,14 +172,13 @@ def joint_root(scene: Scene, order: list[int], name: str | None = None) -> tuple
         t0, r0, s0 = tr[:1], ro[:1], sc[:1]
         keys = [{"count": 0, "values": np.zeros((0, 0), np.float32)} for _ in range(4)]
         if total:
-            def keep(path: str, values: np.ndarray) -> bool:
-                return (node, path) in animated or baked and bool(np.ptp(values, axis=0).max()
-                                                                  > 1e-7)
-            if keep("translation", tr):
+            # a key track where glTF animates the joint, or where baked ancestors move it
+            same_sign = ro * np.where(np.einsum("ij,j->i", ro, ro[0]) < 0, -1.0, 1.0)[:, None]
+            if (node, "translation") in animated or baked and _varies(tr):
                 keys[0] = _key(0, mirror_x(tr))
-            if keep("rotation", ro * np.sign(np.einsum("ij,j->i", ro, ro[0]))[:, None]):
+            if (node, "rotation") in animated or baked and _varies(same_sign):
                 keys[1] = _key(1, quat_continuous(mirror_x_quat(quat_normalize(ro))))
-            if keep("scale", sc):
+            if (node, "scale") in animated or baked and _varies(sc):
                 keys[2] = _key(0, sc)
         records.append({"name": _raw(_original_name(nd) or f"joint{len(records)}"),
                         "position": [float(x) for x in mirror_x(t0[0])],
@@ -198,6 +197,10 @@ def joint_root(scene: Scene, order: list[int], name: str | None = None) -> tuple
     if name:
         root["name"] = _raw(name)
     return root, total
+
+
+def _varies(values: np.ndarray) -> bool:
+    return bool(np.ptp(values, axis=0).max() > 1e-7)
 
 
 def _note_baked(scene: Scene, node: int, n3_parent: int | None) -> None:
