@@ -1063,3 +1063,50 @@ def test_base_colour_of_an_n3_material_follows_its_texture_stage():
     assert n3_base_color(select, textured=False, stage_from_file=True) == (0.5, 0.25, 1.0, 0.5)
     nan = {"diffuse": [None, 0.5, -1.0, 1.0]}                    # non-finite and out of range
     assert n3_base_color(nan, textured=False, stage_from_file=False) == (1.0, 0.5, 0.0, 1.0)
+
+
+def test_names_outside_the_code_page_name_the_files_as_the_references_do(tmp_path):
+    """References inside N3 files are cp949: a mesh named 'Körper_身体' gave files
+    named with 'ö' and '体' while the character referred to 'K?rper_??', so it
+    found none of its parts.  Such characters are '_' on disk and in references."""
+    sc = rig_scene()
+    body = next(n for n in sc.nodes if n.name == "body")
+    body.name = "Körper_身体"
+    files = CODEC["n3chr"].from_scene(sc, out_name="Grüße.n3chr")    # ß is in cp949, ü is not
+    names = [n for n, _ in files]
+    assert "Gr_ße_K_rper_身.n3cpart" in names and all(n.encode("cp949") for n in names)
+    write_all(files, tmp_path)
+    chr_root = files[0][1].root
+    assert [bytes(p) for p in chr_root["parts"]] == [b"item\\" + "Gr_ße_K_rper_身.n3cpart".encode("cp949")]
+    back = export(tmp_path / files[0][0], data_root=str(tmp_path))
+    assert sum(s.triangle_count for s in triangle_sets(back)) == 1     # the part is found
+
+
+@pytest.mark.parametrize("fmt", ["n3cskins", "n3cpart", "n3cplug"])
+def test_formats_without_clips_say_the_animations_are_dropped(fmt):
+    sc = rig_scene()                                     # two clips
+    CODEC[fmt].from_scene(sc, out_name=f"x.{fmt}")
+    assert any(w.startswith(f"{fmt}: 2 animation(s) dropped") for w in sc.warnings)
+    still = rig_scene()
+    still.animations = []                                # the control
+    CODEC[fmt].from_scene(still, out_name=f"x.{fmt}")
+    assert not any("animation(s) dropped" in w for w in still.warnings)
+    chr_scene = rig_scene()                              # a character keeps them: no warning
+    CODEC["n3chr"].from_scene(chr_scene, out_name="x.n3chr")
+    assert not any("animation(s) dropped" in w for w in chr_scene.warnings)
+
+
+def test_a_clip_between_frames_still_ends_in_its_last_pose():
+    """Clips are sampled at 30 frames/s: 0.875 s took 26 frames, ending at 0.867 s
+    short of the final pose; it takes 27 now, the last holding the end."""
+    sc = rig_scene()
+    sc.animations = sc.animations[:1]
+    sc.animations[0].channels[0].times = np.array([0.0, 0.875], np.float32)
+    clips = CODEC["n3anim"].from_scene(sc).root["clips"]
+    assert [(c["start"], c["end"]) for c in clips] == [(1.0, 28.0)]      # 27 frames after 1
+    rot = CODEC["n3joint"].from_scene(sc).root["children"][0]["keys"][1]["values"]
+    end = [0, -np.sin(np.pi / 4), 0, np.cos(np.pi / 4)]                  # mirrored (x, -y, -z, w)
+    assert np.allclose(rot[28], end, atol=1e-6) and not np.allclose(rot[27], end, atol=1e-3)
+    sc.animations[0].channels[0].times = np.array([0.0, 0.9], np.float32)  # on a frame: 27 too
+    assert [(c["start"], c["end"]) for c in CODEC["n3anim"].from_scene(sc).root["clips"]] == \
+        [(1.0, 28.0)]

@@ -35,10 +35,8 @@ class ImportError_(FormatError):
 
 
 def _raw(name: str) -> RawString:
-    try:
-        return RawString(name.encode(CP_DEFAULT))
-    except UnicodeEncodeError:
-        return RawString(name.encode("ascii", "replace"))
+    """A name in the client's code page; a character it lacks becomes ``?``."""
+    return RawString(name.encode(CP_DEFAULT, "replace"))
 
 
 def _original_name(obj: Any) -> str:

@@ -3,6 +3,7 @@ key tracks in N3's mirrored axes, and the original's bytes kept when nothing mov
 from __future__ import annotations
 
 import copy
+import math
 from typing import Any
 
 import numpy as np
@@ -62,7 +63,9 @@ def clip_layout(scene: Scene) -> list[dict]:
     for a in scene.animations:
         fps = a.extras.get("fps") if a.extras else None
         fps = float(fps) if isinstance(fps, (int, float)) and fps > 0 else FRAME_RATE
-        n = max(int(round(a.duration * fps)), 0)   # a one-frame pose (start == end) is 0
+        # the last frame at or past the clip's end, which sampling holds, so a clip
+        # between two frames still ends in its last pose (a one-frame pose is 0)
+        n = max(int(math.ceil(a.duration * fps - 1e-3)), 0)   # (float32 key times)
         out.append({"start": frame, "end": frame + n, "fps": fps, "frames": n})
         frame += n + 1
     return out

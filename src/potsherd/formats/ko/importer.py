@@ -250,14 +250,14 @@ def import_pmesh(scene: Scene, *, like: Document | None = None, out_name: str = 
                  **options: Any) -> Document:
     geo = gather(scene, _mesh_sets(scene), "n3pmesh")
     _warn_static(scene, "n3pmesh")
-    return _pmesh_doc(scene, geo, like, options, _stem(out_name) or scene.name or "mesh")
+    return _pmesh_doc(scene, geo, like, options, _file_stem(out_name, scene.name or "mesh"))
 
 
-def _warn_static(scene: Scene, what: str) -> None:
-    """Name what a static mesh format cannot hold."""
+def _warn_static(scene: Scene, what: str, holds: str = "a static mesh") -> None:
+    """Name what a format without clips cannot hold."""
     if scene.animations:
-        scene.warnings.append(f"{what}: {len(scene.animations)} animation(s) dropped (a static "
-                              "mesh; import to .n3chr for skinned animation)")
+        scene.warnings.append(f"{what}: {len(scene.animations)} animation(s) dropped ({holds}; "
+                              "import to .n3chr for skinned animation)")
     if any(p.targets for m in scene.meshes for p in m.primitives):
         scene.warnings.append(f"{what}: morph targets dropped (the format has none)")
     if scene.skins:
@@ -368,7 +368,8 @@ def import_skins(scene: Scene, *, like: Document | None = None, out_name: str = 
         joint_map = _joint_maps(scene, order)
     sets = _mesh_sets(scene)
     geo = gather(scene, sets, "n3cskins", joint_map)
-    return _skins_doc(scene, geo, like, options, _stem(out_name) or scene.name or "skin")
+    _warn_static(scene, "n3cskins", "skins in their bind pose")
+    return _skins_doc(scene, geo, like, options, _file_stem(out_name, scene.name or "skin"))
 
 
 def _skins_doc(scene: Scene, geo: Geometry, like: Document | None, options: dict,
@@ -463,10 +464,11 @@ def _ref(folder: str, file: str) -> RawString:
 
 def import_part(scene: Scene, *, like: Document | None = None, out_name: str = "",
                 **options: Any) -> list:
-    stem = _stem(out_name) or scene.name or "part"
+    stem = _file_stem(out_name, scene.name or "part")
     joint_map = _joint_maps(scene, skeleton_order(scene)) if scene.skins else None
     sets = merge_materials(scene, _mesh_sets(scene), "n3cpart")
     geo = gather(scene, sets, "n3cpart", joint_map)
+    _warn_static(scene, "n3cpart", "skins in their bind pose")
     folder = str(options.get("folder", "item"))
     like_skins = _like_ref(like, "n3cpart", "geometry", "n3cskins")
     return _part_files(scene, geo, stem, folder, like, like_skins, options)
@@ -514,7 +516,7 @@ def _plug_matrix_n3(local: np.ndarray) -> np.ndarray:
 
 def import_plug(scene: Scene, *, like: Document | None = None, out_name: str = "",
                 **options: Any) -> list:
-    stem = _stem(out_name) or scene.name or "plug"
+    stem = _file_stem(out_name, scene.name or "plug")
     sets = _mesh_sets(scene, skinned=False)
     world = world_matrices(scene)
     if sets:
@@ -533,6 +535,7 @@ def import_plug(scene: Scene, *, like: Document | None = None, out_name: str = "
         scene.warnings.append(f"n3cplug: the mesh is skinned; taken in its rest pose on its "
                               f"strongest joint {scene.nodes[node].name!r} (joint {joint})")
     sets = merge_materials(scene, sets, "n3cplug")
+    _warn_static(scene, "n3cplug", "a plug follows its joint")
     frame, local = _unmirrored(scene, frame, local, stem)
     for s in sets:
         s.transform(np.linalg.inv(frame))
@@ -629,7 +632,7 @@ def _plug_files(scene: Scene, geo: Geometry, stem: str, folder: str, like: Docum
 def import_chr(scene: Scene, *, like: Document | None = None, out_name: str = "",
                **options: Any) -> list:
     """The character and every file it references (see the module docstring)."""
-    stem = _stem(out_name) or scene.name or "character"
+    stem = _file_stem(out_name, scene.name or "character")
     folder = str(options.get("folder", "chr"))
     originals = _like_set(like)
     rigged = bool(scene.skins)
@@ -774,8 +777,28 @@ def _material_name(scene: Scene, index: int | None, position: int) -> str:
 
 
 def _safe(name: str) -> str:
-    keep = "".join(c if c.isalnum() or c in "-_" else "_" for c in name)
+    """A node or material name as part of a file name: letters, digits, ``-``
+    and ``_`` that the client's code page holds (see :func:`_file_stem`)."""
+    keep = "".join(c if (c.isalnum() or c in "-_") and _in_code_page(c) else "_" for c in name)
     return keep.strip("_") or "part"
+
+
+def _in_code_page(c: str) -> bool:
+    try:
+        c.encode(CP_DEFAULT)
+        return True
+    except UnicodeEncodeError:
+        return False
+
+
+def _file_stem(out_name: str, fallback: str) -> str:
+    """The stem the written files are named after.  The references inside the
+    files are stored in the client's code page (cp949), so a character it lacks
+    (or one Windows forbids in names) becomes ``_`` in the names on disk too;
+    else the file would be named ``Körper`` and referenced as ``K?rper``."""
+    stem = _stem(out_name) or fallback
+    return "".join(c if _in_code_page(c) and c not in '<>:"/\\|?*' and ord(c) >= 32 else "_"
+                   for c in stem) or "_"
 
 
 def _file_of(like: Document | None, field: str, default: str) -> str:

@@ -99,7 +99,7 @@ def _animations(scene: Any, bones: list, parents: list, meshes: list, to_tr: np.
                                     "can number")
             # the last keyframe at or past the end, so the clip ends in its last pose
             # (sampling holds it); potsherd's own clips end on a keyframe exactly
-            count = int(math.ceil(duration * FPS / fd - 1e-6)) + 1 if anim.channels else 0
+            count = int(math.ceil(duration * FPS / fd - 1e-3)) + 1 if anim.channels else 0
         if count * fd > MAX_GAME_FRAMES + fd:
             raise ImportRefused(f"animation {ai}: {count} keyframes are more than a TR "
                                 "animation can number")
