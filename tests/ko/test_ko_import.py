@@ -1050,7 +1050,7 @@ def test_an_edited_colour_wins_over_the_exported_material(tmp_path):
 
 
 def test_base_colour_of_an_n3_material_follows_its_texture_stage():
-    from potsherd.formats.ko.scene import n3_base_color
+    from potsherd.formats.ko.scene_materials import n3_base_color
     m = {"diffuse": [0.5, 0.25, 2.0, 0.5], "colorOp": 4, "colorArg1": 0, "colorArg2": 2}
     assert n3_base_color(m, textured=False, stage_from_file=False) == (0.5, 0.25, 1.0, 0.5)
     assert n3_base_color(m, textured=True, stage_from_file=False) == (0.5, 0.25, 1.0, 1.0)

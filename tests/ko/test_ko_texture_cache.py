@@ -10,7 +10,8 @@ import pytest
 from PIL import Image as PILImage
 
 import potsherd
-from potsherd.formats.ko import scene as ko_scene
+from potsherd.formats.ko import scene_materials as ko_materials
+from potsherd.formats.ko.scene import Resolver
 from potsherd.formats.ko.textures_encode import encode_ntf
 from potsherd.scene import Image, Scene
 
@@ -36,13 +37,13 @@ def count_png_encodes(monkeypatch):
         return original(cls, img, name, **kw)
 
     monkeypatch.setattr(Image, "from_pil", classmethod(counting))
-    monkeypatch.setattr(ko_scene, "_TEXTURE_IMAGES", {})
+    monkeypatch.setattr(ko_materials, "_TEXTURE_IMAGES", {})
     return calls
 
 
 def scene_image(folder, ref="tex.dxt"):
     scene = Scene()
-    mats = ko_scene.Materials(scene, ko_scene.Resolver(str(folder / "part.n3pmesh"), None))
+    mats = ko_materials.Materials(scene, Resolver(str(folder / "part.n3pmesh"), None))
     index = mats.image(ref)
     assert index is not None
     return scene, scene.images[index]
@@ -67,9 +68,9 @@ def test_one_encode_per_texture_per_batch_and_again_after_an_edit(tmp_path, coun
 
 
 def test_cache_is_bounded_by_bytes(tmp_path, count_png_encodes, monkeypatch):
-    monkeypatch.setattr(ko_scene, "TEXTURE_CACHE_BYTES", 1)  # nothing fits
+    monkeypatch.setattr(ko_materials, "TEXTURE_CACHE_BYTES", 1)  # nothing fits
     write_dxt(tmp_path / "tex.dxt", (0, 255, 0, 255))
     scene_image(tmp_path)
     scene_image(tmp_path)
     assert count_png_encodes == ["tex", "tex"]
-    assert ko_scene._TEXTURE_IMAGES == {}
+    assert ko_materials._TEXTURE_IMAGES == {}

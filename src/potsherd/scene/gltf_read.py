@@ -38,6 +38,8 @@ from ..core.limits import DEFAULT_LIMITS, Limits
 from .model import (Animation, Channel, Image, Material, Mesh, MorphTarget, Node, Primitive,
                     Scene, Skin, TextureRef)
 from .gltf_access import GLB_MAGIC, GltfAccess, _kind, _to_float
+from .gltf_instancing import Instancing
+from .gltf_uvsets import UvSets
 from .geometry import strip_or_fan_triangles
 from .xform import mat4_from_gltf
 
@@ -53,9 +55,6 @@ _UNDERSTOOD = {"KHR_materials_unlit", "KHR_mesh_quantization", "KHR_texture_tran
 #: texture extensions naming their image in ``source``: whether Pillow decodes it
 _IMAGE_EXTENSIONS = {"EXT_texture_webp": True, "KHR_texture_basisu": False,
                      "EXT_texture_avif": False}
-#: per-instance attributes of EXT_mesh_gpu_instancing: (components, default value)
-_INSTANCE_ATTRIBUTES = {"TRANSLATION": (3, (0.0, 0.0, 0.0)), "ROTATION": (4, (0.0, 0.0, 0.0, 1.0)),
-                        "SCALE": (3, (1.0, 1.0, 1.0))}
 
 
 def read_gltf(source: Any, *, limits: Limits = DEFAULT_LIMITS,
@@ -136,7 +135,7 @@ class GltfInstances:
 # ---- the scene, built on the checked access of gltf_access.py --------------------
 
 
-class _Reader(GltfAccess):
+class _Reader(UvSets, Instancing, GltfAccess):
     """The scene built from the checked document (images, materials, meshes, nodes,
     skins, animations)."""
 
@@ -322,97 +321,6 @@ class _Reader(GltfAccess):
                                      f"used as textures, kept as {', '.join(mimes)} data that "
                                      "cannot be decoded here (importers report them "
                                      "untextured)")
-
-    def apply_uv_transforms(self, scene: Scene) -> None:
-        """KHR_texture_transform of each material's base colour texture, baked
-        into the UV set it reads in every primitive using that material.  A
-        game format has one UV set and no transform, and a Blender mapping node
-        exports as this extension.  Other slots' transforms cannot share those UVs
-        and are only reported."""
-        baked: dict[int, tuple] = {}     # material -> (2x3 matrix, UV set)
-        for mi, m in enumerate(scene.materials):
-            for attr in ("base_color_texture", "normal_texture", "emissive_texture",
-                         "occlusion_texture", "metallic_roughness_texture"):
-                ref = getattr(m, attr, None)
-                where = ref.extras.pop("_transform_path", None) if ref is not None else None
-                if where is None:
-                    continue
-                if attr != "base_color_texture":
-                    self.warnings.append(f"{where}: not applied to the UVs (only the base "
-                                         "colour texture's transform is)")
-                    continue
-                tt = ref.extras["KHR_texture_transform"]
-                matrix, texcoord = self.uv_transform(tt, where, ref.texcoord)
-                if matrix is not None:
-                    ref.texcoord = texcoord
-                    baked[mi] = (matrix, texcoord)
-        if not baked:
-            return
-        for mesh in scene.meshes:
-            for prim in mesh.primitives:
-                matrix, texcoord = baked.get(prim.material, (None, 0))
-                if matrix is not None and texcoord < len(prim.uvs):
-                    uv = np.asarray(prim.uvs[texcoord], np.float64)
-                    prim.uvs[texcoord] = (uv @ matrix[:, :2].T + matrix[:, 2]).astype(np.float32)
-
-    def base_colour_uv_first(self, scene: Scene) -> None:
-        """The UV set a material's base colour texture reads (``texCoord: k``)
-        made set 0 of every primitive using that material, the other sets after
-        it in their order, so importers that keep only ``uvs[0]`` (every game
-        format here) sample the texture with its own UVs.  The material's texture
-        references are renumbered to match (base colour 0); each reordered
-        primitive records the source set of each new set in
-        ``extras["uvSetOrder"]`` and the base colour reference its
-        ``extras["sourceTexCoord"]``."""
-        moved: dict[int, int] = {}       # material -> UV set moved to the front
-        for mi, m in enumerate(scene.materials):
-            ref = m.base_color_texture
-            if ref is None or not ref.texcoord:
-                continue
-            k = int(ref.texcoord)
-            moved[mi] = k
-            for attr in ("base_color_texture", "normal_texture", "emissive_texture",
-                         "occlusion_texture", "metallic_roughness_texture"):
-                other = getattr(m, attr, None)
-                if other is not None:
-                    t = int(other.texcoord)
-                    other.texcoord = 0 if t == k else t + 1 if t < k else t
-            ref.extras.setdefault("sourceTexCoord", k)
-        if not moved:
-            return
-        for mesh_i, mesh in enumerate(scene.meshes):
-            for pi, prim in enumerate(mesh.primitives):
-                k = moved.get(prim.material)
-                if k is None:
-                    continue
-                if k >= len(prim.uvs):
-                    self.warnings.append(
-                        f"$.meshes[{mesh_i}].primitives[{pi}]: its material's base colour "
-                        f"texture reads TEXCOORD_{k}, which the primitive does not have")
-                    continue
-                order = [k] + [j for j in range(len(prim.uvs)) if j != k]
-                prim.uvs = [prim.uvs[j] for j in order]
-                prim.extras.setdefault("uvSetOrder", order)
-
-    def uv_transform(self, tt: Any, where: str, texcoord: int) -> tuple:
-        """(2x3 matrix, UV set) of a KHR_texture_transform: ``T · R · S`` as the
-        extension defines it; (None, texcoord) with a warning when malformed."""
-        if not isinstance(tt, dict):
-            self.warnings.append(f"{where}: not an object; ignored")
-            return None, texcoord
-        try:
-            ox, oy = self.numbers(tt, "offset", where, 2, [0.0, 0.0])
-            sx, sy = self.numbers(tt, "scale", where, 2, [1.0, 1.0])
-            r = float(self.get(tt, "rotation", where, "number", 0.0))
-            k = self.get(tt, "texCoord", where, "integer", texcoord)
-        except FormatError as e:
-            self.warnings.append(f"{e.message}; KHR_texture_transform ignored")
-            return None, texcoord
-        if k < 0 or not all(np.isfinite([ox, oy, sx, sy, r])):
-            self.warnings.append(f"{where}: out of range; ignored")
-            return None, texcoord
-        c, s_ = np.cos(r), np.sin(r)
-        return np.array([[c * sx, s_ * sy, ox], [-s_ * sx, c * sy, oy]]), int(k)
 
     def material(self, i: int, d: dict, textures: list, samplers: list) -> Material:
         path = f"$.materials[{i}]"
@@ -647,97 +555,6 @@ class _Reader(GltfAccess):
                 d, "weights", path, len(d["weights"]) if isinstance(d["weights"], list) else -1,
                 None))
         return n
-
-    def instance_trs(self, i: int) -> Optional[tuple]:
-        """``(translation (N, 3), rotation (N, 4), scale (N, 3))`` float64 of the
-        ``EXT_mesh_gpu_instancing`` instances on node ``i`` (absent attributes
-        filled with their defaults), or None without the extension.  Integer
-        accessors are read as KHR_mesh_quantization allows (normalized or not;
-        ROTATION only float or normalized); rotations are normalised."""
-        d = self.items("nodes")[i]
-        ext = d.get("extensions")
-        if not isinstance(ext, dict) or "EXT_mesh_gpu_instancing" not in ext:
-            return None
-        path = f"$.nodes[{i}].extensions.EXT_mesh_gpu_instancing"
-        inst = ext["EXT_mesh_gpu_instancing"]
-        if not isinstance(inst, dict):
-            raise self.fail(path, "must be an object", found=_kind(inst))
-        attrs = self.get(inst, "attributes", path, "object", required=True)
-        apath = path + ".attributes"
-        arrays: dict = {}
-        for key, (ncomp, _) in _INSTANCE_ATTRIBUTES.items():
-            ai = self.index(attrs, key, apath, "accessors")
-            if ai is None:
-                continue
-            raw, norm = self.accessor(ai)
-            if key == "ROTATION" and raw.dtype.kind != "f" and not norm:
-                raise self.fail(f"{apath}.ROTATION", "ROTATION must be float or normalized "
-                                "integers", found=str(raw.dtype))
-            arr = self.floats(ai, f"{apath}.{key}", (ncomp,)).astype(np.float64)
-            if not np.isfinite(arr).all():
-                raise self.fail(f"{apath}.{key}", f"{key} values must be finite")
-            arrays[key] = arr
-        if not arrays:
-            raise self.fail(apath, "no TRANSLATION, ROTATION or SCALE attribute",
-                            expected="at least one")
-        counts = {len(a) for a in arrays.values()}
-        if len(counts) > 1:
-            raise CountError("instance attributes differ in count", path=apath,
-                             expected="one count", found={k: len(a) for k, a in arrays.items()})
-        n = counts.pop()
-        if "ROTATION" in arrays:
-            q = arrays["ROTATION"]
-            length = np.linalg.norm(q, axis=1)
-            if np.any(length < 1e-6):
-                k = int(np.argmax(length < 1e-6))
-                raise self.fail(f"{apath}.ROTATION", "zero-length instance rotation",
-                                found=f"instance {k}")
-            arrays["ROTATION"] = q / length[:, None]
-        t, r, sc = (arrays[k] if k in arrays else np.tile(default, (n, 1))
-                    for k, (_, default) in _INSTANCE_ATTRIBUTES.items())
-        return t, r, sc
-
-    def expand_instances(self, scene: Scene) -> None:
-        """Each ``EXT_mesh_gpu_instancing`` instance as a node of its own: a child of
-        the instanced node with the instance's translation, rotation and scale and
-        the node's mesh (and skin), which the instanced node then no longer draws
-        itself, as a viewer draws the mesh only at the instances.  The new nodes
-        come after the file's, so every index read so far stays valid; the
-        instanced node's ``extras["EXT_mesh_gpu_instancing"]`` lists them.
-
-        A few bytes per instance can copy a large mesh: the copies' vertices are
-        bounded by the element limit and by 256 x the input size (+64 KiB)."""
-        budget = min(self.limits.max_elements, 256 * (65536 + len(self.data)))
-        copied = 0
-        for i in range(len(scene.nodes)):
-            trs = self.instance_trs(i)
-            if trs is None:
-                continue
-            node = scene.nodes[i]
-            if node.mesh is None:
-                self.warnings.append(f"$.nodes[{i}]: EXT_mesh_gpu_instancing on a node "
-                                     "without a mesh ignored")
-                continue
-            t, r, sc = trs
-            nv = sum(len(p.positions) for p in scene.meshes[node.mesh].primitives)
-            copied += len(t) * max(nv, 1)
-            if copied > budget:
-                raise LimitError("instanced copies have more vertices than the limit",
-                                 path=f"$.nodes[{i}].extensions.EXT_mesh_gpu_instancing",
-                                 expected=f"<= {budget}", found=copied)
-            first = len(scene.nodes)
-            weights = node.extras.get("morphWeights")
-            base = node.name or f"node{i}"
-            for k in range(len(t)):
-                extras = {"instanceOf": i, "instance": k}
-                if weights is not None:
-                    extras["morphWeights"] = list(weights)
-                scene.nodes.append(Node(name=f"{base}.instance{k}", translation=t[k],
-                                        rotation=r[k], scale=sc[k], mesh=node.mesh,
-                                        skin=node.skin, extras=extras))
-            node.children.extend(range(first, len(scene.nodes)))
-            node.extras["EXT_mesh_gpu_instancing"] = {"first": first, "count": len(t)}
-            node.mesh = node.skin = None
 
     def check_tree(self, scene: Scene) -> None:
         parent: dict = {}
