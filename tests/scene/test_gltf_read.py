@@ -954,3 +954,21 @@ def test_names_the_writer_made_unique_read_back_as_stored():
     back = roundtrip(s)
     assert [n.name for n in back.nodes] == ["joint", "joint", "b.001", "joint.001"]
     assert [n.extras for n in back.nodes] == [{}, {}, {}, {"originalName": "other"}]
+
+
+def test_an_instanced_nodes_morph_weight_keys_move_every_copy():
+    """The instanced node hands its mesh to its copies; a weights animation on it
+    went with nothing, so no copy morphed.  Each copy now has the keys."""
+    b, _ = _instanced_triangle()
+    up = b.acc(b.view(np.array([[0, 0, 1]] * 3, np.float32).tobytes()), 5126, 3, "VEC3")
+    b.gl["meshes"][0]["primitives"][0]["targets"] = [{"POSITION": up}]
+    times = b.acc(b.view(np.array([0.0, 1.0], np.float32).tobytes()), 5126, 2, "SCALAR",
+                  min=[0.0], max=[1.0])
+    values = b.acc(b.view(np.array([0.0, 1.0], np.float32).tobytes()), 5126, 2, "SCALAR")
+    b.gl["animations"] = [{"samplers": [{"input": times, "output": values}],
+                           "channels": [{"sampler": 0, "target": {"node": 0, "path": "weights"}}]}]
+    s = read_gltf(b.glb())
+    chans = s.animations[0].channels
+    assert sorted(c.node for c in chans if c.path == "weights") == [0, 1, 2, 3]
+    for c in chans:
+        np.testing.assert_array_equal(np.asarray(c.values).reshape(-1), [0.0, 1.0])

@@ -4,6 +4,7 @@ instancing) see every copy.  A mixin of :class:`~.gltf_read._Reader`, on the
 checked access of :mod:`.gltf_access`."""
 from __future__ import annotations
 
+import dataclasses
 from typing import Optional
 
 import numpy as np
@@ -75,7 +76,8 @@ class Instancing(GltfAccess):
         the node's mesh (and skin), which the instanced node then no longer draws
         itself, as a viewer draws the mesh only at the instances.  The new nodes
         come after the file's, so every index read so far stays valid; the
-        instanced node's ``extras["EXT_mesh_gpu_instancing"]`` lists them.
+        instanced node's ``extras["EXT_mesh_gpu_instancing"]`` lists them.  An
+        animation of the node's morph weights is given to each copy too.
 
         A few bytes per instance can copy a large mesh: the copies' vertices are
         bounded by the element limit and by 256 x the input size (+64 KiB)."""
@@ -110,3 +112,7 @@ class Instancing(GltfAccess):
             node.children.extend(range(first, len(scene.nodes)))
             node.extras["EXT_mesh_gpu_instancing"] = {"first": first, "count": len(t)}
             node.mesh = node.skin = None
+            for a in scene.animations:     # the node's morph weight keys move its copies
+                a.channels.extend(dataclasses.replace(c, node=k) for c in list(a.channels)
+                                  if c.node == i and c.path == "weights"
+                                  for k in range(first, len(scene.nodes)))
