@@ -233,7 +233,7 @@ def test_version_option_and_refusals():
         DTS.from_scene(s, version=6)
     with pytest.raises(FormatError, match="no triangle geometry"):
         DTS.from_scene(Scene(name="empty"))
-    assert [o.name for o in DTS.import_options] == ["version", "details", "palette"]
+    assert [o.name for o in DTS.import_options] == ["version", "details", "palette", "dither"]
 
 
 # ---- a Blender-shaped scene ------------------------------------------------------------
@@ -730,3 +730,35 @@ def test_a_skin_without_inverse_bind_matrices_keeps_its_rest_pose(ibm):
     got = _picture(to_scene(doc, skin=False))
     assert got[:2] == want[:2]
     assert got[2:] == pytest.approx(want[2:], abs=1e-3)        # within the byte quantisation
+
+
+def test_dither_option_diffuses_the_palette_error(tmp_path):
+    """``--option dither=1``: Floyd-Steinberg through the palette instead of each
+    texel's nearest colour; a smooth gradient keeps its mean colour better."""
+    import io as _io
+    from PIL import Image as PILImage
+    from export_scenes import textured_quad_scene
+    from potsherd.formats.darkstar.phoenix import mip_levels, palette_colors
+    from potsherd.formats.darkstar.textures import quantize
+    from potsherd.formats.darkstar.world_examples import pl98_bytes
+    pal = tmp_path / "world.ppl"
+    pal.write_bytes(pl98_bytes())
+    colors = palette_colors(potsherd.read(pal))
+    ramp = np.zeros((32, 32, 3), np.uint8)
+    ramp[..., 0] = np.linspace(0, 255, 32, dtype=np.uint8)[None, :]
+    ramp[..., 1] = np.linspace(40, 200, 32, dtype=np.uint8)[:, None]
+    ramp[..., 2] = 90
+    buf = _io.BytesIO()
+    PILImage.fromarray(ramp).save(buf, "PNG")
+    got = {}
+    for dither in (False, True):
+        scene = textured_quad_scene()
+        scene.images[0].data = buf.getvalue()
+        out = DTS.from_scene(scene, out_name="q.dts", palette=str(pal), dither=dither)
+        got[dither] = mip_levels(out[1][1].root)[0]
+    assert np.array_equal(got[True], quantize(ramp, colors, dither=True))
+    assert np.array_equal(got[False], quantize(ramp, colors))
+    assert not np.array_equal(got[True], got[False])               # the control
+    err = {d: np.abs(colors[g].astype(float).mean((0, 1)) - ramp.mean((0, 1))).sum()
+           for d, g in got.items()}
+    assert err[True] < err[False]

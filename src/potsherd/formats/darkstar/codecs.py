@@ -170,6 +170,8 @@ class ShapeCodec(DarkstarCodec):
                "as the game's bitmaps beside the shape (default: the first found in the "
                "output's game tree, writing only bitmaps not there yet; without any, they are "
                "named only)", None),
+        Option("dither", bool, "Floyd-Steinberg dithering when the textures are drawn with the "
+               "palette (default: each texel the nearest palette colour)", False),
     )
 
     def from_scene(self, scene: Any, *, like: Document | None = None, out_name: str = "",
@@ -178,7 +180,8 @@ class ShapeCodec(DarkstarCodec):
         opts = _typed(self.import_options, options)
         doc = shape_from_scene(scene, like=like, version=opts.get("version"),
                                details=opts.get("details"))
-        bitmaps = texture_bitmaps(scene, opts.get("palette"), out_dir)
+        bitmaps = texture_bitmaps(scene, opts.get("palette"), out_dir,
+                                  dither=bool(opts.get("dither")))
         return [(out_name or "shape.dts", doc), *bitmaps] if bitmaps else doc
 
 
@@ -192,6 +195,8 @@ class MaterialListCodec(DarkstarCodec):
                "as the game's bitmaps beside the list (default: the first found in the "
                "output's game tree, writing only bitmaps not there yet; without any, they are "
                "named only)", None),
+        Option("dither", bool, "Floyd-Steinberg dithering when the textures are drawn with the "
+               "palette (default: each texel the nearest palette colour)", False),
     )
 
     def from_scene(self, scene: Any, *, like: Document | None = None, out_name: str = "",
@@ -199,7 +204,8 @@ class MaterialListCodec(DarkstarCodec):
         from .importer import matlist_from_scene, texture_bitmaps
         opts = _typed(self.import_options, options)
         doc = matlist_from_scene(scene, like=like, version=opts.get("version"))
-        bitmaps = texture_bitmaps(scene, opts.get("palette"), out_dir)
+        bitmaps = texture_bitmaps(scene, opts.get("palette"), out_dir,
+                                  dither=bool(opts.get("dither")))
         return [(out_name or "materials.dml", doc), *bitmaps] if bitmaps else doc
 
 

@@ -207,12 +207,14 @@ def _listed(names: list) -> str:
     return f"{', '.join(names[:3])}{', ...' if len(names) > 3 else ''}"
 
 
-def texture_bitmaps(scene: Scene, palette: str | None, out_dir: str = "") -> list:
+def texture_bitmaps(scene: Scene, palette: str | None, out_dir: str = "", *,
+                    dither: bool = False) -> list:
     """``[(file name, Document)]``: each textured material's image as the Phoenix
     bitmap its material list names (:func:`texture_name`), drawn with
     ``palette`` (a .ppl/.pal file or ``ARCHIVE::member``).  The bitmaps have
     power-of-two sides (resized with a warning, as the engine's textures are)
-    and a full mip chain.
+    and a full mip chain; ``dither`` diffuses each level's error (Floyd-Steinberg)
+    instead of taking each texel's nearest colour.
 
     Without a palette, the first one in the game tree of ``out_dir`` is used,
     as the export picks one (:func:`.textures.choose_palette`); the game's own
@@ -268,7 +270,8 @@ def texture_bitmaps(scene: Scene, palette: str | None, out_dir: str = "") -> lis
             scene.warnings.append(f"{name}: {w}x{h} resized to {pw}x{ph} (power of two)")
             pic = pic.convert("RGBA").resize((pw, ph), PILImage.LANCZOS)
         levels = min(pw, ph).bit_length()          # down to 1 pixel on the short side
-        data = image_to_bitmap(np.asarray(pic.convert("RGBA")), colors, mips=levels)
+        data = image_to_bitmap(np.asarray(pic.convert("RGBA")), colors, mips=levels,
+                               dither=dither)
         out.append((name, BMP.decode(data)))
     return out
 
