@@ -103,36 +103,24 @@ class WadCodec(LayoutCodec):
             if opts.get("object_id") is not None:
                 raise FormatError(f"object_id names one moveable, and the glTF holds "
                                   f"{len(held)}: pick one with --option moveable=ID")
-            new, changed = base, 0
-            for oid in held:
-                one = {**opts, "moveable": str(oid)}
-                if oid in {int(m["object_id"]) for m in new["moveables"]}:
-                    original = extract(new, oid)
-                    root = guarded_import(from_scene, scene, like=original, **one)
-                    if like is not None and view_from_trwad(root) == view_from_trwad(original) \
-                            and root["moveable"] == original["moveable"]:
-                        continue
-                else:
-                    root = guarded_import(from_scene, scene, **one)
-                new, changed = insert(new, root), changed + 1
-            if like is not None and not changed:
-                return Document(self.name, base, dict(like.params), like.trailing,
-                                list(like.warnings))
-            return Document(self.name, new, {"mesh_pad": 1}, b"", wad_warnings(new))
-        probe = guarded_import(from_scene, scene, **opts)
-        oid = int(probe["moveable"]["object_id"])
-        ids = [int(m["object_id"]) for m in base["moveables"]]
-        if oid in ids:
-            original = extract(base, oid)
-            root = from_scene(scene, like=original, **opts)
-            if like is not None and view_from_trwad(root) == view_from_trwad(original) \
-                    and root["moveable"] == original["moveable"]:
-                # the moveable comes back unchanged: the wad stays as it was
-                return Document(self.name, base, dict(like.params), like.trailing,
-                                list(like.warnings))
+            pastes = [({**opts, "moveable": str(oid)}, oid, None) for oid in held]
         else:
-            root = probe
-        new = insert(base, root)
+            probe = guarded_import(from_scene, scene, **opts)
+            pastes = [(opts, int(probe["moveable"]["object_id"]), probe)]
+        new, changed = base, 0
+        for one, oid, fresh in pastes:
+            if oid in {int(m["object_id"]) for m in new["moveables"]}:
+                original = extract(new, oid)
+                root = guarded_import(from_scene, scene, like=original, **one)
+                if like is not None and view_from_trwad(root) == view_from_trwad(original) \
+                        and root["moveable"] == original["moveable"]:
+                    continue                 # unchanged: this moveable stays as it was
+            else:
+                root = fresh if fresh is not None else guarded_import(from_scene, scene, **one)
+            new, changed = insert(new, root), changed + 1
+        if like is not None and not changed:     # nothing changed: the wad as it was
+            return Document(self.name, base, dict(like.params), like.trailing,
+                            list(like.warnings))
         return Document(self.name, new, {"mesh_pad": 1}, b"", wad_warnings(new))
 
 
