@@ -141,6 +141,26 @@ def _typed(declared: tuple, options: dict) -> dict:
     return {**options, **typed}
 
 
+def _bitmap_options(beside: str) -> tuple:
+    """The import options of the Phoenix bitmaps written beside a shape or list."""
+    return (
+        Option("palette", str, "palette (.ppl/.pal or ARCHIVE::member) to write the textures "
+               f"as the game's bitmaps beside the {beside} (default: the first found in the "
+               "output's game tree, writing only bitmaps not there yet; without any, they are "
+               "named only)", None),
+        Option("dither", bool, "Floyd-Steinberg dithering when the textures are drawn with the "
+               "palette (default: each texel the nearest palette colour)", False),
+    )
+
+
+def _with_bitmaps(scene: Any, doc: Document, name: str, opts: dict, out_dir: str) -> Any:
+    """``doc``, or ``[(name, doc), *bitmaps]`` when textures are written beside it."""
+    from .importer import texture_bitmaps
+    bitmaps = texture_bitmaps(scene, opts.get("palette"), out_dir,
+                              dither=bool(opts.get("dither")))
+    return [(name, doc), *bitmaps] if bitmaps else doc
+
+
 class ShapeCodec(DarkstarCodec):
     """``.dts``: shapes also export to glTF (:mod:`.scene`)."""
 
@@ -166,23 +186,16 @@ class ShapeCodec(DarkstarCodec):
         Option("details", str, "comma-separated pixel sizes of the detail levels, largest first "
                "(default: the export's sizes, else 1); a glTF of one level gets the coarser ones "
                "made by vertex clustering", None),
-        Option("palette", str, "palette (.ppl/.pal or ARCHIVE::member) to write the textures "
-               "as the game's bitmaps beside the shape (default: the first found in the "
-               "output's game tree, writing only bitmaps not there yet; without any, they are "
-               "named only)", None),
-        Option("dither", bool, "Floyd-Steinberg dithering when the textures are drawn with the "
-               "palette (default: each texel the nearest palette colour)", False),
+        *_bitmap_options("shape"),
     )
 
     def from_scene(self, scene: Any, *, like: Document | None = None, out_name: str = "",
                    out_dir: str = "", **options: Any) -> Any:
-        from .importer import shape_from_scene, texture_bitmaps
+        from .importer import shape_from_scene
         opts = _typed(self.import_options, options)
         doc = shape_from_scene(scene, like=like, version=opts.get("version"),
                                details=opts.get("details"))
-        bitmaps = texture_bitmaps(scene, opts.get("palette"), out_dir,
-                                  dither=bool(opts.get("dither")))
-        return [(out_name or "shape.dts", doc), *bitmaps] if bitmaps else doc
+        return _with_bitmaps(scene, doc, out_name or "shape.dts", opts, out_dir)
 
 
 class MaterialListCodec(DarkstarCodec):
@@ -191,22 +204,15 @@ class MaterialListCodec(DarkstarCodec):
     import_options = (
         Option("version", int, "material list version: 2, 3 or 4 (default that of --like, "
                "else 4)", None),
-        Option("palette", str, "palette (.ppl/.pal or ARCHIVE::member) to write the textures "
-               "as the game's bitmaps beside the list (default: the first found in the "
-               "output's game tree, writing only bitmaps not there yet; without any, they are "
-               "named only)", None),
-        Option("dither", bool, "Floyd-Steinberg dithering when the textures are drawn with the "
-               "palette (default: each texel the nearest palette colour)", False),
+        *_bitmap_options("list"),
     )
 
     def from_scene(self, scene: Any, *, like: Document | None = None, out_name: str = "",
                    out_dir: str = "", **options: Any) -> Any:
-        from .importer import matlist_from_scene, texture_bitmaps
+        from .importer import matlist_from_scene
         opts = _typed(self.import_options, options)
         doc = matlist_from_scene(scene, like=like, version=opts.get("version"))
-        bitmaps = texture_bitmaps(scene, opts.get("palette"), out_dir,
-                                  dither=bool(opts.get("dither")))
-        return [(out_name or "materials.dml", doc), *bitmaps] if bitmaps else doc
+        return _with_bitmaps(scene, doc, out_name or "materials.dml", opts, out_dir)
 
 
 DTS = ShapeCodec("dts", (".dts",), "Darkstar 3Space shape (PERS TS::Shape, v2-v8)",

@@ -221,7 +221,8 @@ def texture_bitmaps(scene: Scene, palette: str | None, out_dir: str = "", *,
     bitmaps there are not replaced by this guess, only missing ones written.
     With no palette at all nothing is written: each texture is named and warned
     about, because the colours depend on the world's palette."""
-    textured = [(i, m) for i, m in enumerate(scene.materials) if m.base_color_texture is not None]
+    textured = [(texture_name(m, scene.images, i), m) for i, m in enumerate(scene.materials)
+                if m.base_color_texture is not None]
     if not textured:
         return []
     keep: set = set()
@@ -234,15 +235,14 @@ def texture_bitmaps(scene: Scene, palette: str | None, out_dir: str = "", *,
                 there = {e.lower() for e in os.listdir(out_dir)}
             except OSError:
                 there = set()
-            keep = {n for n in {texture_name(m, scene.images, i) for i, m in textured}
-                    if n.lower() in there}
+            keep = {n for n, _ in textured if n.lower() in there}
             scene.warnings.append(f"textures written with palette {palette} (the first found in "
                                   "the game tree; --option palette=FILE to choose)")
             if keep:
                 scene.warnings.append(f"{len(keep)} bitmap(s) already there kept "
                                       f"({_listed(sorted(keep))}); name the palette to replace them")
     if not palette:
-        names = sorted({texture_name(m, scene.images, i) for i, m in textured})
+        names = sorted({n for n, _ in textured})
         scene.warnings.append(f"{len(names)} texture(s) named in the material list, not written "
                               f"({_listed(names)}): give --option palette=FILE (.ppl/.pal) "
                               "to write them as the game's bitmaps")
@@ -253,8 +253,7 @@ def texture_bitmaps(scene: Scene, palette: str | None, out_dir: str = "", *,
     from .textures import image_to_bitmap, load_palette_doc
     colors = palette_colors(load_palette_doc(palette))
     out, done = [], set()
-    for i, m in textured:
-        name = texture_name(m, scene.images, i)
+    for name, m in textured:
         if name.lower() in done or name in keep:
             continue
         done.add(name.lower())
