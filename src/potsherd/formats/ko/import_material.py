@@ -20,7 +20,7 @@ def material_record(scene: Scene, index: int | None, like: dict | None = None) -
     (its exported ``n3Material`` extras first).  The diffuse colour is the
     ``baseColorFactor``, which the engine modulates the texture by; exported
     extras keep their own diffuse while the factor is still the one the export
-    derived from it (:func:`.scene.n3_base_color`), so an edited colour wins."""
+    derived from it (:func:`.scene_materials.n3_base_color`), so an edited colour wins."""
     if like is not None:
         return copy.deepcopy(like)
     out = copy.deepcopy(DEFAULT_MATERIAL)
