@@ -26,6 +26,7 @@ from ..core.errors import EncodeError, FormatError
 from ..core.fileio import atomic_write
 from ..errors import NoSceneError, SceneExportError
 from ..scene.model import Scene
+from ..scene.ops import faces_apart
 from ..scene.xform import decompose_matrix, mat4_to_gltf, quat_normalize
 from .gltf_names import _finite, _safe_name, _uri_stem, unique_names, valid_text
 
@@ -330,6 +331,8 @@ class _Writer:
                 pos = np.asarray(p.positions)
                 if pos.ndim != 2 or pos.shape[1] != 3:
                     raise EncodeError(f"positions must be (N, 3), found {pos.shape}", path=where)
+                p = _faces_apart(p)                # Blender would drop repeated faces
+                pos = np.asarray(p.positions)
                 nv = len(pos)
                 if nv == 0 or (p.indices is not None and np.asarray(p.indices).size == 0):
                     self.warn(where, "empty primitive dropped")
@@ -629,6 +632,22 @@ class _Writer:
             gl["asset"]["extras"] = {"warnings": list(self.warnings)}
         unique_names(gl)
         return gl if _text_is_valid(gl) else valid_text(gl)
+
+
+def _faces_apart(p: Any) -> Any:
+    """``faces_apart`` for a well-formed primitive; any other is left for the
+    checks of ``meshes`` to report."""
+    pos = np.asarray(p.positions)
+    if p.indices is None or pos.ndim != 2 or not len(pos):
+        return p
+    n = len(pos)
+    ix = np.asarray(p.indices)
+    arrays = [p.normals, p.colors, p.joints, p.weights, *p.uvs]
+    arrays += [a for t in p.targets for a in (t.positions, t.normals)]
+    if (ix.dtype.kind not in "iu" or not ix.size or ix.min() < 0 or ix.max() >= n
+            or any(a is not None and len(a) != n for a in arrays)):
+        return p
+    return faces_apart(p)
 
 
 def _text_is_valid(gl: dict) -> bool:

@@ -338,11 +338,17 @@ def _subset(p: Primitive, verts: np.ndarray, indices: np.ndarray) -> Primitive:
     """A primitive with only ``verts`` (old indices), ``indices`` given in old numbering."""
     remap = np.full(len(p.positions), -1, dtype=np.int64)
     remap[verts] = np.arange(len(verts))
+    return _rows(p, verts, remap[indices])
+
+
+def _rows(p: Primitive, verts: np.ndarray, indices: np.ndarray) -> Primitive:
+    """A primitive whose vertex k is ``p``'s vertex ``verts[k]`` (repeats allowed),
+    drawing ``indices`` (new numbering)."""
 
     def take(a: Any) -> Any:
         return None if a is None else np.asarray(a)[verts]
 
-    return Primitive(positions=np.asarray(p.positions)[verts], indices=remap[indices],
+    return Primitive(positions=np.asarray(p.positions)[verts], indices=indices,
                      normals=take(p.normals), uvs=[np.asarray(u)[verts] for u in p.uvs],
                      colors=take(p.colors), joints=take(p.joints), weights=take(p.weights),
                      material=p.material, mode=p.mode, extras=dict(p.extras),
@@ -396,3 +402,32 @@ def weld_primitive(p: Primitive) -> Primitive:
         np.asarray(p.indices, dtype=np.int64).reshape(-1)
     q = _subset(p, first, first[remap[idx]])
     return q
+
+
+def faces_apart(p: Primitive) -> Primitive:
+    """``p`` with every triangle that repeats an earlier one's vertex set (a
+    double-sided pair sharing its vertices, a duplicate face), or repeats a
+    vertex within itself, drawn on its own copies of its vertices.
+
+    The triangles drawn are unchanged.  Blender keeps one face per set of
+    vertices (and none with a repeated vertex), so without the copies its glTF
+    import silently drops the back of a double-sided face, and an unedited
+    round trip through it no longer matches the original."""
+    if p.mode != 4 or p.indices is None:
+        return p
+    idx = np.asarray(p.indices, dtype=np.int64).reshape(-1)
+    if idx.size % 3 or idx.size == 0:
+        return p
+    tri = idx.reshape(-1, 3)
+    key = np.sort(tri, axis=1)
+    _, first = np.unique(key, axis=0, return_index=True)
+    apart = np.ones(len(tri), dtype=bool)
+    apart[first] = False
+    apart |= (key[:, 0] == key[:, 1]) | (key[:, 1] == key[:, 2])
+    if not apart.any():
+        return p
+    n = len(p.positions)
+    copies = tri[apart].reshape(-1)
+    out = tri.copy()
+    out[apart] = (n + np.arange(copies.size, dtype=np.int64)).reshape(-1, 3)
+    return _rows(p, np.concatenate([np.arange(n, dtype=np.int64), copies]), out.reshape(-1))
