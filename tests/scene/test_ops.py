@@ -280,3 +280,120 @@ def test_weld_primitive():
     uv2 = uv.copy()
     uv2[3] = (0.5, 0)
     assert len(weld_primitive(Primitive(positions=pos, uvs=[uv2])).positions) == 5
+
+
+def test_faces_apart_gives_repeated_faces_their_own_vertices(tmp_path):
+    """A double-sided pair sharing vertices, an exact repeat and a face with a
+    repeated vertex: Blender keeps one face per vertex set, so each repeat gets
+    its own copies; the first face and every drawn corner are unchanged."""
+    from potsherd.export.gltf import write_glb
+    from potsherd.scene.gltf_read import read_gltf
+    from potsherd.scene.ops import faces_apart
+    pos = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0], [1, 1, 0]], np.float32)
+    uv = pos[:, :2] * 0.5
+    w = np.array([[1, 0], [0.5, 0.5], [0, 1], [1, 0]], np.float32)
+    j = np.array([[0, 1]] * 4, np.uint16)
+    idx = np.array([0, 1, 2, 0, 2, 1, 1, 3, 2, 0, 1, 2, 0, 0, 1], np.uint32)
+    p = Primitive(positions=pos, uvs=[uv], joints=j, weights=w, indices=idx)
+    q = faces_apart(p)
+    assert len(q.positions) == 4 + 9
+    t = q.indices.reshape(-1, 3)
+    assert t[:1].tolist() == [[0, 1, 2]] and t[2].tolist() == [1, 3, 2]   # firsts unchanged
+    assert t[1].tolist() == [4, 5, 6] and t[3].tolist() == [7, 8, 9] and t[4].tolist() == [10, 11, 12]
+    for a, b in ((p.positions, q.positions), (uv, q.uvs[0]), (w, q.weights), (j, q.joints)):
+        assert np.array_equal(np.asarray(a)[idx], np.asarray(b)[q.indices])   # same corners
+    # every face now has a vertex set of its own
+    assert len(np.unique(np.sort(t, axis=1), axis=0)) == len(t)
+    # negative control: a mesh without repeats is returned as it is
+    plain = Primitive(positions=pos, indices=np.array([0, 1, 2, 1, 3, 2], np.uint32))
+    assert faces_apart(plain) is plain
+    # the glTF writer applies it
+    s = Scene()
+    s.add_node(name="m", mesh=s.add_mesh(Mesh(name="m", primitives=[
+        Primitive(positions=pos, indices=idx)])))
+    write_glb(s, tmp_path / "m.glb")
+    back = read_gltf(tmp_path / "m.glb").meshes[0].primitives[0]
+    assert len(back.positions) == 13
+    assert np.array_equal(back.positions[back.indices], pos[idx])
+
+
+def _turned_rig():
+    """A two-joint animated chain, a rigid mesh under the second joint and a
+    skinned mesh bound at rest."""
+    s = Scene()
+    a = s.add_node(name="a", translation=(0, 1, 0), rotation=Q90Z)
+    b = s.add_node(name="b", parent=a, translation=(0, 2, 0), scale=(2, 2, 2))
+    s.add_node(name="sword", parent=b, translation=(0.5, 0, 0),
+               mesh=s.add_mesh(Mesh(name="sword", primitives=[Primitive(
+                   positions=np.eye(3, dtype=np.float32), indices=np.array([0, 1, 2], np.uint32))])))
+    w = world_matrices(s)
+    sk = s.add_skin(Skin(joints=[a, b], inverse_bind_matrices=np.linalg.inv(w[[a, b]])))
+    s.add_node(name="body", skin=sk, mesh=s.add_mesh(Mesh(name="body", primitives=[Primitive(
+        positions=np.eye(3, dtype=np.float32), indices=np.array([0, 1, 2], np.uint32),
+        joints=np.array([[0, 1]] * 3, np.uint16), weights=np.full((3, 2), 0.5, np.float32))])))
+    an = Animation(name="swing")
+    t = np.array([0.0, 0.5, 1.0], np.float32)
+    an.channels.append(Channel(a, "rotation", t, quat_from_axis_angle((1, 0, 0), t[:, None] * 1.5)
+                               .reshape(-1, 4)))
+    an.channels.append(Channel(b, "translation", t, np.array([[0, 2, 0], [0, 3, 0], [1, 2, 0]],
+                                                               np.float32)))
+    an.channels.append(Channel(b, "rotation", t, quat_from_axis_angle((0, 1, 0), t[:, None])
+                               .reshape(-1, 4)))
+    s.add_animation(an)
+    return s
+
+
+def _poses(s, times=(0.0, 0.3, 0.75, 1.0)):
+    """World matrices of every node and the skinning matrices, at ``times``."""
+    out = []
+    for tm in times:
+        local = np.stack([np.eye(4)] * len(s.nodes))
+        for i in range(len(s.nodes)):
+            from potsherd.scene.xform import trs_to_matrix
+            tr, ro, sc = sample_node_trs(s, s.animations[0], i, [tm])
+            local[i] = trs_to_matrix(tr[0], ro[0], sc[0])
+        w = world_matrices(s, local)
+        out.append((w[[2]], w[s.skins[0].joints] @ s.skins[0].inverse_bind_matrices))
+    return out
+
+
+def test_reorient_joints_keeps_every_pose_and_undoes_blender_turns():
+    import copy
+    from potsherd.scene.reorient import frames_like, reorient_joints
+    orig = _turned_rig()
+    turns = {0: quat_to_matrix_(quat_from_axis_angle((1, 1, 0), 2.1)),
+             1: quat_to_matrix_(quat_from_axis_angle((0, 0, 1), -0.7))}
+    blender = copy.deepcopy(orig)
+    # what Blender does: every joint frame turned by a constant rotation
+    assert reorient_joints(blender, {n: r.T for n, r in turns.items()})
+    assert not np.allclose(blender.nodes[1].rotation, [0, 0, 0, 1], atol=1e-3)   # (b: unturned)
+    for (wa, ka), (wb, kb) in zip(_poses(orig), _poses(blender)):
+        assert np.allclose(wa, wb, atol=1e-9) and np.allclose(ka, kb, atol=1e-9)
+    found = frames_like(blender, orig, [0, 1])
+    assert sorted(found) == [0, 1]
+    assert np.allclose(found[0], turns[0], atol=1e-9)      # W_blender = W · R
+    assert reorient_joints(blender, found)
+    for i in (0, 1):
+        assert np.allclose(blender.nodes[i].translation, orig.nodes[i].translation, atol=1e-9)
+        r0 = orig.nodes[i].rotation if orig.nodes[i].rotation is not None else [0, 0, 0, 1]
+        assert abs(abs(np.dot(blender.nodes[i].rotation, r0)) - 1) < 1e-12
+    for ca, cb in zip(orig.animations[0].channels, blender.animations[0].channels):
+        assert np.allclose(np.abs(np.asarray(ca.values) - np.asarray(cb.values)).max(), 0,
+                           atol=1e-6)
+    assert frames_like(blender, orig, [0, 1]) == {}          # nothing left to turn
+
+
+def test_reorient_joints_refuses_non_uniform_scale():
+    import copy
+    from potsherd.scene.reorient import reorient_joints
+    s = _turned_rig()
+    s.nodes[1].scale = (1, 2, 1)
+    before = copy.deepcopy(s)
+    assert not reorient_joints(s, {1: quat_to_matrix_(quat_from_axis_angle((0, 0, 1), 0.5))})
+    assert np.array_equal(s.nodes[1].rotation, before.nodes[1].rotation)
+    assert not reorient_joints(s, {})
+
+
+def quat_to_matrix_(q):
+    from potsherd.scene.xform import quat_to_matrix
+    return quat_to_matrix(np.asarray(q).reshape(4))

@@ -13,6 +13,27 @@ LINEAR_MIPMAP_LINEAR = 9987
 REPEAT, CLAMP_TO_EDGE, MIRRORED_REPEAT = 10497, 33071, 33648
 
 
+def unique_labels(names: list) -> list:
+    """``names`` with later repeats made ``name.1``, ``name.2``... (empty names
+    stay): the names :meth:`Scene.unique_names` gives."""
+    taken = set(names)
+    seen: set = set()
+    out = []
+    for name in names:
+        if not name or name not in seen:
+            seen.add(name)
+            out.append(name)
+            continue
+        k = 1
+        while f"{name}.{k}" in taken:
+            k += 1
+        new = f"{name}.{k}"
+        taken.add(new)
+        seen.add(new)
+        out.append(new)
+    return out
+
+
 @dataclass
 class Image:
     """An image, normally PNG bytes (``data``).
@@ -257,19 +278,10 @@ class Scene:
         back (assimp refuses repeated node names; Blender renames them at random)."""
         for kind in kinds or ("nodes", "meshes", "skins", "animations"):
             items = getattr(self, kind)
-            taken = {x.name for x in items}
-            seen: set = set()
-            for x in items:
-                if not x.name or x.name not in seen:
-                    seen.add(x.name)
-                    continue
-                k = 1
-                while f"{x.name}.{k}" in taken:
-                    k += 1
-                x.extras.setdefault("originalName", x.name)
-                x.name = f"{x.name}.{k}"
-                taken.add(x.name)
-                seen.add(x.name)
+            for x, name in zip(items, unique_labels([x.name for x in items])):
+                if name != x.name:
+                    x.extras.setdefault("originalName", x.name)
+                    x.name = name
         return self
 
     def parents(self) -> list:
