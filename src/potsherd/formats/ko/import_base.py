@@ -2,6 +2,7 @@
 LOD fractions, the default material, and stored names as the client's raw strings."""
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from ...core.errors import FormatError
@@ -45,3 +46,32 @@ def _original_name(obj: Any) -> str:
 
 def _no_lod(options: dict) -> bool:
     return bool(options.get("no_lod")) or options.get("lod", 1) in (0, "0", False)
+
+
+def _stem(name: str) -> str:
+    return os.path.splitext(os.path.basename(name))[0] if name else ""
+
+
+def _safe(name: str) -> str:
+    """A node or material name as part of a file name: letters, digits, ``-``
+    and ``_`` that the client's code page holds (see :func:`_file_stem`)."""
+    keep = "".join(c if (c.isalnum() or c in "-_") and _in_code_page(c) else "_" for c in name)
+    return keep.strip("_") or "part"
+
+
+def _in_code_page(c: str) -> bool:
+    try:
+        c.encode(CP_DEFAULT)
+        return True
+    except UnicodeEncodeError:
+        return False
+
+
+def _file_stem(out_name: str, fallback: str) -> str:
+    """The stem the written files are named after.  The references inside the
+    files are stored in the client's code page (cp949), so a character it lacks
+    (or one Windows forbids in names) becomes ``_`` in the names on disk too;
+    else the file would be named ``Körper`` and referenced as ``K?rper``."""
+    stem = _stem(out_name) or fallback
+    return "".join(c if _in_code_page(c) and c not in '<>:"/\\|?*' and ord(c) >= 32 else "_"
+                   for c in stem) or "_"

@@ -10,24 +10,37 @@ import numpy as np
 
 from ...document import Document
 from ...scene import Scene
-from ...scene.ops import local_matrix, sample_node_trs
+from ...scene.model import unique_labels
+from ...scene.ops import local_matrix, sample_node_trs, world_matrices
+from ...scene.reorient import frames_like, reorient_joints
 from ...scene.xform import (decompose_matrix, mirror_x, mirror_x_quat, quat_continuous,
                             quat_normalize, trs_to_matrix)
 from .import_base import FRAME_RATE, ImportError_, _original_name, _raw
 
 
-def skeleton_order(scene: Scene) -> list[int]:
+def skeleton_order(scene: Scene, rank: dict | None = None) -> list[int]:
     """Node indices of the (first) skin's joints in depth-first pre-order, the
     order every N3 joint index refers to.  A skeleton with several roots gets
-    them in file order under the first."""
+    them in file order under the first.
+
+    Siblings come in ``rank`` order (node -> key; default: their place in the
+    skins' joint lists, then node order).  An export lists the joints in N3
+    order, and Blender keeps that list while it sorts every node's children by
+    name, so the children alone would renumber the joints an original's skins
+    are bound to."""
     if not scene.skins:
         raise ImportError_("the scene has no skin (no skeleton to write)")
-    joints = set(scene.skins[0].joints)
-    for sk in scene.skins[1:]:
-        joints |= set(sk.joints)
+    listed: dict = {}
+    for sk in scene.skins:
+        for j in sk.joints:
+            listed.setdefault(j, len(listed))
+    joints = set(listed)
     parents = scene.parents()
-    roots = [j for j in sorted(joints) if parents[j] not in joints]
-    # the roots in scene order (roots list first, then node order)
+    roots = [j for j in sorted(joints) if parents[j] not in joints]     # node order
+    if rank is None:
+        rank = listed
+    else:
+        roots.sort(key=lambda n: (rank.get(n, len(scene.nodes) + n), n))
     out: list[int] = []
     seen: set = set()
 
@@ -40,6 +53,7 @@ def skeleton_order(scene: Scene) -> list[int]:
             seen.add(v)
             out.append(v)
             kids = [c for c in scene.nodes[v].children if c in joints]
+            kids.sort(key=lambda c: (rank.get(c, len(scene.nodes) + c), c))
             stack.extend(reversed(kids))
 
     for r in roots:
@@ -89,6 +103,23 @@ def _rebased(scene: Scene, order: list[int]) -> list[int]:
     parents = scene.parents()
     n3p = n3_parents(scene, order)
     return [n for n in order if n3p[n] != parents[n]]
+
+
+def _rebase_is_identity(scene: Scene, order: list[int]) -> bool:
+    """Every rebased joint's N3 transform is its glTF local one: the nodes above
+    the skeleton (Blender's armature object) neither move nor transform it."""
+    rebased = _rebased(scene, order)
+    if not rebased:
+        return True
+    world = world_matrices(scene)
+    n3p = n3_parents(scene, order)
+    moving = {c.node for a in scene.animations for c in a.channels}
+    for n in rebased:
+        above = set(_ancestors(scene, n)[1:]) - set(_ancestors(scene, n3p[n]))
+        rel = world[n] if n3p[n] is None else np.linalg.inv(world[n3p[n]]) @ world[n]
+        if above & moving or not np.allclose(rel, local_matrix(scene.nodes[n]), atol=1e-6):
+            return False
+    return True
 
 
 def _ancestors(scene: Scene, node: int | None) -> list[int]:
@@ -144,7 +175,8 @@ def _rebased_tracks(scene: Scene, node: int, n3_parent: int | None, layout: list
     return t, quat_continuous(quat_normalize(r)), s_
 
 
-def joint_root(scene: Scene, order: list[int], name: str | None = None) -> tuple[dict, int]:
+def joint_root(scene: Scene, order: list[int], name: str | None = None,
+               names: dict | None = None) -> tuple[dict, int]:
     """The n3joint tree (pre-order ``order``) and the timeline's frame count.
 
     A joint whose glTF parent is not its N3 parent (``_rebased``: the root
@@ -183,7 +215,8 @@ def joint_root(scene: Scene, order: list[int], name: str | None = None) -> tuple
                 keys[1] = _key(1, quat_continuous(mirror_x_quat(quat_normalize(ro))))
             if (node, "scale") in animated or baked and _varies(sc):
                 keys[2] = _key(0, sc)
-        records.append({"name": _raw(_original_name(nd) or f"joint{len(records)}"),
+        stored = (names or {}).get(node) or _original_name(nd)
+        records.append({"name": _raw(stored or f"joint{len(records)}"),
                         "position": [float(x) for x in mirror_x(t0[0])],
                         "rotation": [float(x) for x in mirror_x_quat(quat_normalize(r0[0]))],
                         "scale": [float(x) for x in s0[0]], "keys": keys,
@@ -229,9 +262,10 @@ def _key(kind: int, values: np.ndarray) -> dict:
             "values": np.asarray(values, np.float32)}
 
 
-def anim_root(scene: Scene) -> dict:
+def anim_root(scene: Scene, names: dict | None = None) -> dict:
+    """The n3anim clip table; ``names``: {animation index: stored name}."""
     clips = []
-    for a, lay in zip(scene.animations, clip_layout(scene)):
+    for i, (a, lay) in enumerate(zip(scene.animations, clip_layout(scene))):
         ex = a.extras or {}
 
         def pair(key: str) -> list:
@@ -245,33 +279,145 @@ def anim_root(scene: Scene) -> dict:
                                             else 0.25], np.float32),
                       "flags": int(ex.get("blendFlags", 0) or 0),
                       "strikeValues": np.array(pair("strikeFrames"), np.float32),
-                      "name": _raw(_original_name(a) or f"clip{len(clips)}")})
+                      "name": _raw((names or {}).get(i) or _original_name(a)
+                                   or f"clip{len(clips)}")})
     return {"count": len(clips), "clips": clips}
+
+
+def like_names(scene: Scene, like_scene: Scene, kind: str = "nodes") -> dict:
+    """{index in the scene's ``kind`` list: the stored name of the original's item
+    of the same glTF name}.  An export names repeated joints and clips
+    ``end_site.1``, ``run.1``... and keeps the stored name in extras, which
+    Blender drops unless told to keep them."""
+    by_name: dict = {}
+    for n in getattr(like_scene, kind):
+        by_name.setdefault(n.name, _original_name(n))
+    return {i: by_name[n.name] for i, n in enumerate(getattr(scene, kind)) if n.name in by_name}
+
+
+def keep_frames(scene: Scene, like_scene: Scene, order: list[int]) -> None:
+    """Give the joints the original's frames where only their orientation turned
+    (Blender's bones), so plugs and the original's other files keep fitting."""
+    turns = frames_like(scene, like_scene, order)
+    if turns and reorient_joints(scene, turns):
+        scene.warnings.append(f"skeleton: {len(turns)} joint frames turned against the original "
+                              "(Blender's bone orientation) turned back; poses unchanged")
+
+
+def restore_clip_data(scene: Scene, originals: dict) -> int:
+    """Fill each animation's missing extras from the original clip of the same
+    name (``originals``: {stored name: extras}).  Blender drops animation extras,
+    and with them the frame rate, strike, sound and trace frames of a clip.
+    Returns how many animations got data back."""
+    count = 0
+    for a in scene.animations:
+        ref = originals.get(a.name) or originals.get(_original_name(a))
+        if ref is None:
+            continue
+        missing = {k: v for k, v in ref.items() if k != "frames" and k not in (a.extras or {})}
+        if missing:
+            a.extras = {**(a.extras or {}), **missing}
+            count += 1
+    return count
+
+
+def like_rank(scene: Scene, like_scene: Scene, like_order: list[int]) -> dict:
+    """{scene node: its joint's index in the original}, matched by glTF name."""
+    place: dict = {}
+    for i, n in enumerate(like_order):
+        place.setdefault(like_scene.nodes[n].name, i)
+    return {i: place[n.name] for i, n in enumerate(scene.nodes) if n.name in place}
+
+
+def _paired_clips(scene: Scene, like_scene: Scene) -> list | None:
+    """The scene's animations paired with the original's: by name when both
+    name the same set (Blender may reorder them), else in order."""
+    a, b = scene.animations, like_scene.animations
+    if len(a) != len(b):
+        return None
+    names_a, names_b = [x.name for x in a], [x.name for x in b]
+    if len(set(names_a)) == len(a) and set(names_a) == set(names_b):
+        by = {x.name: x for x in b}
+        return [(x, by[x.name]) for x in a]
+    return list(zip(a, b))
+
+
+#: a joint's key lies on the original's motion within this angle (degrees) ...
+ROTATION_TOLERANCE_DEG = 0.1
+#: ... and this fraction of the skeleton's extent
+TRANSLATION_TOLERANCE = 1e-4
+
+
+def _nlerp_rotation(animation: Any, node: int, times: np.ndarray) -> np.ndarray | None:
+    """The node's LINEAR rotation keys interpolated per component and renormalised,
+    as Blender's F-curves do (glTF slerps; both are accepted)."""
+    for ch in animation.channels:
+        if ch.node == node and ch.path == "rotation" and ch.interpolation == "LINEAR" \
+                and len(ch.times) > 1:
+            t = np.asarray(ch.times, np.float64)
+            v = quat_continuous(np.asarray(ch.values, np.float64).reshape(len(t), 4))
+            out = np.stack([np.interp(times, t, v[:, k]) for k in range(4)], axis=1)
+            return quat_normalize(out)
+    return None
+
+
+def _key_times(animation: Any, node: int) -> np.ndarray | None:
+    ts = [np.asarray(ch.times, np.float64) for ch in animation.channels
+          if ch.node == node and ch.path in ("translation", "rotation", "scale") and len(ch.times)]
+    return np.unique(np.concatenate(ts)) if ts else None
+
+
+def _rotations_close(r: np.ndarray, *refs: np.ndarray | None) -> bool:
+    cos = math.cos(math.radians(ROTATION_TOLERANCE_DEG) / 2)
+    ok = np.zeros(len(r), bool)
+    for ref in refs:
+        if ref is not None:
+            ok |= np.abs(np.einsum("ij,ij->i", quat_normalize(r), quat_normalize(ref))) >= cos
+    return bool(ok.all())
 
 
 def _same_motion(scene: Scene, like_scene: Scene, order: list[int],
                  like_order: list[int]) -> bool:
-    """Rest pose and every clip of the imported skeleton match the original's
-    export (names, counts, durations, sampled values)."""
-    if len(order) != len(like_order) or len(scene.animations) != len(like_scene.animations):
+    """Rest pose and every clip of the imported skeleton say what the original's
+    export says: the same joints (by name, in the same order), and every key of
+    every clip on the original's motion at its time.
+
+    Keys are compared where the import has them, so a clip resampled at another
+    rate (Blender samples every frame at 24 fps, interpolating rotations per
+    component) is the same motion; a clip may end up to one of its own key
+    intervals early (Blender ends on a whole frame)."""
+    if len(order) != len(like_order):
         return False
-    if _rebased(scene, order) or _rebased(like_scene, like_order):
+    pairs = _paired_clips(scene, like_scene)
+    if pairs is None:
+        return False
+    if not (_rebase_is_identity(scene, order) and _rebase_is_identity(like_scene, like_order)):
         # (the local tracks compared below are not the N3 ones: never the original's)
         return False
+    names = like_names(scene, like_scene)
     for a, b in zip(order, like_order):
-        if _original_name(scene.nodes[a]) != _original_name(like_scene.nodes[b]):
+        if names.get(a, _original_name(scene.nodes[a])) != _original_name(like_scene.nodes[b]):
+            return False
+    extent = max([1e-6] + [float(np.abs(n.translation).max()) for n in like_scene.nodes
+                           if n.translation is not None])
+    tol = TRANSLATION_TOLERANCE * extent
+    for anim_a, anim_b in pairs:
+        times_a = np.unique(np.concatenate([np.asarray(c.times, np.float64)
+                                            for c in anim_a.channels] or [np.zeros(1)]))
+        step = float(np.diff(times_a).max()) if len(times_a) > 1 else 0.0
+        if not -1e-4 <= anim_b.duration - anim_a.duration <= step + 1e-4:
             return False
     for n_a, n_b in zip(order, like_order):
-        for anim_a, anim_b in [(_EMPTY, _EMPTY), *zip(scene.animations, like_scene.animations)]:
-            if anim_a is not _EMPTY and abs(anim_a.duration - anim_b.duration) > 1e-4:
-                return False
-            d = 0.0 if anim_a is _EMPTY else anim_a.duration
-            times = np.linspace(0.0, d, 5)
+        for anim_a, anim_b in [(_EMPTY, _EMPTY), *pairs]:
+            times = None if anim_a is _EMPTY else _key_times(anim_a, n_a)
+            if times is None:
+                d = 0.0 if anim_a is _EMPTY else anim_a.duration
+                times = np.linspace(0.0, d, 5)
             ta, ra, sa = sample_node_trs(scene, anim_a, n_a, times)
             tb, rb, sb = sample_node_trs(like_scene, anim_b, n_b, times)
-            dots = np.abs(np.einsum("ij,ij->i", quat_normalize(ra), quat_normalize(rb)))
-            if not (np.allclose(ta, tb, atol=1e-4) and np.allclose(sa, sb, atol=1e-4)
-                    and (dots > 1 - 1e-6).all()):
+            nl = None if anim_b is _EMPTY else _nlerp_rotation(anim_b, n_b, times)
+            if not (np.allclose(ta, tb, rtol=0, atol=tol) and np.allclose(sa, sb, atol=1e-4)
+                    and _rotations_close(ra, rb, nl)):
                 return False
     return True
 
@@ -283,25 +429,39 @@ def _copy_doc(doc: Document) -> Document:
 
 def import_joint(scene: Scene, *, like: Document | None = None, out_name: str = "",
                  **options: Any) -> Document:
-    order = skeleton_order(scene) if scene.skins else _all_joint_nodes(scene)
+    rank = names = None
     if like is not None and like.format == "n3joint":
         like_scene = like.codec.to_scene(like)
+        like_order = list(range(len(like_scene.nodes)))      # (N3 order)
+        # the original's joints keep their numbers (the skins bound to them) and names
+        rank, names = like_rank(scene, like_scene, like_order), like_names(scene, like_scene)
+        order = skeleton_order(scene, rank) if scene.skins else _all_joint_nodes(scene, rank)
+        keep_frames(scene, like_scene, order)
         # to_scene's one "timeline" animation spans the whole key range
-        if _same_motion(scene, like_scene, order, list(range(len(like_scene.nodes)))):
+        if _same_motion(scene, like_scene, order, like_order):
             return _copy_doc(like)
-    root, _ = joint_root(scene, order, options.get("name"))
+    else:
+        order = skeleton_order(scene) if scene.skins else _all_joint_nodes(scene)
+    root, _ = joint_root(scene, order, options.get("name"), names)
     return Document("n3joint", root, {"jointKeys": 4}, b"", [], {})
 
 
-def _all_joint_nodes(scene: Scene) -> list[int]:
-    """Without a skin, the skeleton is the first root's whole tree (pre-order)."""
+def _all_joint_nodes(scene: Scene, rank: dict | None = None) -> list[int]:
+    """Without a skin, the skeleton is the first root's whole tree (pre-order;
+    siblings in ``rank`` order when given, as in ``skeleton_order``)."""
     if not scene.roots:
         raise ImportError_("the scene has no nodes (no skeleton to write)")
-    out, stack = [], [scene.roots[0]]
+    roots = list(scene.roots)
+    if rank:
+        roots.sort(key=lambda n: (rank.get(n, len(scene.nodes) + n), n))
+    out, stack = [], [roots[0]]
     while stack:
         v = stack.pop()
         out.append(v)
-        stack.extend(reversed(scene.nodes[v].children))
+        kids = list(scene.nodes[v].children)
+        if rank:
+            kids.sort(key=lambda c: (rank.get(c, len(scene.nodes) + c), c))
+        stack.extend(reversed(kids))
     return out
 
 
@@ -309,6 +469,12 @@ def import_anim(scene: Scene, *, like: Document | None = None, out_name: str = "
                 **options: Any) -> Document:
     if not scene.animations:
         raise ImportError_("the scene has no animations (nothing to write to .n3anim)")
+    if like is not None and like.format == "n3anim":
+        from .scene import clip_extras
+        from .text import text
+        clips = like.root["clips"]
+        names = unique_labels([text(c["name"]) for c in clips])     # as the export names them
+        restore_clip_data(scene, {n: clip_extras(c) for n, c in zip(names, clips)})
     root = anim_root(scene)
     if like is not None and like.format == "n3anim" and _same_clips(root, like.root):
         return Document("n3anim", copy.deepcopy(like.root), dict(like.params),

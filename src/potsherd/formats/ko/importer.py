@@ -29,11 +29,17 @@ reversed back to the engine's clockwise fronts, no V flip.
 geometry, skeleton or clips are the ones the original exports to, the
 original's own records are written back unchanged (so an unedited round trip
 is byte-exact); otherwise its names, materials, flags and LOD distances are
-kept around the new data.
+kept around the new data.  A glb that went through Blender (default settings)
+still matches: joints and clips are paired with the original's by name, the
+original's joint order, stored names and joint frames are kept (Blender sorts
+children by name, drops extras and turns bones towards their children), and a
+clip resampled at Blender's 24 fps matches when each of its keys lies on the
+original's motion (``import_rig._same_motion``).
 """
 from __future__ import annotations
 
 import copy
+import math
 import os
 from typing import Any
 
@@ -47,14 +53,16 @@ from ...scene import Scene, compute_normals, weld
 from ...scene.ops import triangle_sets, world_matrices
 from ...scene.xform import mirror_x
 from .import_material import material_record, texture_file
-from .text import CP_DEFAULT, text
+from .text import text
 from .pmgen import build_progressive, replay
 from .wire import record_table
 from .import_base import (ImportError_, MAX_VERTICES, PMESH_LOD_DISTANCES,
-                          PMESH_LOD_FRACTIONS, SKIN_LOD_FRACTIONS, _no_lod, _original_name, _raw)
+                          PMESH_LOD_FRACTIONS, SKIN_LOD_FRACTIONS, _file_stem, _no_lod,
+                          _original_name, _raw, _safe, _stem)
 from .import_atlas import merge_materials
 from .import_rig import (anim_root, import_anim, import_joint, joint_root, skeleton_order,
-                         _copy_doc, _joint_maps, _same_motion)
+                         keep_frames, like_names, restore_clip_data, _copy_doc, _joint_maps,
+                         _same_motion)
 
 
 
@@ -389,10 +397,6 @@ def _skins_doc(scene: Scene, geo: Geometry, like: Document | None, options: dict
 # parts, plugs, characters
 
 
-def _stem(name: str) -> str:
-    return os.path.splitext(os.path.basename(name))[0] if name else ""
-
-
 def _ref(folder: str, file: str) -> RawString:
     return _raw(f"{folder}\\{file}" if folder else file)
 
@@ -458,7 +462,10 @@ def import_plug(scene: Scene, *, like: Document | None = None, out_name: str = "
         # the plug's transform is its mesh node's (the first one); geometry in that frame
         node = sets[0].node
         frame, local = world[node], world[node]
-        joint = int(scene.nodes[node].extras.get("joint", 0)) if scene.nodes[node].extras else 0
+        # the export's node extras name the joint; Blender drops extras unless asked
+        # to keep them, and then the original's joint (--like) stands
+        joint = (scene.nodes[node].extras or {}).get("joint")
+        joint = int(joint) if isinstance(joint, (int, float)) and math.isfinite(joint) else -1
     else:
         sets = _mesh_sets(scene, skinned=True)
         if not sets:
@@ -552,7 +559,7 @@ def _plug_files(scene: Scene, geo: Geometry, stem: str, folder: str, like: Docum
         rot = m.copy()
         rot[3, :3] = 0.0
         root = {"plugTrailer": 1, "name": _raw(options.get("name") or stem), "type": 0,
-                "joint": int(joint), "position": [float(x) for x in m[3, :3]],
+                "joint": max(int(joint), 0), "position": [float(x) for x in m[3, :3]],
                 "rotation": np.asarray(rot.reshape(-1), np.float32), "scale": [1.0, 1.0, 1.0],
                 "material": material_record(scene, geo.material), "geometry":
                 _ref(folder, f"{stem}.n3pmesh"), "texture": tex_ref, "traceStep": 0,
@@ -575,21 +582,31 @@ def import_chr(scene: Scene, *, like: Document | None = None, out_name: str = ""
         raise ImportError_("the scene has no skin: a character needs a skeleton (export the "
                            "armature with the mesh)")
     order = skeleton_order(scene) if rigged else []
+    ljoint, lanim = originals.get("joint"), originals.get("anim")
+    like_scene = None
+    if rigged and ljoint is not None:
+        try:
+            like_scene = like.codec.to_scene(like, source_path=like.source)
+        except FormatError:
+            like_scene = None
+        if like_scene is not None:
+            keep_frames(scene, like_scene, order)
+            restore_clip_data(scene, {a.name: a.extras for a in like_scene.animations
+                                      if a.extras})
     joint_map = _joint_maps(scene, order) if rigged else None
     index = {n: i for i, n in enumerate(order)}
     files: list = []
 
     # skeleton and clips: the original's when the motion is unchanged
-    ljoint, lanim = originals.get("joint"), originals.get("anim")
     anim_doc = None
     if rigged:
         motion_kept = False
-        if ljoint is not None and (lanim is not None or not scene.animations):
-            try:
-                like_scene = like.codec.to_scene(like, source_path=like.source)
-                motion_kept = _same_motion(scene, like_scene, order, skeleton_order(like_scene))
-            except FormatError:
-                motion_kept = False
+        joint_names = clip_names = None
+        if like_scene is not None:
+            joint_names = like_names(scene, like_scene)
+            clip_names = like_names(scene, like_scene, "animations")
+            motion_kept = (lanim is not None or not scene.animations) and _same_motion(
+                scene, like_scene, order, skeleton_order(like_scene))
         if motion_kept:
             joint_doc = _copy_doc(ljoint)
             anim_doc = _copy_doc(lanim) if lanim is not None else None
@@ -597,9 +614,10 @@ def import_chr(scene: Scene, *, like: Document | None = None, out_name: str = ""
             if ljoint is not None:
                 scene.warnings.append("n3joint/n3anim: skeleton or clips edited; rewritten on "
                                       "a new timeline")
-            joint_doc = Document("n3joint", joint_root(scene, order, options.get("name"))[0],
+            joint_doc = Document("n3joint", joint_root(scene, order, options.get("name"),
+                                                       joint_names)[0],
                                  {"jointKeys": 4}, b"", [], {})
-            anim_doc = Document("n3anim", anim_root(scene), {}, b"", [], {}) \
+            anim_doc = Document("n3anim", anim_root(scene, clip_names), {}, b"", [], {}) \
                 if scene.animations else None
         files.append((_file_of(like, "joint", f"{stem}.n3joint"), joint_doc))
         if anim_doc is not None:
@@ -620,9 +638,10 @@ def import_chr(scene: Scene, *, like: Document | None = None, out_name: str = ""
             base = _original_name(scene.nodes[node]) or f"part{len(groups)}"
             name = base if len(mats) == 1 else f"{base}_{_material_name(scene, m, mats.index(m))}"
             groups.append((name, [s for s in node_sets if s.material == m]))
+    parts_like = _by_name([g[0] for g in groups], parts_like)
     for k, (pname, node_sets) in enumerate(groups):
         geo = gather(scene, node_sets, f"part {pname}", joint_map)
-        lpart, lskins = parts_like[k] if k < len(parts_like) else (None, None)
+        lpart, lskins = parts_like[k]
         pstem = _stem(text(lpart.root["geometry"]).replace("\\", "/")) if lpart is not None \
             else f"{stem}_{_safe(pname)}"
         pfiles = _part_files(scene, geo, pstem, "item", lpart, lskins,
@@ -639,6 +658,7 @@ def import_chr(scene: Scene, *, like: Document | None = None, out_name: str = ""
     plug_refs: list = []
     rigid = [i for i, n in enumerate(scene.nodes) if n.mesh is not None and n.skin is None
              and i not in part_nodes]
+    plugs_like = _by_name([_original_name(scene.nodes[i]) for i in rigid], plugs_like)
     for k, node in enumerate(rigid):
         j = parents[node]
         while j is not None and j not in index:
@@ -654,7 +674,7 @@ def import_chr(scene: Scene, *, like: Document | None = None, out_name: str = ""
         for s in node_sets:                   # geometry back in the plug's own frame
             s.transform(np.linalg.inv(frame))
         geo = gather(scene, node_sets, f"plug {pname}")
-        lplug, lmesh = plugs_like[k] if k < len(plugs_like) else (None, None)
+        lplug, lmesh = plugs_like[k]
         pfiles = _plug_files(scene, geo, f"{stem}_{_safe(pname)}", "item", lplug, lmesh, local,
                              index[j], {**options, "name": pname})
         if lplug is not None:
@@ -672,6 +692,23 @@ def import_chr(scene: Scene, *, like: Document | None = None, out_name: str = ""
         if name.lower() not in seen:
             seen.add(name.lower())
             out.append((name, doc))
+    return out
+
+
+def _by_name(names: list, originals: list) -> list:
+    """``originals`` ((record, geometry) pairs) in the order of the imported ``names``:
+    the original of the same stored name first (Blender reorders nodes), the
+    others in their order; (None, None) where none is left."""
+    free = list(range(len(originals)))
+    out: list = [None] * len(names)
+    for i, name in enumerate(names):
+        k = next((k for k in free if text(originals[k][0].root["name"]) == name), None)
+        if k is not None:
+            out[i] = originals[k]
+            free.remove(k)
+    for i in range(len(names)):
+        if out[i] is None:
+            out[i] = originals[free.pop(0)] if free else (None, None)
     return out
 
 
@@ -709,31 +746,6 @@ def _material_name(scene: Scene, index: int | None, position: int) -> str:
     if index is not None and 0 <= index < len(scene.materials) and scene.materials[index].name:
         return _safe(scene.materials[index].name)
     return f"m{position}"
-
-
-def _safe(name: str) -> str:
-    """A node or material name as part of a file name: letters, digits, ``-``
-    and ``_`` that the client's code page holds (see :func:`_file_stem`)."""
-    keep = "".join(c if (c.isalnum() or c in "-_") and _in_code_page(c) else "_" for c in name)
-    return keep.strip("_") or "part"
-
-
-def _in_code_page(c: str) -> bool:
-    try:
-        c.encode(CP_DEFAULT)
-        return True
-    except UnicodeEncodeError:
-        return False
-
-
-def _file_stem(out_name: str, fallback: str) -> str:
-    """The stem the written files are named after.  The references inside the
-    files are stored in the client's code page (cp949), so a character it lacks
-    (or one Windows forbids in names) becomes ``_`` in the names on disk too;
-    else the file would be named ``Körper`` and referenced as ``K?rper``."""
-    stem = _stem(out_name) or fallback
-    return "".join(c if _in_code_page(c) and c not in '<>:"/\\|?*' and ord(c) >= 32 else "_"
-                   for c in stem) or "_"
 
 
 def _file_of(like: Document | None, field: str, default: str) -> str:

@@ -382,14 +382,21 @@ def timeline_end(joints: list[Joint]) -> float:
     return max(ends, default=0.0)
 
 
+def clip_extras(c: Any) -> dict:
+    """An .n3anim clip record's data as its glTF animation's extras (what a
+    glTF animation cannot say: frame rate, trace, sound and strike frames, blending)."""
+    start, end, fps = float(c["start"]), float(c["end"]), float(c["fps"])
+    meta = _finite(c["metadata"])
+    return {"frames": [start, end] if np.isfinite(start) and np.isfinite(end) else None,
+            "fps": fps if np.isfinite(fps) else None,
+            "traceFrames": meta[0:2], "soundFrames": meta[2:4], "blendTime": meta[4],
+            "blendFlags": int(c["flags"]), "strikeFrames": _finite(c["strikeValues"])}
+
+
 def add_clips(scene: Scene, anim_doc: Any, joints: list[Joint], nodes: list[int]) -> None:
     for n, c in enumerate(anim_doc.root["clips"]):
         start, end, fps = float(c["start"]), float(c["end"]), float(c["fps"])
-        meta = _finite(c["metadata"])
-        extras = {"frames": [start, end] if np.isfinite(start) and np.isfinite(end) else None,
-                  "fps": fps if np.isfinite(fps) else None,
-                  "traceFrames": meta[0:2], "soundFrames": meta[2:4], "blendTime": meta[4],
-                  "blendFlags": int(c["flags"]), "strikeFrames": _finite(c["strikeValues"])}
+        extras = clip_extras(c)
         a = joint_animation(text(c["name"]) or f"clip{n}", joints, nodes, start, end, fps, extras)
         if a is not None:
             scene.add_animation(a)
