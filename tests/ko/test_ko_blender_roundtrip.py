@@ -6,17 +6,14 @@ glTF ``extras``, sorts each node's children by name, turns every bone towards
 its child (rest rotations, children, keys and inverse bind matrices change
 while the skin deforms as before), puts an armature object above the
 skeleton, samples every clip at 24 fps up to its last whole frame and
-interpolates rotations per component.  ``blender_like`` does the same to a
-scene so the rules are tested without Blender; the Blender tier runs the real
+interpolates rotations per component.  ``blender_sim.blender_like`` does the
+same to a scene so the rules are tested without Blender; the Blender tier runs the real
 thing.  The negative controls check that an edit still counts as one.
 """
 from __future__ import annotations
 
-import copy
 import math
-import os
 import shutil
-import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -26,53 +23,12 @@ import potsherd
 from potsherd.export.gltf import write_glb
 from potsherd.scene import quat_from_axis_angle
 from potsherd.scene.gltf_read import read_gltf
-from potsherd.scene.ops import sample_channel, sample_node_trs, world_matrices
-from potsherd.scene.reorient import reorient_joints
-from potsherd.scene.xform import quat_continuous, quat_normalize, quat_to_matrix, trs_to_matrix
+from potsherd.scene.ops import sample_node_trs, world_matrices
+from potsherd.scene.xform import trs_to_matrix
+from blender_sim import blender_like, run_blender
 from test_ko_import import CODEC, KO, corpus
 
 BLENDER = shutil.which("blender")
-
-
-def blender_like(scene, seed: int = 1):
-    """``scene`` as Blender's glTF import + export (default settings) gives it back."""
-    rng = np.random.default_rng(seed)
-    s = copy.deepcopy(scene)
-    for x in [*s.nodes, *s.animations, *s.meshes, *s.materials, *s.skins]:
-        x.extras = {}
-    for n in s.nodes:
-        n.children.sort(key=lambda c: s.nodes[c].name)
-    joints = sorted({j for sk in s.skins for j in sk.joints})
-    turns = {j: quat_to_matrix(quat_from_axis_angle(rng.normal(size=3), rng.uniform(0.3, 2.0)))
-             for j in joints}
-    if turns:                                  # (a skeleton without a skin stays empties)
-        assert reorient_joints(s, turns)
-    for a in s.animations:
-        end = math.floor(a.duration * 24 + 1e-6) / 24
-        times = np.arange(round(end * 24) + 1) / 24
-        for ch in a.channels:
-            if ch.path == "rotation" and ch.interpolation == "LINEAR" and len(ch.times) > 1:
-                t = np.asarray(ch.times, np.float64)
-                v = quat_continuous(np.asarray(ch.values, np.float64).reshape(len(t), 4))
-                vals = quat_normalize(np.stack([np.interp(times, t, v[:, k]) for k in range(4)], 1))
-            else:
-                vals = sample_channel(ch, times)
-            ch.times, ch.values = times.astype(np.float32), vals.astype(np.float32)
-            ch.interpolation = "LINEAR"
-    roots = [r for r in s.roots if r in joints or any(j in _subtree(s, r) for j in joints)]
-    arm = s.add_node(name="Armature")
-    s.nodes[arm].children = roots
-    s.roots = [r for r in s.roots if r not in roots]
-    return s
-
-
-def _subtree(s, n):
-    out, stack = set(), [n]
-    while stack:
-        v = stack.pop()
-        out.add(v)
-        stack.extend(s.nodes[v].children)
-    return out
 
 
 def _original(name: str) -> Path:
@@ -177,29 +133,6 @@ def test_joint_order_and_names_follow_the_original(tmp_path):
         return out
     assert names(new.root) == names(doc.root)
     assert names(new.root) != sorted(names(doc.root))             # (not Blender's order)
-
-
-BLENDER_SCRIPT = """
-import numpy; numpy.bool = bool
-import bpy, sys
-args = sys.argv[sys.argv.index('--') + 1:]
-bpy.ops.wm.read_factory_settings(use_empty=True)
-bpy.ops.import_scene.gltf(filepath=args[0])
-bpy.ops.export_scene.gltf(filepath=args[1], export_format='GLB')
-print("DONE")
-"""
-
-
-def run_blender(src: Path, dst: Path, tmp_path: Path) -> None:
-    script = tmp_path / "rt.py"
-    script.write_text(BLENDER_SCRIPT)
-    # Debian's Blender finds its numpy only with the system Python first on PATH
-    env = {"HOME": os.environ.get("HOME", str(tmp_path)), "PATH": "/usr/bin:/bin"}
-    run = subprocess.run([BLENDER, "-b", "--python", str(script), "--", str(src), str(dst)],
-                         capture_output=True, text=True, timeout=600, env=env)
-    if "No module named 'numpy'" in run.stdout + run.stderr:
-        pytest.skip("Blender's Python has no numpy")
-    assert "DONE" in run.stdout, run.stdout[-2000:] + run.stderr[-2000:]
 
 
 @pytest.mark.skipif(BLENDER is None, reason="Blender not installed")

@@ -6,6 +6,8 @@ import math
 import os
 from typing import Any
 
+from ..scene.model import unique_labels
+
 
 def unique_names(gl: dict) -> None:
     """Give nodes (joints included) and animations names unique in their list.
@@ -16,21 +18,10 @@ def unique_names(gl: dict) -> None:
     keep the stored name in ``extras.originalName``."""
     for key in ("nodes", "animations"):
         items = gl.get(key) or []
-        taken = {d["name"] for d in items if isinstance(d.get("name"), str)}
-        seen: set = set()
-        for d in items:
+        for d, new in zip(items, unique_labels([d.get("name") for d in items], digits=3)):
             name = d.get("name")
-            if not isinstance(name, str):
+            if new == name:
                 continue
-            if name not in seen:
-                seen.add(name)
-                continue
-            k = 1
-            while f"{name}.{k:03d}" in taken:
-                k += 1
-            new = f"{name}.{k:03d}"
-            taken.add(new)
-            seen.add(new)
             d["name"] = new
             extras = d.get("extras")
             if not isinstance(extras, dict):

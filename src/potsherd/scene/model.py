@@ -13,21 +13,22 @@ LINEAR_MIPMAP_LINEAR = 9987
 REPEAT, CLAMP_TO_EDGE, MIRRORED_REPEAT = 10497, 33071, 33648
 
 
-def unique_labels(names: list) -> list:
-    """``names`` with later repeats made ``name.1``, ``name.2``... (empty names
-    stay): the names :meth:`Scene.unique_names` gives."""
+def unique_labels(names: list, digits: int = 0) -> list:
+    """``names`` with later repeats made ``name.1``, ``name.2``... (empty and
+    non-text names stay): the names :meth:`Scene.unique_names` gives; with
+    ``digits=3``, ``name.001``..., the ones the glTF writer gives."""
     taken = set(names)
     seen: set = set()
     out = []
     for name in names:
-        if not name or name not in seen:
+        if not isinstance(name, str) or not name or name not in seen:
             seen.add(name)
             out.append(name)
             continue
         k = 1
-        while f"{name}.{k}" in taken:
+        while f"{name}.{k:0{digits}d}" in taken:
             k += 1
-        new = f"{name}.{k}"
+        new = f"{name}.{k:0{digits}d}"
         taken.add(new)
         seen.add(new)
         out.append(new)

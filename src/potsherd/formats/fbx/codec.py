@@ -76,11 +76,43 @@ class _FbxCodec(Codec):
 
     def from_scene(self, scene: Any, *, like: Document | None = None, out_name: str = "",
                    out_dir: str = "", **options: Any) -> Document:
-        """The scene as FBX 7.x (this codec's encoding), see :mod:`.writer`."""
+        """The scene as FBX 7.x (this codec's encoding), see :mod:`.writer`.
+        With ``like`` (an FBX), a scene that draws and plays what the original
+        exports to gives back the original (``scene.compare``): an unedited
+        round trip, through Blender too, is byte-exact."""
         from .writer import scene_to_fbx
+        if like is not None and like.format in ("fbx", "fbx-ascii"):
+            why = _like_difference(scene, like)
+            if why is None:
+                doc = like.codec.decode(like.codec.encode(like))
+                doc.warnings = []
+                return doc
+            scene.warnings.append(f"differs from the original ({why}): written anew from the "
+                                  "glTF; what only the original FBX holds is not kept")
         return scene_to_fbx(scene, version=int(options.get("version") or 7400),
                             binary=self.name == "fbx", fps=float(options.get("fps") or 30.0),
                             embed_textures=bool(options.get("embed_textures", True)))
+
+
+def _like_difference(scene: Any, like: Document) -> str | None:
+    """None when ``scene`` shows what ``like`` exports to (in metres, or in its
+    own units when the export kept them), else the first difference."""
+    from ...scene.compare import scene_difference
+    from ...scene.model import unique_labels
+    from .scene import to_scene
+    why = "the original does not export"
+    for options in ({}, {"keep_units": True}):
+        try:
+            ref = to_scene(like, source_path=like.source, **options)
+        except FormatError:
+            continue
+        for items in (ref.nodes, ref.animations):      # named as the glTF writer names them
+            for x, name in zip(items, unique_labels([x.name for x in items], digits=3)):
+                x.name = name
+        why = scene_difference(scene, ref)
+        if why is None:
+            return None
+    return why
 
 
 class FbxBinaryCodec(_FbxCodec):
