@@ -170,3 +170,47 @@ def test_a_rewritten_clip_table_keeps_what_gltf_cannot_say(tmp_path):
         assert np.array_equal([c[key] for c in new_clips], [c[key] for c in old_clips]), key
     assert {float(c["fps"]) for c in old_clips} - {30.0}                   # (not vacuous)
     assert any(np.any(c["metadata"][2:4]) for c in old_clips)
+
+
+def _repaint(scene, image: int) -> np.ndarray:
+    """Paint the top-left 8x8 texels of ``scene.images[image]`` red; the new RGBA."""
+    import io
+    from PIL import Image
+    img = scene.images[image]
+    with Image.open(io.BytesIO(img.data)) as im:
+        px = np.array(im.convert("RGBA"))
+    px[:8, :8] = (255, 0, 0, 255)
+    buf = io.BytesIO()
+    Image.fromarray(px).save(buf, "PNG")
+    img.data = buf.getvalue()
+    return px
+
+
+def test_a_repainted_texture_and_a_recoloured_plug_are_written(tmp_path):
+    """Under --like, an edited picture is not the original's: it is written as a
+    new .dxt under the original texture's name (the part's reference stays),
+    and a plug's changed colour becomes its diffuse.  Unedited, neither is."""
+    from potsherd.formats.ko.textures import record_rgba
+    path = corpus("Chr/mob_kenta.n3chr")
+    doc = potsherd.read(path)
+    write_glb(doc.codec.to_scene(doc, source_path=str(path)), tmp_path / "x.glb")
+    scene = blender_like(read_gltf(tmp_path / "x.glb"))
+    assert not any(n.endswith(".dxt") for n, _ in _import(scene, path, path.name))   # control
+    upper = next(i for i, n in enumerate(scene.nodes) if n.name == "upper")
+    prim = scene.meshes[scene.nodes[upper].mesh].primitives[0]
+    image = scene.materials[prim.material].base_color_texture.image
+    want = _repaint(scene, image)
+    plug = next(i for i, n in enumerate(scene.nodes) if n.mesh is not None and n.skin is None)
+    pmat = scene.materials[scene.meshes[scene.nodes[plug].mesh].primitives[0].material]
+    pmat.base_color = (0.25, 0.5, 0.75, 1.0)
+    files = dict(_import(scene, path, path.name))
+    part = potsherd.read(_original("mob_kenta_upper.n3cpart"))
+    ref = bytes(part.root["texture"]).decode("cp949").split("\\")[-1]
+    assert ref in files and files["mob_kenta_upper.n3cpart"].encode() == \
+        _original("mob_kenta_upper.n3cpart").read_bytes()         # (its reference stays)
+    got = record_rgba(files[ref].root)
+    assert got.shape == want.shape
+    assert np.abs(got[:8, :8].astype(int) - [255, 0, 0, 255]).max() <= 8   # (DXT's 5:6:5 colours)
+    assert np.abs(got[16:, 16:].astype(int) - want[16:, 16:]).mean() < 8
+    plug_doc = next(d for n, d in files.items() if n.endswith(".n3cplug"))
+    assert np.allclose(plug_doc.root["material"]["diffuse"][:3], [0.25, 0.5, 0.75])

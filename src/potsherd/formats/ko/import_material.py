@@ -4,15 +4,19 @@ texture by, and the base colour image becomes a ``.dxt`` beside the model."""
 from __future__ import annotations
 
 import copy
+import io
+import os
+from typing import Any
 
 import numpy as np
 
+from ...core.errors import FormatError
 from ...document import Document
 from ...scene import Scene
 from ...scene.ops import base_color_picture
 from .import_base import DEFAULT_MATERIAL
 from .scene_materials import RF_ALPHA, RF_DOUBLE_SIDED, RF_NO_LIGHTING, n3_base_color
-from .text import CP_DEFAULT
+from .text import CP_DEFAULT, text
 
 
 def material_record(scene: Scene, index: int | None, like: dict | None = None) -> dict:
@@ -22,7 +26,11 @@ def material_record(scene: Scene, index: int | None, like: dict | None = None) -
     extras keep their own diffuse while the factor is still the one the export
     derived from it (:func:`.scene_materials.n3_base_color`), so an edited colour wins."""
     if like is not None:
-        return copy.deepcopy(like)
+        out = copy.deepcopy(like)
+        if index is not None and 0 <= index < len(scene.materials):
+            # a colour changed against what the original exports to is the new diffuse
+            _edited_diffuse(out, scene.materials[index], like)
+        return out
     out = copy.deepcopy(DEFAULT_MATERIAL)
     if index is None or not 0 <= index < len(scene.materials):
         return out
@@ -35,11 +43,7 @@ def material_record(scene: Scene, index: int | None, like: dict | None = None) -
                 out[k] = [float(x) if x is not None else 0.0 for x in v]
             elif isinstance(v, (int, float)):
                 out[k] = type(out[k])(v)
-        textured = mat.base_color_texture is not None
-        shown = n3_base_color(n3, textured, stage_from_file=False)
-        if not np.allclose(np.asarray(mat.base_color, np.float64), shown, rtol=0, atol=1e-6):
-            out["diffuse"] = [float(x) for x in mat.base_color[:3]] + [
-                out["diffuse"][3] if textured else float(mat.base_color[3])]
+        _edited_diffuse(out, mat, n3)
         return out
     flags = 0
     if mat.alpha_mode == "BLEND":
@@ -51,6 +55,53 @@ def material_record(scene: Scene, index: int | None, like: dict | None = None) -
     out["renderFlags"] = flags
     out["diffuse"] = [float(x) for x in mat.base_color]
     return out
+
+
+def _edited_diffuse(out: dict, mat: Any, n3: dict) -> None:
+    """Set ``out``'s diffuse to ``mat``'s base colour when that is not the colour
+    the N3 record ``n3`` exports to (a textured part keeps its diffuse alpha)."""
+    textured = mat.base_color_texture is not None
+    shown = n3_base_color(n3, textured, stage_from_file=False)
+    if not np.allclose(np.asarray(mat.base_color, np.float64), shown, rtol=0, atol=1e-6):
+        out["diffuse"] = [float(x) for x in mat.base_color[:3]] + [
+            float(out["diffuse"][3]) if textured else float(mat.base_color[3])]
+
+
+def edited_texture(scene: Scene, material: int | None, like: Document, ref: Any,
+                   options: dict) -> tuple[str, Document] | None:
+    """The material's image as a new ``.dxt`` named as the original's texture
+    ``ref``, when its pixels are not the original's (repainted); None when they
+    are, or when either cannot be read (the reference is then kept as it was)."""
+    if material is None or not 0 <= material < len(scene.materials) or not text(ref):
+        return None
+    _, pic, _ = base_color_picture(scene, scene.materials[material])
+    if pic is None:
+        return None
+    from ...scene import Scene as _Sink
+    from .scene import Resolver
+    try:
+        doc = Resolver(like.source, None, limits=like.limits).load(ref, _Sink(), "texture")
+        pics = doc.codec.textures(doc) if doc is not None and doc.codec.textures else None
+    except FormatError:
+        pics = None
+    if not pics:
+        return None
+    old = pics[0][1]
+    if isinstance(old, (bytes, bytearray)):
+        from PIL import Image
+        try:
+            old = Image.open(io.BytesIO(bytes(old)))
+        except Exception:  # noqa: BLE001 - an undecodable original: nothing to compare
+            return None
+    a, b = np.asarray(pic.convert("RGBA")), np.asarray(old.convert("RGBA"))
+    if a.shape == b.shape and np.array_equal(a, b):
+        return None
+    name = os.path.basename(text(ref).replace("\\", "/"))
+    from .textures_encode import encode_ntf
+    rec = encode_ntf(pic, os.path.splitext(name)[0], encrypt=bool(options.get("encrypt")),
+                     warnings=scene.warnings)
+    scene.warnings.append(f"texture {text(ref)!r} repainted in the glTF: written as {name}")
+    return name, Document("dxt", rec, {}, b"", [], {"text_encoding": CP_DEFAULT})
 
 
 def texture_file(scene: Scene, material: int | None, stem: str,

@@ -52,7 +52,7 @@ from ...document import Document
 from ...scene import Scene, compute_normals, weld
 from ...scene.ops import triangle_sets, world_matrices
 from ...scene.xform import mirror_x
-from .import_material import material_record, texture_file
+from .import_material import edited_texture, material_record, texture_file
 from .text import text
 from .pmgen import build_progressive, replay
 from .wire import record_table
@@ -434,6 +434,8 @@ def _part_files(scene: Scene, geo: Geometry, stem: str, folder: str,
         if tex is not None:
             files.append(tex)
             tex_ref = _ref(folder, tex[0])
+    elif options.get("textures", True):
+        files.extend(filter(None, [edited_texture(scene, geo.material, like, tex_ref, options)]))
     root = {"name": lroot["name"] if lroot is not None else _raw(options.get("name") or stem),
             "reserved": int(lroot["reserved"]) if lroot is not None else 0,
             "material": material_record(scene, geo.material,
@@ -548,6 +550,10 @@ def _plug_files(scene: Scene, geo: Geometry, stem: str, folder: str, like: Docum
             root["scale"] = [1.0, 1.0, 1.0]
             scene.warnings.append(f"{stem}: plug moved; its transform is written unscaled")
         root["joint"] = int(joint) if joint >= 0 else int(lroot["joint"])
+        root["material"] = material_record(scene, geo.material, lroot["material"])
+        if options.get("textures", True):
+            files.extend(filter(None, [edited_texture(scene, geo.material, like,
+                                                      lroot["texture"], options)]))
     else:
         tex_ref = _raw("")
         if options.get("textures", True):
