@@ -91,6 +91,9 @@ class ShapeModel:
     extras: dict
     warnings: list
     images: list = field(default_factory=list)
+    #: scene nodes that are skin joints: an editor may re-orient their frames (Blender
+    #: turns each bone toward its children) and make up for it in the bind matrices
+    joints: set = field(default_factory=set)
 
 
 def original_name(item: Any) -> str:
@@ -249,6 +252,36 @@ def _animated_paths(scene: Scene) -> dict[int, set]:
     return out
 
 
+def _holds_rest(scene: Scene, ch: Any) -> bool:
+    """Whether a rotation/translation channel only holds its node's rest value (within
+    float32 noise): Blender writes such a channel for every bone of every action,
+    and it moves nothing."""
+    n = scene.nodes[ch.node]
+    v = np.asarray(ch.values, np.float64)
+    if not v.size:
+        return True
+    if ch.path == "rotation":
+        rest = np.asarray(n.rotation if n.rotation is not None else (0, 0, 0, 1), np.float64)
+        v = v.reshape(-1, 4)
+        dot = np.abs(v @ rest) / np.maximum(np.linalg.norm(v, axis=1) * np.linalg.norm(rest), EPS)
+        return bool((1 - dot).max() <= 1e-10)          # within ~3e-5 rad
+    rest = np.asarray(n.translation if n.translation is not None else (0, 0, 0), np.float64)
+    v = v.reshape(-1, 3)
+    size = max(1.0, float(np.abs(v).max()), float(np.abs(rest).max()))
+    return bool(np.abs(v - rest).max() <= 1e-5 * size)
+
+
+def _moving_paths(scene: Scene) -> dict[int, set]:
+    """Per node, the rotation/translation channels that move it (see :func:`_holds_rest`)."""
+    out: dict[int, set] = {}
+    for a in scene.animations:
+        for ch in a.channels:
+            if ch.path in ("rotation", "translation") and 0 <= ch.node < len(scene.nodes) \
+                    and not _holds_rest(scene, ch):
+                out.setdefault(ch.node, set()).add(ch.path)
+    return out
+
+
 def _is_wrapper(scene: Scene, i: int, parents: list, anim: dict) -> bool:
     n = scene.nodes[i]
     if parents[i] is not None or n.mesh is not None or not n.children or anim.get(i):
@@ -264,12 +297,20 @@ def shape_model(scene: Scene, *, version: int = 8) -> ShapeModel:
     parents = scene.parents()
     worlds = world_matrices(scene)
     anim = _animated_paths(scene)
+    moving = _moving_paths(scene)
     skinned_holders = {i for i, n in enumerate(scene.nodes) if n.mesh is not None and n.skin is not None}
     wrappers = {i for i in range(len(scene.nodes)) if _is_wrapper(scene, i, parents, anim)}
     pieces = _geometry_pieces(scene, worlds, warnings)
     shape_world = [GLTF_TO_SHAPE @ w for w in worlds]
 
-    candidates = [i for i in _preorder(scene) if i not in skinned_holders and i not in wrappers]
+    # beside the axis wrapper, a top-level node holding nothing (no mesh, children or
+    # keys) is no part of the shape: Blender leaves such an empty per skinned mesh
+    stray = {i for i, n in enumerate(scene.nodes) if wrappers and parents[i] is None
+             and i not in wrappers and n.mesh is None and not n.children and not anim.get(i)}
+    if stray:
+        warnings.append(f"{len(stray)} empty top-level node(s) beside the z-up root left out")
+    candidates = [i for i in _preorder(scene)
+                  if i not in skinned_holders and i not in wrappers and i not in stray]
     cand_set = set(candidates)
 
     def dts_parent(i: int) -> int | None:
@@ -306,7 +347,7 @@ def shape_model(scene: Scene, *, version: int = 8) -> ShapeModel:
     for i in candidates:
         if i not in pieces or kids.get(i) or dts_parent(i) is None:
             continue
-        if anim.get(i, set()) & {"rotation", "translation"}:
+        if moving.get(i):               # a leaf that moves is a node (its geometry an object on it)
             continue
         object_leaf.add(i)
 
@@ -363,8 +404,9 @@ def shape_model(scene: Scene, *, version: int = 8) -> ShapeModel:
     sequences = [_sequence(scene, a, node_index, object_of_scene_node, object_of_holder, object_leaf,
                            fixes, rigid, warnings) for a in scene.animations]
     warnings = list(dict.fromkeys(warnings))          # one line per kind of loss and mesh
+    joints = {int(j) for sk in scene.skins for j in sk.joints}
     return ShapeModel(nodes, objects, sequences, list(scene.materials), dict(scene.extras), warnings,
-                      list(scene.images))
+                      list(scene.images), joints)
 
 
 def _preorder(scene: Scene) -> list[int]:
@@ -429,9 +471,13 @@ def _sequence(scene: Scene, a: Any, node_index: dict, object_of_scene_node: dict
                 sc = np.ones_like(sc)
             seq.node_keys[node_index[sn]] = (times, rot, tr, sc)
         obj = object_of_scene_node.get(sn)
-        if obj is not None and "scale" in chans and sn in object_leaf:
-            c = chans["scale"]
-            visible = np.abs(np.asarray(c.values, np.float64).reshape(len(c.times), -1)).max(axis=1) > EPS
+        c = chans.get("scale")
+        visible = (np.abs(np.asarray(c.values, np.float64).reshape(len(c.times), -1)).max(axis=1) > EPS
+                   if c is not None else None)
+        # a scale track is visibility when it is STEP (the export's form) or hides the object
+        # somewhere; a resampled scale that never reaches zero (Blender's) hides nothing
+        if obj is not None and sn in object_leaf and c is not None and (
+                c.interpolation == "STEP" or not visible.all()):
             seq.object_keys.setdefault(obj, [None, None, None])
             seq.object_keys[obj][0] = np.asarray(c.times, np.float64)
             seq.object_keys[obj][2] = visible
