@@ -1,13 +1,20 @@
 """Importing with ``like`` (the original shape): whether an edited scene still matches
-the original's export (:mod:`.like_compare`), which mesh blocks can be reused
-unchanged, and the levels, nodes and keys the export left out, kept."""
+the original's export (:mod:`.like_compare`); when it does not, what of the original
+the rebuild keeps: its node frames, names and the parts the edit left alone (rest
+transforms, keys, material list, mesh blocks), and the levels, nodes and keys the
+export left out."""
 from __future__ import annotations
 
+import copy
+
+import numpy as np
 
 from ...core.errors import FormatError
 from ...document import Document
 from ...scene import Scene
-from .like_compare import compare, match_parts, material_key, same_geometry, shape_extent
+from .like_compare import (RESAMPLE_STEP, compare, match_parts, material_key, reframe,
+                           rest_track, same_geometry, same_object_keys, same_track,
+                           same_transform, shape_extent)
 from .model import NodeM, ObjectM, ShapeModel
 
 
@@ -56,6 +63,117 @@ def _reusable_meshes(model: ShapeModel, ref: ShapeModel, like: Document) -> dict
         if mi is not None and same_geometry(o, model, r, ref, tol):
             out[i] = meshes[mi]
     return out
+
+
+def adopt_unchanged(model: ShapeModel, full: ShapeModel) -> ShapeModel:
+    """``model`` (an edited scene's) for a rebuild, with what it shares with ``full``
+    (the original's, every level) taken from the original: the node frames an editor
+    turned (:func:`.like_compare.reframe`), the names the export made unique,
+    sequence, material and shape extras an editor drops, the original material list
+    (new materials after it), and the rest transforms, keys, durations and geometry
+    that did not change, exactly as the original has them."""
+    match = match_parts(model, full)
+    tol = 1e-5 * shape_extent(full)
+    m, _ = reframe(model, full, match, tol, strict=False)
+    m.extras = {**full.extras, **model.extras}
+    for i, j in match.nodes.items():
+        n, r = m.nodes[i], full.nodes[j]
+        n.name = r.name
+        if same_transform(n.local, r.local, tol):
+            n.local = r.local
+    # the original list first: the kept mesh blocks index it
+    materials = list(full.materials)
+    index = {material_key(full, k): k for k in range(len(materials))}
+    remap = {}
+    for k, mat in enumerate(model.materials):
+        key = material_key(model, k)
+        if key not in index:
+            prev = next((x for x in full.materials if x.name == mat.name), None)
+            mat = copy.copy(mat)
+            mat.extras = {**(prev.extras if prev is not None else {}), **(mat.extras or {})}
+            index[key] = len(materials)
+            materials.append(mat)
+        remap[k] = index[key]
+    m.materials = materials
+    objects = []
+    for i, o in enumerate(m.objects):
+        o = copy.copy(o)
+        o.materials = np.array([remap.get(int(x), -1) for x in o.materials], np.int64)
+        j = match.objects.get(i)
+        if j is not None:
+            r = full.objects[j]
+            o.name, o.extras = r.name, {**r.extras, **o.extras}
+            if same_transform(o.offset, r.offset, tol):
+                o.offset = r.offset
+            if same_geometry(o, m, r, full, tol):
+                o.frames, o.normals, o.uvs, o.materials = r.frames, r.normals, r.uvs, r.materials
+        objects.append(o)
+    m.objects = objects
+    for i, j in match.sequences.items():
+        m.sequences[i] = _adopt_sequence(m, i, full, full.sequences[j], match, tol,
+                                         "duration" in model.sequences[i].extras)
+    return _in_original_order(m, match)
+
+
+def _in_original_order(m: ShapeModel, match) -> ShapeModel:
+    """``m`` with its nodes, objects and sequences in the original's order (an editor
+    sorts them by name; transitions index sequences), new ones after, parents still
+    before children."""
+    def key(table: dict, i: int) -> tuple:
+        return (0, table[i]) if i in table else (1, i)
+    kids: dict = {}
+    for i, n in enumerate(m.nodes):
+        kids.setdefault(n.parent, []).append(i)
+    order: list = []
+    stack = sorted(kids.get(-1, []), key=lambda i: key(match.nodes, i), reverse=True)
+    while stack:
+        i = stack.pop()
+        order.append(i)
+        stack.extend(sorted(kids.get(i, []), key=lambda c: key(match.nodes, c), reverse=True))
+    new = {old: k for k, old in enumerate(order)}
+    m.nodes = [NodeM(m.nodes[i].name, new[m.nodes[i].parent] if m.nodes[i].parent >= 0 else -1,
+                     m.nodes[i].local, m.nodes[i].scene_node, m.nodes[i].extras) for i in order]
+    obj_order = sorted(range(len(m.objects)), key=lambda i: key(match.objects, i))
+    new_obj = {old: k for k, old in enumerate(obj_order)}
+    objects = []
+    for i in obj_order:
+        o = m.objects[i]
+        o.node = new[o.node]
+        objects.append(o)
+    m.objects = objects
+    seqs = [m.sequences[i] for i in sorted(range(len(m.sequences)), key=lambda i: key(match.sequences, i))]
+    for sq in seqs:
+        sq.node_keys = {new[k]: v for k, v in sq.node_keys.items() if k in new}
+        sq.object_keys = {new_obj[k]: v for k, v in sq.object_keys.items()}
+    m.sequences = seqs
+    return m
+
+
+def _adopt_sequence(m: ShapeModel, si: int, full: ShapeModel, b, match, tol: float,
+                    timed: bool):
+    a = copy.copy(m.sequences[si])
+    a.name = b.name
+    a.extras = {**b.extras, **a.extras}
+    if not timed and b.duration - RESAMPLE_STEP <= a.duration <= b.duration:
+        a.duration = b.duration                 # a resampled clip cut at its last whole frame
+    a.node_keys, a.object_keys = dict(a.node_keys), dict(a.object_keys)
+    for i, j in match.nodes.items():
+        ka, kb = a.node_keys.get(i), b.node_keys.get(j)
+        if ka is None and kb is None:
+            continue
+        new = ka if ka is not None else rest_track(m.nodes[i].local)
+        orig = kb if kb is not None else rest_track(full.nodes[j].local)
+        if same_track(new, orig, tol, ka is not None):
+            a.node_keys.pop(i, None)
+            if kb is not None:
+                a.node_keys[i] = kb
+    for i, j in match.objects.items():
+        ka, kb = a.object_keys.get(i), b.object_keys.get(j)
+        if (ka is not None or kb is not None) and same_object_keys(ka, kb):
+            a.object_keys.pop(i, None)
+            if kb is not None:
+                a.object_keys[i] = kb
+    return a
 
 
 def keep_unexported(model: ShapeModel, full: ShapeModel, like: Document) -> int:

@@ -46,7 +46,8 @@ from ...scene.geometry import weld
 from .geometry import NORMALS, name_text
 from .model import NodeM, ObjectM, ShapeModel, shape_model
 from .pers import LAYOUT
-from .import_like import keep_unexported, models_match, _like_scenes, _reusable_meshes
+from .import_like import (adopt_unchanged, keep_unexported, models_match, _like_scenes,
+                          _reusable_meshes)
 
 QUAT16 = 32767.0
 #: keyframe flag words stock shapes use on node and mesh-frame keys:
@@ -706,6 +707,7 @@ def shape_from_scene(scene: Scene, *, like: Document | None = None, version: Any
         scene.warnings.append(f"{reason}: shape rebuilt, keeping by name what glTF cannot express")
         from .scene import to_scene
         full = shape_model(to_scene(like, detail=-1, bounds=True, skin=False), version=v)
+        model = adopt_unchanged(model, full)
         kept = keep_unexported(model, full, like)
         if kept:
             scene.warnings.append(f"{kept} nodes and objects of the original that the glTF "
