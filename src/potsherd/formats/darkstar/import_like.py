@@ -176,19 +176,25 @@ def _adopt_sequence(m: ShapeModel, si: int, full: ShapeModel, b, match, tol: flo
     return a
 
 
-def keep_unexported(model: ShapeModel, full: ShapeModel, like: Document) -> int:
+def keep_unexported(model: ShapeModel, full: ShapeModel, like: Document,
+                    exported: ShapeModel | None = None) -> int:
     """Add to ``model`` the nodes (with their objects and keys) of the original's
     full model that the scene does not name: the detail levels and the bounds
-    object an export leaves out.  Returns how many nodes and objects were added."""
+    object an export leaves out.  Nodes ``exported`` (the original as exported)
+    has are not added back: the scene lost them to an edit (deleted, renamed).
+    Returns how many nodes and objects were added."""
     index = {n.name: i for i, n in enumerate(model.nodes)}
+    gone = {n.name for n in exported.nodes} - set(index) if exported is not None else set()
     added: dict[int, int] = {}
     for ri, n in enumerate(full.nodes):          # parents first
-        if n.name in index and ri not in added:
+        if (n.name in index and ri not in added) or n.name in gone:
             continue
         parent = -1
-        if n.parent >= 0:
-            pname = full.nodes[n.parent].name
-            parent = added.get(n.parent, index.get(pname, -1))
+        up = n.parent
+        while up >= 0 and up not in added and full.nodes[up].name not in index:
+            up = full.nodes[up].parent           # under the nearest ancestor still there
+        if up >= 0:
+            parent = added.get(up, index.get(full.nodes[up].name, -1))
         added[ri] = len(model.nodes)
         model.nodes.append(NodeM(n.name, parent, n.local, -1, dict(n.extras)))
     names = {o.name for o in model.objects}

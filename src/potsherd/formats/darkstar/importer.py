@@ -46,8 +46,8 @@ from ...scene.geometry import weld
 from .geometry import NORMALS, name_text
 from .model import NodeM, ObjectM, ShapeModel, shape_model
 from .pers import LAYOUT
-from .import_like import (adopt_unchanged, keep_unexported, models_match, _like_scenes,
-                          _reusable_meshes)
+from .import_like import adopt_unchanged, keep_unexported, _like_scenes, _reusable_meshes
+from .like_compare import compare
 
 QUAT16 = 32767.0
 #: keyframe flag words stock shapes use on node and mesh-frame keys:
@@ -692,12 +692,16 @@ def shape_from_scene(scene: Scene, *, like: Document | None = None, version: Any
         if like.format != "dts" or bytes(like.root.get("className", b"")) != b"TS::Shape":
             raise ShapeImportError("--like must be a .dts shape")
         lv = int(like.root["version"])
-        first_why = None
+        first_why, exported, most = None, None, -1
         for opts, ls in _like_scenes(like):
-            why = models_match(model, shape_model(ls, version=lv))
+            ref = shape_model(ls, version=lv)
+            match = compare(model, ref)
+            why = match.why
             if why is None:
                 break
             first_why = first_why or why
+            if len(match.nodes) > most:          # the export the scene came from, likely
+                exported, most = ref, len(match.nodes)
         if why is None and (version is None or int(version) == lv):
             doc = like.codec.decode(like.codec.encode(like))
             doc.warnings = []
@@ -708,7 +712,7 @@ def shape_from_scene(scene: Scene, *, like: Document | None = None, version: Any
         from .scene import to_scene
         full = shape_model(to_scene(like, detail=-1, bounds=True, skin=False), version=v)
         model = adopt_unchanged(model, full)
-        kept = keep_unexported(model, full, like)
+        kept = keep_unexported(model, full, like, exported)
         if kept:
             scene.warnings.append(f"{kept} nodes and objects of the original that the glTF "
                                   "does not carry (other detail levels, bounds) kept")

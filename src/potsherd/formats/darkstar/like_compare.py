@@ -469,24 +469,35 @@ def reframe(m: ShapeModel, ref: ShapeModel, match: Matching, tol: float,
     wm, wr = _worlds(m), _worlds(ref)
     turn: dict = {}                             # m node -> C
     extra: dict = {}                            # m root -> the rest's extra turn
-    for i, n in enumerate(m.nodes):
-        j = match.nodes.get(i)
-        free = n.scene_node in m.joints
+    trees: dict = {}
+    for i in range(len(m.nodes)):
         root = i
         while m.nodes[root].parent >= 0:
             root = m.nodes[root].parent
-        options = [extra[root]] if root in extra else (
-            [np.eye(4), GLTF_TO_SHAPE] if free else [np.eye(4)])
-        for e in options if j is not None else []:
-            c = np.linalg.inv(e @ wr[j]) @ wm[i]
-            if _rotation_only(c, tol, free):
-                extra.setdefault(root, e)
-                turn[i] = c
+        trees.setdefault(root, []).append(i)
+    for root, members in trees.items():
+        free_root = m.nodes[root].scene_node in m.joints
+        best: tuple | None = None
+        for e in ([np.eye(4), GLTF_TO_SHAPE] if free_root else [np.eye(4)]):
+            got, bad = {}, None
+            for i in members:
+                j = match.nodes.get(i)
+                c = np.linalg.inv(e @ wr[j]) @ wm[i] if j is not None else None
+                if c is not None and _rotation_only(c, tol, m.nodes[i].scene_node in m.joints):
+                    got[i] = c
+                elif bad is None:
+                    bad = i
+            if best is None or len(got) > len(best[1]):
+                best = (e, got, bad)
+            if bad is None:
                 break
-        else:
-            if strict:
-                return m, f"node {(ref.nodes[j].name if j is not None else n.name)!r} rest transform"
-            turn[i] = np.eye(4)
+        e, got, bad = best
+        if bad is not None and strict:
+            j = match.nodes.get(bad)
+            return m, f"node {(ref.nodes[j].name if j is not None else m.nodes[bad].name)!r} rest transform"
+        extra[root] = e
+        for i in members:
+            turn[i] = got.get(i, np.eye(4))
     out = copy.copy(m)
     inv = {i: np.linalg.inv(c) for i, c in turn.items()}
     out.nodes = [NodeM(n.name, n.parent,
