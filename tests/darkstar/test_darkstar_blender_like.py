@@ -27,13 +27,13 @@ import pytest
 import potsherd
 from potsherd.export.gltf import write_glb
 from potsherd.formats.darkstar import DTS
-from potsherd.formats.darkstar.geometry import frame_positions, name_text
-from potsherd.formats.darkstar.model import shape_model
+from potsherd.formats.darkstar.geometry import name_text
+from potsherd.formats.darkstar.model import sample, shape_model
 from potsherd.formats.darkstar.scene import to_scene
 from potsherd.formats.darkstar.skinning import world_matrices
 from potsherd.scene import (Z_UP_Y_FORWARD_TO_GLTF, Animation, Channel, Material, Mesh, Primitive,
-                            Scene, decompose_matrix, quat_from_axis_angle, quat_normalize,
-                            trs_to_matrix)
+                            Scene, decompose_matrix, quat_from_axis_angle, quat_multiply,
+                            quat_normalize, trs_to_matrix)
 from potsherd.scene.gltf_read import read_gltf
 
 from corpus_paths import corpus_path
@@ -372,7 +372,6 @@ def test_an_edited_key_is_rebuilt_with_the_edit(tmp_path):
         v = np.array(ch.values, np.float64)
         k = len(v) // 2
         extra = quat_from_axis_angle(np.array([1.0, 0.0, 0.0]), 0.6)
-        from potsherd.scene import quat_multiply
         v[k] = quat_multiply(v[k], extra)
         ch.values = v.astype(np.float32)
     doc, out = _edit_and_rebuild(tmp_path, edit)
@@ -384,7 +383,6 @@ def test_an_edited_key_is_rebuilt_with_the_edit(tmp_path):
     node_b = next(i for i, n in enumerate(b.nodes) if n.name == "turret")
     ta, qa = sa.node_keys[node][0], sa.node_keys[node][1]
     tb, qb = sb.node_keys[node_b][0], sb.node_keys[node_b][1]
-    from potsherd.formats.darkstar.model import sample
     at = np.linspace(0, 0.55, 23)
     qa_t = sample(ta, qa, "LINEAR", at, rotation=True)
     qb_t = sample(tb, qb, "LINEAR", at, rotation=True)

@@ -19,15 +19,17 @@ The scene is first read back as shape parts (:mod:`.model`), then encoded:
 * a material list from the scene's materials (v4 with shape v8, v3 with v7).
 
 ``like`` (the original file): when the scene still says what the original
-says (compared part by part after exporting the original the same way, within
-the quantisation steps), the original is returned unchanged, with every byte
-glTF cannot hold.  Otherwise the shape is rebuilt and, by name, keeps from the
+says (compared by name and content with the original exported the same way,
+:mod:`.like_compare`, so an editor's unedited re-save passes), the original is
+returned unchanged, with every byte glTF cannot hold.  Otherwise the shape is
+rebuilt in the original's node frames and order and, by name, keeps from the
 original what glTF cannot express: name-slot bytes, IFL fields of sequences,
 transitions, material flags and surface properties, object flags and pad
 bytes, the bytes after the shape (stale tails), the nodes and objects the
-export left out (other detail levels), and the mesh blocks of objects whose
-geometry is unchanged.  Sequence flags, priority and frame triggers travel in
-the glTF's animation extras.
+export left out (other detail levels), and the rest transforms, keys and mesh
+blocks the edit left alone (:func:`.import_like.adopt_unchanged`).  Sequence
+flags, priority and frame triggers travel in the glTF's animation extras (from
+the original when an editor dropped them).
 """
 from __future__ import annotations
 

@@ -1,34 +1,35 @@
 """Whether an imported shape model says what the original's says (``--like``), by
-content, not by array layout: what an editor re-saving the glTF unedited (Blender's
-import and export) changes must not count, and any real edit must.
+content, not by array layout: what an editor re-saving the glTF unedited (Blender
+3.4's import and export, measured on the corpus) changes must not count, and any
+real edit must.
 
 * nodes are matched by name under their matched parent, objects by name on their
-  matched node, sequences by name; an editor's copy suffix (``.1``, ``.001``)
-  matches the bare name when no node has the suffixed one;
+  matched node, sequences by name; a copy suffix (``.1`` of the export's unique
+  names, Blender's ``.001``) matches the bare name;
+* node frames: a skin joint's frame may be turned about its origin (Blender
+  points bones at their children) and the skeleton's rest turned by the axis
+  change once more (:func:`reframe`); everything is then compared in the
+  original's frames, and every node keeps its origin;
 * geometry is a multiset of triangles: each corner's positions in every mesh
-  frame, its texture coordinates and normal, and the triangle's material, in any
-  order and from any corner (the winding kept), within a tolerance scaled by the
-  shape's extent (float32 noise of an axis change);
+  frame, texture coordinates and nearest engine normal, and the triangle's
+  material, in any order and from any corner (the winding kept), within a
+  tolerance scaled by the shape's extent.  A triangle without area has no normal
+  to keep; of a two-sided pair (the same corners wound both ways) one may be
+  missing (an editor holds one face per set of vertices);
 * motion is compared as motion, not keys: each side's curve evaluated at the
-  other's key times.  A resampled curve (Blender samples at 24 fps and cuts a
-  clip at its last whole frame) passes through the original at its own key
-  times; at the original's key times it may differ from it only by what
-  re-interpolating the original on the resampled times gives (the chord
-  error), allowed where those times are at most :data:`RESAMPLE_STEP` apart.
-  Rotations may also differ by the gap between slerp and a component-wise
-  lerp of the same keys (how Blender interpolates quaternion curves).
+  other's key times (:func:`same_track`); a clip's duration may be cut back to
+  its last whole 24 fps frame before the last key.
 """
 from __future__ import annotations
 
+import copy
 import re
 from dataclasses import dataclass, field
 
 import numpy as np
 
-import copy
-
 from ...scene import decompose_matrix, quat_continuous, quat_normalize, trs_to_matrix
-from .model import GLTF_TO_SHAPE, NodeM, ObjectM, SequenceM, ShapeModel, sample
+from .model import GLTF_TO_SHAPE, NodeM, ObjectM, SequenceM, ShapeModel, base_name, sample
 
 #: the coarsest resampling of a curve still taken as the same motion (s): 24 fps,
 #: the frame rate Blender samples every animation at by default
@@ -36,12 +37,6 @@ RESAMPLE_STEP = 1.0 / 24.0 + 1e-6
 TIME_EPS = 1e-4          #: key times closer than this are the same time (s)
 ROT_EPS = 2e-5           #: rotation noise (rad): float32 quaternions through matrices
 UV_EPS = 1e-5            #: texture coordinate noise (Blender flips v and back in float32)
-_SUFFIX = re.compile(r"\.\d+$")
-
-
-def base_name(name: str) -> str:
-    """``name`` without an editor's copy suffix (``.1``, ``.001``)."""
-    return _SUFFIX.sub("", name)
 
 
 def shape_extent(ref: ShapeModel) -> float:
@@ -306,10 +301,20 @@ def _resample_slack(grid: np.ndarray, at: np.ndarray) -> np.ndarray:
 
 
 def same_track(new: tuple, orig: tuple, tol: float, resampled: bool = True) -> bool:
-    """Node motion alike (see the module docstring).  Each track is (times, rotation,
-    translation, scale); a node without keys is its rest pose as one key, and
-    ``resampled`` False says ``new`` is such a pose, not a curve that may have been
-    resampled."""
+    """Node motion alike.  Each track is (times, rotation, translation, scale); a node
+    without keys is its rest pose as one key (``resampled`` False: ``new`` is such
+    a pose, not a curve that may have been resampled).
+
+    A resampling samples the original: the new curve must pass through it at the
+    new key times (a rotation may also be the component-wise lerp of the original's
+    keys instead of their slerp: Blender's quaternion curves).  At the original's
+    key times the new curve may miss the original by the chord error, what
+    re-interpolating the original on the new key times gives there (plus the
+    slerp/lerp gap at the chord's ends): exactly what resampling the same curve
+    loses, allowed where the new keys are at most :data:`RESAMPLE_STEP` apart or the
+    original's key lies less than that past the new curve's end (a clip cut at
+    its last whole frame); elsewhere only noise.  An edited key moves the samples
+    around it off the original, a moved key time too."""
     eps = np.array([ROT_EPS, tol, 1e-5])
     tn, to = np.asarray(new[0], np.float64), np.asarray(orig[0], np.float64)
     # the new keys lie on the original curve (slerp, or a component-wise lerp)

@@ -26,6 +26,7 @@ gives the same model whichever export form (skinned or not) it went through.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -94,6 +95,14 @@ class ShapeModel:
     #: scene nodes that are skin joints: an editor may re-orient their frames (Blender
     #: turns each bone toward its children) and make up for it in the bind matrices
     joints: set = field(default_factory=set)
+
+
+_COPY_SUFFIX = re.compile(r"\.\d+$")
+
+
+def base_name(name: str) -> str:
+    """``name`` without an editor's copy suffix (``.1``, ``.001``)."""
+    return _COPY_SUFFIX.sub("", name)
 
 
 def original_name(item: Any) -> str:
@@ -304,9 +313,12 @@ def shape_model(scene: Scene, *, version: int = 8) -> ShapeModel:
     shape_world = [GLTF_TO_SHAPE @ w for w in worlds]
 
     # beside the axis wrapper, a top-level node holding nothing (no mesh, children or
-    # keys) is no part of the shape: Blender leaves such an empty per skinned mesh
+    # keys) named as a copy of another node is no part of the shape: Blender leaves
+    # such an empty per skinned mesh ("dish.2" beside the mesh "dish")
+    names = {n.name for n in scene.nodes}
     stray = {i for i, n in enumerate(scene.nodes) if wrappers and parents[i] is None
-             and i not in wrappers and n.mesh is None and not n.children and not anim.get(i)}
+             and i not in wrappers and n.mesh is None and not n.children and not anim.get(i)
+             and base_name(n.name or "") != (n.name or "") and base_name(n.name or "") in names}
     if stray:
         warnings.append(f"{len(stray)} empty top-level node(s) beside the z-up root left out")
     candidates = [i for i in _preorder(scene)
