@@ -179,3 +179,16 @@ def name_text(raw: bytes, encoding: str = "latin-1") -> str:
     raw = bytes(raw)
     cut = raw.find(b"\0")
     return (raw if cut < 0 else raw[:cut]).decode(encoding, errors="replace")
+
+
+def nearest_normals(n: np.ndarray) -> np.ndarray:
+    """Index of the nearest table normal per row (Euclidean, lowest index on a tie)."""
+    n = np.asarray(n, np.float64)
+    length = np.linalg.norm(n, axis=1, keepdims=True)
+    unit = np.where(length > 0, n / np.where(length > 0, length, 1), 0.0)
+    table = NORMALS.astype(np.float64)
+    out = np.empty(len(unit), np.uint8)
+    for a in range(0, len(unit), 4096):          # (rows, 256, 3) at a time, memory bounded
+        d = ((unit[a:a + 4096, None, :] - table[None, :, :]) ** 2).sum(axis=2)
+        out[a:a + 4096] = np.argmin(d, axis=1)
+    return out

@@ -45,7 +45,7 @@ from ...core.layout import Table
 from ...document import Document
 from ...scene import Material, Scene, decompose_matrix, quat_normalize
 from ...scene.geometry import weld
-from .geometry import NORMALS, name_text
+from .geometry import name_text, nearest_normals
 from .model import NodeM, ObjectM, ShapeModel, shape_model
 from .pers import LAYOUT
 from .import_like import adopt_unchanged, keep_unexported, _like_scenes, _reusable_meshes
@@ -93,19 +93,6 @@ def _slot(text: str, size: int, warnings: list, what: str) -> bytes:
 
 # ---------------------------------------------------------------------------
 # meshes
-
-
-def nearest_normals(n: np.ndarray) -> np.ndarray:
-    """Index of the nearest table normal per row (Euclidean, lowest index on a tie)."""
-    n = np.asarray(n, np.float64)
-    length = np.linalg.norm(n, axis=1, keepdims=True)
-    unit = np.where(length > 0, n / np.where(length > 0, length, 1), 0.0)
-    table = NORMALS.astype(np.float64)
-    out = np.empty(len(unit), np.uint8)
-    for a in range(0, len(unit), 4096):          # (rows, 256, 3) at a time, memory bounded
-        d = ((unit[a:a + 4096, None, :] - table[None, :, :]) ** 2).sum(axis=2)
-        out[a:a + 4096] = np.argmin(d, axis=1)
-    return out
 
 
 def quantise(frames: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ...scene import decompose_matrix, quat_continuous, quat_normalize, trs_to_matrix
+from .geometry import nearest_normals
 from .model import GLTF_TO_SHAPE, NodeM, ObjectM, SequenceM, ShapeModel, base_name, sample
 
 #: the coarsest resampling of a curve still taken as the same motion (s): 24 fps,
@@ -167,7 +168,6 @@ def _corner_rows(o: ObjectM, tol: float) -> np.ndarray:
     nearest of the engine's normals (what a shape stores: the exact normal is noise).
     A triangle without area (in every frame) draws nothing and has no normal to keep
     (Blender makes up its corners' normals): its corners' normal is -1."""
-    from .importer import nearest_normals
     c = o.frames.shape[1]
     tri = o.frames.reshape(o.frames.shape[0], -1, 3, 3)
     e1, e2 = tri[:, :, 1] - tri[:, :, 0], tri[:, :, 2] - tri[:, :, 0]
