@@ -120,7 +120,13 @@ def skin_rigid_scene(scene: Scene, wrap: int) -> int | None:
             for p in posed:
                 by_material.setdefault(p.material, []).append((p, obj))
         node.mesh = None
-    skin = scene.add_skin(Skin(joints=joints, skeleton=wrap, name="skeleton",
+    # the skeleton root is the one top joint (none when several share the axis
+    # wrapper): naming the wrapper made Blender apply its axis turn twice to the
+    # rest of every channel a clip does not key
+    parents = scene.parents()
+    tops = [j for j in joints if parents[j] not in joint_of]
+    skin = scene.add_skin(Skin(joints=joints, skeleton=tops[0] if len(tops) == 1 else None,
+                               name="skeleton",
                                inverse_bind_matrices=np.stack([np.linalg.inv(worlds[j]) for j in joints])))
     scene.meshes = []                     # the rigid meshes are replaced, not kept beside
     for material, parts in by_material.items():
