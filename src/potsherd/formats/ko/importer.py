@@ -632,8 +632,11 @@ def import_chr(scene: Scene, *, like: Document | None = None, out_name: str = ""
     # parts: one per skinned (or, without a skeleton, bind-pose) mesh node
     all_sets = _mesh_sets(scene)
     parts_like = [x for x in originals.get("parts", []) if x[0] is not None]
+    # without a skeleton, the parts are the meshes the export marked (or, when the
+    # extras are gone, as after Blender, every mesh of a character that has parts)
     part_nodes = [i for i, n in enumerate(scene.nodes) if n.mesh is not None
-                  and (n.skin is not None or not rigged and n.extras.get("lods") is not None)]
+                  and (n.skin is not None or not rigged and (n.extras.get("lods") is not None
+                                                             or bool(parts_like)))]
     part_refs: list = []
     # a part has one material and texture: a mesh with several becomes several parts
     groups: list = []
