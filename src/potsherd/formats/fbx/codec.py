@@ -109,9 +109,10 @@ def _like_difference(scene: Any, like: Document) -> str | None:
         for items in (ref.nodes, ref.animations):      # named as the glTF writer names them
             for x, name in zip(items, unique_labels([x.name for x in items], digits=3)):
                 x.name = name
-        why = scene_difference(scene, ref)
-        if why is None:
+        found = scene_difference(scene, ref)
+        if found is None:
             return None
+        why = found if not options else why       # (the metre export's reason first)
     return why
 
 
