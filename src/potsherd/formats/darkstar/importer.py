@@ -44,6 +44,7 @@ from ...core.errors import FormatError, ValueFormatError
 from ...core.layout import Table
 from ...document import Document
 from ...scene import Material, Scene, decompose_matrix, quat_normalize
+from ...scene.finite import require_finite
 from ...scene.geometry import weld
 from .geometry import name_text, nearest_normals
 from .model import NodeM, ObjectM, ShapeModel, shape_model
@@ -665,6 +666,7 @@ def shape_from_scene(scene: Scene, *, like: Document | None = None, version: Any
                      details: Any = None) -> Document:
     """A ``.dts`` document from ``scene`` (see the module docstring)."""
     v = _version(version, like)
+    require_finite(scene)
     try:
         model = shape_model(scene, version=v)
     except FormatError:

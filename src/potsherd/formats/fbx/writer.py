@@ -37,6 +37,7 @@ import numpy as np
 
 from ...core.errors import EncodeError
 from ...document import Document
+from ...scene.finite import require_finite
 from ...scene.geometry import compute_normals, weld
 from ...scene.model import Scene
 from ...scene.ops import default_morph_weights, world_matrices
@@ -734,6 +735,7 @@ def scene_to_fbx(scene: Scene, *, version: int = 7400, binary: bool = True, fps:
         raise EncodeError(f"FBX {version} cannot be written from a scene: 7100-7700 only")
     if not (fps > 0 and math.isfinite(fps)):
         raise EncodeError(f"frame rate must be positive, not {fps}")
+    require_finite(scene)
     w = _FbxWriter(scene, version=int(version), fps=float(fps), embed_textures=embed_textures,
                    creator=creator or f"potsherd {__version__} FBX writer",
                    time_stamp=time_stamp)

@@ -55,6 +55,7 @@ from typing import Any
 import numpy as np
 
 from ...scene import compute_normals, decompose_matrix, quat_to_matrix
+from ...scene.finite import require_finite
 from ...scene.ops import triangle_sets, world_matrices
 from . import model
 from .moveables import TRWAD_VERSION
@@ -83,6 +84,7 @@ def from_scene(scene: Any, *, like: Any = None, out_name: str = "", **options: A
     if not (rate > 0 and math.isfinite(rate)):
         raise ImportRefused(f"frame_rate must be positive, found {rate}")
     like = like if like and "moveable" in like else None
+    require_finite(scene)
     if not scene.nodes:
         raise ImportRefused("the scene has no mesh to import")
     world = world_matrices(scene)

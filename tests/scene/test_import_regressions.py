@@ -1,0 +1,75 @@
+"""Importer crashes found by test_import_unusual.py, each pinned by a small scene:
+every importable codec refuses them cleanly or imports them sensibly."""
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+import pytest
+
+from potsherd import registry
+from potsherd.core.errors import FormatError
+from potsherd.export.gltf import glb_bytes, scene_to_gltf
+from potsherd.scene import Material, Mesh, Primitive, Scene
+from potsherd.scene.finite import NonFiniteError
+from potsherd.scene.gltf_read import read_gltf
+
+from import_check import TARGETS, check_import
+
+MESH_TARGETS = ("n3pmesh", "n3cskins", "n3cpart", "n3cplug", "dts", "tr4wad", "trwad", "fbx",
+                "fbx-ascii")
+
+
+def codec(name: str):
+    return next(c for c in registry.codecs() if c.name == name)
+
+
+def triangle_scene(**node) -> Scene:
+    s = Scene(name="tri")
+    s.add_material(Material(name="red", base_color=(1.0, 0.0, 0.0, 1.0)))
+    pos = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0]], np.float32)
+    s.add_mesh(Mesh(name="tri", primitives=[Primitive(
+        positions=pos, normals=np.tile(np.float32([0, 0, 1]), (3, 1)),
+        indices=np.array([0, 1, 2], np.uint32), material=0)]))
+    s.add_node(name="tri", mesh=0, **node)
+    return s
+
+
+def poisoned_glb(scene: Scene, attribute: str, value: float) -> Scene:
+    """The scene through a .glb whose first ``attribute`` float is ``value`` (as
+    a tool that does not check would write it)."""
+    gl, b = scene_to_gltf(scene, True)
+    b = bytearray(b)
+    acc = gl["accessors"][gl["meshes"][0]["primitives"][0]["attributes"][attribute]]
+    view = gl["bufferViews"][acc["bufferView"]]
+    at = view.get("byteOffset", 0) + acc.get("byteOffset", 0)
+    b[at:at + 4] = struct.pack("<f", value)
+    return read_gltf(glb_bytes(gl, bytes(b)))
+
+
+# ---- NaN / inf --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("target", MESH_TARGETS)
+@pytest.mark.parametrize("attribute,value", [("POSITION", float("nan")),
+                                             ("POSITION", float("inf")),
+                                             ("NORMAL", float("-inf"))])
+def test_non_finite_vertex_data_is_refused_by_name(target, attribute, value):
+    scene = poisoned_glb(triangle_scene(), attribute, value)
+    with pytest.raises(NonFiniteError, match=f"mesh 'tri' primitive 0: {attribute} of vertex 0 is non-finite"):
+        codec(target).from_scene(scene, out_name="out" + codec(target).extensions[0])
+
+
+@pytest.mark.parametrize("target", [t for t in TARGETS if t != "dml"])   # (materials only)
+def test_non_finite_node_transform_is_refused_by_name(target):
+    scene = triangle_scene(translation=(0.0, float("nan"), 0.0))
+    with pytest.raises(NonFiniteError, match=r"node 'tri': translation is non-finite \(nan\)"):
+        codec(target).from_scene(scene, out_name="out" + codec(target).extensions[0])
+
+
+def test_finite_scene_passes_the_check(tmp_path):
+    for target in MESH_TARGETS:
+        assert check_import(target, triangle_scene(), tmp_path) == "ok"
+
+
+def test_non_finite_is_a_user_facing_error():
+    assert issubclass(NonFiniteError, FormatError)
