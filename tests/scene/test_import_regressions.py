@@ -12,6 +12,7 @@ from potsherd.core.errors import FormatError
 from potsherd.export.gltf import glb_bytes, scene_to_gltf
 from potsherd.scene import Material, Mesh, Primitive, Scene
 from potsherd.scene.finite import NonFiniteError
+from potsherd.scene.geometry import weld
 from potsherd.scene.gltf_read import read_gltf
 
 from import_check import TARGETS, check_import
@@ -73,3 +74,23 @@ def test_finite_scene_passes_the_check(tmp_path):
 
 def test_non_finite_is_a_user_facing_error():
     assert issubclass(NonFiniteError, FormatError)
+
+
+# ---- degenerate geometry ------------------------------------------------------------------
+
+def degenerate_scene() -> Scene:
+    """Only a triangle with a repeated corner: nothing is left to draw once it is dropped."""
+    s = triangle_scene()
+    s.meshes[0].primitives[0].indices = np.array([0, 0, 1], np.uint32)
+    return s
+
+
+@pytest.mark.parametrize("target", MESH_TARGETS + ("n3chr",))
+def test_only_degenerate_triangles(target, tmp_path):
+    """n3cskins/n3cpart once failed welding the empty face list (numpy reshape of size 0)."""
+    assert check_import(target, degenerate_scene(), tmp_path) in ("ok", "refused")
+
+
+def test_weld_of_nothing():
+    first, remap = weld(np.zeros((0, 3), np.float32), np.zeros((0, 2)))
+    assert first.shape == remap.shape == (0,)

@@ -67,6 +67,8 @@ def weld(*keys: Any) -> tuple:
     corner to its vertex, so ``attr[first]`` builds vertex arrays and
     ``remap`` is the index buffer.
     """
+    if not keys or len(keys[0]) == 0:        # (an empty (0, k) array has no -1 reshape)
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
     cols = []
     for k in keys:
         a = np.asarray(k)
@@ -74,8 +76,6 @@ def weld(*keys: Any) -> tuple:
         if a.dtype.kind == "f":
             a = np.ascontiguousarray(a).view(np.uint8).reshape(len(a), -1)
         cols.append(np.ascontiguousarray(a).view(np.uint8).reshape(len(a), -1))
-    if not cols or len(cols[0]) == 0:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
     rows = np.ascontiguousarray(np.concatenate(cols, axis=1))
     void = rows.view(np.dtype((np.void, rows.shape[1]))).reshape(-1)
     _, first_sorted, inverse = np.unique(void, return_index=True, return_inverse=True)
