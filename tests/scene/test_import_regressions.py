@@ -94,3 +94,17 @@ def test_only_degenerate_triangles(target, tmp_path):
 def test_weld_of_nothing():
     first, remap = weld(np.zeros((0, 3), np.float32), np.zeros((0, 2)))
     assert first.shape == remap.shape == (0,)
+
+
+# ---- huge coordinates --------------------------------------------------------------------
+
+@pytest.mark.parametrize("target", ["n3pmesh", "n3cplug", "dts"])
+def test_huge_but_finite_coordinates(target, tmp_path):
+    """Bounding radii of a model 1e30 across were squared in float32 (overflow, an inf
+    radius or LOD distance in the file)."""
+    s = triangle_scene()
+    s.meshes[0].primitives[0].positions = np.array(
+        [[-3e30, 0, 0], [3e30, 1e30, 0], [0, -2e30, 1e30], [1e30, 1e30, 1e30]], np.float32)
+    s.meshes[0].primitives[0].indices = np.array([0, 1, 2, 1, 3, 2], np.uint32)
+    s.meshes[0].primitives[0].normals = None
+    assert check_import(target, s, tmp_path) == "ok"

@@ -134,7 +134,8 @@ def mesh_block(obj: ObjectM, material_map: dict, warnings: list) -> dict:
     fr = _table(t["frames"], nf, firstVert=np.arange(nf) * verts_per_frame,
                 scaleX=scale[:, 0], scaleY=scale[:, 1], scaleZ=scale[:, 2],
                 originX=origin[:, 0], originY=origin[:, 1], originZ=origin[:, 2])
-    decoded = flat.reshape(nf, -1, 3) * scale[:, None, :] + origin[:, None, :]
+    # in float64: the corners of a huge model square past float32's range
+    decoded = flat.reshape(nf, -1, 3) * scale[:, None, :].astype(np.float64) + origin[:, None, :]
     radius = float(np.linalg.norm(decoded.reshape(-1, 3), axis=1).max()) if nc else 0.0
     payload = {"numVerts": len(verts), "mVertsPerFrame": verts_per_frame, "numTexVerts": len(tv),
                "numFaces": len(faces), "numFrames": nf, "mTextureVertsPerFrame": len(tv),

@@ -25,6 +25,9 @@ PMESH_LOD_FRACTIONS = (1.0, 0.45, 0.1, 0.0)
 PMESH_LOD_DISTANCES = (12.0, 24.0, 60.0, 100.0)   #: times the bounding radius
 
 
+F32_MAX = 3.4028234663852886e38   #: the largest float32 (a distance the file can hold)
+
+
 DEFAULT_MATERIAL = {"diffuse": [1.0, 1.0, 1.0, 1.0], "ambient": [0.5, 0.5, 0.5, 1.0],
                     "specular": [0.0, 0.0, 0.0, 0.0], "emissive": [0.0, 0.0, 0.0, 0.0],
                     "power": 0.0, "colorOp": 4, "colorArg1": 0, "colorArg2": 2,

@@ -56,7 +56,7 @@ from .import_material import edited_texture, material_record, texture_file
 from .text import text
 from .pmgen import build_progressive, replay
 from .wire import record_table
-from .import_base import (ImportError_, MAX_VERTICES, PMESH_LOD_DISTANCES,
+from .import_base import (F32_MAX, ImportError_, MAX_VERTICES, PMESH_LOD_DISTANCES,
                           PMESH_LOD_FRACTIONS, SKIN_LOD_FRACTIONS, _file_stem, _no_lod,
                           _original_name, _raw, _safe, _stem)
 from .import_atlas import merge_materials
@@ -207,8 +207,9 @@ def _lod_records(geo: Geometry, p, like: dict | None) -> list:
         dists = [float(l["distance"]) for l in like["lods"]]
         fr = [int(l["vertexCount"]) / max(int(like["vertexCount"]), 1) for l in like["lods"]]
     else:
-        radius = float(np.linalg.norm(np.ptp(geo.positions, axis=0))) / 2 or 1.0
-        dists = [radius * d for d in PMESH_LOD_DISTANCES]
+        # in float64: the float32 vertices of a huge model square past float32's range
+        radius = float(np.linalg.norm(np.ptp(geo.positions.astype(np.float64), axis=0))) / 2 or 1.0
+        dists = [min(radius * d, F32_MAX) for d in PMESH_LOD_DISTANCES]
         fr = list(PMESH_LOD_FRACTIONS)
     return record_table("lod", [{"distance": float(np.float32(d)), "vertexCount": int(round(f * n))}
                                 for d, f in zip(dists, fr)])
