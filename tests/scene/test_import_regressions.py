@@ -10,7 +10,7 @@ import pytest
 from potsherd import registry
 from potsherd.core.errors import FormatError
 from potsherd.export.gltf import glb_bytes, scene_to_gltf
-from potsherd.scene import Material, Mesh, Primitive, Scene
+from potsherd.scene import Material, Mesh, Primitive, Scene, Skin
 from potsherd.scene.finite import NonFiniteError
 from potsherd.scene.geometry import weld
 from potsherd.scene.gltf_read import read_gltf
@@ -108,3 +108,60 @@ def test_huge_but_finite_coordinates(target, tmp_path):
     s.meshes[0].primitives[0].indices = np.array([0, 1, 2, 1, 3, 2], np.uint32)
     s.meshes[0].primitives[0].normals = None
     assert check_import(target, s, tmp_path) == "ok"
+
+
+# ---- zero scale (a part hidden by scaling it away) -----------------------------------------
+
+def rig_scene(hidden: str) -> Scene:
+    """A two-root skeleton (hip, then a second root "prop"), a skinned box on the hip
+    and a rigid "sword" under it; ``hidden`` names the node scaled to 0 on one axis."""
+    s = Scene(name="rig")
+    s.add_material(Material(name="grey"))
+    pos = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0], [0, 0, 1]], np.float32)
+    tris = np.array([0, 2, 1, 0, 1, 3, 0, 3, 2, 1, 2, 3], np.uint32)
+    box = s.add_mesh(Mesh(name="box", primitives=[Primitive(
+        positions=pos, indices=tris, material=0, joints=np.zeros((4, 4), np.uint16),
+        weights=np.tile(np.float32([1, 0, 0, 0]), (4, 1)))]))
+    sword = s.add_mesh(Mesh(name="sword", primitives=[Primitive(
+        positions=pos * 2, indices=tris, material=0)]))
+    flat = {"scale": (1.0, 0.0, 1.0)}
+    hip = s.add_node(name="hip", translation=(0.0, 1.0, 0.0), **(flat if hidden == "hip" else {}))
+    prop = s.add_node(name="prop", translation=(1.0, 0.0, 0.0))
+    s.add_node(name="sword", parent=hip, mesh=sword, **(flat if hidden == "sword" else {}))
+    skin = s.add_skin(Skin(joints=[hip, prop], name="rig", inverse_bind_matrices=np.stack([
+        np.linalg.inv(np.array([[1, 0, 0, 0], [0, 1, 0, 1], [0, 0, 1, 0], [0, 0, 0, 1.0]])),
+        np.linalg.inv(np.array([[1, 0, 0, 1], [0, 1, 0, 0], [0, 0, 1, 0], [0, 0, 0, 1.0]]))])))
+    s.add_node(name="body", mesh=box, skin=skin)
+    return s
+
+
+@pytest.mark.parametrize("target", ["n3chr", "n3joint", "n3cplug", "dts", "tr4wad", "fbx"])
+@pytest.mark.parametrize("hidden", ["hip", "sword"])
+def test_zero_scale_nodes_import(target, hidden, tmp_path):
+    """np.linalg.inv of a zero-scaled node's world matrix was a LinAlgError (an
+    internal error) in the plug, skeleton and Darkstar importers, and in the
+    export of the .n3joint made of it."""
+    scene = rig_scene(hidden)
+    if target == "n3cplug":
+        scene.nodes[3].mesh = scene.nodes[3].skin = None          # the sword alone
+    assert check_import(target, scene, tmp_path) == "ok"
+
+
+def test_inverse_affine_flattens_only_the_collapsed_axis():
+    from potsherd.scene.xform import inverse_affine, trs_to_matrix
+    m = trs_to_matrix((1.0, 2.0, 3.0), (0.0, 0.0, 0.38268343, 0.92387953), (2.0, 0.0, 1.0))
+    inv, flat = inverse_affine(np.stack([np.eye(4), m]))
+    assert flat.tolist() == [False, True]
+    assert np.allclose(inv[1] @ m, np.diag([1.0, 0.0, 1.0, 1.0]))
+    assert np.allclose(m @ inv[1] @ m, m)
+
+
+@pytest.mark.parametrize("target", ["fbx", "fbx-ascii", "n3chr", "dts", "trwad"])
+def test_collapsed_bind_matrix(target, tmp_path):
+    """A joint scaled to 0 at bind time has no inverse bind matrix; a tool writes a
+    singular one (here the pseudo-inverse).  FBX inverted it back (LinAlgError)."""
+    scene = rig_scene("hip")
+    flat = np.diag([1.0, 0.0, 1.0, 1.0])
+    flat[1, 3] = 1.0                                    # hip: at y = 1, scale (1, 0, 1)
+    scene.skins[0].inverse_bind_matrices[0] = np.linalg.pinv(flat)
+    assert check_import(target, scene, tmp_path) == "ok"

@@ -181,6 +181,31 @@ def decompose_matrix(m: Any) -> tuple:
     return t, matrix_to_quat(r), s
 
 
+def inverse_affine(m: Any) -> tuple:
+    """(inverses (..., 4, 4), collapsed (...,) bool) of affine matrices that may
+    not be invertible.
+
+    A scale of 0 (a part hidden by scaling it away, a common glTF trick) makes a
+    world matrix singular; importers that take geometry into such a node's frame
+    still need an inverse.  A collapsed matrix (a singular value at most 1e-14
+    of its largest, or all zero) is inverted with its collapsed directions given
+    unit length instead, so ``inverse @ m`` flattens those directions as the
+    matrix draws them and leaves the others exact; ``collapsed`` marks them."""
+    m = _f64(m)
+    out = np.zeros_like(m)
+    u, s, vt = np.linalg.svd(m[..., :3, :3])
+    collapsed = s <= s[..., :1] * 1e-14
+    s = np.where(collapsed, 1.0, s)
+    lin_inv = np.swapaxes(vt, -1, -2) @ (np.swapaxes(u, -1, -2) / s[..., :, None])
+    out[..., :3, :3] = lin_inv
+    out[..., :3, 3] = -np.einsum("...ij,...j->...i", lin_inv, m[..., :3, 3])
+    out[..., 3, 3] = 1.0
+    exact = ~collapsed.any(axis=-1)
+    if exact.any():          # np.linalg.inv where it works: the same bits as before
+        out[exact] = np.linalg.inv(m[exact])
+    return out, ~exact
+
+
 def mat4_from_gltf(values: Sequence[float]) -> np.ndarray:
     """16 floats in glTF (column-major) order to a math-layout (4, 4) matrix.
     The same call reads Direct3D row-major row-vector matrices in file order."""

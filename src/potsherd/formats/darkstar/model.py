@@ -35,11 +35,19 @@ import numpy as np
 from ...scene import (Z_UP_Y_FORWARD_TO_GLTF, Scene, decompose_matrix,
                       quat_normalize, quat_slerp, trs_to_matrix)
 from ...scene.ops import default_morph_weights, morphed
+from ...scene.xform import inverse_affine
 from .skinning import world_matrices
 
 #: glTF world -> shape world (the wrap rotation is a half turn: its own inverse)
 GLTF_TO_SHAPE = trs_to_matrix(rotation=np.array(Z_UP_Y_FORWARD_TO_GLTF))
 EPS = 1e-6
+
+
+def _inverse(m: np.ndarray) -> np.ndarray:
+    """The inverse of a world matrix, also of one a scale of 0 collapses (a part
+    hidden by scaling it away): geometry taken into its frame stays flat along
+    the collapsed axes, as glTF draws it (``xform.inverse_affine``)."""
+    return inverse_affine(m)[0]
 
 
 def _close_to_identity(m: np.ndarray, tol: float = 1e-6) -> bool:
@@ -220,7 +228,7 @@ def _geometry_pieces(scene: Scene, worlds: list, warnings: list) -> dict[int, li
                 # from this joint (the same as this joint's bind matrix when the rest
                 # pose is the bind pose); this joint's own corners take its bind matrix
                 per = np.repeat(bind[None], len(corners), 0)
-                to_target = np.linalg.inv(worlds[target])
+                to_target = _inverse(worlds[target])
                 for d in np.unique(dominant[corners]).tolist():
                     if d != j and d in posed:
                         per[dominant[corners] == d] = to_target @ posed[d]
@@ -347,13 +355,13 @@ def shape_model(scene: Scene, *, version: int = 8) -> ShapeModel:
 
     def local_of(i: int) -> np.ndarray:
         p = dts_parent(i)
-        return frames_w[i] if p is None else np.linalg.inv(frames_w[p]) @ frames_w[i]
+        return frames_w[i] if p is None else _inverse(frames_w[p]) @ frames_w[i]
 
     def key_fix(i: int) -> np.ndarray:
         """Scene-local keys of node ``i`` -> its shape-local transform."""
         p, sp = dts_parent(i), parents[i]
         above = GLTF_TO_SHAPE if sp is None else shape_world[sp]
-        return above if p is None else np.linalg.inv(frames_w[p]) @ above
+        return above if p is None else _inverse(frames_w[p]) @ above
 
     object_leaf = set()
     for i in candidates:
@@ -385,10 +393,10 @@ def shape_model(scene: Scene, *, version: int = 8) -> ShapeModel:
         ps = pieces[i]
         if i in object_leaf:
             host = node_index[dts_parent(i)]
-            offset = np.linalg.inv(frames_w[dts_parent(i)]) @ shape_world[i]
+            offset = _inverse(frames_w[dts_parent(i)]) @ shape_world[i]
         else:
             host = node_index[i]
-            offset = np.linalg.inv(frames_w[i]) @ shape_world[i]     # scale a v8 node cannot hold
+            offset = _inverse(frames_w[i]) @ shape_world[i]     # scale a v8 node cannot hold
         lin = offset[:3, :3]
         if (version >= 8 or i not in object_leaf) and np.abs(lin - np.eye(3)).max() > 1e-9:
             # v8 objects are offset by a translation only: the rest goes into the vertices

@@ -18,6 +18,7 @@ import numpy as np
 
 from ...scene import Mesh, MorphTarget, Primitive, Scene, Skin, flip_winding, trs_to_matrix
 from ...scene.geometry import rigid_influences
+from ...scene.xform import inverse_affine
 
 
 def world_matrices(scene: Scene) -> list[np.ndarray]:
@@ -127,7 +128,7 @@ def skin_rigid_scene(scene: Scene, wrap: int) -> int | None:
     tops = [j for j in joints if parents[j] not in joint_of]
     skin = scene.add_skin(Skin(joints=joints, skeleton=tops[0] if len(tops) == 1 else None,
                                name="skeleton",
-                               inverse_bind_matrices=np.stack([np.linalg.inv(worlds[j]) for j in joints])))
+                               inverse_bind_matrices=inverse_affine(np.stack([worlds[j] for j in joints]))[0]))
     scene.meshes = []                     # the rigid meshes are replaced, not kept beside
     for material, parts in by_material.items():
         name = (scene.materials[material].name if material is not None else "untextured")

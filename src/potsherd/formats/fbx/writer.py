@@ -41,8 +41,8 @@ from ...scene.finite import require_finite
 from ...scene.geometry import compute_normals, weld
 from ...scene.model import Scene
 from ...scene.ops import default_morph_weights, world_matrices
-from ...scene.xform import (decompose_matrix, mat4_to_gltf, quat_normalize, quat_to_matrix,
-                            trs_to_matrix)
+from ...scene.xform import (decompose_matrix, inverse_affine, mat4_to_gltf, quat_normalize,
+                            quat_to_matrix, trs_to_matrix)
 from .model import FbxNode
 from .writer_anim import AnimationParts
 from .writer_nodes import (TIME_MODES, _arr, _d, _i, _Ids, _ktime, _l, _n, _obj_name, _p, _p_vec,
@@ -356,7 +356,7 @@ class _FbxWriter(AnimationParts):
         w = world_matrices(sc) if sc.nodes else np.zeros((0, 4, 4))
         if self.skip & set(sc.roots):
             wrap = next(r for r in sc.roots if r in self.skip)
-            w = np.linalg.inv(w[wrap]) @ w
+            w = inverse_affine(w[wrap])[0] @ w
         return w
 
     def materials(self) -> dict:
@@ -622,11 +622,11 @@ class _FbxWriter(AnimationParts):
             hit = (J == ji) & (W > 0)
             rows = np.flatnonzero(hit.any(axis=1))
             weights = (W * hit).sum(axis=1)[rows]
-            link = G @ np.linalg.inv(ibms[ji])
+            link = G @ inverse_affine(ibms[ji])[0]      # (also a collapsed, scale-0 bind)
             # stored in bone space (mesh node -> bone at bind), as Autodesk's SDK,
             # Blender, ufbx and this package's reader read it; the SDK's
             # GetTransformMatrix (mesh world) is TransformLink times this
-            mesh_to_bone = np.linalg.inv(link) @ node_world
+            mesh_to_bone = inverse_affine(link)[0] @ node_world
             cid = self.ids.new()
             self.add("Deformer", _n("Deformer", _l(cid), _obj_name(
                 self.scene.nodes[joint].name or f"joint{ji}", "SubDeformer"), _s("Cluster"),

@@ -5,8 +5,11 @@ from __future__ import annotations
 import os
 from typing import Any
 
+import numpy as np
+
 from ...core.errors import FormatError
 from ...core.values import RawString
+from ...scene.xform import inverse_affine
 from .text import CP_DEFAULT
 
 
@@ -78,3 +81,20 @@ def _file_stem(out_name: str, fallback: str) -> str:
     stem = _stem(out_name) or fallback
     return "".join(c if _in_code_page(c) and c not in '<>:"/\\|?*' and ord(c) >= 32 else "_"
                    for c in stem) or "_"
+
+
+def into_frame(scene: Any, sets: list, frame: np.ndarray, local: np.ndarray, what: str) -> np.ndarray:
+    """Take a plug's triangle ``sets`` (world space) into its ``frame``; returns
+    the plug matrix, ``local``.  A frame that scales an axis to 0 (a part hidden
+    by scale 0) has no inverse: its flat axes get scale 1, the geometry stays
+    flat along them as glTF draws it, and a plug matrix equal to the frame is
+    that invertible one."""
+    to_frame, flat = inverse_affine(frame)
+    for s in sets:
+        s.transform(to_frame)
+    if flat:
+        scene.warnings.append(f"{what}: its node scales it to nothing along an axis (scale 0); "
+                              "written flat, as glTF draws it, in a frame of scale 1 there")
+        if np.array_equal(local, frame):
+            local = np.linalg.inv(to_frame)
+    return local

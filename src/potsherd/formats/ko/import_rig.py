@@ -13,8 +13,8 @@ from ...scene import Scene
 from ...scene.model import unique_labels
 from ...scene.ops import local_matrix, sample_node_trs, world_matrices
 from ...scene.reorient import frames_like, reorient_joints
-from ...scene.xform import (decompose_matrix, mirror_x, mirror_x_quat, quat_continuous,
-                            quat_normalize, trs_to_matrix)
+from ...scene.xform import (decompose_matrix, inverse_affine, mirror_x, mirror_x_quat,
+                            quat_continuous, quat_normalize, trs_to_matrix)
 from .import_base import FRAME_RATE, ImportError_, _original_name, _raw
 
 
@@ -165,8 +165,13 @@ def _rebased_tracks(scene: Scene, node: int, n3_parent: int | None, layout: list
     """(T, R, S) over the timeline of a rebased joint: its glTF world matrix
     relative to its N3 parent's, so the non-joint ancestors' transforms (and
     their animation) are baked in and every N3 world matrix is the glTF one."""
-    rel = np.linalg.inv(_world_track(scene, n3_parent, layout, total, cache)) @ \
-        _world_track(scene, node, layout, total, cache)
+    to_parent, flat = inverse_affine(_world_track(scene, n3_parent, layout, total, cache))
+    if flat.any():
+        scene.warnings.append(f"skeleton: {scene.nodes[n3_parent].name!r} scales to nothing "
+                              f"along an axis (scale 0) at {int(flat.sum())} frame(s); "
+                              f"{scene.nodes[node].name!r}, which hangs under it in N3, is "
+                              "flattened there")
+    rel = to_parent @ _world_track(scene, node, layout, total, cache)
     t, r, s_ = decompose_matrix(rel)
     if not np.allclose(trs_to_matrix(t, r, s_), rel,
                        atol=1e-6 * max(1.0, float(np.abs(rel).max()))):

@@ -51,14 +51,14 @@ from ...core.values import RawString
 from ...document import Document
 from ...scene import Scene, compute_normals, weld
 from ...scene.ops import triangle_sets, world_matrices
-from ...scene.xform import mirror_x
+from ...scene.xform import inverse_affine, mirror_x
 from .import_material import edited_texture, material_record, texture_file
 from .text import text
 from .pmgen import build_progressive, replay
 from .wire import record_table
 from .import_base import (F32_MAX, ImportError_, MAX_VERTICES, PMESH_LOD_DISTANCES,
                           PMESH_LOD_FRACTIONS, SKIN_LOD_FRACTIONS, _file_stem, _no_lod,
-                          _original_name, _raw, _safe, _stem)
+                          _original_name, _raw, _safe, _stem, into_frame)
 from .import_atlas import merge_materials
 from .import_rig import (anim_root, import_anim, import_joint, joint_root, skeleton_order,
                          keep_frames, like_names, restore_clip_data, _copy_doc, _joint_maps,
@@ -482,8 +482,7 @@ def import_plug(scene: Scene, *, like: Document | None = None, out_name: str = "
     sets = merge_materials(scene, sets, "n3cplug")
     _warn_static(scene, "n3cplug", "a plug follows its joint")
     frame, local = _unmirrored(scene, frame, local, stem)
-    for s in sets:
-        s.transform(np.linalg.inv(frame))
+    local = into_frame(scene, sets, frame, local, "n3cplug")
     geo = gather(scene, sets, "n3cplug")
     like_mesh = _like_ref(like, "n3cplug", "geometry", "n3pmesh")
     return _plug_files(scene, geo, stem, str(options.get("folder", "item")), like, like_mesh,
@@ -679,10 +678,9 @@ def import_chr(scene: Scene, *, like: Document | None = None, out_name: str = ""
             continue
         node_sets = [s for s in all_sets if s.node == node]
         pname = _original_name(scene.nodes[node]) or f"plug{k}"
-        frame, local = _unmirrored(scene, world[node], np.linalg.inv(world[j]) @ world[node],
+        frame, local = _unmirrored(scene, world[node], inverse_affine(world[j])[0] @ world[node],
                                    pname)
-        for s in node_sets:                   # geometry back in the plug's own frame
-            s.transform(np.linalg.inv(frame))
+        local = into_frame(scene, node_sets, frame, local, f"plug {pname}")  # its own frame
         geo = gather(scene, node_sets, f"plug {pname}")
         lplug, lmesh = plugs_like[k]
         pfiles = _plug_files(scene, geo, f"{stem}_{_safe(pname)}", "item", lplug, lmesh, local,

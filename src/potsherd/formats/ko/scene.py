@@ -40,7 +40,7 @@ from ...core.layout import Ragged
 from ...core.limits import Limits
 from ...scene import (Animation, Channel, Mesh, Primitive, Scene, Skin, flip_winding,
                       limit_influences, quat_multiply, quat_normalize, quat_slerp, weld)
-from ...scene.xform import mirror_x, mirror_x_matrix, mirror_x_quat
+from ...scene.xform import inverse_affine, mirror_x, mirror_x_matrix, mirror_x_quat
 from .info import replay_pmesh
 from .scene_materials import Materials, _finite
 from .text import text
@@ -624,7 +624,7 @@ def add_rig(scene: Scene, resolver: Resolver, ref: Any) -> tuple[list, list, int
     joints = flatten_joints(jdoc.root)
     nodes = add_skeleton(scene, joints)
     world = world_matrices(scene, nodes, joints)
-    skin = scene.add_skin(Skin(joints=list(nodes), inverse_bind_matrices=np.linalg.inv(world),
+    skin = scene.add_skin(Skin(joints=list(nodes), inverse_bind_matrices=inverse_affine(world)[0],
                                skeleton=nodes[0], name=text(jdoc.root["name"])))
     return joints, nodes, skin
 
