@@ -165,3 +165,34 @@ def test_collapsed_bind_matrix(target, tmp_path):
     flat[1, 3] = 1.0                                    # hip: at y = 1, scale (1, 0, 1)
     scene.skins[0].inverse_bind_matrices[0] = np.linalg.pinv(flat)
     assert check_import(target, scene, tmp_path) == "ok"
+
+
+# ---- names ------------------------------------------------------------------------------
+
+def test_character_parts_and_plugs_of_one_name_are_separate_files(tmp_path):
+    """Two skinned meshes named "body" (and a plug of that name) were all written as
+    hero_body.*: the character referenced one part twice and lost the other mesh."""
+    s = rig_scene("none")
+    s.add_material(Material(name="blue"))
+    other = s.add_mesh(Mesh(name="body", primitives=[Primitive(
+        positions=s.meshes[0].primitives[0].positions + 5, indices=s.meshes[0].primitives[0].indices,
+        material=1, joints=s.meshes[0].primitives[0].joints,
+        weights=s.meshes[0].primitives[0].weights)]))
+    s.add_node(name="Body", mesh=other, skin=0)
+    s.nodes[2].name = "body"                                # the plug too
+    files = codec("n3chr").from_scene(s, out_name="hero.n3chr")
+    names = [n for n, _ in files]
+    assert len({n.lower() for n in names}) == len(names)
+    chr_root = files[0][1].root
+    refs = [bytes(r).decode() for r in list(chr_root["parts"]) + list(chr_root["plugs"])]
+    assert refs == ["item\\hero_body.n3cpart", "item\\hero_Body_2.n3cpart",
+                    "item\\hero_body_3.n3cplug"]
+    assert check_import("n3chr", s, tmp_path) == "ok"
+
+
+def test_long_node_names_make_file_names_a_file_system_holds(tmp_path):
+    s = rig_scene("none")
+    s.nodes[3].name = "x" * 300
+    files = codec("n3chr").from_scene(s, out_name="hero.n3chr")
+    assert max(len(n) for n, _ in files) < 100
+    assert check_import("n3chr", s, tmp_path) == "ok"

@@ -60,9 +60,20 @@ def _stem(name: str) -> str:
 
 def _safe(name: str) -> str:
     """A node or material name as part of a file name: letters, digits, ``-``
-    and ``_`` that the client's code page holds (see :func:`_file_stem`)."""
+    and ``_`` that the client's code page holds (see :func:`_file_stem`), at
+    most 64 of them (a file name holds 255 bytes)."""
     keep = "".join(c if (c.isalnum() or c in "-_") and _in_code_page(c) else "_" for c in name)
-    return keep.strip("_") or "part"
+    return keep.strip("_")[:64].rstrip("_") or "part"
+
+
+def _unique(stem: str, taken: set) -> str:
+    """``stem``, or ``stem_2``, ``stem_3``... when a file of that name (in any
+    case: Windows) is already written: two meshes of one name are two files."""
+    out, k = stem, 2
+    while out.lower() in taken:
+        out, k = f"{stem}_{k}", k + 1
+    taken.add(out.lower())
+    return out
 
 
 def _in_code_page(c: str) -> bool:

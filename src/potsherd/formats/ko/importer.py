@@ -58,7 +58,7 @@ from .pmgen import build_progressive, replay
 from .wire import record_table
 from .import_base import (F32_MAX, ImportError_, MAX_VERTICES, PMESH_LOD_DISTANCES,
                           PMESH_LOD_FRACTIONS, SKIN_LOD_FRACTIONS, _file_stem, _no_lod,
-                          _original_name, _raw, _safe, _stem, into_frame)
+                          _original_name, _raw, _safe, _stem, _unique, into_frame)
 from .import_atlas import merge_materials
 from .import_rig import (anim_root, import_anim, import_joint, joint_root, skeleton_order,
                          keep_frames, like_names, restore_clip_data, _copy_doc, _joint_maps,
@@ -638,6 +638,7 @@ def import_chr(scene: Scene, *, like: Document | None = None, out_name: str = ""
                   and (n.skin is not None or not rigged and (n.extras.get("lods") is not None
                                                              or bool(parts_like)))]
     part_refs: list = []
+    stems: set = {stem.lower()}                   # file stems written so far
     # a part has one material and texture: a mesh with several becomes several parts
     groups: list = []
     for node in part_nodes:
@@ -652,7 +653,7 @@ def import_chr(scene: Scene, *, like: Document | None = None, out_name: str = ""
         geo = gather(scene, node_sets, f"part {pname}", joint_map)
         lpart, lskins = parts_like[k]
         pstem = _stem(text(lpart.root["geometry"]).replace("\\", "/")) if lpart is not None \
-            else f"{stem}_{_safe(pname)}"
+            else _unique(f"{stem}_{_safe(pname)}", stems)
         pfiles = _part_files(scene, geo, pstem, "item", lpart, lskins,
                              {**options, "name": pname})
         if lpart is not None:
@@ -683,8 +684,8 @@ def import_chr(scene: Scene, *, like: Document | None = None, out_name: str = ""
         local = into_frame(scene, node_sets, frame, local, f"plug {pname}")  # its own frame
         geo = gather(scene, node_sets, f"plug {pname}")
         lplug, lmesh = plugs_like[k]
-        pfiles = _plug_files(scene, geo, f"{stem}_{_safe(pname)}", "item", lplug, lmesh, local,
-                             index[j], {**options, "name": pname})
+        pfiles = _plug_files(scene, geo, _unique(f"{stem}_{_safe(pname)}", stems), "item", lplug,
+                             lmesh, local, index[j], {**options, "name": pname})
         if lplug is not None:
             pfiles[0] = (os.path.basename(lplug.source or pfiles[0][0]), pfiles[0][1])
         files.extend(pfiles)
