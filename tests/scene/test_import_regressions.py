@@ -10,7 +10,7 @@ import pytest
 from potsherd import registry
 from potsherd.core.errors import FormatError
 from potsherd.export.gltf import glb_bytes, scene_to_gltf
-from potsherd.scene import Material, Mesh, Primitive, Scene, Skin
+from potsherd.scene import Animation, Channel, Material, Mesh, Primitive, Scene, Skin
 from potsherd.scene.finite import NonFiniteError
 from potsherd.scene.geometry import weld
 from potsherd.scene.gltf_read import read_gltf
@@ -196,3 +196,51 @@ def test_long_node_names_make_file_names_a_file_system_holds(tmp_path):
     files = codec("n3chr").from_scene(s, out_name="hero.n3chr")
     assert max(len(n) for n, _ in files) < 100
     assert check_import("n3chr", s, tmp_path) == "ok"
+
+
+# ---- animation timing --------------------------------------------------------------------
+
+def clip_scene(times, interpolation: str = "LINEAR") -> Scene:
+    """The rig with its hip turning about Y at ``times`` (keys before 0 s allowed)."""
+    s = rig_scene("none")
+    times = np.asarray(times, np.float64)
+    angles = np.linspace(0.0, 1.5, len(times))
+    q = np.stack([np.zeros_like(angles), np.sin(angles / 2), np.zeros_like(angles),
+                  np.cos(angles / 2)], axis=1)
+    if interpolation == "CUBICSPLINE":
+        q = np.stack([np.zeros_like(q), q, np.zeros_like(q)], axis=1).reshape(-1, 4)
+    s.animations.append(Animation(name="turn", channels=[
+        Channel(0, "rotation", times, q, interpolation),
+        Channel(2, "translation", times[:1], np.zeros((1, 3)) if interpolation != "CUBICSPLINE"
+                else np.zeros((3, 3)), interpolation)]))
+    return s
+
+
+@pytest.mark.parametrize("target", ["n3chr", "n3joint", "n3anim", "dts", "trwad", "fbx",
+                                    "fbx-ascii"])
+@pytest.mark.parametrize("times,interpolation", [([-1.0, -0.5, 0.5, 1.0], "LINEAR"),
+                                                 ([-2.0, -1.0], "STEP"),
+                                                 ([-0.5, 0.25, 1.0], "CUBICSPLINE"),
+                                                 ([0.0], "LINEAR"), ([0.25], "STEP")])
+def test_keys_before_zero_single_keys_and_zero_length_clips(target, times, interpolation,
+                                                             tmp_path):
+    """.dts wrote keys before 0 s as negative keyframe positions and FBX as negative
+    key times; their export was then refused ("negative key time").  Keys before 0
+    now fold into a key at 0 (glTF clips start there), one warning saying so."""
+    s = clip_scene(times, interpolation)
+    assert check_import(target, s, tmp_path) == "ok"
+    assert (sum("keys before 0 s" in w for w in s.warnings) == 1) == (times[0] < 0)
+
+
+def test_folding_at_zero_keeps_the_motion_from_zero_on():
+    from potsherd.scene.ops import from_time_zero, sample_channel
+    for interpolation in ("LINEAR", "STEP", "CUBICSPLINE"):
+        s = clip_scene([-1.0, -0.25, 0.5, 2.0], interpolation)
+        folded = from_time_zero(s)
+        assert folded is not s and folded.nodes is s.nodes and folded.warnings is s.warnings
+        before, after = s.animations[0].channels[0], folded.animations[0].channels[0]
+        assert after.times.tolist() == [0.0, 0.5, 2.0]
+        at = np.linspace(0.0, 2.5, 31)
+        assert np.allclose(sample_channel(before, at), sample_channel(after, at), atol=1e-12)
+    still = clip_scene([0.0, 1.0])
+    assert from_time_zero(still) is still

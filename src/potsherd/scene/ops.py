@@ -18,7 +18,7 @@ from .model import Channel, Node, Primitive, Scene
 from .xform import quat_normalize, quat_slerp, trs_to_matrix
 
 __all__ = ["local_matrix", "world_matrices", "frame_times", "sample_channel",
-           "sample_node_trs", "skin_matrices", "normal_matrices", "skin_blend",
+           "sample_node_trs", "from_time_zero", "skin_matrices", "normal_matrices", "skin_blend",
            "TriangleSet", "triangle_sets",
            "base_color_picture", "default_morph_weights", "morphed",
            "split_by_dominant_joint", "weld_primitive"]
@@ -153,6 +153,62 @@ def sample_channel(channel: Channel, times: Any) -> np.ndarray:
     if channel.path == "rotation":
         return quat_slerp(v[k], v[k + 1], s)
     return v[k] + s[:, None] * (v[k + 1] - v[k])
+
+
+def from_time_zero(scene: Scene) -> Scene:
+    """``scene`` with keys at negative times folded into a key at 0 s.
+
+    A glTF clip starts at 0: a viewer shows, from 0 on, the value the keys
+    give there and never plays the keys before it (the glTF validator calls
+    them errors; potsherd's writer refuses them; a Python scene or another
+    tool's file can hold them).  Each such channel keeps its keys after 0 and
+    gets one at 0 with the value (and, for CUBICSPLINE, the slope) it has
+    there, so it plays exactly as before from 0 on.  Returns a shallow copy
+    sharing everything but the animations (``warnings`` too), or ``scene``
+    itself when no key is before 0."""
+    import dataclasses
+    folded, animations = 0, []
+    for a in scene.animations:
+        channels = []
+        for c in a.channels:
+            times = np.asarray(c.times, dtype=np.float64).reshape(-1)
+            early = len(times) and times[0] < 0
+            channels.append(_folded_at_zero(c, times) if early else c)
+            folded += bool(early)
+        animations.append(dataclasses.replace(a, channels=channels))
+    if not folded:
+        return scene
+    _warn_once(scene, f"{folded} animation channel(s) have keys before 0 s; folded into a "
+                      "key at 0 (a glTF clip starts at 0, as viewers play it)")
+    return dataclasses.replace(scene, animations=animations)
+
+
+def _folded_at_zero(c: Channel, times: np.ndarray) -> Channel:
+    cubic = c.interpolation == "CUBICSPLINE"
+    vals = np.asarray(c.values, dtype=np.float64).reshape(len(times) * (3 if cubic else 1), -1)
+    after = times > 0
+    k = int(np.flatnonzero(~after)[-1])           # the last key at or before 0
+    if not cubic:
+        at0 = vals[k:k + 1] if times[k] == 0 or k == len(times) - 1 else \
+            sample_channel(Channel(c.node, c.path, times, vals, c.interpolation), [0.0])
+        new = np.concatenate([at0, vals[after]])
+    elif times[k] == 0 or k == len(times) - 1:
+        at0 = vals[3 * k:3 * k + 3].copy()
+        if times[k] != 0:                          # held after the last key: flat
+            at0[0] = at0[2] = 0.0
+        new = np.concatenate([at0, vals.reshape(len(times), 3, -1)[after].reshape(-1, vals.shape[1])])
+    else:                                          # the Hermite segment across 0, split there
+        h = times[k + 1] - times[k]
+        s = -times[k] / h
+        v0, b0 = vals[3 * k + 1], vals[3 * k + 2] * h
+        v1, a1 = vals[3 * k + 4], vals[3 * k + 3] * h
+        value = ((2 * s**3 - 3 * s**2 + 1) * v0 + (s**3 - 2 * s**2 + s) * b0
+                 + (-2 * s**3 + 3 * s**2) * v1 + (s**3 - s**2) * a1)
+        slope = ((6 * s**2 - 6 * s) * v0 + (3 * s**2 - 4 * s + 1) * b0
+                 + (-6 * s**2 + 6 * s) * v1 + (3 * s**2 - 2 * s) * a1) / h
+        new = np.concatenate([np.stack([slope, value, slope]),
+                              vals.reshape(len(times), 3, -1)[after].reshape(-1, vals.shape[1])])
+    return Channel(c.node, c.path, np.concatenate([[0.0], times[after]]), new, c.interpolation)
 
 
 def sample_node_trs(scene: Scene, animation: Any, node: int, times: Any) -> tuple:

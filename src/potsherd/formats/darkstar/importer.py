@@ -46,6 +46,7 @@ from ...document import Document
 from ...scene import Material, Scene, decompose_matrix, quat_normalize
 from ...scene.finite import require_finite
 from ...scene.geometry import weld
+from ...scene.ops import from_time_zero
 from .geometry import name_text, nearest_normals
 from .model import NodeM, ObjectM, ShapeModel, shape_model
 from .pers import LAYOUT
@@ -668,6 +669,7 @@ def shape_from_scene(scene: Scene, *, like: Document | None = None, version: Any
     """A ``.dts`` document from ``scene`` (see the module docstring)."""
     v = _version(version, like)
     require_finite(scene)
+    scene = from_time_zero(scene)
     try:
         model = shape_model(scene, version=v)
     except FormatError:

@@ -40,7 +40,7 @@ from ...document import Document
 from ...scene.finite import require_finite
 from ...scene.geometry import compute_normals, weld
 from ...scene.model import Scene
-from ...scene.ops import default_morph_weights, world_matrices
+from ...scene.ops import default_morph_weights, from_time_zero, world_matrices
 from ...scene.xform import (decompose_matrix, inverse_affine, mat4_to_gltf, quat_normalize,
                             quat_to_matrix, trs_to_matrix)
 from .model import FbxNode
@@ -736,6 +736,7 @@ def scene_to_fbx(scene: Scene, *, version: int = 7400, binary: bool = True, fps:
     if not (fps > 0 and math.isfinite(fps)):
         raise EncodeError(f"frame rate must be positive, not {fps}")
     require_finite(scene)
+    scene = from_time_zero(scene)
     w = _FbxWriter(scene, version=int(version), fps=float(fps), embed_textures=embed_textures,
                    creator=creator or f"potsherd {__version__} FBX writer",
                    time_stamp=time_stamp)

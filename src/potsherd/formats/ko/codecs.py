@@ -110,9 +110,10 @@ def _scene_importer(name: str):
     def from_scene(scene: Any, *, like: Document | None = None, out_name: str = "",
                    out_dir: str = "", **options: Any):
         from ...scene.finite import require_finite
+        from ...scene.ops import from_time_zero
         from .importer import IMPORTERS  # imported when first used (it is large)
         require_finite(scene)
-        return IMPORTERS[name](scene, like=like, out_name=out_name, **options)
+        return IMPORTERS[name](from_time_zero(scene), like=like, out_name=out_name, **options)
     from_scene.__doc__ = f"A neutral scene (glTF import) as {name} file(s)."
     return from_scene
 

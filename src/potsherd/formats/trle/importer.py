@@ -56,7 +56,7 @@ import numpy as np
 
 from ...scene import compute_normals, decompose_matrix, quat_to_matrix
 from ...scene.finite import require_finite
-from ...scene.ops import triangle_sets, world_matrices
+from ...scene.ops import from_time_zero, triangle_sets, world_matrices
 from . import model
 from .moveables import TRWAD_VERSION
 from .import_bounds import FPS, ImportRefused
@@ -85,6 +85,7 @@ def from_scene(scene: Any, *, like: Any = None, out_name: str = "", **options: A
         raise ImportRefused(f"frame_rate must be positive, found {rate}")
     like = like if like and "moveable" in like else None
     require_finite(scene)
+    scene = from_time_zero(scene)
     if not scene.nodes:
         raise ImportRefused("the scene has no mesh to import")
     world = world_matrices(scene)
