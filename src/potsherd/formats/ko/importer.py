@@ -88,8 +88,10 @@ class Geometry:
         return len(self.positions)
 
 
-def gather(scene: Scene, sets: list, what: str, joint_map: dict | None = None) -> Geometry:
-    """Merge triangle sets into one N3 mesh, welded on every attribute."""
+def gather(scene: Scene, sets: list, what: str, joint_map: dict | None = None,
+           empty_ok: bool = False) -> Geometry:
+    """Merge triangle sets into one N3 mesh, welded on every attribute; refused
+    when every triangle is degenerate, unless ``empty_ok``."""
     if not sets:
         raise ImportError_(f"the scene has no triangles to make {what} from")
     pos, nrm, uv, tri, jn, wt = [], [], [], [], [], []
@@ -149,6 +151,11 @@ def gather(scene: Scene, sets: list, what: str, joint_map: dict | None = None) -
     if degenerate.any():
         scene.warnings.append(f"{what}: {int(degenerate.sum())} degenerate triangles dropped")
         tri_a = tri_a[~degenerate]
+        if not len(tri_a) and not empty_ok:
+            raise ImportError_(f"{what}: every triangle is degenerate (a corner repeated, or "
+                               "two at one place): nothing to write")
+        if not len(tri_a):
+            scene.warnings[-1] += "; none is left, so it is not written"
     used = np.zeros(len(first), bool)
     used[tri_a.reshape(-1)] = True
     keep = np.flatnonzero(used)
@@ -650,7 +657,9 @@ def import_chr(scene: Scene, *, like: Document | None = None, out_name: str = ""
             groups.append((name, [s for s in node_sets if s.material == m]))
     parts_like = _by_name([g[0] for g in groups], parts_like)
     for k, (pname, node_sets) in enumerate(groups):
-        geo = gather(scene, node_sets, f"part {pname}", joint_map)
+        geo = gather(scene, node_sets, f"part {pname}", joint_map, empty_ok=True)
+        if not len(geo.triangles):           # (gather warned: not written)
+            continue
         lpart, lskins = parts_like[k]
         pstem = _stem(text(lpart.root["geometry"]).replace("\\", "/")) if lpart is not None \
             else _unique(f"{stem}_{_safe(pname)}", stems)
@@ -682,7 +691,9 @@ def import_chr(scene: Scene, *, like: Document | None = None, out_name: str = ""
         frame, local = _unmirrored(scene, world[node], inverse_affine(world[j])[0] @ world[node],
                                    pname)
         local = into_frame(scene, node_sets, frame, local, f"plug {pname}")  # its own frame
-        geo = gather(scene, node_sets, f"plug {pname}")
+        geo = gather(scene, node_sets, f"plug {pname}", empty_ok=True)
+        if not len(geo.triangles):
+            continue
         lplug, lmesh = plugs_like[k]
         pfiles = _plug_files(scene, geo, _unique(f"{stem}_{_safe(pname)}", stems), "item", lplug,
                              lmesh, local, index[j], {**options, "name": pname})
