@@ -260,3 +260,21 @@ def test_folding_at_zero_keeps_the_motion_from_zero_on():
         assert np.allclose(sample_channel(before, at), sample_channel(after, at), atol=1e-12)
     still = clip_scene([0.0, 1.0])
     assert from_time_zero(still) is still
+
+
+@pytest.mark.parametrize("target", ["tr4wad", "trwad"])
+def test_far_root_bone_fits_the_tr_range_or_is_refused_by_name(target, tmp_path):
+    """A root bone 1e30 m away with a mesh of lines only (no vertex to fit the unit
+    to) overflowed the 16-bit keyframe offset: a numpy cast warning, then a wrapped
+    'OverflowError: Python integer ... out of bounds for int16'."""
+    s = clip_scene([0.0, 1.0])
+    s.nodes[0].translation = (1e30, 0.0, 0.0)
+    for p in s.meshes[0].primitives + s.meshes[1].primitives:
+        p.mode, p.indices = 1, p.indices[:4]
+    assert check_import(target, s, tmp_path) == "ok"              # the unit fits the bone
+    assert any("imported at" in w for w in s.warnings)
+    flung = triangle_scene()                  # an animation that throws the model 1e30 m
+    flung.animations.append(Animation(name="fling", channels=[Channel(
+        0, "translation", np.array([0.0, 1.0]), np.array([[0.0, 0, 0], [1e30, 0, 0]]))]))
+    with pytest.raises(FormatError, match="moves the root bone .* pass a larger unit_scale"):
+        codec(target).from_scene(flung)

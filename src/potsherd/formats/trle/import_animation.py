@@ -140,6 +140,11 @@ def _animations(scene: Any, bones: list, parents: list, meshes: list, to_tr: np.
                 rel[:, k] = fr[:, k, :3, :3] if parents[k] < 0 else \
                     np.swapaxes(fr[:, parents[k], :3, :3], -1, -2) @ fr[:, k, :3, :3]
             angles = euler_yxz(rel)
+            far = float(np.abs(fr[:, 0, :3, 3]).max())
+            if far > 32767:              # (keyframe offsets are 16-bit words)
+                raise ImportRefused(f"animation {ai} ({anim.name!r}) moves the root bone {far:g} "
+                                    "units from the origin, beyond the TR4 range (+-32767); "
+                                    "pass a larger unit_scale (metres per unit)")
             offsets = np.round(fr[:, 0, :3, 3]).astype(np.int64)
             boxes = _boxes(fr, mesh_points)
             carried = ex.get("bboxes")

@@ -165,11 +165,16 @@ def from_scene(scene: Any, *, like: Any = None, out_name: str = "", **options: A
 def _fitting_unit(scene: Any, world: np.ndarray, unit: float) -> float:
     """``unit`` (metres per TR unit), or a larger one when the model would not fit
     the engine's 16-bit coordinates (a warning says so): the model's largest
-    coordinate then becomes 16384 units."""
+    coordinate, of a vertex or of a mesh node or joint (a bone), then becomes
+    16384 units."""
     reach = 0.0
     for ts in triangle_sets(scene, world=world):
         if len(ts.positions):
             reach = max(reach, float(np.abs(ts.positions).max()))
+    bones = {i for i, nd in enumerate(scene.nodes) if nd.mesh is not None}
+    bones.update(j for sk in scene.skins for j in sk.joints if 0 <= j < len(world))
+    if bones:
+        reach = max(reach, float(np.abs(world[sorted(bones), :3, 3]).max()))
     if reach / unit <= 30000:
         return unit
     fitted = reach / 16384.0
@@ -428,7 +433,7 @@ def _mesh(scene: Any, frame: np.ndarray, to_tr: np.ndarray, parts: list, texture
         q = np.round(ts.positions @ inv[:3, :3].T + inv[:3, 3])
         if np.abs(q).max(initial=0) > 32767:
             raise ImportRefused("a vertex lies beyond the TR4 coordinate range (+-32767 units "
-                                "from its bone); pass a smaller unit_scale")
+                                "from its bone); pass a larger unit_scale (metres per unit)")
         q = q.astype(np.int64)
         if use_shades and ts.colors is not None:
             c = _unit_colors(ts.colors)
