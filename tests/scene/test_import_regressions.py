@@ -278,3 +278,15 @@ def test_far_root_bone_fits_the_tr_range_or_is_refused_by_name(target, tmp_path)
         0, "translation", np.array([0.0, 1.0]), np.array([[0.0, 0, 0], [1e30, 0, 0]]))]))
     with pytest.raises(FormatError, match="moves the root bone .* pass a larger unit_scale"):
         codec(target).from_scene(flung)
+
+
+def test_character_with_a_line_mesh_under_a_joint(tmp_path):
+    """A helper mesh of lines under a bone made the whole .n3chr a refusal ("no
+    triangles to make plug sword from"); it is skipped (triangles only), as in a part."""
+    s = rig_scene("none")
+    s.meshes[1].primitives[0].mode = 1
+    s.meshes[1].primitives[0].indices = s.meshes[1].primitives[0].indices[:4]
+    files = codec("n3chr").from_scene(s, out_name="hero.n3chr")
+    assert not any("sword" in n for n, _ in files)
+    assert any("point/line primitive(s) skipped" in w for w in s.warnings)
+    assert check_import("n3chr", s, tmp_path) == "ok"

@@ -676,7 +676,7 @@ def import_chr(scene: Scene, *, like: Document | None = None, out_name: str = ""
     parents = scene.parents()
     plug_refs: list = []
     rigid = [i for i, n in enumerate(scene.nodes) if n.mesh is not None and n.skin is None
-             and i not in part_nodes]
+             and i not in part_nodes and any(s.node == i for s in all_sets)]  # (not lines only)
     plugs_like = _by_name([_original_name(scene.nodes[i]) for i in rigid], plugs_like)
     for k, node in enumerate(rigid):
         j = parents[node]
