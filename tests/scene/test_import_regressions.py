@@ -290,3 +290,30 @@ def test_character_with_a_line_mesh_under_a_joint(tmp_path):
     assert not any("sword" in n for n, _ in files)
     assert any("point/line primitive(s) skipped" in w for w in s.warnings)
     assert check_import("n3chr", s, tmp_path) == "ok"
+
+
+# ---- several glTF scenes -----------------------------------------------------------------
+
+def two_scene_glb(scene: Scene, shown: list) -> Scene:
+    """``scene`` through a .glb of two glTF scenes, the second (``shown`` roots) the
+    one read; the first scene's nodes stay in the node list, no root reaching them."""
+    gl, b = scene_to_gltf(scene, True)
+    others = [r for r in gl["scenes"][0]["nodes"] if r not in shown]
+    gl["scenes"] = [{"nodes": others}, {"nodes": shown}]
+    gl["scene"] = 1
+    return read_gltf(glb_bytes(gl, b))
+
+
+@pytest.mark.parametrize("target", ["tr4wad", "trwad"])
+def test_joints_no_root_reaches_get_their_world_matrices(target, tmp_path, monkeypatch):
+    """The TR4 animation sampler filled world matrices from the roots down into
+    np.empty_like: joints of a skin in the other glTF scene kept uninitialised
+    memory (garbage poses; a NaN there was a numpy cast warning and a wrapped
+    OverflowError).  Uninitialised memory is made NaN here so that shows."""
+    s = clip_scene([0.0, 1.0])
+    s.add_node(name="crate", mesh=1)                  # what the shown scene draws
+    s = two_scene_glb(s, shown=[4, 1])
+    real = np.empty_like
+    monkeypatch.setattr(np, "empty_like", lambda a, *args, **kw: real(a, *args, **kw) * np.nan
+                        if np.asarray(a).dtype.kind == "f" else real(a, *args, **kw))
+    assert check_import(target, s, tmp_path) == "ok"

@@ -242,8 +242,13 @@ def _like_keyframes(like: Any, ai: int, count: int, n: int) -> tuple | None:
 
 
 def _topological(scene: Any) -> list[int]:
+    """Every node, parents first: the roots' trees, then those of nodes no root
+    reaches (another glTF scene's, which a skin's joints may still be)."""
     out = []
-    stack = list(reversed(scene.roots))
+    shown = set(scene.roots)
+    roots = list(scene.roots) + [i for i, p in enumerate(scene.parents())
+                                 if p is None and i not in shown]
+    stack = list(reversed(roots))
     while stack:
         i = stack.pop()
         out.append(i)
