@@ -317,3 +317,17 @@ def test_joints_no_root_reaches_get_their_world_matrices(target, tmp_path, monke
     monkeypatch.setattr(np, "empty_like", lambda a, *args, **kw: real(a, *args, **kw) * np.nan
                         if np.asarray(a).dtype.kind == "f" else real(a, *args, **kw))
     assert check_import(target, s, tmp_path) == "ok"
+
+
+def test_plug_geometry_past_float32_in_its_frame_is_refused_by_name():
+    """A plug is in its first mesh node's frame: one scaled by 1e-5 puts another
+    node's vertices 1e37 away past float32 there; the cast overflowed to inf (a
+    numpy warning, an inf vertex)."""
+    s = triangle_scene(scale=(1e-5, 1e-5, 1e-5))
+    s.add_mesh(Mesh(name="far", primitives=[Primitive(
+        positions=np.float32([[0, 0, 0], [1e37, 0, 0], [0, 3e37, 0]]),
+        indices=np.array([0, 1, 2], np.uint32))]))
+    s.add_node(name="far", mesh=1)
+    with pytest.raises(FormatError, match="n3cplug: 2 vertices have non-finite positions "
+                                          r"\(or beyond float32's range\)"):
+        codec("n3cplug").from_scene(s, out_name="sword.n3cplug")

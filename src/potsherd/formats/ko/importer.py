@@ -128,9 +128,10 @@ def gather(scene: Scene, sets: list, what: str, joint_map: dict | None = None,
     if lost_uv:
         scene.warnings.append(f"{what}: only the first UV set is kept (TEXCOORD_1+ dropped)")
     for name, arrays in (("positions", pos), ("UVs", uv)):
-        bad = sum(int((~np.isfinite(a)).any(axis=1).sum()) for a in arrays)
-        if bad:
-            raise ImportError_(f"{what}: {bad} vertices have non-finite {name}", path=name)
+        bad = sum(int((~(np.abs(a) <= F32_MAX)).any(axis=1).sum()) for a in arrays)
+        if bad:        # (NaN, inf, or past float32 once taken into a plug's frame)
+            raise ImportError_(f"{what}: {bad} vertices have non-finite {name} (or beyond "
+                               "float32's range)", path=name)
     pos_a = mirror_x(np.concatenate(pos)).astype(np.float32)
     nrm_a = mirror_x(np.concatenate(nrm)).astype(np.float32)
     uv_a = np.concatenate(uv).astype(np.float32)
