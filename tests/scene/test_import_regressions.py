@@ -331,3 +331,18 @@ def test_plug_geometry_past_float32_in_its_frame_is_refused_by_name():
     with pytest.raises(FormatError, match="n3cplug: 2 vertices have non-finite positions "
                                           r"\(or beyond float32's range\)"):
         codec("n3cplug").from_scene(s, out_name="sword.n3cplug")
+
+
+def test_places_float32_cannot_hold_are_refused_by_name():
+    """Near float32's largest value, a joint relative to its N3 parent (here 6e38 m
+    from it) and a shape's bounds overflowed float32 on the cast (inf in the file)."""
+    s = clip_scene([0.0, 1.0])
+    s.nodes[0].translation = (-3e38, 0.0, 0.0)
+    s.nodes[1].translation = (3e38, 0.0, 0.0)
+    for target in ("n3joint", "n3chr"):
+        with pytest.raises(FormatError, match="joint 'prop' is placed or scaled past float32"):
+            codec(target).from_scene(s, out_name="hero" + codec(target).extensions[0])
+    far = triangle_scene()
+    far.meshes[0].primitives[0].positions = np.float32([[-3e38, 0, 0], [3e38, 0, 0], [0, 1, 0]])
+    with pytest.raises(FormatError, match=r"object 'tri': non-finite positions \(or past 1e38\)"):
+        codec("dts").from_scene(far)

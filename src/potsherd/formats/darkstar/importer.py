@@ -724,14 +724,15 @@ def shape_from_scene(scene: Scene, *, like: Document | None = None, version: Any
 
 
 def _check_finite(model: ShapeModel) -> None:
-    """Refuse NaN/infinite values (they would quantise to garbage bytes)."""
+    """Refuse NaN/infinite values (they would quantise to garbage bytes), and
+    places past 1e38, whose bounds float32 cannot hold (its largest is 3.4e38)."""
     for n in model.nodes:
-        if not np.isfinite(n.local).all():
-            raise ShapeImportError(f"node {n.name!r}: non-finite rest transform")
+        if not (np.abs(n.local) <= 1e38).all():
+            raise ShapeImportError(f"node {n.name!r}: non-finite rest transform (or past 1e38)")
     for o in model.objects:
         for what, arr in (("positions", o.frames), ("offset", o.offset), ("uvs", o.uvs)):
-            if not np.isfinite(arr).all():
-                raise ShapeImportError(f"object {o.name!r}: non-finite {what}")
+            if not (np.abs(arr) <= 1e38).all():
+                raise ShapeImportError(f"object {o.name!r}: non-finite {what} (or past 1e38)")
         if not np.isfinite(o.normals).all():
             o.normals = np.where(np.isfinite(o.normals), o.normals, 0.0)
     for sq in model.sequences:

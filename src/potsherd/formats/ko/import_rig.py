@@ -15,7 +15,7 @@ from ...scene.ops import local_matrix, sample_node_trs, world_matrices
 from ...scene.reorient import frames_like, reorient_joints
 from ...scene.xform import (decompose_matrix, inverse_affine, mirror_x, mirror_x_quat,
                             quat_continuous, quat_normalize, trs_to_matrix)
-from .import_base import FRAME_RATE, ImportError_, _original_name, _raw
+from .import_base import F32_MAX, FRAME_RATE, ImportError_, _original_name, _raw
 
 
 def skeleton_order(scene: Scene, rank: dict | None = None) -> list[int]:
@@ -209,6 +209,9 @@ def joint_root(scene: Scene, order: list[int], name: str | None = None,
         else:
             tr, ro, sc = _timeline_trs(scene, node, layout, total)
             baked = False
+        if not (np.abs(tr) <= F32_MAX).all() or not (np.abs(sc) <= F32_MAX).all():
+            raise ImportError_(f"skeleton: joint {nd.name!r} is placed or scaled past float32's "
+                               "range (3.4e38) relative to its N3 parent")
         t0, r0, s0 = tr[:1], ro[:1], sc[:1]
         keys = [{"count": 0, "values": np.zeros((0, 0), np.float32)} for _ in range(4)]
         if total:
