@@ -10,7 +10,7 @@ import numpy as np
 from ...core.errors import FormatError
 from ...core.values import RawString
 from ...scene.xform import inverse_affine
-from .text import CP_DEFAULT
+from .text import CP_DEFAULT, text
 
 
 FRAME_RATE = 30.0
@@ -109,3 +109,20 @@ def into_frame(scene: Any, sets: list, frame: np.ndarray, local: np.ndarray, wha
         if np.array_equal(local, frame):
             local = np.linalg.inv(to_frame)
     return local
+
+
+def _by_name(names: list, originals: list) -> list:
+    """``originals`` ((record, geometry) pairs) in the order of the imported ``names``:
+    the original of the same stored name first (Blender reorders nodes), the
+    others in their order; (None, None) where none is left."""
+    free = list(range(len(originals)))
+    out: list = [None] * len(names)
+    for i, name in enumerate(names):
+        k = next((k for k in free if text(originals[k][0].root["name"]) == name), None)
+        if k is not None:
+            out[i] = originals[k]
+            free.remove(k)
+    for i in range(len(names)):
+        if out[i] is None:
+            out[i] = originals[free.pop(0)] if free else (None, None)
+    return out

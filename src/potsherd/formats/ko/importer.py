@@ -58,7 +58,8 @@ from .pmgen import build_progressive, replay
 from .wire import record_table
 from .import_base import (F32_MAX, ImportError_, MAX_VERTICES, PMESH_LOD_DISTANCES,
                           PMESH_LOD_FRACTIONS, SKIN_LOD_FRACTIONS, _file_stem, _no_lod,
-                          _original_name, _raw, _safe, _stem, _unique, into_frame)
+                          _by_name, _original_name, _raw, _safe, _stem, _unique,
+                          into_frame)
 from .import_atlas import merge_materials
 from .import_rig import (anim_root, import_anim, import_joint, joint_root, skeleton_order,
                          keep_frames, like_names, restore_clip_data, _copy_doc, _joint_maps,
@@ -713,23 +714,6 @@ def import_chr(scene: Scene, *, like: Document | None = None, out_name: str = ""
         if name.lower() not in seen:
             seen.add(name.lower())
             out.append((name, doc))
-    return out
-
-
-def _by_name(names: list, originals: list) -> list:
-    """``originals`` ((record, geometry) pairs) in the order of the imported ``names``:
-    the original of the same stored name first (Blender reorders nodes), the
-    others in their order; (None, None) where none is left."""
-    free = list(range(len(originals)))
-    out: list = [None] * len(names)
-    for i, name in enumerate(names):
-        k = next((k for k in free if text(originals[k][0].root["name"]) == name), None)
-        if k is not None:
-            out[i] = originals[k]
-            free.remove(k)
-    for i in range(len(names)):
-        if out[i] is None:
-            out[i] = originals[free.pop(0)] if free else (None, None)
     return out
 
 
