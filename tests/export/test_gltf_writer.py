@@ -263,3 +263,20 @@ def test_node_matrix_and_nonfinite_extras():
     assert "matrix" not in gl["nodes"][1]
     assert gl["scenes"][0]["extras"] == {"bad": "nan", "arr": [0, 1, 2], "raw": "01ff"}
     json.dumps(gl, allow_nan=False)
+
+
+def test_values_past_float32_are_reported_by_accessor_not_by_numpy():
+    """A position of 1e39 overflows float32: the writer names the accessor and
+    writes 0 there, with no numpy RuntimeWarning (an error here) on the way."""
+    import warnings
+    from potsherd.scene import Mesh, Primitive, Scene
+    from potsherd.export.gltf import scene_to_gltf
+    s = Scene()
+    s.add_node(name="x", mesh=s.add_mesh(Mesh(name="x", primitives=[Primitive(
+        positions=np.array([[0, 0, 0], [1e39, 0, 0], [0, 1, 0]]),
+        indices=np.array([0, 1, 2], np.uint32))])))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        gl, _ = scene_to_gltf(s)
+    assert gl["accessors"][0]["max"] == [0.0, 1.0, 0.0]
+    assert s.warnings == ["meshes[0].primitives[0].POSITION: 1 non-finite values replaced by 0"]

@@ -671,7 +671,8 @@ def scene_to_gltf(scene: Scene, binary: bool = True, *, image_files: dict | None
     (``.gltf`` output); for ``.glb`` leave it None.
     """
     w = _Writer(scene, binary, image_files)
-    gl = w.build()
+    with np.errstate(over="ignore"):      # float32 overflow: the accessors report it by name
+        gl = w.build()
     if "buffers" in gl and bin_uri is not None:
         gl["buffers"][0]["uri"] = bin_uri
     return gl, bytes(w.bin)
