@@ -1111,3 +1111,21 @@ def test_a_clip_between_frames_still_ends_in_its_last_pose():
     sc.animations[0].channels[0].times = np.array([0.0, 0.9], np.float32)  # on a frame: 27 too
     assert [(c["start"], c["end"]) for c in CODEC["n3anim"].from_scene(sc).root["clips"]] == \
         [(1.0, 28.0)]
+
+
+def test_skeleton_takes_the_skins_the_shown_meshes_use():
+    """A skin no shown mesh uses (another glTF scene's) adds no joints; with no
+    skin in use at all, every skin still counts (a skeleton-only file)."""
+    from potsherd.formats.ko.import_rig import skeleton_order
+    s = Scene()
+    a0 = s.add_node(name="a0")
+    a1 = s.add_node(name="a1", parent=a0, translation=(0, 1, 0))
+    b0 = s.add_node(name="b0", translation=(5, 0, 0))
+    used = s.add_skin(Skin(joints=[a0, a1], inverse_bind_matrices=np.tile(np.eye(4), (2, 1, 1))))
+    s.add_skin(Skin(joints=[b0], inverse_bind_matrices=np.eye(4)[None]))
+    p = Primitive(positions=np.eye(3, dtype=np.float32), indices=np.array([0, 1, 2], np.uint32),
+                  joints=np.zeros((3, 4), np.uint16), weights=np.tile([1.0, 0, 0, 0], (3, 1)))
+    s.add_node(name="body", mesh=s.add_mesh(Mesh(name="body", primitives=[p])), skin=used)
+    assert skeleton_order(s) == [a0, a1]
+    s.nodes[-1].skin = None                               # (control: no skin in use)
+    assert skeleton_order(s) == [a0, a1, b0]

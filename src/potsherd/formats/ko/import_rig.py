@@ -30,8 +30,11 @@ def skeleton_order(scene: Scene, rank: dict | None = None) -> list[int]:
     are bound to."""
     if not scene.skins:
         raise ImportError_("the scene has no skin (no skeleton to write)")
+    # the skins the shown meshes use (a glTF's other scenes may hold more)
+    used = sorted({n.skin for n in scene.nodes if n.skin is not None and n.mesh is not None
+                   and 0 <= n.skin < len(scene.skins)})
     listed: dict = {}
-    for sk in scene.skins:
+    for sk in [scene.skins[i] for i in used] or scene.skins:
         for j in sk.joints:
             listed.setdefault(j, len(listed))
     joints = set(listed)
