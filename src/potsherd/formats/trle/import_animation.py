@@ -10,12 +10,24 @@ import numpy as np
 
 from ...core.errors import FormatError
 from ...scene import decompose_matrix, quat_to_matrix, trs_to_matrix
+from ...scene.xform import matrix_to_quat, quat_continuous, quat_normalize, quat_slerp
 from ...scene.ops import local_matrix, sample_node_trs
 from . import model
 from .import_bounds import FPS, ImportRefused, MAX_GAME_FRAMES, MAX_SAMPLED_TRANSFORMS
 
 
 _COMMAND_TYPES = {v: k for k, v in model.COMMAND_NAMES.items()}
+
+#: a key of the glTF lies on the original's motion within this angle (each bone's
+#: rotation; the finest TR step, 12 bits, is 0.088 degrees) ...
+MOTION_DEGREES = 0.01
+#: ... and this distance of the root offset (TR units)
+MOTION_UNITS = 0.05
+
+#: a keyframe's word count is a u8 (layouts/common.layout ``frame_size``): 9 words
+#: of box and offset, then up to two per bone
+MAX_FRAME_SIZE = 0xFF
+MAX_FRAME_BONES = (MAX_FRAME_SIZE - 9) // 2
 
 
 def _anim_base(mov: dict) -> int:
@@ -114,31 +126,15 @@ def _animations(scene: Any, bones: list, parents: list, meshes: list, to_tr: np.
     for ai, (anim, ex, la, fd, count) in enumerate(plan):
         times = np.arange(count, dtype=np.float64) * fd / FPS
         frame_words: list[list[int]] = []
-        if count:
-            local = np.repeat(np.stack([local_matrix(nd) for nd in scene.nodes])[None],
-                              count, 0)
-            animated = {c.node for c in anim.channels if c.path != "weights"}
-            for node in animated:
-                t, r, s = sample_node_trs(scene, anim, node, times)
-                local[:, node] = trs_to_matrix(t, r, s)
-            world = np.empty_like(local)
-            for i in order:
-                p = node_parents[i]
-                world[:, i] = local[:, i] if p is None else world[:, p] @ local[:, i]
-            fr = np.empty((count, n, 4, 4))
-            for k, b in enumerate(bones):
-                if b < 0:
-                    fr[:, k] = np.eye(4)
-                    continue
-                m = to_tr @ world[:, b] @ post
-                t_, r_, _ = decompose_matrix(m)
-                fr[:, k] = np.eye(4)
-                fr[:, k, :3, :3] = quat_to_matrix(r_)[..., :3, :3]
-                fr[:, k, :3, 3] = t_
-            rel = np.empty((count, n, 3, 3))
-            for k in range(n):
-                rel[:, k] = fr[:, k, :3, :3] if parents[k] < 0 else \
-                    np.swapaxes(fr[:, parents[k], :3, :3], -1, -2) @ fr[:, k, :3, :3]
+        like_frames = _like_keyframes(like, ai, count, n) if count else None
+
+        def pose(at: np.ndarray) -> tuple:
+            return _bone_frames(scene, anim, at, bones, parents, order, node_parents,
+                                to_tr, post)
+        if like_frames is not None and _on_original_motion(anim, bones, pose, like_frames, fd):
+            frame_words = [[w & 0xFFFF for w in f] for f in like_frames[0]]   # unchanged
+        elif count:
+            fr, rel = pose(times)
             angles = euler_yxz(rel)
             far = float(np.abs(fr[:, 0, :3, 3]).max())
             if far > 32767:              # (keyframe offsets are 16-bit words)
@@ -152,7 +148,6 @@ def _animations(scene: Any, bones: list, parents: list, meshes: list, to_tr: np.
                 cb = np.asarray(carried, np.int64).reshape(count, 6)
                 if np.abs(cb - boxes).max(initial=0) <= 32:
                     boxes = cb
-            like_frames = _like_keyframes(like, ai, count, n)
             for f in range(count):
                 rot = rotation_words(angles[f])
                 words_f = [*boxes[f].tolist(), *offsets[f].tolist(), *(w for r in rot for w in r)]
@@ -165,10 +160,17 @@ def _animations(scene: Any, bones: list, parents: list, meshes: list, to_tr: np.
                 frame_words.append(words_f)
         need = max((len(w) for w in frame_words), default=0)
         fsz = int(ex.get("frame_size", need))
-        if fsz < need or (count and fsz < 9):
+        if fsz < need or (count and fsz < 9) or fsz > MAX_FRAME_SIZE:
             fsz = need
         if not count and "frame_size" not in ex:
             fsz = 9 + 2 * n
+        if fsz > MAX_FRAME_SIZE:
+            raise ImportRefused(
+                f"animation {ai} ({anim.name!r}): a keyframe of {n} bones takes {fsz} words, "
+                f"and a TR4 animation's frame size is a byte: at most {MAX_FRAME_SIZE} words "
+                f"(9, then 2 per bone turning about several axes: {MAX_FRAME_BONES} such "
+                "bones); a whole wad's export that lost its extras imports moveable by "
+                "moveable with --like ORIGINAL")
         for w in frame_words:
             words.extend(v - 0x10000 if v >= 0x8000 else v for v in w + [0] * (fsz - len(w)))
         fs = starts[ai]
@@ -201,6 +203,69 @@ def _animations(scene: Any, bones: list, parents: list, meshes: list, to_tr: np.
         cmds.extend(a_cmds)
         changes.extend(a_changes)
     return anims, cmds, changes, words
+
+
+def _bone_frames(scene: Any, anim: Any, times: np.ndarray, bones: list, parents: list,
+                 order: list, node_parents: list, to_tr: np.ndarray, post: np.ndarray) -> tuple:
+    """(frames (F, n, 4, 4), rotations relative to the parent bone (F, n, 3, 3)) of
+    the bones at ``times``, in TR space."""
+    count, n = len(times), len(bones)
+    local = np.repeat(np.stack([local_matrix(nd) for nd in scene.nodes])[None], count, 0)
+    for node in {c.node for c in anim.channels if c.path != "weights"}:
+        t, r, s = sample_node_trs(scene, anim, node, times)
+        local[:, node] = trs_to_matrix(t, r, s)
+    world = np.empty_like(local)
+    for i in order:
+        p = node_parents[i]
+        world[:, i] = local[:, i] if p is None else world[:, p] @ local[:, i]
+    fr = np.empty((count, n, 4, 4))
+    for k, b in enumerate(bones):
+        fr[:, k] = np.eye(4)
+        if b < 0:
+            continue
+        t_, r_, _ = decompose_matrix(to_tr @ world[:, b] @ post)
+        fr[:, k, :3, :3] = quat_to_matrix(r_)[..., :3, :3]
+        fr[:, k, :3, 3] = t_
+    rel = np.empty((count, n, 3, 3))
+    for k in range(n):
+        rel[:, k] = fr[:, k, :3, :3] if parents[k] < 0 else \
+            np.swapaxes(fr[:, parents[k], :3, :3], -1, -2) @ fr[:, k, :3, :3]
+    return fr, rel
+
+
+def _on_original_motion(anim: Any, bones: list, pose: Any, like_frames: tuple,
+                        fd: int) -> bool:
+    """Whether every key of ``anim`` lies on the original animation's motion
+    (``like_frames``: its words, rotations, root offsets): the bones' rotations
+    and the root's offset at each key time of the glTF are the original's
+    keyframes interpolated there, by slerp (glTF) or by per-component lerp of
+    the hemisphere-continuous quaternions (Blender's F-curves), within
+    ``MOTION_DEGREES`` and ``MOTION_UNITS``.  Keys at other times than the
+    original's (Blender samples at 24 fps) are the same motion; the glTF may
+    end up to one 24 fps frame before or after the original's last keyframe."""
+    _, lq, loff = like_frames
+    count = len(lq)
+    nodes = {b for b in bones if b >= 0}
+    keys = [np.asarray(c.times, np.float64) for c in anim.channels
+            if c.node in nodes and c.path in ("translation", "rotation") and len(c.times)]
+    times = np.unique(np.concatenate(keys)) if keys else np.zeros(1)
+    end = (count - 1) * fd / FPS
+    if times[0] < -1e-4 or abs(times[-1] - end) > 1.0 / 24.0 + 1e-4:
+        return False
+    fr, rel = pose(times)
+    mine = matrix_to_quat(rel)
+    q = np.stack([quat_continuous(lq[:, j]) for j in range(lq.shape[1])], 1)
+    pos = np.clip(times * FPS / fd, 0, count - 1)
+    k = np.minimum(np.floor(pos).astype(np.int64), max(count - 2, 0))
+    s = (pos - k)[:, None]
+    k1 = np.minimum(k + 1, count - 1)
+    slerp = quat_slerp(q[k], q[k1], s)
+    nlerp = quat_normalize((1 - s[..., None]) * q[k] + s[..., None] * q[k1])
+    cos = math.cos(math.radians(MOTION_DEGREES) / 2)
+    close = np.maximum(np.abs((mine * slerp).sum(-1)), np.abs((mine * nlerp).sum(-1)))
+    offsets = (1 - s) * loff[k] + s * loff[k1]
+    return bool((close >= cos).all()) and \
+        bool(np.abs(fr[:, 0, :3, 3] - offsets).max() <= MOTION_UNITS)
 
 
 def quat_from_rel(r: np.ndarray) -> np.ndarray:
