@@ -24,10 +24,12 @@ class _Textures:
         self.by_key: dict[tuple, int] = {}
         self.images: dict[int, np.ndarray] = {}
         self.carried: dict[tuple, int] = {}
+        self.rects: list[tuple] = []     # each carried texture's atlas rectangle
         self.mirrored_quad_zero = False
         for info in hx.get("tr4_textures", []) if isinstance(hx.get("tr4_textures"), list) else []:
             x, y, w, h = (int(v) for v in info["atlas"])
             self.carried[(x, y, w, h)] = len(self.items)
+            self.rects.append((x, y, w, h))
             self.items.append({"pending": (x, y, w, h), **{k: int(info[k]) for k in (
                 "x", "y", "page", "flip_x", "w", "flip_y", "h")}})
         self.carried_count = len(self.items)
@@ -74,6 +76,13 @@ class _Textures:
             return None
         self._fill(k, arr)
         return k, tuple(corners)
+
+    def fill(self, k: int, material: int | None) -> None:
+        """Carried texture ``k`` gets its pixels from ``material``'s image (when
+        the polygon using it is kept as it was)."""
+        arr, _ = self.image(material)
+        if arr is not None and 0 <= k < self.carried_count:
+            self._fill(k, arr)
 
     def _fill(self, k: int, arr: np.ndarray) -> None:
         item = self.items[k]

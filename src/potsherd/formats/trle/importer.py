@@ -41,7 +41,12 @@
   keyframe offset; bounding boxes are those of the posed meshes, or the carried
   ``extras.bboxes`` when they agree within 32 units.  With ``like``, keyframes
   and meshes the glTF left unchanged keep the original words and records, so
-  an unedited round trip gives the original bytes.  State changes,
+  an unedited round trip gives the original bytes: a mesh whose triangles are
+  the original's in any order (:mod:`.import_same`), an animation whose every
+  key lies on the original's motion (:func:`.import_animation._on_original_motion`;
+  a glTF that came back through Blender without its extras is first given them
+  back by :mod:`.import_like`).  A keyframe's size is a byte: more than 255
+  words (123 bones turning about several axes) is refused.  State changes,
   dispatches, commands, state ids, speeds and ``frame_start`` come from the animation's
   extras, else from ``like`` (the moveable being replaced), else defaults (no
   state changes, ``next_anim`` loops on itself).
@@ -62,6 +67,7 @@ from .moveables import TRWAD_VERSION
 from .import_bounds import FPS, ImportRefused
 from .import_animation import _anim_base, _animations, mov_table
 from .import_animation import euler_yxz, rotation_words  # noqa: F401  (imported from here)
+from .import_same import pixel_corners, same_attributes, same_mesh, same_triangles
 from .import_textures import _Textures
 
 # A mesh's vertex count is a u16 but its normal (or, negated, shade) count, one per
@@ -214,12 +220,13 @@ def _warn_unkept_motion(scene: Any, bones: list, parents: list) -> None:
             v = np.asarray(ch.values, np.float64)
             if not len(v) or not np.isfinite(v).all():
                 continue
+            # float noise (a tool's float32 keys in TR units) is no motion
+            spread = np.abs(v - v[0]).max() > 1e-5 * max(1.0, float(np.abs(v).max()))
             if ch.path == "scale":
-                moves = ch.node in bone_set and np.abs(v - v[0]).max() > 1e-6
+                moves = ch.node in bone_set and spread
                 what = "scale keys"
             elif ch.path == "translation":
-                moves = ch.node in bone_set and ch.node not in roots and \
-                    np.abs(v - v[0]).max() > 1e-6
+                moves = ch.node in bone_set and ch.node not in roots and spread
                 what = "translation keys of bones other than the root"
             elif ch.path == "weights":
                 moves = np.abs(v - v[0]).max() > 1e-6
@@ -471,6 +478,13 @@ def _mesh(scene: Any, frame: np.ndarray, to_tr: np.ndarray, parts: list, texture
             corner_uv.append(uv[[tri[0], tri[2], tri[1]]])
             corner_pos.append(q[[tri[0], tri[2], tri[1]]])
             tri_mat.append(ts.material)
+    if like_mesh is not None and textures.carried:
+        kept = _kept_mesh(scene, like_mesh, corner_pos, corner_uv, tri_mat, textures,
+                          {"vertices": verts, "normal_count": -len(verts) if use_shades
+                           else len(verts), "shades": shades, "normals": normals,
+                           "polygons": []})
+        if kept is not None:
+            return kept
     polygons = _polygons(scene, corner_key, corner_uv, corner_pos, tri_mat, textures, ours)
     if len(polygons) > MAX_POLYGONS:
         raise ImportRefused(f"{_bone_name(scene, bone)}: {len(polygons)} polygons; a TR4 mesh "
@@ -503,9 +517,29 @@ def _mesh(scene: Any, frame: np.ndarray, to_tr: np.ndarray, parts: list, texture
         mesh["normals"] = np.asarray(normals, np.int16).reshape(-1, 3)
     mesh["polygon_count"] = len(polygons)
     mesh["polygons"] = polygons
-    if like_mesh is not None and _same_mesh(mesh, like_mesh):
+    if like_mesh is not None and same_mesh(mesh, like_mesh):
         return {k: v for k, v in like_mesh.items() if k != "pad"}
     return mesh
+
+
+def _kept_mesh(scene: Any, like_mesh: dict, corner_pos: list, corner_uv: list, tri_mat: list,
+               textures: _Textures, vertices: dict) -> dict | None:
+    """The original mesh record when the glTF's triangles are its triangles (in
+    any order, vertices split as may be: :func:`.import_same.same_triangles`)
+    with the same shades or normals, its textures' pixels read from the glTF's
+    image as the polygons would have; else None."""
+    pixels = []
+    for uv, mat in zip(corner_uv, tri_mat):
+        arr, _ = textures.image(mat)
+        pixels.append(None if arr is None else pixel_corners(uv, arr.shape[1::-1]))
+    attrs = [_attributes(scene, m) for m in tri_mat]
+    if not (same_triangles(corner_pos, pixels, attrs, like_mesh, textures.rects)
+            and same_attributes(vertices, like_mesh)):
+        return None
+    mat = next((m for m in tri_mat if textures.image(m)[0] is not None), None)
+    for p in like_mesh["polygons"]:      # (potsherd's export: one atlas for every material)
+        textures.fill(model.texture_index(p["shape"], p["texture"])[0], mat)
+    return {k: v for k, v in like_mesh.items() if k != "pad"}
 
 
 def _bone_name(scene: Any, bone: int) -> str:
@@ -521,53 +555,6 @@ def _check_vertex_count(count: int, scene: Any, bone: int) -> None:
             f"{MAX_VERTICES} (its normal or shade count, one per vertex, is a signed "
             "16-bit number): decimate the mesh (Blender: Decimate modifier) or split it "
             "among more bones")
-
-
-def _polygon_set(mesh: dict) -> list:
-    v = np.asarray(mesh["vertices"]).reshape(-1, 3).tolist()
-    return sorted((int(p["shape"]), tuple(tuple(v[int(i)]) for i in p["vertices"]),
-                   int(p["texture"]), int(p["attributes"])) for p in mesh["polygons"])
-
-
-def _same_mesh(mesh: dict, like_mesh: dict) -> bool:
-    """True when an imported mesh is the original one in another vertex and
-    polygon order (same polygons with textures and attributes; per position the
-    same shades, or the same normal directions, a zero original normal matching
-    any): the original is then kept as it was, unused vertices included."""
-    try:
-        nn, ln = int(mesh["normal_count"]), int(like_mesh["normal_count"])
-        if (nn < 0) != (ln < 0) or _polygon_set(mesh) != _polygon_set(like_mesh):
-            return False
-
-        def per_position(m: dict, used_only: bool) -> dict:
-            v = np.asarray(m["vertices"]).reshape(-1, 3).tolist()
-            used = {int(i) for p in m["polygons"] for i in p["vertices"]}
-            attr = np.asarray(m["shades"] if int(m["normal_count"]) < 0 else
-                              m.get("normals", np.zeros((len(v), 3))), np.float64)
-            out: dict = {}
-            for k, p in enumerate(v):
-                if used_only and k not in used or k >= len(attr):
-                    continue
-                out.setdefault(tuple(p), []).append(attr[k])
-            return out
-        mine, theirs = per_position(mesh, False), per_position(like_mesh, True)
-        if set(mine) != set(theirs):
-            return False
-        for pos, values in theirs.items():
-            for t in values:
-                if nn < 0:
-                    if not any(m == t for m in mine[pos]):
-                        return False
-                    continue
-                lt = np.linalg.norm(t)
-                if lt == 0 or ln == 0:
-                    continue
-                if not any(np.dot(m, t) / max(np.linalg.norm(m) * lt, 1e-12) > 1 - 1e-4
-                           for m in mine[pos]):
-                    return False
-        return True
-    except (KeyError, IndexError, ValueError, TypeError):
-        return False
 
 
 def _unit_colors(colors: Any) -> np.ndarray:
@@ -617,7 +604,7 @@ def _polygons(scene: Any, keys: list, uvs: list, pos: list, mats: list, textures
             continue
         used[i] = True
         quad = None
-        for r in ((0,) if ours else (0, 1, 2)):
+        for r in (0, 1, 2):
             a, b, c = k[r], k[(r + 1) % 3], k[(r + 2) % 3]
             for j in by_edge.get((a, c), ()):
                 if used[j] or j <= i or mats[j] != mats[i]:
@@ -658,7 +645,8 @@ def _triangle(k: tuple, uv: np.ndarray, material: int | None, textures: _Texture
     flags = None
     if found is not None:
         index, corners = found
-        flags = _TRI.get(corners)
+        turn = next((t for t in range(3) if corners[t:] + corners[:t] in _TRI), 0)
+        k, flags = k[turn:] + k[:turn], _TRI.get(corners[turn:] + corners[:turn])
     if flags is None:
         index, corners = textures.bake(material, uv)
         flags = _TRI[corners]
@@ -672,6 +660,10 @@ def _quad(scene: Any, k: tuple, uv: np.ndarray, pos: np.ndarray, material: int |
     if found is not None:
         index, corners = found
         flags = _QUAD.get(corners)
+        # a quad paired from its second triangle (triangles in another order, as
+        # Blender may give them) starts at the far end of its diagonal
+        if flags is None and corners[2:] + corners[:2] in _QUAD:
+            k, flags = k[2:] + k[:2], _QUAD[corners[2:] + corners[:2]]
         if flags is None or (flags and index == 0):
             return None
     else:

@@ -172,20 +172,13 @@ class _Materials:
         return [(i, self.scene.materials[i].name) for i in sorted(self.by_attr.values())]
 
 
-def _mesh_primitives(m: dict, rects: list, size: tuple, materials: "_Materials") -> list:
-    """Primitives of one TR mesh: per-corner UVs from the texture rectangles,
-    quads split, winding reversed (TR faces are clockwise)."""
-    polys = m["polygons"]
-    if not polys:
-        return []
-    verts = np.asarray(m["vertices"], np.float32).reshape(-1, 3)
-    shape = np.array([p["shape"] for p in polys])
-    word = np.array([p["texture"] for p in polys], np.int64)
-    attrs = np.array([p["attributes"] for p in polys], np.int64)
-    idx = np.zeros((len(polys), 4), np.int64)
-    for i, p in enumerate(polys):  # one small array per polygon (3 or 4 indices)
-        v = np.asarray(p["vertices"], np.int64)
-        idx[i, :len(v)] = v
+def corner_pixels(polys: list, rects: list) -> tuple[np.ndarray, np.ndarray]:
+    """(P, 4, 2) atlas pixel coordinates of every polygon's corners (a
+    triangle's fourth is unused), from its texture's rectangle in ``rects`` and
+    the corner bits of its texture word, and (P,) whether its texture is missing
+    (those get texture 0's rectangle)."""
+    shape = np.array([p["shape"] for p in polys], np.int64).reshape(-1)
+    word = np.array([p["texture"] for p in polys], np.int64).reshape(-1)
     quad = shape == 9
     mirrored = (word & 0x8000) != 0
     tex = np.where(quad & mirrored, (0x10000 - word) & 0xFFFF, np.where(quad, word, word & 0x0FFF))
@@ -197,8 +190,27 @@ def _mesh_primitives(m: dict, rects: list, size: tuple, materials: "_Materials")
     x, y, w, h = (r[tex, k] for k in range(4)) if len(rects) else (np.zeros(len(polys)),) * 4
     cx = np.stack([x, x + w, x + w, x], 1)
     cy = np.stack([y, y, y + h, y + h], 1)
-    u = np.take_along_axis(cx, corner_ids, 1) / size[0]
-    v = np.take_along_axis(cy, corner_ids, 1) / size[1]
+    return np.stack([np.take_along_axis(cx, corner_ids, 1),
+                     np.take_along_axis(cy, corner_ids, 1)], -1), bad
+
+
+def _mesh_primitives(m: dict, rects: list, size: tuple, materials: "_Materials") -> list:
+    """Primitives of one TR mesh: per-corner UVs from the texture rectangles,
+    quads split, winding reversed (TR faces are clockwise)."""
+    polys = m["polygons"]
+    if not polys:
+        return []
+    verts = np.asarray(m["vertices"], np.float32).reshape(-1, 3)
+    shape = np.array([p["shape"] for p in polys])
+    attrs = np.array([p["attributes"] for p in polys], np.int64)
+    idx = np.zeros((len(polys), 4), np.int64)
+    for i, p in enumerate(polys):  # one small array per polygon (3 or 4 indices)
+        v = np.asarray(p["vertices"], np.int64)
+        idx[i, :len(v)] = v
+    quad = shape == 9
+    px, bad = corner_pixels(polys, rects)
+    u = px[..., 0] / size[0]
+    v = px[..., 1] / size[1]
     if np.any(idx >= len(verts)):
         raise FormatError("a polygon uses a vertex index beyond the mesh's vertices")
     nn = int(m["normal_count"])
