@@ -98,6 +98,8 @@ class WadCodec(LayoutCodec):
         base = like.root if like is not None else empty_wad()
         if isinstance(base.get("meshes"), (bytes, bytearray)):
             raise FormatError("the --like wad's mesh blob did not parse; cannot insert into it")
+        if like is not None:
+            recognise(scene, like)
         held = moveable_ids(scene)
         if len(held) > 1 and opts.get("moveable") is None:
             if opts.get("object_id") is not None:
@@ -133,6 +135,14 @@ def moveable_ids(scene: Any) -> list[int]:
                 and mov["object_id"] not in out:
             out.append(mov["object_id"])
     return out
+
+
+def recognise(scene: Any, like: Document) -> None:
+    """A potsherd export that lost its extras on the way (Blender) gets back
+    what the original's export says about the moveables of the same names
+    (:mod:`.import_like`)."""
+    from .import_like import like_scene, restore
+    scene.warnings.extend(restore(scene, like_scene(like.format, like.root, scene)))
 
 
 def guarded_import(fn: Any, scene: Any, **kw: Any) -> dict:
@@ -226,6 +236,8 @@ class TrwadCodec(LayoutCodec):
         from ...registry import coerce_options
         from .importer import from_scene
         opts = coerce_options(IMPORT_OPTIONS, options, what="trwad import")
+        if like is not None and "moveable" in like.root:
+            recognise(scene, like)
         held = moveable_ids(scene)
         if len(held) > 1 and opts.get("moveable") is None:   # a whole wad's export
             mine = like.root.get("moveable", {}).get("object_id") if like is not None else None
