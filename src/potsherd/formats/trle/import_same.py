@@ -29,14 +29,47 @@ def same_mesh(mesh: dict, like_mesh: dict) -> bool:
         return False
 
 
-def same_attributes(mesh: dict, like_mesh: dict) -> bool:
+def _srgb_byte(shade: Any) -> np.ndarray:
+    """A shade's brightness as an 8-bit sRGB colour value (not rounded)."""
+    lum = np.clip((8191.0 - np.asarray(shade, np.float64)) / 8191.0, 0.0, 1.0)
+    srgb = np.where(lum <= 0.0031308, 12.92 * lum, 1.055 * lum ** (1 / 2.4) - 0.055)
+    return srgb * 255.0
+
+
+def same_attributes(mesh: dict, like_mesh: dict, byte_colours: bool = False) -> bool:
     """Per vertex position of the original's polygons, the imported mesh has the
     same shades (both shaded), or normals within 0.8 degrees (a zero original
-    normal matching any); and no other positions."""
+    normal matching any); and no other positions.
+
+    ``byte_colours``: the glTF's colours went through a tool that stores them as
+    8-bit sRGB, so a shade matches within that byte's step.  When they do not
+    match per position, they may still be the original's on other corners:
+    Blender 3.4's exporter gives each corner of its CORNER-domain colours the
+    colour of the corner whose number is the vertex's, mixing in the white of
+    the unshaded parts of the same primitive.  Where a vertex's colour is can
+    then not be told, and the shades are the original's when every one is an
+    original shade of the mesh (or that white)."""
     try:
         nn, ln = int(mesh["normal_count"]), int(like_mesh["normal_count"])
         if (nn < 0) != (ln < 0):
             return False
+        if nn < 0 and byte_colours:
+            if _same_per_position(mesh, like_mesh, byte_colours):
+                return True
+            mine = _srgb_byte(np.unique(np.asarray(mesh["shades"])))
+            theirs = _srgb_byte(np.unique(np.concatenate([np.asarray(like_mesh["shades"]), [0]])))
+            if len(mine) and np.abs(mine[:, None] - theirs[None]).min(1).max() > 0.75:
+                return False
+            mesh = {**mesh, "shades": np.zeros(len(mesh["shades"]), np.int64)}
+            like_mesh = {**like_mesh, "shades": np.zeros(len(like_mesh["shades"]), np.int64)}
+        return _same_per_position(mesh, like_mesh, False)
+    except (KeyError, IndexError, ValueError, TypeError):
+        return False
+
+
+def _same_per_position(mesh: dict, like_mesh: dict, byte_colours: bool) -> bool:
+    try:
+        nn, ln = int(mesh["normal_count"]), int(like_mesh["normal_count"])
 
         def per_position(m: dict, used_only: bool) -> dict:
             v = np.asarray(m["vertices"]).reshape(-1, 3).tolist()
@@ -55,7 +88,8 @@ def same_attributes(mesh: dict, like_mesh: dict) -> bool:
         for pos, values in theirs.items():
             for t in values:
                 if nn < 0:
-                    if not any(m == t for m in mine[pos]):
+                    if not any(m == t or byte_colours and
+                               abs(_srgb_byte(m) - _srgb_byte(t)) <= 0.75 for m in mine[pos]):
                         return False
                     continue
                 lt = np.linalg.norm(t)

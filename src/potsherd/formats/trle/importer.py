@@ -221,7 +221,7 @@ def _warn_unkept_motion(scene: Any, bones: list, parents: list) -> None:
             if not len(v) or not np.isfinite(v).all():
                 continue
             # float noise (a tool's float32 keys in TR units) is no motion
-            spread = np.abs(v - v[0]).max() > 1e-5 * max(1.0, float(np.abs(v).max()))
+            spread = np.abs(v - v[0]).max() > 1e-3 * max(1.0, float(np.abs(v).max()))
             if ch.path == "scale":
                 moves = ch.node in bone_set and spread
                 what = "scale keys"
@@ -479,10 +479,12 @@ def _mesh(scene: Any, frame: np.ndarray, to_tr: np.ndarray, parts: list, texture
             corner_pos.append(q[[tri[0], tri[2], tri[1]]])
             tri_mat.append(ts.material)
     if like_mesh is not None and textures.carried:
+        byte_colours = use_shades and any(np.asarray(ts.colors).dtype.kind in "ui"
+                                          for ts, _ in parts if ts.colors is not None)
         kept = _kept_mesh(scene, like_mesh, corner_pos, corner_uv, tri_mat, textures,
                           {"vertices": verts, "normal_count": -len(verts) if use_shades
                            else len(verts), "shades": shades, "normals": normals,
-                           "polygons": []})
+                           "polygons": []}, byte_colours)
         if kept is not None:
             return kept
     polygons = _polygons(scene, corner_key, corner_uv, corner_pos, tri_mat, textures, ours)
@@ -523,7 +525,7 @@ def _mesh(scene: Any, frame: np.ndarray, to_tr: np.ndarray, parts: list, texture
 
 
 def _kept_mesh(scene: Any, like_mesh: dict, corner_pos: list, corner_uv: list, tri_mat: list,
-               textures: _Textures, vertices: dict) -> dict | None:
+               textures: _Textures, vertices: dict, byte_colours: bool) -> dict | None:
     """The original mesh record when the glTF's triangles are its triangles (in
     any order, vertices split as may be: :func:`.import_same.same_triangles`)
     with the same shades or normals, its textures' pixels read from the glTF's
@@ -534,7 +536,7 @@ def _kept_mesh(scene: Any, like_mesh: dict, corner_pos: list, corner_uv: list, t
         pixels.append(None if arr is None else pixel_corners(uv, arr.shape[1::-1]))
     attrs = [_attributes(scene, m) for m in tri_mat]
     if not (same_triangles(corner_pos, pixels, attrs, like_mesh, textures.rects)
-            and same_attributes(vertices, like_mesh)):
+            and same_attributes(vertices, like_mesh, byte_colours)):
         return None
     mat = next((m for m in tri_mat if textures.image(m)[0] is not None), None)
     for p in like_mesh["polygons"]:      # (potsherd's export: one atlas for every material)
