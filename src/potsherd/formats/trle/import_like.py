@@ -22,7 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from ...scene.ops import sample_node_trs
+from ...scene import decompose_matrix, trs_to_matrix
+from ...scene.ops import local_matrix, sample_node_trs, triangle_sets, world_matrices
 from ...scene.reorient import frames_like, reorient_joints
 
 #: the extras potsherd's export puts on what it makes (and nothing else is copied)
@@ -100,6 +101,11 @@ def restore(scene: Any, like: Any) -> list[str]:
         notes.append(f"{restored} TR4 extras the glTF lost taken from the original's export "
                      "(by name)")
     _reorder(scene, like, nodes)
+    fixed = sum(_root_rest(scene, like, mine, theirs) for mine, theirs in holders)
+    if fixed:
+        notes.append(f"{fixed} root bones' rest transforms read as Blender writes them "
+                     "(their world transform), which puts the meshes where the original has "
+                     "them")
     turned = _turn_back(scene, like, holders, sorted(nodes))
     if turned:
         notes.append(f"{turned} joint frames turned against the original (Blender's bone "
@@ -166,16 +172,80 @@ def _reorder(scene: Any, like: Any, nodes: set) -> None:
     scene.animations = sorted(scene.animations, key=lambda a: order.get(a.name, far))
 
 
+def _root_rest(scene: Any, like: Any, mine: int, theirs: int) -> int:
+    """Blender 3.4 writes the rest transform of an armature's root bone as its
+    world transform when the armature hangs under other nodes (here the scaled,
+    turned ``tr4`` node); its keys are right.  A moveable whose animations do
+    not turn it has only that rest pose, so each root bone the original's
+    animations do not turn gets the reading that puts the moveable's skinned
+    vertices where the original's export has them (the glTF's own reading when
+    it does as well).  Returns how many were changed."""
+    below = _below(scene, mine)
+    joints = {j for sk in scene.skins for j in sk.joints if j in below}
+    parents = scene.parents()
+    turned = {like.nodes[c.node].name for a in like.animations for c in a.channels
+              if c.path == "rotation"}
+    roots = [j for j in sorted(joints) if parents[j] not in joints and parents[j] is not None
+             and scene.nodes[j].name not in turned]
+    if not roots:
+        return 0
+    original = _points(like, theirs, _below(like, theirs))
+    if not original:
+        return 0
+    world = world_matrices(scene)
+    fixes = {}
+    for j in roots:
+        _, _, sp = decompose_matrix(world[parents[j]])
+        nd = scene.nodes[j]
+        if nd.matrix is not None or np.ptp(sp) > 1e-6 * np.abs(sp).max():
+            continue
+        t, r, s = decompose_matrix(local_matrix(nd))
+        fix = np.linalg.inv(world[parents[j]]) @ trs_to_matrix(t, r, s * sp)
+        ft, fr, fs = decompose_matrix(fix)
+        fixes[j] = (tuple(ft), tuple(fr), tuple(fs))
+    if not fixes:
+        return 0
+    as_is = len(original & _points(scene, mine, below))
+    trial = copy.copy(scene)
+    trial.nodes = list(scene.nodes)
+    for j, (t, r, s) in fixes.items():
+        trial.nodes[j] = dataclasses.replace(scene.nodes[j], translation=t, rotation=r, scale=s)
+    if len(original & _points(trial, mine, below)) <= as_is:
+        return 0
+    scene.nodes[:] = trial.nodes
+    return len(fixes)
+
+
+def _points(scene: Any, holder: int, below: set) -> set:
+    """The rest positions of the vertices skinned to joints below ``holder``, in
+    its frame, rounded to whole TR units."""
+    part = copy.copy(scene)
+    part.nodes = [n if n.skin is not None and set(scene.skins[n.skin].joints) & below
+                  else dataclasses.replace(n, mesh=None) for n in scene.nodes]
+    part.warnings = []
+    world = world_matrices(part)
+    to_h = np.linalg.inv(world[holder])
+    out: set = set()
+    for ts in triangle_sets(part, world=world):
+        p = np.round(ts.positions @ to_h[:3, :3].T + to_h[:3, 3]).astype(np.int64)
+        out.update(map(tuple, p.tolist()))
+    return out
+
+
 def _turn_back(scene: Any, like: Any, holders: list, nodes: list) -> int:
     """Undo the joints' turn, measured per moveable at the first key of its first
-    animation the glTF also has (at rest without one)."""
+    animation that turns every bone and that the glTF also has (at rest without
+    one): Blender writes a bone no channel of an action moves at its rest
+    transform, which for a root bone is in another space (see ``_root_rest``)."""
     turns: dict = {}
     anims = {a.name: a for a in scene.animations}
     for mine, theirs in holders:
-        below = sorted(_below(scene, mine) & set(nodes))
+        below = sorted(i for i in _below(scene, mine) & set(nodes)
+                       if scene.nodes[i].mesh is None)
         below_like = _below(like, theirs)
-        ref = next((a for a in like.animations if a.name in anims
-                    and any(c.node in below_like for c in a.channels)), None)
+        bones = {i for i in below_like if like.nodes[i].mesh is None and i != theirs}
+        ref = next((a for a in like.animations if a.name in anims and bones <= {
+            c.node for c in a.channels if c.path == "rotation"}), None)
         if ref is None:
             turns.update(frames_like(scene, like, below))
         else:
