@@ -317,6 +317,19 @@ def test_one_moveable_of_a_wad_through_blender_goes_back_into_the_wad_or_a_trwad
     assert TRWAD.from_scene(scene, like=one).encode() == one.encode()
 
 
+@pytest.mark.skipif(not COLOR.is_file(), reason="shared tr4wad corpus not present")
+def test_a_whole_wad_export_through_blender_into_a_trwad_keeps_its_own_animations(tmp_path):
+    """Only the ``--like`` .trwad's moveable is recognised; the other moveables'
+    animations are not its own, and its animations are named with its prefix."""
+    wad = potsherd.read(str(COLOR))
+    scene = _back(blenderised(_exported(wad)), tmp_path)
+    one = Document("trwad", extract(wad.root, 9), {"mesh_pad": 0})
+    new = TRWAD.from_scene(scene, like=one).root
+    assert new["animation_count"] == 1 == one.root["animation_count"]
+    assert _words(new) == _words(one.root)
+    assert _same_record(new["animations"], one.root["animations"])
+
+
 # --------------------------------------------------------------------------
 # (c) a keyframe's word count is a byte
 

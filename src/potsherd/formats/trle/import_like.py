@@ -67,6 +67,7 @@ def restore(scene: Any, like: Any) -> list[str]:
     if not holders:
         return []
     notes = []
+    _prefixed_names(scene, like, holders)
     by_name = {n.name: i for i, n in enumerate(like.nodes)}
     # the atlas rectangles say where each texture is in the original's atlas: kept
     # only when the glTF's image is that size (its pixels are read, edits included)
@@ -111,6 +112,28 @@ def restore(scene: Any, like: Any) -> list[str]:
         notes.append(f"{turned} joint frames turned against the original (Blender's bone "
                      "orientation) turned back; poses unchanged")
     return notes
+
+
+def _prefixed_names(scene: Any, like: Any, holders: list) -> None:
+    """A whole wad's export names a moveable's animations ``NAME/animNNN``, the
+    export of one moveable ``animNNN``: the original's (``like``, potsherd's
+    own export, changed here) take the glTF's names where only that differs,
+    in its animations and in its moveable nodes' animation tables."""
+    have = {a.name for a in scene.animations}
+    for _, theirs in holders:
+        prefix = like.nodes[theirs].name
+        rows = like.nodes[theirs].extras.get("tr4_animations")
+        if not isinstance(rows, list):
+            continue
+        rename = {r["name"]: f"{prefix}/{r['name']}" for r in rows
+                  if isinstance(r, dict) and isinstance(r.get("name"), str)
+                  and r["name"] not in have and f"{prefix}/{r['name']}" in have}
+        for r in rows:
+            if isinstance(r, dict) and r.get("name") in rename:
+                r["name"] = rename[r["name"]]
+        for a in like.animations:
+            if a.name in rename:
+                a.name = rename[a.name]
 
 
 def _matched_holders(scene: Any, like: Any) -> list[tuple[int, int]]:

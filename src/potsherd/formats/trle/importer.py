@@ -244,9 +244,9 @@ def _moveable_view(scene: Any, holder: int) -> Any:
     """The scene as one moveable of it sees it: a whole wad's export holds every
     moveable side by side, and only the animations of ``holder`` (those named in
     its ``tr4_animations`` table or moving a node below it) are its own.  The
-    scene itself is returned when it holds one moveable."""
-    if sum("tr4_moveable" in nd.extras for nd in scene.nodes) < 2:
-        return scene
+    scene itself is returned when they all are (also when only this moveable
+    is marked: a whole wad's export through Blender, the others unknown to the
+    ``--like`` original)."""
     below, stack = {holder}, [holder]
     while stack:
         for c in scene.nodes[stack.pop()].children:
@@ -256,6 +256,8 @@ def _moveable_view(scene: Any, holder: int) -> Any:
     names = set(mov_table(scene.nodes[holder].extras))
     own = [a for a in scene.animations
            if a.name in names or any(c.node in below for c in a.channels)]
+    if len(own) == len(scene.animations):
+        return scene
     return dataclasses.replace(scene, animations=own)
 
 
