@@ -476,7 +476,11 @@ def faces_apart(p: Primitive) -> Primitive:
         return p
     tri = idx.reshape(-1, 3)
     key = np.sort(tri, axis=1)
-    _, first = np.unique(key, axis=0, return_index=True)
+    if int(key[:, 2].max(initial=0)) < 1 << 21 and int(key.min(initial=0)) >= 0:
+        packed = (key[:, 0] << 42) | (key[:, 1] << 21) | key[:, 2]    # one int64 per face
+        _, first = np.unique(packed, return_index=True)
+    else:
+        _, first = np.unique(key, axis=0, return_index=True)
     apart = np.ones(len(tri), dtype=bool)
     apart[first] = False
     apart |= (key[:, 0] == key[:, 1]) | (key[:, 1] == key[:, 2])
