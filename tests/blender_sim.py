@@ -81,6 +81,22 @@ def _subtree(s, n):
     return out
 
 
+def renumber_nodes(scene, order: list) -> None:
+    """Put the node list in ``order`` (old indices), every reference following, as
+    Blender writes its nodes in an order of its own; skins lose their skeleton."""
+    new = {old: k for k, old in enumerate(order)}
+    scene.nodes = [scene.nodes[i] for i in order]
+    for n in scene.nodes:
+        n.children = [new[c] for c in n.children]
+    scene.roots = [new[r] for r in scene.roots]
+    for sk in scene.skins:
+        sk.joints = [new[j] for j in sk.joints]
+        sk.skeleton = None
+    for a in scene.animations:
+        for c in a.channels:
+            c.node = new[c.node]
+
+
 BLENDER = shutil.which("blender")
 
 BLENDER_SCRIPT = """

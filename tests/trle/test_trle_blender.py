@@ -9,9 +9,7 @@ from __future__ import annotations
 import copy
 import io
 import math
-import os
 import shutil
-import subprocess
 
 import numpy as np
 import pytest
@@ -29,6 +27,7 @@ from potsherd.scene.ops import sample_channel
 from potsherd.scene.reorient import reorient_joints
 from potsherd.scene.xform import quat_continuous, quat_multiply, quat_normalize
 
+from blender_sim import renumber_nodes, run_blender
 from corpus_paths import CORPUS_ROOT
 from trle_fixtures import tiny_trwad_bytes
 
@@ -88,18 +87,7 @@ def _reencoded(data: bytes) -> bytes:
 
 
 def _nodes_reversed(s: Scene) -> None:
-    n = len(s.nodes)
-    new = [n - 1 - i for i in range(n)]
-    s.nodes = s.nodes[::-1]
-    for nd in s.nodes:
-        nd.children = [new[c] for c in nd.children]
-    s.roots = [new[r] for r in s.roots]
-    for sk in s.skins:
-        sk.joints = [new[j] for j in sk.joints]
-        sk.skeleton = None
-    for a in s.animations:
-        for ch in a.channels:
-            ch.node = new[ch.node]
+    renumber_nodes(s, list(range(len(s.nodes)))[::-1])
 
 
 def blenderised(scene: Scene, seed: int = 7) -> Scene:
@@ -377,35 +365,13 @@ def test_a_moveable_beyond_the_frame_size_byte_is_refused_by_name():
 # (b) real Blender
 
 
-_SCRIPT = r"""
-import numpy; numpy.bool = bool
-import bpy, sys
-args = sys.argv[sys.argv.index('--') + 1:]
-bpy.ops.wm.read_factory_settings(use_empty=True)
-bpy.ops.import_scene.gltf(filepath=args[0])
-bpy.ops.export_scene.gltf(filepath=args[1], export_format='GLB')
-print("DONE")
-"""
-
-
-def _through_blender(src, out, tmp_path) -> None:
-    script = tmp_path / "rt.py"
-    script.write_text(_SCRIPT)
-    env = {"HOME": os.environ.get("HOME", str(tmp_path)), "PATH": "/usr/bin:/bin"}
-    run = subprocess.run([BLENDER, "-b", "--python", str(script), "--", str(src), str(out)],
-                         capture_output=True, text=True, timeout=300, env=env)
-    if "No module named 'numpy'" in run.stdout + run.stderr:
-        pytest.skip("Blender's Python has no numpy")
-    assert "DONE" in run.stdout, run.stdout[-2000:] + run.stderr[-2000:]
-
-
 @pytest.mark.skipif(BLENDER is None, reason="Blender not installed")
 @pytest.mark.skipif(not (COLOR.is_file() and TUT1.is_file()),
                     reason="shared tr4wad corpus not present")
 def test_real_blender_round_trips_are_byte_exact(tmp_path):
     wad = potsherd.read(str(COLOR))
     write_glb(_exported(wad), tmp_path / "color.glb")
-    _through_blender(tmp_path / "color.glb", tmp_path / "color_b.glb", tmp_path)
+    run_blender(tmp_path / "color.glb", tmp_path / "color_b.glb", tmp_path)
     scene = read_gltf(tmp_path / "color_b.glb")
     assert not any(n.extras for n in scene.nodes)             # Blender dropped them
     out = WAD.from_scene(scene, like=wad)
@@ -418,6 +384,6 @@ def test_real_blender_round_trips_are_byte_exact(tmp_path):
     for oid in (318, 132, 386):
         one = Document("trwad", extract(tut1.root, oid), {"mesh_pad": 0})
         write_glb(_exported(one), tmp_path / f"{oid}.glb")
-        _through_blender(tmp_path / f"{oid}.glb", tmp_path / f"{oid}_b.glb", tmp_path)
+        run_blender(tmp_path / f"{oid}.glb", tmp_path / f"{oid}_b.glb", tmp_path)
         assert TRWAD.from_scene(read_gltf(tmp_path / f"{oid}_b.glb"), like=one).encode() == \
             one.encode(), oid

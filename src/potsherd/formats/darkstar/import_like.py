@@ -12,8 +12,8 @@ import numpy as np
 from ...core.errors import FormatError
 from ...document import Document
 from ...scene import Scene
-from .like_compare import (RESAMPLE_STEP, compare, match_parts, material_key, reframe,
-                           rest_track, same_geometry, same_object_keys, same_track,
+from .like_compare import (RESAMPLE_STEP, compare, match_parts, material_key, node_track_pairs,
+                           reframe, same_geometry, same_object_keys, same_track,
                            same_transform, shape_extent)
 from .model import NodeM, ObjectM, ShapeModel
 
@@ -157,12 +157,7 @@ def _adopt_sequence(m: ShapeModel, si: int, full: ShapeModel, b, match, tol: flo
     if not timed and b.duration - RESAMPLE_STEP <= a.duration <= b.duration:
         a.duration = b.duration                 # a resampled clip cut at its last whole frame
     a.node_keys, a.object_keys = dict(a.node_keys), dict(a.object_keys)
-    for i, j in match.nodes.items():
-        ka, kb = a.node_keys.get(i), b.node_keys.get(j)
-        if ka is None and kb is None:
-            continue
-        new = ka if ka is not None else rest_track(m.nodes[i].local)
-        orig = kb if kb is not None else rest_track(full.nodes[j].local)
+    for i, j, ka, kb, new, orig in node_track_pairs(a, b, match, m, full):
         if same_track(new, orig, tol, ka is not None):
             a.node_keys.pop(i, None)
             if kb is not None:

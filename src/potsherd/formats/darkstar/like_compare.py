@@ -263,6 +263,17 @@ def _back(corner: np.ndarray, tri: tuple, reverse: bool = False) -> tuple:
 # motion
 
 
+def node_track_pairs(a, b, match, m: ShapeModel, ref: ShapeModel):
+    """(i, j, key track of a or None, of b or None, a's track, b's track) for each
+    matched node keyed in either clip; a clip that does not key a node holds its rest."""
+    for i, j in match.nodes.items():
+        ka, kb = a.node_keys.get(i), b.node_keys.get(j)
+        if ka is None and kb is None:
+            continue
+        yield (i, j, ka, kb, ka if ka is not None else rest_track(m.nodes[i].local),
+               kb if kb is not None else rest_track(ref.nodes[j].local))
+
+
 def rest_track(local: np.ndarray) -> tuple:
     t, q, s = decompose_matrix(local)
     return np.zeros(1), q[None], t[None], s[None]
@@ -381,12 +392,7 @@ def same_sequence(a: SequenceM, b: SequenceM, m: ShapeModel, ref: ShapeModel, ma
     last = max(ends) if ends else b.duration
     if not (min(last, b.duration) - RESAMPLE_STEP - 1e-6 <= a.duration <= b.duration + 1e-5):
         return f"sequence {b.name!r} duration"
-    for i, j in match.nodes.items():
-        ka, kb = a.node_keys.get(i), b.node_keys.get(j)
-        if ka is None and kb is None:
-            continue
-        new = ka if ka is not None else rest_track(m.nodes[i].local)
-        orig = kb if kb is not None else rest_track(ref.nodes[j].local)
+    for i, j, ka, _, new, orig in node_track_pairs(a, b, match, m, ref):
         if not same_track(new, orig, tol, ka is not None):
             return f"sequence {b.name!r} node {ref.nodes[j].name!r}"
     for i, j in match.objects.items():
