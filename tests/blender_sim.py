@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 
 from potsherd.scene import quat_from_axis_angle
-from potsherd.scene.ops import sample_channel
+from potsherd.scene.ops import sample_channel, sample_rotation_per_component
 from potsherd.scene.reorient import reorient_joints
-from potsherd.scene.xform import quat_continuous, quat_normalize, quat_to_matrix
+from potsherd.scene.xform import quat_to_matrix
 
 
 def blender_like(scene, seed: int = 1):
@@ -37,9 +37,7 @@ def blender_like(scene, seed: int = 1):
         times = np.arange(round(end * 24) + 1) / 24
         for ch in a.channels:
             if ch.path == "rotation" and ch.interpolation == "LINEAR" and len(ch.times) > 1:
-                t = np.asarray(ch.times, np.float64)
-                v = quat_continuous(np.asarray(ch.values, np.float64).reshape(len(t), 4))
-                vals = quat_normalize(np.stack([np.interp(times, t, v[:, k]) for k in range(4)], 1))
+                vals = sample_rotation_per_component(ch, times)
             else:
                 vals = sample_channel(ch, times)
             ch.times, ch.values = times.astype(np.float32), vals.astype(np.float32)

@@ -25,8 +25,9 @@ from typing import Any
 import numpy as np
 
 from .model import Scene
-from .ops import sample_channel, sample_node_trs, triangle_sets, world_matrices
-from .xform import quat_continuous, quat_normalize, trs_to_matrix
+from .ops import (sample_channel, sample_node_trs, sample_rotation_per_component,
+                  triangle_sets, world_matrices)
+from .xform import trs_to_matrix
 
 #: posed positions agree within this fraction of the model's size
 POSITION_TOLERANCE = 1e-4
@@ -58,9 +59,7 @@ def _nlerp_sample(scene: Scene, animation: Any, node: int, times: np.ndarray) ->
     for ch in animation.channels:
         if ch.node == node and ch.path == "rotation" and ch.interpolation == "LINEAR" \
                 and len(ch.times) > 1:
-            kt = np.asarray(ch.times, np.float64)
-            v = quat_continuous(np.asarray(ch.values, np.float64).reshape(len(kt), 4))
-            r = quat_normalize(np.stack([np.interp(times, kt, v[:, k]) for k in range(4)], 1))
+            r = sample_rotation_per_component(ch, times)
     return t, r, s
 
 

@@ -211,6 +211,18 @@ def _folded_at_zero(c: Channel, times: np.ndarray) -> Channel:
     return Channel(c.node, c.path, np.concatenate([[0.0], times[after]]), new, c.interpolation)
 
 
+def sample_rotation_per_component(channel: Channel, times: Any) -> np.ndarray:
+    """A LINEAR rotation channel at ``times`` as Blender plays it: the keys made
+    hemisphere-continuous, interpolated per component and renormalised (glTF
+    slerps; the two part at large steps, and an importer comparing a Blender
+    re-save with its original accepts either)."""
+    from .xform import quat_continuous
+    t = np.asarray(times, dtype=np.float64).reshape(-1)
+    kt = np.asarray(channel.times, np.float64)
+    v = quat_continuous(np.asarray(channel.values, np.float64).reshape(len(kt), 4))
+    return quat_normalize(np.stack([np.interp(t, kt, v[:, k]) for k in range(4)], axis=1))
+
+
 def sample_node_trs(scene: Scene, animation: Any, node: int, times: Any) -> tuple:
     """(T (F, 3), R (F, 4) xyzw, S (F, 3)) of ``node`` at ``times``: animated
     paths sampled, the others held at the node's rest transform."""

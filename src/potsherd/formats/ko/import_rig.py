@@ -11,7 +11,8 @@ import numpy as np
 from ...document import Document
 from ...scene import Scene
 from ...scene.model import unique_labels
-from ...scene.ops import local_matrix, sample_node_trs, world_matrices
+from ...scene.ops import (local_matrix, sample_node_trs, sample_rotation_per_component,
+                          world_matrices)
 from ...scene.reorient import frames_like, reorient_joints
 from ...scene.xform import (decompose_matrix, inverse_affine, mirror_x, mirror_x_quat,
                             quat_continuous, quat_normalize, trs_to_matrix)
@@ -365,10 +366,7 @@ def _nlerp_rotation(animation: Any, node: int, times: np.ndarray) -> np.ndarray 
     for ch in animation.channels:
         if ch.node == node and ch.path == "rotation" and ch.interpolation == "LINEAR" \
                 and len(ch.times) > 1:
-            t = np.asarray(ch.times, np.float64)
-            v = quat_continuous(np.asarray(ch.values, np.float64).reshape(len(t), 4))
-            out = np.stack([np.interp(times, t, v[:, k]) for k in range(4)], axis=1)
-            return quat_normalize(out)
+            return sample_rotation_per_component(ch, times)
     return None
 
 
