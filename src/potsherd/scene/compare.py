@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from .model import Scene
-from .ops import (sample_channel, sample_node_trs, sample_rotation_per_component,
+from .ops import (node_rotation_per_component, sample_channel, sample_node_trs,
                   triangle_sets, world_matrices)
 from .xform import trs_to_matrix
 
@@ -56,11 +56,8 @@ def _groups(scene: Scene, world: np.ndarray | None = None) -> dict:
 
 def _nlerp_sample(scene: Scene, animation: Any, node: int, times: np.ndarray) -> tuple:
     t, r, s = sample_node_trs(scene, animation, node, times)
-    for ch in animation.channels:
-        if ch.node == node and ch.path == "rotation" and ch.interpolation == "LINEAR" \
-                and len(ch.times) > 1:
-            r = sample_rotation_per_component(ch, times)
-    return t, r, s
+    per_component = node_rotation_per_component(animation, node, times)
+    return t, r if per_component is None else per_component, s
 
 
 def _worlds(scene: Scene, animation: Any, times: np.ndarray, nlerp: bool = False) -> np.ndarray:

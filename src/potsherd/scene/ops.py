@@ -223,6 +223,16 @@ def sample_rotation_per_component(channel: Channel, times: Any) -> np.ndarray:
     return quat_normalize(np.stack([np.interp(t, kt, v[:, k]) for k in range(4)], axis=1))
 
 
+def node_rotation_per_component(animation: Any, node: int, times: Any) -> Optional[np.ndarray]:
+    """``node``'s LINEAR rotation track in ``animation`` played per component
+    (:func:`sample_rotation_per_component`), or None when it has none."""
+    for ch in animation.channels:
+        if ch.node == node and ch.path == "rotation" and ch.interpolation == "LINEAR" \
+                and len(ch.times) > 1:
+            return sample_rotation_per_component(ch, times)
+    return None
+
+
 def sample_node_trs(scene: Scene, animation: Any, node: int, times: Any) -> tuple:
     """(T (F, 3), R (F, 4) xyzw, S (F, 3)) of ``node`` at ``times``: animated
     paths sampled, the others held at the node's rest transform."""

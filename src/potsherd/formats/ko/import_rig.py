@@ -11,7 +11,7 @@ import numpy as np
 from ...document import Document
 from ...scene import Scene
 from ...scene.model import unique_labels
-from ...scene.ops import (local_matrix, sample_node_trs, sample_rotation_per_component,
+from ...scene.ops import (local_matrix, node_rotation_per_component, sample_node_trs,
                           world_matrices)
 from ...scene.reorient import frames_like, reorient_joints
 from ...scene.xform import (decompose_matrix, inverse_affine, mirror_x, mirror_x_quat,
@@ -360,16 +360,6 @@ ROTATION_TOLERANCE_DEG = 0.1
 TRANSLATION_TOLERANCE = 1e-4
 
 
-def _nlerp_rotation(animation: Any, node: int, times: np.ndarray) -> np.ndarray | None:
-    """The node's LINEAR rotation keys interpolated per component and renormalised,
-    as Blender's F-curves do (glTF slerps; both are accepted)."""
-    for ch in animation.channels:
-        if ch.node == node and ch.path == "rotation" and ch.interpolation == "LINEAR" \
-                and len(ch.times) > 1:
-            return sample_rotation_per_component(ch, times)
-    return None
-
-
 def _key_times(animation: Any, node: int) -> np.ndarray | None:
     ts = [np.asarray(ch.times, np.float64) for ch in animation.channels
           if ch.node == node and ch.path in ("translation", "rotation", "scale") and len(ch.times)]
@@ -424,7 +414,7 @@ def _same_motion(scene: Scene, like_scene: Scene, order: list[int],
                 times = np.linspace(0.0, d, 5)
             ta, ra, sa = sample_node_trs(scene, anim_a, n_a, times)
             tb, rb, sb = sample_node_trs(like_scene, anim_b, n_b, times)
-            nl = None if anim_b is _EMPTY else _nlerp_rotation(anim_b, n_b, times)
+            nl = None if anim_b is _EMPTY else node_rotation_per_component(anim_b, n_b, times)
             if not (np.allclose(ta, tb, rtol=0, atol=tol) and np.allclose(sa, sb, atol=1e-4)
                     and _rotations_close(ra, rb, nl)):
                 return False
