@@ -73,7 +73,10 @@ def _worlds(scene: Scene, animation: Any, times: np.ndarray, nlerp: bool = False
     return np.stack([world_matrices(scene, local[k]) for k in range(len(times))])
 
 
-def _pairs(a: list, b: list) -> list | None:
+def paired_by_name(a: list, b: list) -> list | None:
+    """Items of ``a`` paired with those of ``b`` (clips, say): by name when both
+    lists name the same set once each (Blender may reorder them), else in
+    order; None when the counts differ."""
     if len(a) != len(b):
         return None
     na, nb = [x.name for x in a], [x.name for x in b]
@@ -161,7 +164,7 @@ def scene_difference(new: Scene, old: Scene) -> str | None:
     why = _material_difference(new, old)
     if why:
         return why
-    pairs = _pairs(new.animations, old.animations)
+    pairs = paired_by_name(new.animations, old.animations)
     if pairs is None:
         return "animations"
     # joints by name: their world positions (a turned joint frame does not move them)

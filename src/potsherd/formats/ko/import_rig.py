@@ -10,6 +10,7 @@ import numpy as np
 
 from ...document import Document
 from ...scene import Scene
+from ...scene.compare import paired_by_name
 from ...scene.model import unique_labels
 from ...scene.ops import (local_matrix, node_rotation_per_component, sample_node_trs,
                           world_matrices)
@@ -342,16 +343,8 @@ def like_rank(scene: Scene, like_scene: Scene, like_order: list[int]) -> dict:
 
 
 def _paired_clips(scene: Scene, like_scene: Scene) -> list | None:
-    """The scene's animations paired with the original's: by name when both
-    name the same set (Blender may reorder them), else in order."""
-    a, b = scene.animations, like_scene.animations
-    if len(a) != len(b):
-        return None
-    names_a, names_b = [x.name for x in a], [x.name for x in b]
-    if len(set(names_a)) == len(a) and set(names_a) == set(names_b):
-        by = {x.name: x for x in b}
-        return [(x, by[x.name]) for x in a]
-    return list(zip(a, b))
+    """The scene's animations paired with the original's (``paired_by_name``)."""
+    return paired_by_name(scene.animations, like_scene.animations)
 
 
 #: a joint's key lies on the original's motion within this angle (degrees) ...
