@@ -63,10 +63,12 @@ def blender_like(scene, seed: int = 1):
                 t.positions = None if t.positions is None else np.asarray(t.positions)[perm]
                 t.normals = None if t.normals is None else np.asarray(t.normals)[perm]
             p.indices = inv[np.asarray(p.indices, np.int64)].astype(np.uint32)
+    # a skeleton gets an armature object above it (an unskinned scene gets none)
     roots = [r for r in s.roots if r in joints or any(j in _subtree(s, r) for j in joints)]
-    arm = s.add_node(name="Armature")
-    s.nodes[arm].children = roots
-    s.roots = [r for r in s.roots if r not in roots]
+    if roots:
+        arm = s.add_node(name="Armature")
+        s.nodes[arm].children = roots
+        s.roots = [r for r in s.roots if r not in roots]
     return s
 
 

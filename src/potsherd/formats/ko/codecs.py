@@ -85,18 +85,21 @@ def _scene_exporter(name: str):
 
 
 #: formats with a glTF import (``importer.py``)
-IMPORT_FORMATS = ("n3pmesh", "n3cskins", "n3cpart", "n3cplug", "n3joint", "n3anim", "n3chr")
+IMPORT_FORMATS = ("n3pmesh", "n3shape", "n3cskins", "n3cpart", "n3cplug", "n3joint", "n3anim",
+                  "n3chr")
 _NO_LOD = Option("lod", int, "1 (default): generate the progressive mesh (edge collapses and "
                  "LOD records); 0: full detail only", 1)
 _NO_LOD_ALIAS = Option("no_lod", bool, "full detail only (same as lod=0)", False)
 _NAME = Option("name", str, "the name stored in the file (default: the glTF's)")
 _ENCRYPT = Option("encrypt", bool, "write referenced textures as NTF7 (encrypted)", False)
 _TEXTURES = Option("textures", bool, "write the glTF's images as NTF .dxt textures beside the "
-                   "output (default on for .n3chr/.n3cpart/.n3cplug)", True)
+                   "output (default on for .n3chr/.n3cpart/.n3cplug/.n3shape)", True)
 _FOLDER = Option("folder", str, "client folder the written references name (chr for .n3chr, "
-                 "item for parts and plugs; the client resolves folder\\file from its data root)")
+                 "item for parts and plugs, object for shapes; the client resolves folder\\file "
+                 "from its data root)")
 IMPORT_OPTIONS = {
     "n3pmesh": (_NO_LOD, _NO_LOD_ALIAS, _NAME),
+    "n3shape": (_NO_LOD, _NO_LOD_ALIAS, _NAME, _TEXTURES, _ENCRYPT, _FOLDER),
     "n3cskins": (_NO_LOD, _NO_LOD_ALIAS, _NAME),
     "n3cpart": (_NO_LOD, _NO_LOD_ALIAS, _NAME, _TEXTURES, _ENCRYPT, _FOLDER),
     "n3cplug": (_NO_LOD, _NO_LOD_ALIAS, _NAME, _TEXTURES, _ENCRYPT, _FOLDER),
@@ -111,9 +114,13 @@ def _scene_importer(name: str):
                    out_dir: str = "", **options: Any):
         from ...scene.finite import require_finite
         from ...scene.ops import from_time_zero
-        from .importer import IMPORTERS  # imported when first used (it is large)
+        if name == "n3shape":            # (it builds on .importer)
+            from .import_shape import import_shape as fn
+        else:
+            from .importer import IMPORTERS  # imported when first used (it is large)
+            fn = IMPORTERS[name]
         require_finite(scene)
-        return IMPORTERS[name](from_time_zero(scene), like=like, out_name=out_name, **options)
+        return fn(from_time_zero(scene), like=like, out_name=out_name, **options)
     from_scene.__doc__ = f"A neutral scene (glTF import) as {name} file(s)."
     return from_scene
 

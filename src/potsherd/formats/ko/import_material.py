@@ -19,7 +19,8 @@ from .scene_materials import RF_ALPHA, RF_DOUBLE_SIDED, RF_NO_LIGHTING, n3_base_
 from .text import CP_DEFAULT, text
 
 
-def material_record(scene: Scene, index: int | None, like: dict | None = None) -> dict:
+def material_record(scene: Scene, index: int | None, like: dict | None = None, *,
+                    stage_from_file: bool = False) -> dict:
     """An N3 material: the original's when given, else from the glTF material
     (its exported ``n3Material`` extras first).  The diffuse colour is the
     ``baseColorFactor``, which the engine modulates the texture by; exported
@@ -29,7 +30,7 @@ def material_record(scene: Scene, index: int | None, like: dict | None = None) -
         out = copy.deepcopy(like)
         if index is not None and 0 <= index < len(scene.materials):
             # a colour changed against what the original exports to is the new diffuse
-            _edited_diffuse(out, scene.materials[index], like)
+            _edited_diffuse(out, scene.materials[index], like, stage_from_file)
         return out
     out = copy.deepcopy(DEFAULT_MATERIAL)
     if index is None or not 0 <= index < len(scene.materials):
@@ -57,11 +58,12 @@ def material_record(scene: Scene, index: int | None, like: dict | None = None) -
     return out
 
 
-def _edited_diffuse(out: dict, mat: Any, n3: dict) -> None:
+def _edited_diffuse(out: dict, mat: Any, n3: dict, stage_from_file: bool = False) -> None:
     """Set ``out``'s diffuse to ``mat``'s base colour when that is not the colour
-    the N3 record ``n3`` exports to (a textured part keeps its diffuse alpha)."""
+    the N3 record ``n3`` exports to (a textured part keeps its diffuse alpha;
+    ``stage_from_file``: a shape's part, which follows its own texture stage)."""
     textured = mat.base_color_texture is not None
-    shown = n3_base_color(n3, textured, stage_from_file=False)
+    shown = n3_base_color(n3, textured, stage_from_file=stage_from_file)
     if not np.allclose(np.asarray(mat.base_color, np.float64), shown, rtol=0, atol=1e-6):
         out["diffuse"] = [float(x) for x in mat.base_color[:3]] + [
             float(out["diffuse"][3]) if textured else float(mat.base_color[3])]

@@ -15,6 +15,7 @@ reversed back to the engine's clockwise fronts, no V flip.
   frame 0 is the rest pose (the engine binds skins at frame 0) and whose later
   frames hold each animation in turn.  ``.n3anim``: one clip per animation over
   its frame range.
+* ``.n3shape`` (a static object): parts from mesh nodes, see :mod:`.import_shape`.
 * ``.n3cpart`` / ``.n3cplug`` / ``.n3chr``: a character is several files; the
   ``.n3chr`` import returns the character and every file it references
   (joint, clips, parts with their skins and textures, plugs with their meshes),

@@ -1,0 +1,176 @@
+"""glTF into a Knight Online ``.n3shape`` (a static object of the zones: a
+transform and parts, each an ``.n3pmesh`` with a material and textures), the
+inverse of ``scene.add_shape``.
+
+The shape's transform is the scene's one root when that root draws nothing
+itself (the export's shape node), else the identity.  Each mesh node and
+material under it is one part: its pivot is the node's place in the shape's
+frame, its geometry the node's triangles in that frame less the pivot (a
+node's own rotation and scale are baked in), its mesh an ``.n3pmesh`` and its
+texture an NTF ``.dxt`` beside the output, referenced as ``<folder>\\<file>``
+(``object`` by default, where the client keeps them).
+
+With ``like`` (the original shape), parts are paired with the original's by
+name (the export names each part's node after its mesh reference): an
+unchanged part keeps its record, mesh file and textures; an edited mesh is
+regenerated under the original's name; a changed colour becomes the diffuse
+and a repainted texture is written under the original's name.  A shape whose
+parts, pivots and transform are all the original's gives back its bytes.
+"""
+from __future__ import annotations
+
+import copy
+import os
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+
+from ...core.errors import FormatError
+from ...document import Document
+from ...scene import Scene
+from ...scene.ops import world_matrices
+from ...scene.xform import decompose_matrix, mirror_x, mirror_x_quat, quat_normalize
+from .import_base import ImportError_, _by_name, _file_stem, _original_name, _raw, _safe, _unique
+from .import_material import edited_texture, material_record, texture_file
+from .importer import _mesh_sets, _pmesh_doc, gather
+from .scene import _transform_trs
+from .text import text
+
+
+def _shape_root(scene: Scene) -> int | None:
+    """The node whose transform is the shape's: the one root, drawing nothing."""
+    if len(scene.roots) == 1 and scene.nodes[scene.roots[0]].mesh is None:
+        return scene.roots[0]
+    return None
+
+
+def _transform_record(scene: Scene, root: int | None, name: str, like: dict | None) -> dict:
+    """The shape's transform record (N3 axes) from the root node's rest TRS."""
+    if root is None:
+        t, r, s = np.zeros(3), np.array([0.0, 0, 0, 1]), np.ones(3)
+    else:
+        t, r, s = decompose_matrix(world_matrices(scene)[root])
+    out = copy.deepcopy(like) if like is not None else {
+        "name": _raw(name), "keys": [{"count": 0, "values": np.zeros((0, 0), np.float32)}
+                                     for _ in range(3)],
+        "collisionMesh": _raw(""), "climbMesh": _raw("")}
+    new = {"position": [float(x) for x in mirror_x(t)],
+           "rotation": [float(x) for x in mirror_x_quat(quat_normalize(r))],
+           "scale": [float(x) for x in s]}
+    if like is not None:
+        # what the original's transform exports to (the engine skips w == 0 rotations)
+        shown = _transform_trs(like)
+        same = (np.allclose(shown["translation"], t, atol=1e-5)
+                and abs(abs(float(np.dot(shown["rotation"], quat_normalize(r)))) - 1) < 1e-9
+                and np.allclose(shown["scale"], s, atol=1e-5))
+        if same:
+            return out
+    out.update(new)
+    return out
+
+
+def import_shape(scene: Scene, *, like: Document | None = None, out_name: str = "",
+                 **options: Any) -> list:
+    stem = _file_stem(out_name, scene.name or "shape")
+    folder = str(options.get("folder", "object"))
+    lroot = like.root if like is not None and like.format == "n3shape" else None
+    root = _shape_root(scene)
+    world = world_matrices(scene)
+    frame = world[root] if root is not None else np.eye(4)
+    inv = np.linalg.inv(frame) if abs(np.linalg.det(frame[:3, :3])) > 1e-300 else np.eye(4)
+    sets = _mesh_sets(scene)
+    if not sets:
+        raise ImportError_("the scene has no mesh to make a shape of")
+    if scene.animations:
+        scene.warnings.append("n3shape: the glTF's animations are not written (a shape's "
+                              "transform keys come from --like only)")
+    groups: list = []                        # (name, node, sets of one material)
+    for node in dict.fromkeys(s.node for s in sets):
+        node_sets = [s for s in sets if s.node == node]
+        mats = list(dict.fromkeys(s.material for s in node_sets))
+        for m in mats:
+            base = _original_name(scene.nodes[node]) or f"part{len(groups)}"
+            name = base if len(mats) == 1 else f"{base}_{m}"
+            groups.append((name, node, [s for s in node_sets if s.material == m]))
+    originals = _like_parts(like) if lroot is not None else []
+    holders = _by_name([g[0] for g in groups], originals) if originals else \
+        [(None, None)] * len(groups)
+    paired = [(h.part if h is not None else None, m) for h, m in holders]
+    place = [h.index if h is not None else len(originals) + k for k, (h, _) in enumerate(holders)]
+    files: list = []
+    parts: list = []                      # (place: the original's part order first, record)
+    stems: set = {stem.lower()}
+    for (name, node, node_sets), (lpart, lmesh), at in zip(groups, paired, place):
+        pivot = (inv @ world[node])[:3, 3]
+        for s in node_sets:                     # the node's triangles in the part's frame
+            s.transform(inv)
+            s.positions = s.positions - pivot
+        geo = gather(scene, node_sets, f"part {name}", empty_ok=True)
+        if not len(geo.triangles):
+            continue
+        n3_pivot = [float(x) for x in mirror_x(pivot)]
+        if lpart is not None:
+            rec = copy.deepcopy(lpart)
+            if not np.allclose(np.asarray(rec["pivot"], np.float64), n3_pivot, atol=1e-5):
+                rec["pivot"] = n3_pivot
+            rec["material"] = material_record(scene, geo.material, lpart["material"],
+                                              stage_from_file=True)
+            mesh_name = os.path.basename(text(rec["mesh"]).replace("\\", "/"))
+            mesh = _pmesh_doc(scene, geo, lmesh, options, os.path.splitext(mesh_name)[0])
+            if options.get("textures", True) and rec["textures"]:
+                files.extend(filter(None, [edited_texture(scene, geo.material, like,
+                                                          rec["textures"][0], options)]))
+        else:
+            pstem = _unique(f"{stem}_{_safe(name)}", stems)
+            mesh_name = f"{pstem}.n3pmesh"
+            mesh = _pmesh_doc(scene, geo, None, options, pstem)
+            textures = []
+            if options.get("textures", True):
+                tex = texture_file(scene, geo.material, pstem, options)
+                if tex is not None:
+                    files.append(tex)
+                    textures = [_raw(f"{folder}\\{tex[0]}" if folder else tex[0])]
+            rec = {"pivot": n3_pivot, "mesh": _raw(f"{folder}\\{mesh_name}" if folder
+                                                   else mesh_name),
+                   "material": material_record(scene, geo.material), "textureCount":
+                   len(textures), "textureFps": 10.0, "textures": textures}
+        files.append((mesh_name, mesh))
+        parts.append((at, rec))
+    parts = [rec for _, rec in sorted(parts, key=lambda x: x[0])]
+    if not parts:
+        raise ImportError_("every triangle of the scene is degenerate: no shape to write")
+    if lroot is not None:
+        out = copy.deepcopy(lroot)
+        if len(parts) != len(lroot["parts"]):
+            scene.warnings.append("n3shape: parts added or removed against the original")
+    else:
+        out = {"belong": 0, "eventID": 0, "eventType": 0, "npcID": 0, "npcStatus": 0}
+    name = options.get("name") or (scene.nodes[root].name if root is not None else stem)
+    out["transform"] = _transform_record(scene, root, name,
+                                         lroot["transform"] if lroot is not None else None)
+    out["partCount"], out["parts"] = len(parts), parts
+    order = ["transform", "partCount", "parts", "belong", "eventID", "eventType", "npcID",
+             "npcStatus"]
+    out = {k: out[k] for k in order if k in out}
+    shape = Document("n3shape", out, dict(like.params) if lroot is not None else {},
+                     bytes(like.trailing) if lroot is not None else b"", [],
+                     dict(like.meta) if lroot is not None else {})
+    return [(f"{stem}.n3shape", shape), *files]
+
+
+def _like_parts(like: Document) -> list:
+    """The original's parts as (holder, its .n3pmesh document or None), for
+    ``_by_name``: the holder's ``root["name"]`` is the part's mesh reference,
+    the name its export gives the part's node, and ``part`` its record."""
+    from .scene import Resolver
+    res = Resolver(like.source, None, limits=like.limits)
+    out = []
+    for i, part in enumerate(like.root["parts"]):
+        try:
+            mesh = res.load(part["mesh"], Scene(), "mesh")
+        except FormatError:
+            mesh = None
+        out.append((SimpleNamespace(root={"name": part["mesh"]}, part=part, index=i),
+                    mesh if mesh is not None and mesh.format == "n3pmesh" else None))
+    return out
