@@ -342,11 +342,6 @@ def like_rank(scene: Scene, like_scene: Scene, like_order: list[int]) -> dict:
     return {i: place[n.name] for i, n in enumerate(scene.nodes) if n.name in place}
 
 
-def _paired_clips(scene: Scene, like_scene: Scene) -> list | None:
-    """The scene's animations paired with the original's (``paired_by_name``)."""
-    return paired_by_name(scene.animations, like_scene.animations)
-
-
 #: a joint's key lies on the original's motion within this angle (degrees) ...
 ROTATION_TOLERANCE_DEG = 0.1
 #: ... and this fraction of the skeleton's extent
@@ -380,7 +375,7 @@ def _same_motion(scene: Scene, like_scene: Scene, order: list[int],
     intervals early (Blender ends on a whole frame)."""
     if len(order) != len(like_order):
         return False
-    pairs = _paired_clips(scene, like_scene)
+    pairs = paired_by_name(scene.animations, like_scene.animations)
     if pairs is None:
         return False
     if not (_rebase_is_identity(scene, order) and _rebase_is_identity(like_scene, like_order)):

@@ -30,7 +30,8 @@ from ...core.errors import FormatError
 from ...document import Document
 from ...scene import Scene
 from ...scene.ops import world_matrices
-from ...scene.xform import decompose_matrix, mirror_x, mirror_x_quat, quat_normalize
+from ...scene.xform import (decompose_matrix, inverse_affine, mirror_x, mirror_x_quat,
+                            quat_normalize)
 from .import_base import ImportError_, _by_name, _file_stem, _original_name, _raw, _safe, _unique
 from .import_material import edited_texture, material_record, texture_file
 from .importer import _mesh_sets, _pmesh_doc, gather
@@ -45,12 +46,9 @@ def _shape_root(scene: Scene) -> int | None:
     return None
 
 
-def _transform_record(scene: Scene, root: int | None, name: str, like: dict | None) -> dict:
-    """The shape's transform record (N3 axes) from the root node's rest TRS."""
-    if root is None:
-        t, r, s = np.zeros(3), np.array([0.0, 0, 0, 1]), np.ones(3)
-    else:
-        t, r, s = decompose_matrix(world_matrices(scene)[root])
+def _transform_record(frame: np.ndarray, name: str, like: dict | None) -> dict:
+    """The shape's transform record (N3 axes) from its frame (the root's world matrix)."""
+    t, r, s = decompose_matrix(frame)
     out = copy.deepcopy(like) if like is not None else {
         "name": _raw(name), "keys": [{"count": 0, "values": np.zeros((0, 0), np.float32)}
                                      for _ in range(3)],
@@ -78,7 +76,7 @@ def import_shape(scene: Scene, *, like: Document | None = None, out_name: str = 
     root = _shape_root(scene)
     world = world_matrices(scene)
     frame = world[root] if root is not None else np.eye(4)
-    inv = np.linalg.inv(frame) if abs(np.linalg.det(frame[:3, :3])) > 1e-300 else np.eye(4)
+    inv = inverse_affine(frame)[0]             # (a root scaled to 0 flattens its parts)
     sets = _mesh_sets(scene)
     if not sets:
         raise ImportError_("the scene has no mesh to make a shape of")
@@ -147,7 +145,7 @@ def import_shape(scene: Scene, *, like: Document | None = None, out_name: str = 
     else:
         out = {"belong": 0, "eventID": 0, "eventType": 0, "npcID": 0, "npcStatus": 0}
     name = options.get("name") or (scene.nodes[root].name if root is not None else stem)
-    out["transform"] = _transform_record(scene, root, name,
+    out["transform"] = _transform_record(frame, name,
                                          lroot["transform"] if lroot is not None else None)
     out["partCount"], out["parts"] = len(parts), parts
     order = ["transform", "partCount", "parts", "belong", "eventID", "eventType", "npcID",
