@@ -141,6 +141,84 @@ def test_a_lazy_list_holding_nan_is_the_standard_librarys_text():
     assert text == _std({"a": plain}, 2) and "NaN" in text
 
 
+def _tree_with(rng: random.Random, bad, depth: int = 0):
+    """A random tree of dicts, lists, tuples, scalars and numpy arrays, with
+    ``bad`` (a NaN, an infinity, or a finite float) somewhere when given."""
+    k = rng.randrange(6 if depth < 4 else 3)
+    if k == 0:
+        return rng.choice([1, "s", None, True, 2.5, b"x"])
+    if k == 1:
+        return rng.choice([np.arange(5, dtype=np.uint32), np.array([0.5, -1.0], np.float32),
+                           np.float64(2.0), np.zeros((0, 3), np.float64)])
+    if k == 2:
+        return [rng.randrange(9) for _ in range(rng.randrange(40))]
+    if k in (3, 4):
+        return [_tree_with(rng, None, depth + 1) for _ in range(rng.randrange(6))] if k == 3 \
+            else {f"k{i}": _tree_with(rng, None, depth + 1) for i in range(rng.randrange(6))}
+    return tuple(_tree_with(rng, None, depth + 1) for _ in range(rng.randrange(4)))
+
+
+def _plant(rng: random.Random, tree, bad):
+    """``tree`` with ``bad`` put in one place (a new list or dict entry, or in an array)."""
+    holders = []
+
+    def walk(o):
+        if isinstance(o, (dict, list)):
+            holders.append(o)
+            for v in (o.values() if isinstance(o, dict) else o):
+                walk(v)
+    walk(tree)
+    if not holders:
+        return [tree, bad]
+    h = rng.choice(holders)
+    value = rng.choice([bad, np.array([1.0, bad]), np.float32(bad), [0, [bad]]])
+    if isinstance(h, dict):
+        h[f"bad{len(h)}"] = value
+    else:
+        h.insert(rng.randrange(len(h) + 1), value)
+    return tree
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(0, 2 ** 32), st.sampled_from([None, float("nan"), float("inf"), -float("inf"), 1e30]))
+def test_the_bounded_tree_look_answers_as_the_whole_tree_does(seed, bad):
+    """The look at the tree that spares the scan of the text for ``null``: when
+    it answers (within its budget), it answers as the full walk does; when it
+    cannot, the text and the tree decide, as before."""
+    rng = random.Random(seed)
+    tree = _tree_with(rng, None)
+    if bad is not None:
+        tree = _plant(rng, {"root": tree}, bad)
+    want = jsontext._non_finite(tree)
+    assert want == (bad is not None and bad != 1e30)  # (negative control: 1e30 is finite, in float32 too)
+    for budget in (1, 8, 64, 10 ** 6):
+        got = jsontext._non_finite_within(tree, budget)
+        assert got in (None, want)
+    assert jsontext._non_finite_within(tree, 10 ** 6) == want  # (a big budget always answers)
+    raw = orjson.dumps(tree, option=orjson.OPT_SERIALIZE_NUMPY,
+                       default=lambda o: o.tolist() if hasattr(o, "tolist") else list(o)) \
+        if not want else b"null"
+    assert jsontext._holds_non_finite(tree, raw, False) == want
+
+
+def test_a_lazy_list_leaves_the_question_to_the_text():
+    lazy = jsontext.LazyItems([1.0, float("nan")], lambda x: {"x": x})
+    assert jsontext._non_finite_within({"a": lazy}, 10 ** 6) is None
+    assert jsontext._holds_non_finite({"a": lazy}, b'{"a":[{"x":1.0},{"x":null}]}', False)
+    assert jsontext.dumps({"a": jsontext.LazyItems([1.0, 2.0], lambda x: {"x": x})}, None) == \
+        '{"a":[{"x":1.0},{"x":2.0}]}'
+
+
+def test_a_big_array_tree_is_answered_without_the_text():
+    """A few containers around big arrays (the n3joint shape): the tree answers,
+    so the text is never scanned (a text holding ``null`` is not looked at)."""
+    tree = {"joints": [{"keys": np.arange(100_000, dtype=np.uint32), "name": "ab"}] * 20}
+    assert jsontext._non_finite_within(tree, 256) is False
+    assert jsontext._holds_non_finite(tree, b"null" * (1 << 15), True) is False
+    tree["joints"].append({"keys": np.array([1.0, np.inf])})
+    assert jsontext._holds_non_finite(tree, b"x" * (1 << 16), True) is True  # (the tree, not the text)
+
+
 def test_a_lazy_list_is_converted_one_item_at_a_time():
     """The JSON value of a record is built just before it is written and freed
     just after: the converter never has more than one result alive."""

@@ -178,6 +178,82 @@ def _non_finite(obj: Any) -> bool:
 
 _SKIP = frozenset((str, int, bool, type(None), bytes))
 
+#: containers and scalars the bounded look at a tree visits per byte of its
+#: text before it leaves the question to the text (a step costs about as much
+#: as scanning a hundred bytes for ``null``)
+_TREE_STEPS_PER_BYTE = 1 / 100
+#: texts shorter than this are searched for ``null`` first (a byte search of a
+#: small text is cheaper than any look at its tree)
+_TREE_FIRST_MIN = 1 << 16
+
+
+def _holds_non_finite(obj: Any, raw: bytes | memoryview, indented: bool) -> bool:
+    """Whether ``obj`` (whose orjson text is ``raw``) holds a NaN or an infinity.
+
+    The tree is looked at first, within a budget and without converting lazy
+    lists: a tree of a few containers around big numeric arrays (a joint's key
+    tracks, a terrain's columns) is answered in well under a millisecond,
+    where the text of 18 MB took 8 ms to scan for ``null``.  A small text, a
+    tree of many small records, or one holding lazy lists goes to the text: a
+    ``null`` value in it, then the whole tree, decide."""
+    if len(raw) >= _TREE_FIRST_MIN:
+        verdict = _non_finite_within(obj, int(len(raw) * _TREE_STEPS_PER_BYTE))
+        if verdict is not None:
+            return verdict
+    return bool(_has_null(raw) and (_NULL_INDENTED if indented else _NULL_COMPACT).search(raw)
+                and _non_finite(obj))
+
+
+def _non_finite_within(obj: Any, budget: int) -> bool | None:
+    """:func:`_non_finite` in at most ``budget`` steps (a container, or a scalar
+    of a list); None when that was not enough or a lazy list was met (whose
+    items exist only as they are written)."""
+    stack = [obj]
+    pop, append = stack.pop, stack.append
+    scalars = _SKIP
+    while stack:
+        o = pop()
+        budget -= 1
+        cls = o.__class__
+        if cls in scalars:
+            continue
+        if cls is list or cls is tuple:
+            budget -= len(o)
+            if budget < 0:
+                return None
+            for x in o:
+                c = x.__class__
+                if c in scalars:
+                    continue
+                if c is float:
+                    if x - x != 0.0:
+                        return True
+                    continue
+                append(x)
+        elif cls is dict:
+            budget -= len(o)
+            if budget < 0:
+                return None
+            stack.extend(o.values())
+        elif cls is float:
+            if o - o != 0.0:
+                return True
+        elif cls is LazyItems:
+            return None
+        elif isinstance(o, np.ndarray):
+            if o.dtype.kind in _FLOAT_KINDS and not np.isfinite(o).all():
+                return True
+            if o.dtype.kind == "O":
+                return None
+        elif isinstance(o, np.generic):
+            if o.dtype.kind in _FLOAT_KINDS and not np.isfinite(o):
+                return True
+        else:  # (a subclass of dict or list, or another object: the whole tree decides)
+            return None
+        if budget < 0:
+            return None
+    return False
+
 
 def _plain(obj: Any) -> Any:
     """numpy arrays and lazy lists as lists, for the standard library."""
@@ -233,8 +309,7 @@ def _orjson_text(obj: Any, indented: bool, depth: int) -> bytes | memoryview:
                            default=default)
     except (TypeError, orjson.JSONEncodeError) as e:
         raise _Refused from e
-    if _has_null(raw) and (_NULL_INDENTED if indented else _NULL_COMPACT).search(raw) \
-            and _non_finite(obj):
+    if _holds_non_finite(obj, raw, indented):
         raise _Refused
     if indented and depth:
         # "[" + newline + indentation per wrapping level before, newline +
