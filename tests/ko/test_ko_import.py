@@ -2,6 +2,7 @@
 clip, part, plug and character formats, as the exact inverse of the export."""
 from __future__ import annotations
 
+import copy
 import io
 import os
 import re
@@ -1098,11 +1099,12 @@ def test_formats_without_clips_say_the_animations_are_dropped(fmt):
 
 
 def test_a_clip_between_frames_still_ends_in_its_last_pose():
-    """Clips are sampled at 30 frames/s: 0.875 s took 26 frames, ending at 0.867 s
-    short of the final pose; it takes 27 now, the last holding the end."""
+    """A clip keyed off every frame rate is sampled at 30 frames/s: 0.871 s took
+    26 frames, ending at 0.867 s short of the final pose; it takes 27 now, the
+    last holding the end."""
     sc = rig_scene()
     sc.animations = sc.animations[:1]
-    sc.animations[0].channels[0].times = np.array([0.0, 0.875], np.float32)
+    sc.animations[0].channels[0].times = np.array([0.0, 0.871], np.float32)
     clips = CODEC["n3anim"].from_scene(sc).root["clips"]
     assert [(c["start"], c["end"]) for c in clips] == [(1.0, 28.0)]      # 27 frames after 1
     rot = CODEC["n3joint"].from_scene(sc).root["children"][0]["keys"][1]["values"]
@@ -1129,3 +1131,97 @@ def test_skeleton_takes_the_skins_the_shown_meshes_use():
     assert skeleton_order(s) == [a0, a1]
     s.nodes[-1].skin = None                               # (control: no skin in use)
     assert skeleton_order(s) == [a0, a1, b0]
+
+
+@pytest.mark.parametrize("rate", [24.0, 25.0, 30.0, 60.0])
+def test_a_clip_keyed_at_a_common_frame_rate_is_written_at_it(rate):
+    """Blender samples clips at 24 frames/s: on the 30 frame/s timeline a key
+    between two frames was lost.  A clip whose every key sits on one common
+    rate's frames is written at that rate (the clip's fps), each key a frame."""
+    sc = rig_scene()
+    sc.animations = sc.animations[:1]
+    ch = sc.animations[0].channels[0]
+    n = 9
+    ch.times = (np.arange(n) / rate).astype(np.float32)
+    angles = np.where(np.arange(n) % 2, 0.6, -0.4)              # a zigzag: every key a peak
+    ch.values = np.stack([np.zeros(n), np.sin(angles / 2), np.zeros(n), np.cos(angles / 2)],
+                         axis=1).astype(np.float32)
+    clip = CODEC["n3anim"].from_scene(sc).root["clips"][0]
+    assert clip["fps"] == rate and (clip["start"], clip["end"]) == (1.0, 1.0 + n - 1)
+    rot = CODEC["n3joint"].from_scene(sc).root["children"][0]["keys"][1]["values"]
+    want = np.stack([np.zeros(n), -np.sin(angles / 2), np.zeros(n), np.cos(angles / 2)], axis=1)
+    assert np.allclose(rot[1:1 + n], want, atol=1e-6)            # every peak kept
+
+
+def test_a_clip_off_every_common_rate_stays_at_30_frames_per_second():
+    from potsherd.formats.ko.import_rig import key_rate
+    sc = rig_scene()
+    a = sc.animations[0]
+    a.channels[0].times = np.array([0.0, 1 / 24, 1 / 30, 0.5], np.float32)   # two grids mixed
+    assert key_rate(a) == 30.0
+    a.channels[0].times = np.array([0.0, 0.5, 1.0], np.float32)               # on 30's frames
+    assert key_rate(a) == 30.0
+    a.channels[0].times = np.array([0.0, 1 / 48, 0.5], np.float32)
+    assert key_rate(a) == 48.0
+
+
+def _corner_drift(a: np.ndarray, b: np.ndarray) -> float:
+    """How far the corners of one pose are from the other's nearest (both ways)."""
+    d = np.sqrt(((a[:, None, :] - b[None, :, :]) ** 2).sum(-1))
+    return float(max(d.min(0).max(), d.min(1).max()))
+
+
+def _clip_corners(scene: Scene, animation, t: float) -> np.ndarray:
+    from potsherd.scene.compare import _worlds
+    world = _worlds(scene, animation, np.array([t]))[0]
+    return np.unique(np.concatenate([np.asarray(s.positions, np.float64)[s.indices]
+                                     for s in triangle_sets(scene, world=world)]).round(5), axis=0)
+
+
+@pytest.mark.parametrize("rest_at_bind", [True, False])
+def test_a_character_resting_off_its_bind_pose_animates_as_the_gltf_does(tmp_path, monkeypatch,
+                                                                        rest_at_bind):
+    """The engine binds skins at frame 0.  A glTF that rests in another pose than
+    it binds in (Kenney's Maya character: arms down at rest, a T pose bound) was
+    written with frame 0 at rest, and a vertex shared by two joints drifted as
+    soon as a clip moved them apart; frame 0 is the bind pose now.  Negative
+    control: without that step the shared vertices drift."""
+    from rig_scenes import rest_off_bind_rig
+    if not rest_at_bind:
+        import potsherd.formats.ko.importer as importer
+        monkeypatch.setattr(importer, "rest_at_bind", lambda scene: [])
+    source = rest_off_bind_rig()
+    files = CODEC["n3chr"].from_scene(copy.deepcopy(source), out_name="rig.n3chr")
+    write_all(files, tmp_path)
+    back = export(tmp_path / "rig.n3chr", data_root=str(tmp_path))
+    drift = 0.0
+    for a, b in zip(source.animations, back.animations):
+        for t in (0.0, 0.2, 0.5, 1.0):                           # (frames of 30 frames/s)
+            if t <= a.duration:
+                drift = max(drift, _corner_drift(_clip_corners(source, a, t),
+                                                 _clip_corners(back, b, t)))
+    assert (drift < 1e-4) == rest_at_bind, drift
+
+
+KENNEY = CORPUS_ROOT / "fbx" / "ufbx__maya_kenney_character_7700_binary.fbx"
+
+
+@pytest.mark.skipif(not KENNEY.is_file(), reason="the Kenney FBX is not in the corpus")
+def test_kenneys_character_animates_in_knight_online_as_in_its_fbx(tmp_path):
+    """A real file that rests off its bind pose (36 joints; frame 0 held the rest
+    pose and the arms were drawn out into blades in the walk).  At every frame
+    of the 30 frames/s timeline that is also a key of the source, every posed
+    corner is where the FBX's own scene puts it."""
+    doc = potsherd.read(KENNEY)
+    source = doc.codec.to_scene(doc)
+    files = CODEC["n3chr"].from_scene(copy.deepcopy(source), out_name="kenney.n3chr")
+    write_all(files, tmp_path)
+    back = export(tmp_path / "kenney.n3chr", data_root=str(tmp_path))
+    a, b = source.animations[0], back.animations[0]
+    keys = np.unique(np.concatenate([np.asarray(c.times, np.float64) for c in a.channels]))
+    on_frames = keys[np.abs(keys * 30 - np.round(keys * 30)) < 1e-4]
+    assert len(on_frames) >= 15
+    size = float(np.ptp(_clip_corners(source, a, 0.0), axis=0).max())
+    drift = [_corner_drift(_clip_corners(source, a, t), _clip_corners(back, b, t))
+             for t in on_frames]
+    assert max(drift) < 1e-5 * size, drift

@@ -10,6 +10,7 @@ import numpy as np
 
 from ...document import Document
 from ...scene import Scene
+from ...scene.bind_pose import rest_at_bind
 from ...scene.compare import paired_by_name
 from ...scene.model import unique_labels
 from ...scene.ops import (local_matrix, node_rotation_per_component, sample_node_trs,
@@ -76,18 +77,38 @@ def _joint_maps(scene: Scene, order: list[int]) -> dict:
 
 
 def clip_layout(scene: Scene) -> list[dict]:
-    """Where each animation goes on the joint timeline: frame 0 is the rest pose,
+    """Where each animation goes on the joint timeline: frame 0 is the (bind) rest pose,
     then clip k covers [start, end] played at its fps."""
     out, frame = [], 1.0
     for a in scene.animations:
         fps = a.extras.get("fps") if a.extras else None
-        fps = float(fps) if isinstance(fps, (int, float)) and fps > 0 else FRAME_RATE
+        fps = float(fps) if isinstance(fps, (int, float)) and fps > 0 else key_rate(a)
         # the last frame at or past the clip's end, which sampling holds, so a clip
         # between two frames still ends in its last pose (a one-frame pose is 0)
         n = max(int(math.ceil(a.duration * fps - 1e-3)), 0)   # (float32 key times)
         out.append({"start": frame, "end": frame + n, "fps": fps, "frames": n})
         frame += n + 1
     return out
+
+
+#: frame rates a clip is keyed at, in the order tried (30, the timeline's own, first)
+KEY_RATES = (30.0, 24.0, 25.0, 60.0, 48.0, 50.0)
+
+
+def key_rate(animation: Any) -> float:
+    """The frame rate a clip without a stored one is written at: the first of
+    :data:`KEY_RATES` whose frames hold every key time of the clip (Blender
+    samples its clips at the scene's 24 frames/s, and a 24 frame/s key between
+    two 30 frame/s frames would be lost), else 30."""
+    times = np.unique(np.concatenate([np.asarray(c.times, np.float64).ravel()
+                                      for c in animation.channels] or [np.zeros(0)]))
+    if not len(times):
+        return FRAME_RATE
+    for rate in KEY_RATES:
+        f = times * rate
+        if np.abs(f - np.round(f)).max() <= 1e-3:           # (float32 key times)
+            return rate
+    return FRAME_RATE
 
 
 def n3_parents(scene: Scene, order: list[int]) -> dict:
@@ -424,10 +445,12 @@ def import_joint(scene: Scene, *, like: Document | None = None, out_name: str = 
         rank, names = like_rank(scene, like_scene, like_order), like_names(scene, like_scene)
         order = skeleton_order(scene, rank) if scene.skins else _all_joint_nodes(scene, rank)
         keep_frames(scene, like_scene, order)
+        rest_at_bind(scene)
         # to_scene's one "timeline" animation spans the whole key range
         if _same_motion(scene, like_scene, order, like_order):
             return _copy_doc(like)
     else:
+        rest_at_bind(scene)   # frame 0, where the engine binds skins, is the bind pose
         order = skeleton_order(scene) if scene.skins else _all_joint_nodes(scene)
     root, _ = joint_root(scene, order, options.get("name"), names)
     return Document("n3joint", root, {"jointKeys": 4}, b"", [], {})

@@ -11,10 +11,11 @@ reversed back to the engine's clockwise fronts, no V flip.
 * ``.n3cskins``: the skinned (or any) geometry with four LODs taken from one
   progressive mesh, positions and UVs indexed separately per corner as the
   engine stores them, every glTF influence kept and renormalised.
-* ``.n3joint``: the skeleton in depth-first pre-order; one 30 fps timeline whose
-  frame 0 is the rest pose (the engine binds skins at frame 0) and whose later
-  frames hold each animation in turn.  ``.n3anim``: one clip per animation over
-  its frame range.
+* ``.n3joint``: the skeleton in depth-first pre-order; one timeline whose frame
+  0 is the bind pose (the engine binds skins at frame 0; ``scene.bind_pose``
+  moves a rest pose that differs onto it) and whose later frames hold each
+  animation in turn, at its stored rate or the common rate its keys sit on.
+  ``.n3anim``: one clip per animation over its frame range.
 * ``.n3shape`` (a static object): parts from mesh nodes, see :mod:`.import_shape`.
 * ``.n3cpart`` / ``.n3cplug`` / ``.n3chr``: a character is several files; the
   ``.n3chr`` import returns the character and every file it references
@@ -51,6 +52,7 @@ from ...core.layout import Ragged
 from ...core.values import RawString
 from ...document import Document
 from ...scene import Scene, compute_normals, weld
+from ...scene.bind_pose import rest_at_bind
 from ...scene.ops import triangle_sets, world_matrices
 from ...scene.xform import inverse_affine, mirror_x
 from .import_material import edited_texture, material_record, texture_file
@@ -382,6 +384,7 @@ def import_skins(scene: Scene, *, like: Document | None = None, out_name: str = 
                  **options: Any) -> Document:
     joint_map = None
     if scene.skins:
+        rest_at_bind(scene)                  # (the engine binds at the skeleton's frame 0)
         order = skeleton_order(scene)
         joint_map = _joint_maps(scene, order)
     sets = _mesh_sets(scene)
@@ -415,6 +418,8 @@ def _ref(folder: str, file: str) -> RawString:
 def import_part(scene: Scene, *, like: Document | None = None, out_name: str = "",
                 **options: Any) -> list:
     stem = _file_stem(out_name, scene.name or "part")
+    if scene.skins:
+        rest_at_bind(scene)
     joint_map = _joint_maps(scene, skeleton_order(scene)) if scene.skins else None
     sets = merge_materials(scene, _mesh_sets(scene), "n3cpart")
     geo = gather(scene, sets, "n3cpart", joint_map)
@@ -609,6 +614,8 @@ def import_chr(scene: Scene, *, like: Document | None = None, out_name: str = ""
             keep_frames(scene, like_scene, order)
             restore_clip_data(scene, {a.name: a.extras for a in like_scene.animations
                                       if a.extras})
+    if rigged:
+        rest_at_bind(scene)   # frame 0, where the engine binds the skins, is the bind pose
     joint_map = _joint_maps(scene, order) if rigged else None
     index = {n: i for i, n in enumerate(order)}
     files: list = []
