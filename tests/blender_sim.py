@@ -110,12 +110,76 @@ print("DONE")
 """
 
 
+#: a rig authored in Blender as a modder would: three connected bones up z, a
+#: subdivided cylinder whose vertices blend two bones each, and a 24 frame/s
+#: action (Blender's default rate) turning the upper two bones in a zigzag
+AUTHOR_RIG_SCRIPT = """
+import numpy; numpy.bool = bool
+import bpy, sys, math
+out = sys.argv[sys.argv.index('--') + 1]
+bpy.ops.wm.read_factory_settings(use_empty=True)
+scene = bpy.context.scene
+scene.render.fps = 24
+arm_data = bpy.data.armatures.new("Rig")
+arm = bpy.data.objects.new("Rig", arm_data)
+scene.collection.objects.link(arm)
+bpy.context.view_layer.objects.active = arm
+bpy.ops.object.mode_set(mode='EDIT')
+prev = None
+for i, name in enumerate(["root", "mid", "tip"]):
+    b = arm_data.edit_bones.new(name)
+    b.head = (0, 0, i)
+    b.tail = (0, 0, i + 1)
+    if prev:
+        b.parent = prev
+        b.use_connect = True
+    prev = b
+bpy.ops.object.mode_set(mode='OBJECT')
+bpy.ops.mesh.primitive_cylinder_add(vertices=8, radius=0.3, depth=3, location=(0, 0, 1.5))
+body = bpy.context.active_object
+body.name = "body"
+mod = body.modifiers.new("sub", 'SUBSURF')
+mod.levels = 2
+mod.subdivision_type = 'SIMPLE'
+bpy.ops.object.modifier_apply(modifier="sub")
+groups = {n: body.vertex_groups.new(name=n) for n in ("root", "mid", "tip")}
+for v in body.data.vertices:
+    z = v.co.z + 1.5
+    for k, n in enumerate(("root", "mid", "tip")):
+        w = max(0.0, 1.0 - abs(z - (k + 0.5)))
+        if w > 0:
+            groups[n].add([v.index], w, 'REPLACE')
+body.parent = arm
+body.modifiers.new("arm", 'ARMATURE').object = arm
+bpy.context.view_layer.objects.active = arm
+bpy.ops.object.mode_set(mode='POSE')
+arm.animation_data_create()
+arm.animation_data.action = bpy.data.actions.new("wave")
+for f, ang in ((1, 0), (7, 35), (13, -25), (19, 40), (25, 0)):
+    for name, k in (("mid", 1.0), ("tip", -0.7)):
+        pb = arm.pose.bones[name]
+        pb.rotation_mode = 'XYZ'
+        pb.rotation_euler = (math.radians(ang * k), 0, math.radians(ang * 0.3))
+        pb.keyframe_insert("rotation_euler", frame=f)
+bpy.ops.object.mode_set(mode='OBJECT')
+scene.frame_start, scene.frame_end = 1, 25
+bpy.ops.export_scene.gltf(filepath=out, export_format='GLB')
+print("DONE")
+"""
+
+
 def run_blender(src: Path, dst: Path, tmp_path: Path) -> None:
-    script = tmp_path / "rt.py"
-    script.write_text(BLENDER_SCRIPT)
+    """Blender opens ``src`` and saves it as ``dst`` (default export settings)."""
+    run_blender_script(BLENDER_SCRIPT, [src, dst], tmp_path)
+
+
+def run_blender_script(text: str, args: list, tmp_path: Path) -> None:
+    """Run a Blender Python script (``args`` after ``--``); it prints DONE when done."""
+    script = tmp_path / "blender_script.py"
+    script.write_text(text)
     # Debian's Blender finds its numpy only with the system Python first on PATH
     env = {"HOME": os.environ.get("HOME", str(tmp_path)), "PATH": "/usr/bin:/bin"}
-    run = subprocess.run([BLENDER, "-b", "--python", str(script), "--", str(src), str(dst)],
+    run = subprocess.run([BLENDER, "-b", "--python", str(script), "--", *map(str, args)],
                          capture_output=True, text=True, timeout=600, env=env)
     if "No module named 'numpy'" in run.stdout + run.stderr:
         pytest.skip("Blender's Python has no numpy")
