@@ -762,3 +762,16 @@ def test_dither_option_diffuses_the_palette_error(tmp_path):
     err = {d: np.abs(colors[g].astype(float).mean((0, 1)) - ramp.mean((0, 1))).sum()
            for d, g in got.items()}
     assert err[True] < err[False]
+
+
+def test_triangles_with_corners_on_two_joints_are_named():
+    """A shape mesh is rigid on one node: a triangle with corners on two joints
+    follows one of them, and the import says how many (the control: none)."""
+    from export_scenes import rigid_spanning_scene
+    s = rigid_spanning_scene()
+    DTS.from_scene(s)
+    assert any(w.startswith("mesh 'body': 8 triangles have corners on different joints")
+               for w in s.warnings)
+    still = rigid_spanning_scene(span=False)
+    DTS.from_scene(still)
+    assert not any("corners on different joints" in w for w in still.warnings)

@@ -89,6 +89,19 @@ def skinned_cube_scene() -> Scene:
     return s
 
 
+def rigid_spanning_scene(span: bool = True) -> Scene:
+    """:func:`skinned_cube_scene` with every vertex on one joint; with ``span``
+    the upper box's bottom corners are on the lower joint, so its 8 side
+    triangles have corners on both joints (without: none has)."""
+    s = skinned_cube_scene()
+    p = s.meshes[0].primitives[0]
+    p.weights = np.zeros_like(p.weights)
+    p.weights[:, 0] = 1.0
+    if span:
+        p.joints[(np.arange(len(p.positions)) >= 24) & np.isclose(p.positions[:, 1], 1.0), 0] = 0
+    return s
+
+
 def morph_scene() -> Scene:
     """A quad with 2 morph targets and a STEP weights animation (one-hot frames)."""
     s = Scene(name="morph")

@@ -798,3 +798,18 @@ def test_blended_skin_weights_are_named_when_each_triangle_follows_one_joint():
     p.weights[:, 0] = 1.0                                 # the control: one joint each
     TRWAD.from_scene(one)
     assert not any("blend several joints" in w for w in one.warnings)
+
+
+def test_triangles_with_corners_on_two_joints_are_named():
+    """Rigid weights (each vertex on one joint) still stretch a triangle whose
+    corners are on two joints; a moveable's triangle follows one, so say how
+    many (8 side triangles of the upper box).  The control: none spans."""
+    from export_scenes import rigid_spanning_scene
+    s = rigid_spanning_scene()
+    TRWAD.from_scene(s)
+    assert any(w.startswith("8 skinned triangles have corners on different joints")
+               for w in s.warnings)
+    assert not any("blend several joints" in w for w in s.warnings)
+    still = rigid_spanning_scene(span=False)
+    TRWAD.from_scene(still)
+    assert not any("corners on different joints" in w for w in still.warnings)

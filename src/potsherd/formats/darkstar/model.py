@@ -205,6 +205,12 @@ def _geometry_pieces(scene: Scene, worlds: list, warnings: list) -> dict[int, li
                 warnings.append(f"mesh {mesh.name!r}: blended skin weights reduced to each vertex's "
                                 "strongest joint (shape meshes are rigid on one node)")
             corner_joint = dominant[idx].reshape(-1, 3)
+            spanning = int((corner_joint.min(axis=1) != corner_joint.max(axis=1)).sum())
+            if spanning:
+                warnings.append(f"mesh {mesh.name!r}: {spanning} triangles have corners on "
+                                "different joints; shape meshes are rigid, so each follows one "
+                                "joint and its other corners leave theirs when the joints move "
+                                "apart")
             # a triangle belongs to the joint of most of its corners (its first on a tie)
             tri_joint = np.where(corner_joint[:, 1] == corner_joint[:, 2], corner_joint[:, 1],
                                  corner_joint[:, 0])

@@ -387,7 +387,7 @@ def _meshes(scene: Any, world: np.ndarray, to_tr: np.ndarray, bones: list, frame
     position = {b: k for k, b in enumerate(bones)}
     parents = scene.parents()
     per_bone: list[list] = [[] for _ in bones]
-    blended = 0
+    blended = spanning = 0
     for ts in triangle_sets(scene, world=world):
         tris = ts.indices.reshape(-1, 3)
         if not len(tris):
@@ -400,6 +400,7 @@ def _meshes(scene: Any, world: np.ndarray, to_tr: np.ndarray, bones: list, frame
             key = np.where(w == w.max(axis=1, keepdims=True), j, np.iinfo(np.int64).max)
             dom = key.min(axis=1)
             d = dom[tris]
+            spanning += int((d.min(axis=1) != d.max(axis=1)).sum())
             owner = np.where((d[:, 1] == d[:, 2]) & (d[:, 0] != d[:, 1]), d[:, 1], d[:, 0])
             node_of = np.asarray([int(sk.joints[k]) if 0 <= k < len(sk.joints) else -1
                                   for k in range(int(owner.max()) + 1)])
@@ -419,6 +420,10 @@ def _meshes(scene: Any, world: np.ndarray, to_tr: np.ndarray, bones: list, frame
     if blended:
         scene.warnings.append(f"{blended} skinned vertices blend several joints: a moveable's "
                               "meshes are rigid, so each triangle follows its dominant joint")
+    if spanning:
+        scene.warnings.append(f"{spanning} skinned triangles have corners on different joints: "
+                              "a moveable's meshes are rigid, so each follows one joint and its "
+                              "other corners leave theirs when the joints move apart")
     return [_mesh(scene, frames[k], to_tr, parts, textures, ours, bones[k],
                   like["meshes"][k] if like and k < len(like["meshes"]) else None)
             for k, parts in enumerate(per_bone)]
