@@ -125,6 +125,23 @@ def _has_null(raw: bytes) -> bool:
 _FLOAT_KINDS = "fc"
 
 
+def _list_non_finite(items: Any, push: Callable[[Any], None]) -> bool:
+    """Whether a list's own scalars hold a NaN or an infinity; its containers
+    are pushed for the walk (a list of scalars, the common case, costs no step
+    of the walk per item)."""
+    scalars = _SKIP
+    for x in items:
+        c = x.__class__
+        if c in scalars:
+            continue
+        if c is float:
+            if x - x != 0.0:
+                return True
+            continue
+        push(x)
+    return False
+
+
 def _non_finite(obj: Any) -> bool:
     """Whether ``obj`` holds a NaN or an infinity (which orjson writes as
     ``null``, like ``None``); lazy lists are converted item by item to look.
@@ -139,16 +156,8 @@ def _non_finite(obj: Any) -> bool:
         if cls in scalars:
             continue
         if cls is list or cls is tuple:
-            # (a list of scalars, the common case, without a step per item)
-            for x in o:
-                c = x.__class__
-                if c in scalars:
-                    continue
-                if c is float:
-                    if x - x != 0.0:
-                        return True
-                    continue
-                stack.append(x)
+            if _list_non_finite(o, stack.append):
+                return True
         elif cls is dict:
             extend(o.values())
         elif cls is float:
@@ -221,15 +230,8 @@ def _non_finite_within(obj: Any, budget: int) -> bool | None:
             budget -= len(o)
             if budget < 0:
                 return None
-            for x in o:
-                c = x.__class__
-                if c in scalars:
-                    continue
-                if c is float:
-                    if x - x != 0.0:
-                        return True
-                    continue
-                append(x)
+            if _list_non_finite(o, append):
+                return True
         elif cls is dict:
             budget -= len(o)
             if budget < 0:
