@@ -81,7 +81,11 @@ def _main_root(bind: dict, parents: list) -> int:
 
 
 def _close(a: np.ndarray, b: np.ndarray, size: float) -> bool:
-    return bool(np.abs(a[:3, :3] - b[:3, :3]).max() <= TOLERANCE
+    """Same pose: the linear parts within TOLERANCE of their scale (a skeleton
+    scaled 0.01 by its FBX units is held to the same share), translations within
+    TOLERANCE of the skeleton's size."""
+    scale = max(float(np.abs(b[:3, :3]).max()), 1e-12)
+    return bool(np.abs(a[:3, :3] - b[:3, :3]).max() <= TOLERANCE * scale
                 and np.abs(a[:3, 3] - b[:3, 3]).max() <= TOLERANCE * size)
 
 
