@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from .model import Channel, Scene
-from .ops import local_matrix, world_matrices
+from .ops import local_matrix, parents_first, rest_trs, world_matrices
 from .xform import decompose_matrix, inverse_affine, quat_normalize, trs_to_matrix
 
 #: rest and bind agree when their matrices differ by at most this (rotation and
@@ -55,16 +55,6 @@ def bind_worlds(scene: Scene) -> tuple[dict, list[str]]:
     return out, notes
 
 
-def _parents_first(scene: Scene) -> list[int]:
-    parents = scene.parents()
-    order, stack = [], [i for i, p in enumerate(parents) if p is None][::-1]
-    while stack:
-        n = stack.pop()
-        order.append(n)
-        stack.extend(reversed(scene.nodes[n].children))
-    return order
-
-
 def _main_root(bind: dict, parents: list) -> int:
     """The bound joint above the most bound joints (the hips of a skeleton
     whose IK controls are other roots), the shallowest of a tie."""
@@ -87,16 +77,6 @@ def _close(a: np.ndarray, b: np.ndarray, size: float) -> bool:
     scale = max(float(np.abs(b[:3, :3]).max()), 1e-12)
     return bool(np.abs(a[:3, :3] - b[:3, :3]).max() <= TOLERANCE * scale
                 and np.abs(a[:3, 3] - b[:3, 3]).max() <= TOLERANCE * size)
-
-
-def _trs(node) -> dict:
-    if node.matrix is not None:
-        t, r, s = decompose_matrix(np.asarray(node.matrix, np.float64))
-    else:
-        t = np.zeros(3) if node.translation is None else np.asarray(node.translation, np.float64)
-        r = np.array([0.0, 0, 0, 1]) if node.rotation is None else np.asarray(node.rotation, np.float64)
-        s = np.ones(3) if node.scale is None else np.asarray(node.scale, np.float64)
-    return {"translation": t, "rotation": r, "scale": s}
 
 
 def rest_at_bind(scene: Scene) -> list[int]:
@@ -124,7 +104,7 @@ def rest_at_bind(scene: Scene) -> list[int]:
         return []
     new_world = world.copy()
     changed: dict = {}
-    for n in _parents_first(scene):
+    for n in parents_first(scene):
         p = parents[n]
         parent_world = np.eye(4) if p is None else new_world[p]
         if n not in bind:
@@ -139,17 +119,18 @@ def rest_at_bind(scene: Scene) -> list[int]:
                            atol=SHEAR_TOLERANCE * max(1.0, float(np.abs(local).max()))):
             scene.warnings.append(
                 f"skeleton: joint {scene.nodes[n].name!r} is bound in a pose its parent's "
-                "frame shears (non-uniform scale under a rotation); the rest pose is kept as "
-                "the bind pose, so vertices shared by joints may drift when animated")
+                "frame shears (non-uniform scale under a rotation); the rest pose is left as "
+                "it is, so vertices shared by joints may drift when animated")
             return []
         changed[n] = {"translation": t, "rotation": quat_normalize(r), "scale": s}
     if not changed:
         return []
     scene.warnings.extend(notes)
+    rests = {n: dict(zip(_PATHS, rest_trs(scene.nodes[n]))) for n in changed}
     for a in scene.animations:
         have = {(c.node, c.path) for c in a.channels}
         for n, new in changed.items():
-            old = _trs(scene.nodes[n])
+            old = rests[n]
             for path in _PATHS:
                 if (n, path) in have or np.allclose(old[path], new[path], atol=1e-9):
                     continue

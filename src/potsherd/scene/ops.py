@@ -17,9 +17,9 @@ from .geometry import weld
 from .model import Channel, Node, Primitive, Scene
 from .xform import quat_normalize, quat_slerp, trs_to_matrix
 
-__all__ = ["local_matrix", "world_matrices", "frame_times", "sample_channel",
-           "sample_node_trs", "from_time_zero", "skin_matrices", "normal_matrices", "skin_blend",
-           "TriangleSet", "triangle_sets",
+__all__ = ["local_matrix", "parents_first", "world_matrices", "frame_times", "sample_channel",
+           "rest_trs", "sample_node_trs", "from_time_zero", "skin_matrices", "normal_matrices",
+           "skin_blend", "TriangleSet", "triangle_sets",
            "base_color_picture", "default_morph_weights", "morphed",
            "split_by_dominant_joint", "weld_primitive"]
 
@@ -31,6 +31,21 @@ def local_matrix(node: Node) -> np.ndarray:
     if node.matrix is not None:
         return np.asarray(node.matrix, dtype=np.float64).reshape(4, 4)
     return trs_to_matrix(node.translation, node.rotation, node.scale)
+
+
+def parents_first(scene: Scene) -> list[int]:
+    """Every node, parents first: the roots' trees, then those of nodes no root
+    reaches (another glTF scene's, which a skin's joints may still be)."""
+    out = []
+    shown = set(scene.roots)
+    roots = list(scene.roots) + [i for i, p in enumerate(scene.parents())
+                                 if p is None and i not in shown]
+    stack = list(reversed(roots))
+    while stack:
+        i = stack.pop()
+        out.append(i)
+        stack.extend(reversed(scene.nodes[i].children))
+    return out
 
 
 def world_matrices(scene: Scene, locals_: Optional[np.ndarray] = None) -> np.ndarray:
@@ -233,18 +248,21 @@ def node_rotation_per_component(animation: Any, node: int, times: Any) -> Option
     return None
 
 
+def rest_trs(node: Node) -> tuple:
+    """(T (3,), R (4,) xyzw unit, S (3,)) of a node at rest (its matrix decomposed)."""
+    from .xform import decompose_matrix
+    if node.matrix is not None:
+        return decompose_matrix(np.asarray(node.matrix, dtype=np.float64))
+    return (np.zeros(3) if node.translation is None else np.asarray(node.translation, np.float64),
+            np.array([0.0, 0, 0, 1]) if node.rotation is None else quat_normalize(node.rotation),
+            np.ones(3) if node.scale is None else np.asarray(node.scale, np.float64))
+
+
 def sample_node_trs(scene: Scene, animation: Any, node: int, times: Any) -> tuple:
     """(T (F, 3), R (F, 4) xyzw, S (F, 3)) of ``node`` at ``times``: animated
     paths sampled, the others held at the node's rest transform."""
-    from .xform import decompose_matrix
     t = np.asarray(times, dtype=np.float64).reshape(-1)
-    nd = scene.nodes[node]
-    if nd.matrix is not None:
-        t0, r0, s0 = decompose_matrix(np.asarray(nd.matrix, dtype=np.float64))
-    else:
-        t0 = np.zeros(3) if nd.translation is None else np.asarray(nd.translation, np.float64)
-        r0 = np.array([0.0, 0, 0, 1]) if nd.rotation is None else quat_normalize(nd.rotation)
-        s0 = np.ones(3) if nd.scale is None else np.asarray(nd.scale, np.float64)
+    t0, r0, s0 = rest_trs(scene.nodes[node])
     out = {"translation": np.tile(t0, (len(t), 1)), "rotation": np.tile(r0, (len(t), 1)),
            "scale": np.tile(s0, (len(t), 1))}
     for ch in animation.channels:

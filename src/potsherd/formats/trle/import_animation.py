@@ -11,7 +11,7 @@ import numpy as np
 from ...core.errors import FormatError
 from ...scene import decompose_matrix, quat_to_matrix, trs_to_matrix
 from ...scene.xform import matrix_to_quat, quat_continuous, quat_normalize, quat_slerp
-from ...scene.ops import local_matrix, sample_node_trs
+from ...scene.ops import local_matrix, parents_first, sample_node_trs
 from . import model
 from .import_bounds import FPS, ImportRefused, MAX_GAME_FRAMES, MAX_SAMPLED_TRANSFORMS
 
@@ -83,7 +83,7 @@ def _animations(scene: Any, bones: list, parents: list, meshes: list, to_tr: np.
     like_anims = model.records(like["animations"]) if like else []
     like_cmds, like_changes = _like_lists(like)
     n = len(bones)
-    order = _topological(scene)
+    order = parents_first(scene)
     node_parents = scene.parents()
     mesh_points = [np.asarray(m["vertices"], np.float64) for m in meshes]
     anims, cmds, changes, words = [], [], [], []
@@ -304,21 +304,6 @@ def _like_keyframes(like: Any, ai: int, count: int, n: int) -> tuple | None:
         return None
     lw = words[:count * fsz].reshape(count, fsz).astype(np.int64).tolist()
     return lw, model.quaternions_yxz(kf["rotation"]), kf["offset"].astype(np.int64)
-
-
-def _topological(scene: Any) -> list[int]:
-    """Every node, parents first: the roots' trees, then those of nodes no root
-    reaches (another glTF scene's, which a skin's joints may still be)."""
-    out = []
-    shown = set(scene.roots)
-    roots = list(scene.roots) + [i for i, p in enumerate(scene.parents())
-                                 if p is None and i not in shown]
-    stack = list(reversed(roots))
-    while stack:
-        i = stack.pop()
-        out.append(i)
-        stack.extend(reversed(scene.nodes[i].children))
-    return out
 
 
 def _boxes(frames: np.ndarray, points: list) -> np.ndarray:
