@@ -393,3 +393,14 @@ def test_cli_convert_of_the_worst_cases(ext, tmp_path, capsys):
         assert rc in (0, 1), (case, rc, err)
         assert "internal error" not in err and "Traceback" not in err, (case, err)
         assert rc == 0 or "potsherd: error: " in err, (case, err)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_a_gltf_without_nodes_is_refused_by_name(target, tmp_path):
+    """A glTF of nothing but its asset (the Khronos validator's own test files
+    hold many): n3shape and n3cplug crashed stacking zero node matrices.  An
+    FBX may be empty; every game format needs something to hold."""
+    scene = read_gltf(b'{"asset": {"version": "2.0"}, "meshes": []}')
+    assert scene.nodes == []
+    expected = "ok" if target.startswith("fbx") else "refused"
+    assert check_import(target, scene, tmp_path) == expected

@@ -52,8 +52,10 @@ def world_matrices(scene: Scene, locals_: Optional[np.ndarray] = None) -> np.nda
     """(N, 4, 4) world matrix of every node (parents first, iteratively, so deep
     trees do not recurse).  ``locals_`` overrides the local matrices (posed)."""
     n = len(scene.nodes)
-    local = np.stack([local_matrix(nd) for nd in scene.nodes]) if locals_ is None \
-        else np.asarray(locals_, dtype=np.float64)
+    if locals_ is not None:
+        local = np.asarray(locals_, dtype=np.float64)
+    else:  # a glTF may hold no node at all
+        local = np.array([local_matrix(nd) for nd in scene.nodes], np.float64).reshape(n, 4, 4)
     world = np.empty((n, 4, 4))
     done = np.zeros(n, bool)
     parents = scene.parents()
