@@ -39,6 +39,12 @@ from .wire import record_columns, record_table
 
 BORDER_WEIGHT = 10.0    #: weight of the border-keeping planes relative to face planes
 FLIP_PENALTY = 1e3      #: added cost (times the mesh scale squared) for a flipped face
+#: changed vertices gathered before their costs are recomputed in one batch (at
+#: most this many, and one per 32 live vertices, so a small mesh stays strictly
+#: greedy): until then they sit out, so the collapses between two batches spread
+#: over the mesh (an independent set, as parallel simplifiers take) and numpy's
+#: per-call cost is paid once per batch instead of once per collapse
+REFRESH_BATCH = 64
 
 
 @dataclass
@@ -122,52 +128,77 @@ def _cross(u: np.ndarray, v: np.ndarray) -> np.ndarray:
 
 
 def _candidates(m: _Mesh, q: np.ndarray, vs: list, scale2: float) -> list[tuple[float, int, int]]:
-    """``(cost, a, b)`` of collapsing each vertex ``a`` of ``vs`` onto each of its
-    neighbours ``b`` (in ``vs`` order, neighbours ascending): the quadric error of
-    the combined quadric at ``b``'s position, plus a penalty when a kept face
-    flips.  One batch of array operations for all of them: the collapse loop
-    asks for a dozen vertices at a time, and per-vertex numpy calls on arrays
-    of a few rows cost more than the arithmetic."""
+    """``(cost, a, b)``: the cheapest collapse of each vertex ``a`` of ``vs`` (in
+    ``vs`` order) onto one of its neighbours ``b`` (the lowest on a tie), the
+    quadric error of the combined quadric at ``b``'s position plus a penalty
+    when a kept face flips.  One entry per vertex is enough: a pair's cost
+    changes only when its ``a``'s faces or ``b``'s quadric do, and both put
+    ``a`` among the recomputed.  One batch of array operations for all of them
+    (neighbours included): per-vertex numpy calls on arrays of a few rows
+    cost more than the arithmetic."""
     verts: list[int] = []
-    nbr_flat: list[int] = []
-    nbr_count: list[int] = []
     face_flat: list[int] = []
     face_count: list[int] = []
+    vert_tris = m.vert_tris
     for a in vs:
-        nbrs = sorted(m.neighbours(a))
-        if nbrs:
+        faces = vert_tris[a]
+        if faces:
             verts.append(a)
-            nbr_flat.extend(nbrs)
-            nbr_count.append(len(nbrs))
-            faces = m.vert_tris[a]
             face_flat.extend(faces)
             face_count.append(len(faces))
     if not verts:
         return []
-    k = np.array(nbr_count, dtype=np.int64)
+    V = np.array(verts, dtype=np.int64)
     nf = np.array(face_count, dtype=np.int64)
-    A = np.repeat(np.array(verts, dtype=np.int64), k)
-    B = np.array(nbr_flat, dtype=np.int64)
+    faces_i = np.array(face_flat, dtype=np.int64)           # one row per (vertex, face)
+    slot_i = np.repeat(np.arange(len(V)), nf)
+    # neighbours: the other corners of a vertex's faces, once each, ascending
+    corner = m.tris[faces_i].reshape(-1)
+    slot_c = np.repeat(slot_i, 3)
+    other = corner != V[slot_c]
+    n_all = len(m.pos)
+    key = np.unique(slot_c[other] * n_all + corner[other])
+    pair_slot, B = np.divmod(key, n_all)
+    k = np.bincount(pair_slot, minlength=len(V))
+    A = V[pair_slot]
     # one row per (pair, face of its a): the pair's faces are its vertex's faces
-    rows_of_pair = np.repeat(nf, k)
-    face_start = np.repeat(np.cumsum(nf) - nf, k)
+    rows_of_pair = nf[pair_slot]
+    face_start = (np.cumsum(nf) - nf)[pair_slot]
     rp = np.repeat(np.arange(len(B)), rows_of_pair)
     local = np.arange(len(rp)) - np.repeat(np.cumsum(rows_of_pair) - rows_of_pair, rows_of_pair)
-    row_tri = np.array(face_flat, dtype=np.int64)[np.repeat(face_start, rows_of_pair) + local]
+    row_inc = np.repeat(face_start, rows_of_pair) + local
     targets = m.pos[B]                                           # (k, 3)
     h = np.concatenate([targets, np.ones((len(B), 1))], axis=1)
     cost = np.einsum("ki,kij,kj->k", h, q[A] + q[B], h)
-    corners = m.tris[row_tri]                                    # (r, 3)
-    pts = m.pos[corners]                                         # (r, 3, 3)
-    old = _cross(pts[:, 1] - pts[:, 0], pts[:, 2] - pts[:, 0])
-    moved = pts.copy()
-    moved[corners == A[rp][:, None]] = targets[rp]               # one corner per row is a
-    new = _cross(moved[:, 1] - moved[:, 0], moved[:, 2] - moved[:, 0])
-    keep = ~(corners == B[rp][:, None]).any(axis=1)              # faces that stay
-    flip_rows = (np.einsum("rj,rj->r", new, old) <= 0) & keep
+    # flip test per (vertex, face), relative to the vertex a: with u, w the face's
+    # other corners in winding order, the face's normal is n = u x w, after moving
+    # a to t it is (u - t) x (w - t), and their dot product is
+    # |n|^2 + t . ((u - w) x n): two numbers per face, one dot product per row;
+    # what rounding leaves of a face moved onto a line counts as flipped
+    c3 = m.tris[faces_i]
+    at = np.argmax(c3 == V[slot_i][:, None], axis=1)
+    inc = np.arange(len(faces_i))
+    u_i, w_i = c3[inc, (at + 1) % 3], c3[inc, (at + 2) % 3]
+    origin = m.pos[V][slot_i]
+    pu, pw = m.pos[u_i] - origin, m.pos[w_i] - origin
+    normal = _cross(pu, pw)
+    nsq = np.einsum("ij,ij->i", normal, normal)
+    lever = _cross(pu - pw, normal)
+    moved = (targets - m.pos[A])[rp]
+    turn = nsq[row_inc] + np.einsum("rj,rj->r", moved, lever[row_inc])
+    b_row = B[rp]
+    keep = (u_i[row_inc] != b_row) & (w_i[row_inc] != b_row)     # faces that stay
+    flip_rows = (turn <= 1e-9 * nsq[row_inc]) & keep            # flipped, or flattened to a line
     flips = np.bincount(rp[flip_rows], minlength=len(B)) > 0
     cost = np.maximum(cost + np.where(flips, FLIP_PENALTY * scale2, 0.0), 0.0)
-    return list(zip(cost.tolist(), A.tolist(), nbr_flat))
+    # each vertex's cheapest target (the first neighbour on a tie)
+    has = k > 0
+    k = k[has]
+    start = np.cumsum(k) - k
+    best = np.minimum.reduceat(cost, start)
+    hit = np.flatnonzero(cost == np.repeat(best, k))
+    first = hit[np.searchsorted(hit, start)]
+    return list(zip(best.tolist(), V[has].tolist(), B[first].tolist()))
 
 
 def build_progressive(positions: np.ndarray, triangles: np.ndarray,
@@ -226,7 +257,7 @@ def build_progressive(positions: np.ndarray, triangles: np.ndarray,
     version = np.zeros(nv_total, np.int64)
     alive_v = refcount > 0
     counter = itertools.count()     # ties pop in insertion order (deterministic)
-    heap = [(cost, next(counter), a, b, 0, 0)
+    heap = [(cost, next(counter), a, b, 0)
             for cost, a, b in _candidates(m, q, np.flatnonzero(alive_v).tolist(), scale2)]
     heapq.heapify(heap)
 
@@ -271,15 +302,28 @@ def build_progressive(positions: np.ndarray, triangles: np.ndarray,
         records.append({"indicesToLose": 3 * len(dying), "indicesToChange": n_changes,
                         "verticesToLose": lost, "indexChangesOffset": first_change if n_changes else 0,
                         "collapseTo": b, "partner": partner})
-        around = {b} | m.neighbours(b)
+        # b's quadric and the faces of b's neighbours changed, and so did those of
+        # the vertices that lost a face (touched)
+        around = (touched | m.neighbours(b) | {b}) - {a}
         for v in around:
             version[v] += 1
-        for c, v, w in _candidates(m, q, [v for v in around if alive_v[v]], scale2):
-            heapq.heappush(heap, (c, next(counter), v, w, version[v], version[w]))
+        dirty.update(around)
+        dirty.discard(a)
 
-    while heap:
-        cost, _, a, b, va, vb = heapq.heappop(heap)
-        if not (alive_v[a] and alive_v[b]) or version[a] != va or version[b] != vb:
+    def refresh() -> None:
+        """New candidates of the vertices recent collapses changed (one batch)."""
+        vs = sorted((v for v in dirty if alive_v[v]), key=lambda v: pos_of[v])
+        dirty.clear()
+        for c, v, w in _candidates(m, q, vs, scale2):
+            heapq.heappush(heap, (c, next(counter), v, w, version[v]))
+
+    dirty: set = set()
+    while heap or dirty:
+        if len(dirty) >= min(REFRESH_BATCH, (live_v >> 5) or 1) or not heap:
+            refresh()
+            continue
+        cost, _, a, b, va = heapq.heappop(heap)
+        if not (alive_v[a] and alive_v[b]) or version[a] != va:
             continue
         if b not in m.neighbours(a):
             continue

@@ -1,0 +1,119 @@
+"""Progressive meshes of meshes big enough for the batched cost refresh
+(``pmgen.REFRESH_BATCH``): the replay still ends exactly at the input, every
+level is valid, and the levels keep the shape (a sphere's faces stay near it)."""
+import numpy as np
+import pytest
+
+from potsherd.formats.ko import pmgen
+from potsherd.formats.ko.pmgen import build_progressive, replay
+
+
+def uv_sphere(rings=24, segments=48):
+    """A Blender-style UV sphere: the seam column and each pole's corner are
+    separate vertices at one position (what a UV-mapped export holds)."""
+    theta = np.linspace(0, np.pi, rings + 1)
+    phi = np.linspace(0, 2 * np.pi, segments + 1)          # last column = seam copy of the first
+    t, p = np.meshgrid(theta, phi, indexing="ij")
+    pos = np.stack([np.sin(t) * np.cos(p), np.cos(t), np.sin(t) * np.sin(p)], -1).reshape(-1, 3)
+    pos[np.abs(pos) < 1e-12] = 0.0
+    pos[:segments + 1] = (0, 1, 0)                           # exact poles, as files hold them
+    pos[-(segments + 1):] = (0, -1, 0)
+    n = segments + 1
+    tris = []
+    for i in range(rings):
+        for j in range(segments):
+            a, b, c, d = i * n + j, i * n + j + 1, (i + 1) * n + j, (i + 1) * n + j + 1
+            if i > 0:
+                tris.append((a, b, c))
+            if i < rings - 1:
+                tris.append((b, d, c))
+    return pos, np.array(tris, np.int64)
+
+
+def canon(tris):
+    return sorted(tuple(np.roll(t, -int(np.argmin(t)))) for t in np.asarray(tris).reshape(-1, 3))
+
+
+def sagitta(pos, tris):
+    """How far the level's faces sink below the unit sphere (centroid depth)."""
+    return float((1 - np.linalg.norm(pos[tris].mean(axis=1), axis=1)).max())
+
+
+@pytest.fixture(scope="module")
+def sphere():
+    return sphere_without_unused(24, 48)
+
+
+@pytest.fixture(scope="module")
+def sphere_pm(sphere):
+    return build_progressive(*sphere)
+
+
+def test_a_big_mesh_replays_exactly_and_every_level_is_valid(sphere, sphere_pm):
+    pos, tris = sphere
+    assert len(pos) >> 5 > 1                                 # the batched refresh is in play
+    p = sphere_pm
+    assert (p.min_vertices, p.min_indices) == (0, 0)
+    assert int(p.collapses["verticesToLose"].sum()) == len(pos)
+    nv, ni, idx = replay(p)
+    assert (nv, ni) == (len(pos), tris.size)
+    assert canon(p.order[idx[:ni]]) == canon(tris)          # full detail is the input, winding kept
+    for target in range(0, len(pos) + 1, 37):
+        nv, ni, idx = replay(p, target)
+        live = idx[:ni].reshape(-1, 3)
+        assert nv <= target + 2 and (live < nv).all()   # over only to finish a seam pair
+        assert (live[:, 0] != live[:, 1]).all() and (live[:, 1] != live[:, 2]).all()
+        assert (live[:, 0] != live[:, 2]).all()
+
+
+def test_levels_keep_the_shape_of_a_sphere(sphere, sphere_pm):
+    pos, tris = sphere
+    p = sphere_pm
+    full = sagitta(pos, tris)
+    depth = {}
+    for share in (0.5, 0.25, 0.1):
+        nv, ni, idx = replay(p, int(len(pos) * share))
+        level = p.order[idx[:ni]].reshape(-1, 3)
+        assert len(level) < len(tris) * share * 2.5          # the level really is coarser
+        depth[share] = sagitta(pos, level)
+    # uniform faces of each count sink about 0.01, 0.02 and 0.06
+    assert full < 0.01 and depth[0.5] < 0.03 and depth[0.25] < 0.05 and depth[0.1] < 0.15
+    # the measure is not vacuous: the coarsest polyhedron on the sphere sinks 0.42
+    octahedron = np.array([[1, 0, 0], [0, 1, 0], [0, 0, 1.0]])
+    assert sagitta(octahedron, np.array([[0, 1, 2]])) > 0.4
+
+
+def test_seam_copies_collapse_in_flagged_pairs(sphere_pm):
+    """The seam column's copies follow each other (shouldCollapse), so no level
+    opens the seam: every level's edges on the seam are shared by both sides."""
+    flagged = int(sphere_pm.collapses["shouldCollapse"].sum())
+    assert flagged >= 20
+
+
+def sphere_without_unused(rings, segments):
+    pos, tris = uv_sphere(rings, segments)
+    used = np.unique(tris)
+    remap = np.full(len(pos), -1)
+    remap[used] = np.arange(len(used))
+    return pos[used], remap[tris]
+
+
+def test_small_meshes_stay_strictly_greedy(monkeypatch):
+    """Below 64 live vertices every collapse sees fresh costs, so the batch size
+    changes nothing there; above, it does act (the control)."""
+    def both(pos, tris):
+        monkeypatch.setattr(pmgen, "REFRESH_BATCH", 64)
+        batched = build_progressive(pos, tris)
+        monkeypatch.setattr(pmgen, "REFRESH_BATCH", 1)
+        return batched, build_progressive(pos, tris)
+
+    small = sphere_without_unused(4, 10)
+    assert len(small[0]) < 64
+    batched, greedy = both(*small)
+    assert np.array_equal(batched.collapses, greedy.collapses)
+    assert np.array_equal(batched.indices, greedy.indices)
+    pos, tris = sphere_without_unused(10, 20)
+    assert len(pos) >= 128
+    bumpy = pos * np.random.default_rng(5).uniform(0.9, 1.1, (len(pos), 1))  # no ties
+    batched, greedy = both(bumpy, tris)
+    assert not np.array_equal(batched.collapses, greedy.collapses)
