@@ -404,3 +404,45 @@ def test_a_gltf_without_nodes_is_refused_by_name(target, tmp_path):
     assert scene.nodes == []
     expected = "ok" if target.startswith("fbx") else "refused"
     assert check_import(target, scene, tmp_path) == expected
+
+
+def big_and_small_triangle(span: float, with_small: bool = True) -> Scene:
+    """One triangle ``span`` across and, near its middle, one 1e-4 of it."""
+    s = Scene(name="detail")
+    s.add_material(Material(name="grey"))
+    pos = [[0, 0, 0], [span, 0, 0], [0, span, 0]]
+    if with_small:
+        d = span * 1e-4
+        pos += [[span / 3, span / 3, 0], [span / 3 + d, span / 3, 0], [span / 3, span / 3 + d, 0]]
+    pos = np.array(pos, np.float32)
+    s.add_mesh(Mesh(name="detail", primitives=[Primitive(
+        positions=pos, normals=np.tile(np.float32([0, 0, 1]), (len(pos), 1)),
+        indices=np.arange(len(pos), dtype=np.uint32), material=0)]))
+    s.add_node(name="detail", mesh=0)
+    return s
+
+
+@pytest.mark.parametrize("target, span, says", [
+    ("dts", 100.0, "1 of 2 triangles flatten to lines in the format's 8-bit vertices"),
+    ("trwad", 1.0, "1 of 2 triangles flatten to lines at whole TR4 units"),
+])
+def test_detail_below_the_formats_precision_is_named(target, span, says, tmp_path):
+    """3Space stores a mesh's vertices in 255 steps across it, TR4 in whole units:
+    a triangle finer than that comes back as a line, and the import says how many."""
+    from potsherd.importer import scene_to_files
+    c = codec(target)
+    lost = scene_to_files(big_and_small_triangle(span), tmp_path / f"a.{target}", c)["warnings"]
+    assert any(says in w for w in lost), lost
+    whole = scene_to_files(big_and_small_triangle(span, False), tmp_path / f"b.{target}", c)["warnings"]
+    assert not any("flatten" in w for w in whole), whole          # the control
+
+
+def test_flattened_triangles_counts_only_what_had_an_area():
+    from potsherd.scene.geometry import flattened_triangles
+    before = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0], [0.2, 0.2, 0], [0.3, 0.3, 0]], float)
+    after = np.round(before)                   # the last two corners meet at the origin
+    tris = np.array([[0, 1, 2], [0, 3, 1], [0, 3, 4], [3, 4, 3]])
+    # [0,3,1] had an area and has none; [0,3,4] had none (collinear); [3,4,3] none either
+    assert flattened_triangles(before, after, tris) == 1
+    assert flattened_triangles(before, before, tris) == 0
+    assert flattened_triangles(before, after, np.zeros((0, 3), int)) == 0

@@ -85,6 +85,22 @@ def weld(*keys: Any) -> tuple:
     return first_sorted[order].astype(np.int64), rank[inverse.reshape(-1)].astype(np.int64)
 
 
+def flattened_triangles(before: Any, after: Any, triangles: Any) -> int:
+    """How many of ``triangles`` (T, 3) have an area over ``before`` (V, 3) and
+    none over ``after``, the same vertices at a format's precision (TR4's whole
+    units, 3Space's 8-bit steps): detail the target cannot hold, worth a word."""
+    tris = np.asarray(triangles, np.int64).reshape(-1, 3)
+    if not len(tris):
+        return 0
+    def areas(p: np.ndarray) -> np.ndarray:
+        c = p[tris]
+        return np.linalg.norm(np.cross(c[:, 1] - c[:, 0], c[:, 2] - c[:, 0]), axis=1)
+    b = np.asarray(before, np.float64)
+    extent = float(np.ptp(b[tris.reshape(-1)], axis=0).max())
+    had = areas(b) > 1e-9 * extent * extent
+    return int((had & (areas(np.asarray(after, np.float64)) == 0)).sum())
+
+
 def compute_normals(positions: Any, indices: Any | None = None) -> np.ndarray:
     """Smooth per-vertex normals (area-weighted face normals summed), float32,
     counter-clockwise front faces.  Vertices in no triangle get (0, 1, 0)."""

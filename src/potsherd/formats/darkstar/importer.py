@@ -45,7 +45,7 @@ from ...core.layout import Table
 from ...document import Document
 from ...scene import Material, Scene, decompose_matrix, quat_normalize
 from ...scene.finite import require_finite
-from ...scene.geometry import weld
+from ...scene.geometry import flattened_triangles, weld
 from ...scene.ops import from_time_zero
 from .geometry import name_text, nearest_normals
 from .model import NodeM, ObjectM, ShapeModel, shape_model
@@ -122,6 +122,12 @@ def mesh_block(obj: ObjectM, material_map: dict, warnings: list) -> dict:
     q, scale, origin = quantise(frames[:, vfirst]) if nc else (np.zeros((nf, 0, 3), np.uint8),
                                                                np.zeros((nf, 3), np.float32),
                                                                np.zeros((nf, 3), np.float32))
+    if nc:
+        lost = flattened_triangles(frames[0][vfirst], q[0], vremap.reshape(-1, 3))
+        if lost:
+            warnings.append(f"mesh {obj.name!r}: {lost} of {nc // 3} triangles flatten to lines in "
+                            "the format's 8-bit vertices (255 steps across the mesh per axis); "
+                            "split the mesh into smaller ones for finer steps")
     t = _tables("TS::CelAnimMesh", 3)
     flat = q.reshape(-1, 3)
     verts = _table(t["verts"], len(flat), x=flat[:, 0], y=flat[:, 1], z=flat[:, 2],
@@ -711,6 +717,7 @@ def shape_from_scene(scene: Scene, *, like: Document | None = None, version: Any
             scene.warnings.append(f"{kept} nodes and objects of the original that the glTF "
                                   "does not carry (other detail levels, bounds) kept")
         reuse = _reusable_meshes(model, full, like)
+    said = len(model.warnings)
     try:
         root = build_shape(model, v, details=_sizes(details),
                            like_root=like.root if like is not None else None, reuse_meshes=reuse)
@@ -719,6 +726,7 @@ def shape_from_scene(scene: Scene, *, like: Document | None = None, version: Any
     except (np.linalg.LinAlgError, ValueError, OverflowError, IndexError, TypeError) as e:
         raise ShapeImportError(f"the scene cannot be written as a v{v} shape: "
                            f"{type(e).__name__}: {e}") from None
+    scene.warnings.extend(model.warnings[said:])     # what writing the shape had to say
     trailing = bytes(like.trailing) if like is not None else b""    # stale bytes after the block
     return Document("dts", root, {}, trailing, list(model.warnings))
 

@@ -61,6 +61,7 @@ import numpy as np
 
 from ...scene import compute_normals, decompose_matrix, quat_to_matrix
 from ...scene.finite import require_finite
+from ...scene.geometry import flattened_triangles
 from ...scene.ops import from_time_zero, triangle_sets, world_matrices
 from . import model
 from .moveables import TRWAD_VERSION
@@ -441,6 +442,7 @@ def _mesh(scene: Any, frame: np.ndarray, to_tr: np.ndarray, parts: list, texture
     shades: list[int] = []
     use_shades = bool(parts) and all(_shaded(scene, ts, ours, bone) for ts, _ in parts)
     rounded = []
+    flat = total = 0
     for ts, tris in parts:
         if not np.isfinite(ts.positions).all():
             raise ImportRefused(f"mesh {ts.mesh} has non-finite vertex positions")
@@ -449,6 +451,8 @@ def _mesh(scene: Any, frame: np.ndarray, to_tr: np.ndarray, parts: list, texture
             raise ImportRefused("a vertex lies beyond the TR4 coordinate range (+-32767 units "
                                 "from its bone); pass a larger unit_scale (metres per unit)")
         q = q.astype(np.int64)
+        flat += flattened_triangles(ts.positions, q, tris)
+        total += len(tris)
         if use_shades and ts.colors is not None:
             c = _unit_colors(ts.colors)
             lum = c[:, :3].mean(1) if c.ndim == 2 else c
@@ -462,6 +466,10 @@ def _mesh(scene: Any, frame: np.ndarray, to_tr: np.ndarray, parts: list, texture
             nrm = nrm / np.where(length > 0, length, 1.0)
             attr = np.round(nrm * 16384).astype(np.int64)
         rounded.append((q, attr))
+    if flat:
+        scene.warnings.append(f"{_bone_name(scene, bone)}: {flat} of {total} triangles flatten to "
+                              "lines at whole TR4 units (the model is small for its unit_scale; "
+                              "pass a smaller unit_scale, metres per unit)")
     if parts:    # the vertices the merge below makes: distinct (position, shade or normal)
         keys = [np.concatenate([q, a], 1)[np.unique(tris)]
                 for (q, a), (_, tris) in zip(rounded, parts)]
