@@ -860,6 +860,29 @@ def test_hostile_json_edits(edit, cls, path):
     assert not isinstance(e.value, InternalDecodeError)
 
 
+def _draco(b: Builder, fallback: bool) -> bytes:
+    """The simple quad marked Draco-compressed (as gltf-transform writes it when
+    only ``extensionsUsed`` names the extension), with or without the plain copy."""
+    b.gl["buffers"][0]["byteLength"] = len(b.bin)
+    b.gl["extensionsUsed"] = ["KHR_draco_mesh_compression"]
+    b.gl["meshes"][0]["primitives"][0]["extensions"] = {
+        "KHR_draco_mesh_compression": {"bufferView": 0, "attributes": {"POSITION": 0}}}
+    if not fallback:
+        del b.gl["accessors"][0]["bufferView"]
+    return glb_bytes(b.gl, bytes(b.bin))
+
+
+def test_draco_without_a_plain_copy_is_refused_by_name():
+    """Its placeholder accessors would read as zeros, and the import then said
+    'every triangle is degenerate'."""
+    with pytest.raises(FormatError) as e:
+        read_gltf(_draco(_simple(), fallback=False))
+    assert e.value.path == "$.meshes[0].primitives[0].extensions.KHR_draco_mesh_compression"
+    assert "decompress the file first" in str(e.value)
+    s = read_gltf(_draco(_simple(), fallback=True))       # the control: the plain copy is read
+    assert np.array_equal(s.meshes[0].primitives[0].positions, _quad_positions())
+
+
 def test_index_out_of_range_names_the_accessor():
     b = _simple()
     b.bin[48:50] = struct.pack("<H", 4)            # first index -> vertex 4 of 4

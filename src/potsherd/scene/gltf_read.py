@@ -24,7 +24,8 @@ use that image (WebP decodes with Pillow; KTX2 is kept as data, with a warning).
 Read, not kept: cameras, lights, unknown
 extensions (their names end up in ``scene.extras["extensionsUsed"]``).
 Refused: ``extensionsRequired`` naming a compression this reader cannot
-decode (Draco, meshopt).
+decode (Draco, meshopt), and a Draco primitive without its uncompressed copy
+(files that name Draco only in ``extensionsUsed``).
 """
 from __future__ import annotations
 
@@ -428,6 +429,14 @@ class _Reader(UvSets, Instancing, GltfAccess):
         apath = path + ".attributes"
         if "POSITION" not in attrs:
             raise self.fail(apath + ".POSITION", "primitive without POSITION")
+        compressed = sorted(set(self.get(p, "extensions", path, "object", {}) or {}) & _UNDECODABLE)
+        if compressed:
+            pa = self.items("accessors")[self.index(attrs, "POSITION", apath, "accessors")]
+            if "bufferView" not in pa and "sparse" not in pa:   # the fallback would be zeros
+                raise self.fail(f"{path}.extensions.{compressed[0]}", f"{compressed[0]} is not "
+                                "supported and this primitive has no uncompressed copy "
+                                "(decompress the file first, e.g. with gltf-transform)",
+                                found=compressed[0], cls=FormatError)
         pos = self.floats(self.index(attrs, "POSITION", apath, "accessors"),
                           apath + ".POSITION", (3,))
         nv = len(pos)
