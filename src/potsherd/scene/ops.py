@@ -15,7 +15,7 @@ import numpy as np
 
 from .geometry import weld
 from .model import Channel, Node, Primitive, Scene
-from .xform import quat_normalize, quat_slerp, trs_to_matrix
+from .xform import decompose_matrix, quat_normalize, quat_slerp, trs_to_matrix
 
 __all__ = ["local_matrix", "parents_first", "world_matrices", "frame_times", "sample_channel",
            "rest_trs", "sample_node_trs", "from_time_zero", "skin_matrices", "normal_matrices",
@@ -252,7 +252,6 @@ def node_rotation_per_component(animation: Any, node: int, times: Any) -> Option
 
 def rest_trs(node: Node) -> tuple:
     """(T (3,), R (4,) xyzw unit, S (3,)) of a node at rest (its matrix decomposed)."""
-    from .xform import decompose_matrix
     if node.matrix is not None:
         return decompose_matrix(np.asarray(node.matrix, dtype=np.float64))
     return (np.zeros(3) if node.translation is None else np.asarray(node.translation, np.float64),
