@@ -84,8 +84,8 @@ def test_levels_keep_the_shape_of_a_sphere(sphere, sphere_pm):
 
 
 def test_seam_copies_collapse_in_flagged_pairs(sphere_pm):
-    """The seam column's copies follow each other (shouldCollapse), so no level
-    opens the seam: every level's edges on the seam are shared by both sides."""
+    """The seam column's copies follow each other: each follow-up collapse is
+    flagged (shouldCollapse), so the engine does not stop between the two."""
     flagged = int(sphere_pm.collapses["shouldCollapse"].sum())
     assert flagged >= 20
 
