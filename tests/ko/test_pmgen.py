@@ -117,3 +117,31 @@ def test_small_meshes_stay_strictly_greedy(monkeypatch):
     bumpy = pos * np.random.default_rng(5).uniform(0.9, 1.1, (len(pos), 1))  # no ties
     batched, greedy = both(bumpy, tris)
     assert not np.array_equal(batched.collapses, greedy.collapses)
+
+
+def open_edges_by_position(label, tris):
+    """Edges of the welded (by position) level used by an odd number of faces."""
+    t = label[np.asarray(tris).reshape(-1, 3)]
+    t = t[(t[:, 0] != t[:, 1]) & (t[:, 1] != t[:, 2]) & (t[:, 0] != t[:, 2])]
+    e = np.sort(np.concatenate([t[:, [0, 1]], t[:, [1, 2]], t[:, [2, 0]]]), axis=1)
+    _, counts = np.unique(e, axis=0, return_counts=True)
+    return int((counts % 2).sum())
+
+
+def test_no_stopping_point_opens_a_crack(sphere, sphere_pm):
+    """The sphere is closed by position; every level the engine can stop at is
+    too: a position's copies (seam column, pole fans) collapse together."""
+    pos, tris = sphere
+    _, label = np.unique(pos, axis=0, return_inverse=True)
+    label = label.reshape(-1)[sphere_pm.order]
+    assert open_edges_by_position(label, replay(sphere_pm)[2]) == 0
+    p = sphere_pm
+    stops = 0
+    for target in range(3, len(pos) + 1, 7):
+        nv, ni, idx = replay(p, target)
+        assert open_edges_by_position(label, idx[:ni]) == 0, target
+        stops += 1
+    assert stops > 100
+    # the control: a level with one pole copy's face removed is open
+    nv, ni, idx = replay(p, len(pos) // 2)
+    assert open_edges_by_position(label, idx[3:ni]) > 0

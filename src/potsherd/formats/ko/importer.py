@@ -150,9 +150,11 @@ def gather(scene: Scene, sets: list, what: str, joint_map: dict | None = None,
         keys += [joints, weights.astype(np.float32)]
     first, remap = weld(*keys)
     tri_a = remap[tri_a]
-    # degenerate after welding too (coincident corners)
-    degenerate |= (tri_a[:, 0] == tri_a[:, 1]) | (tri_a[:, 1] == tri_a[:, 2]) | \
-        (tri_a[:, 0] == tri_a[:, 2])
+    # degenerate after welding too, and by position (two corners at one place:
+    # nothing to see, and the LOD generator collapses positions whole)
+    corners = pos_a[first][tri_a]
+    degenerate |= (corners[:, 0] == corners[:, 1]).all(1) | (corners[:, 1] == corners[:, 2]).all(1) | \
+        (corners[:, 0] == corners[:, 2]).all(1)
     if degenerate.any():
         scene.warnings.append(f"{what}: {int(degenerate.sum())} degenerate triangles dropped")
         tri_a = tri_a[~degenerate]
@@ -233,7 +235,7 @@ def pmesh_root(geo: Geometry, name: str, *, progressive: bool,
     verts = np.concatenate([geo.positions, geo.normals, geo.uvs], axis=1).astype(np.float32)
     tris = geo.triangles
     if progressive and len(tris):
-        p = build_progressive(geo.positions, tris)
+        p = build_progressive(geo.positions, tris, attributes=geo.uvs)
         verts = verts[p.order]
         indices, collapses, changes = p.indices, p.collapses, p.index_changes
         min_v, min_i = p.min_vertices, p.min_indices
@@ -348,7 +350,7 @@ def skins_root(geo: Geometry, name: str, *, progressive: bool,
     names = lod_names or [name] * 4
     lods = []
     if progressive and len(geo.triangles):
-        p = build_progressive(geo.positions, geo.triangles)
+        p = build_progressive(geo.positions, geo.triangles, attributes=geo.uvs)
         for k, f in enumerate(SKIN_LOD_FRACTIONS):
             nv, ni, idx = replay(p, max(int(round(f * geo.vertex_count)), 3) if k else None)
             tris = p.order[idx[:ni]].reshape(-1, 3)

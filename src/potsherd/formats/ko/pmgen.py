@@ -18,13 +18,17 @@ to ``numVertices - 1``.  Going down, the same positions are set back to
 
 The edge choice is a quadric error metric (Garland-Heckbert) on half-edge
 collapses (vertices never move: the file has one vertex buffer), with planes
-along open edges so borders and UV seams hold, a penalty for flipped faces,
-and vertices at the same position (split by UVs or normals) collapsed together
-onto a neighbour at the partner's target, like the engine's own same-position
-rule.  The engine's tool flags a record ``shouldCollapse`` when the collapse
-made right after it added no cost (its same-position follow-ups); here exactly
-the follow-ups are flagged, so the engine never stops between the two sides of
-a seam, while flat regions (zero quadric error) still stop anywhere.
+along open edges so borders and UV seams hold, and a penalty for flipped faces.
+The unit of a collapse is a *position*: the vertices at one place (split by UVs
+or normals: a seam's two sides, a pole's fan of corners) are costed together,
+one quadric for all their faces, and collapse together, each copy onto the
+copy of the target position it shares a face with (its side of the seam), or
+onto the target itself when it shares none, so no level opens a crack.  This
+is the engine's own same-position rule taken whole.  The engine's tool flags
+a record ``shouldCollapse`` when the collapse made right after it added no cost
+(its same-position follow-ups); here exactly the follow-ups are flagged, so
+the engine never stops inside a position's collapse, while flat regions (zero
+quadric error) still stop anywhere.
 Collapses continue until no triangle is left, as the engine's tool does.
 """
 from __future__ import annotations
@@ -38,6 +42,8 @@ import numpy as np
 from .wire import record_columns, record_table
 
 BORDER_WEIGHT = 10.0    #: weight of the border-keeping planes relative to face planes
+SEAM_WEIGHT = 0.1   #: the same along UV and normal seams (closed by position)
+ATTRIBUTE_WEIGHT = 1.0  #: weight of the attribute smear (area x squared UV distance x scale squared)
 FLIP_PENALTY = 1e3      #: added cost (times the mesh scale squared) for a flipped face
 #: changed vertices gathered before their costs are recomputed in one batch (at
 #: most this many, and one per 32 live vertices, so a small mesh stays strictly
@@ -71,17 +77,25 @@ def _plane_quadrics(pos: np.ndarray, tris: np.ndarray) -> tuple[np.ndarray, np.n
     return q, unit
 
 
+def _open_edges(edges: np.ndarray) -> np.ndarray:
+    """Which of ``edges`` (E, 2) only one face uses."""
+    _, inverse, counts = np.unique(np.sort(edges, axis=1), axis=0, return_inverse=True,
+                                   return_counts=True)
+    return counts[inverse.reshape(-1)] == 1
+
+
 def _border_quadrics(pos: np.ndarray, tris: np.ndarray, normals: np.ndarray,
-                     nverts: int) -> np.ndarray:
-    """(V, 4, 4) quadrics of planes through open edges, perpendicular to their face."""
-    out = np.zeros((nverts, 4, 4))
+                     label: np.ndarray) -> np.ndarray:
+    """(V, 4, 4) quadrics of planes through open edges, perpendicular to their
+    face: the mesh's borders (open by position, ``label``) at ``BORDER_WEIGHT``,
+    its seams (open by vertex, closed by position) at ``SEAM_WEIGHT``."""
+    out = np.zeros((len(pos), 4, 4))
     edges = np.concatenate([tris[:, [0, 1]], tris[:, [1, 2]], tris[:, [2, 0]]])
     face = np.tile(np.arange(len(tris)), 3)
-    key = np.sort(edges, axis=1)
-    _, inverse, counts = np.unique(key, axis=0, return_inverse=True, return_counts=True)
-    open_ = counts[inverse.reshape(-1)] == 1
+    open_ = _open_edges(edges)
     if not open_.any():
         return out
+    weight = np.where(_open_edges(label[edges]), BORDER_WEIGHT, SEAM_WEIGHT)[open_]
     e, f = edges[open_], face[open_]
     a, b = pos[e[:, 0]], pos[e[:, 1]]
     along = b - a
@@ -91,17 +105,23 @@ def _border_quadrics(pos: np.ndarray, tris: np.ndarray, normals: np.ndarray,
     n = n / np.where(nl > 0, nl, 1.0)[:, None]
     d = -np.einsum("ij,ij->i", n, a)
     p = np.concatenate([n, d[:, None]], axis=1)
-    q = np.einsum("ti,tj->tij", p, p) * (BORDER_WEIGHT * length * length)[:, None, None]
+    q = np.einsum("ti,tj->tij", p, p) * (weight * length * length)[:, None, None]
     np.add.at(out, e[:, 0], q)
     np.add.at(out, e[:, 1], q)
     return out
 
 
 class _Mesh:
-    """Mutable connectivity for the collapse loop (vertex ids are input indices)."""
+    """Mutable connectivity for the collapse loop (vertex ids are input indices),
+    with what stays fixed: each vertex's position ``label`` and the ``groups`` of
+    vertices at each position, and the ``attributes`` (UVs) a collapse smears."""
 
-    def __init__(self, pos: np.ndarray, tris: np.ndarray) -> None:
+    def __init__(self, pos: np.ndarray, tris: np.ndarray, label: np.ndarray,
+                 groups: list[list[int]], attributes: np.ndarray | None) -> None:
         self.pos = pos
+        self.label = label
+        self.groups = groups
+        self.attributes = attributes
         self.tris = tris.copy()
         self.corners: list[list[int]] = tris.tolist()    # the same, for Python-side walks
         self.alive_tri = np.ones(len(tris), bool)
@@ -128,20 +148,27 @@ def _cross(u: np.ndarray, v: np.ndarray) -> np.ndarray:
 
 
 def _candidates(m: _Mesh, q: np.ndarray, vs: list, scale2: float) -> list[tuple[float, int, int]]:
-    """``(cost, a, b)``: the cheapest collapse of each vertex ``a`` of ``vs`` (in
-    ``vs`` order) onto one of its neighbours ``b`` (the lowest on a tie), the
-    quadric error of the combined quadric at ``b``'s position plus a penalty
-    when a kept face flips.  One entry per vertex is enough: a pair's cost
+    """``(cost, a, b)``: the cheapest collapse of the position of each vertex
+    ``a`` of ``vs`` (in ``vs`` order) onto the position of one of its
+    neighbours ``b`` (the lowest on a tie).  A position is all the vertices at
+    it (``m.label``, ``m.groups``), which collapse together: its faces are all
+    its copies' faces, and ``q`` holds one quadric per position.  The cost is the
+    quadric error of the combined quadric at ``b``'s position, plus a penalty
+    when a kept face flips, plus the attribute smear of the copies that share
+    no face with a copy of ``b``'s position (they take ``b``'s UVs: area times
+    squared UV distance, in the mesh's scale).  One entry per position is enough: a pair's cost
     changes only when its ``a``'s faces or ``b``'s quadric do, and both put
     ``a`` among the recomputed.  One batch of array operations for all of them
     (neighbours included): per-vertex numpy calls on arrays of a few rows
     cost more than the arithmetic."""
+    label, groups = m.label, m.groups
     verts: list[int] = []
     face_flat: list[int] = []
     face_count: list[int] = []
     vert_tris = m.vert_tris
     for a in vs:
-        faces = vert_tris[a]
+        copies = groups[label[a]]
+        faces = vert_tris[a] if len(copies) == 1 else set().union(*(vert_tris[c] for c in copies))
         if faces:
             verts.append(a)
             face_flat.extend(faces)
@@ -155,7 +182,8 @@ def _candidates(m: _Mesh, q: np.ndarray, vs: list, scale2: float) -> list[tuple[
     # neighbours: the other corners of a vertex's faces, once each, ascending
     corner = m.tris[faces_i].reshape(-1)
     slot_c = np.repeat(slot_i, 3)
-    other = corner != V[slot_c]
+    Vl = label[V]
+    other = label[corner] != Vl[slot_c]
     n_all = len(m.pos)
     key = np.unique(slot_c[other] * n_all + corner[other])
     pair_slot, B = np.divmod(key, n_all)
@@ -169,14 +197,14 @@ def _candidates(m: _Mesh, q: np.ndarray, vs: list, scale2: float) -> list[tuple[
     row_inc = np.repeat(face_start, rows_of_pair) + local
     targets = m.pos[B]                                           # (k, 3)
     h = np.concatenate([targets, np.ones((len(B), 1))], axis=1)
-    cost = np.einsum("ki,kij,kj->k", h, q[A] + q[B], h)
-    # flip test per (vertex, face), relative to the vertex a: with u, w the face's
-    # other corners in winding order, the face's normal is n = u x w, after moving
-    # a to t it is (u - t) x (w - t), and their dot product is
-    # |n|^2 + t . ((u - w) x n): two numbers per face, one dot product per row;
-    # what rounding leaves of a face moved onto a line counts as flipped
+    cost = np.einsum("ki,kij,kj->k", h, q[label[A]] + q[label[B]], h)
+    # flip test per (vertex, face), relative to the vertex a (the face's copy of
+    # it): with u, w the face's other corners in winding order, the face's normal
+    # is n = u x w, after moving a to t it is (u - t) x (w - t), and their dot
+    # product is |n|^2 + t . ((u - w) x n): two numbers per face, one dot product
+    # per row; what rounding leaves of a face moved onto a line counts as flipped
     c3 = m.tris[faces_i]
-    at = np.argmax(c3 == V[slot_i][:, None], axis=1)
+    at = np.argmax(label[c3] == Vl[slot_i][:, None], axis=1)
     inc = np.arange(len(faces_i))
     u_i, w_i = c3[inc, (at + 1) % 3], c3[inc, (at + 2) % 3]
     origin = m.pos[V][slot_i]
@@ -186,11 +214,24 @@ def _candidates(m: _Mesh, q: np.ndarray, vs: list, scale2: float) -> list[tuple[
     lever = _cross(pu - pw, normal)
     moved = (targets - m.pos[A])[rp]
     turn = nsq[row_inc] + np.einsum("rj,rj->r", moved, lever[row_inc])
-    b_row = B[rp]
-    keep = (u_i[row_inc] != b_row) & (w_i[row_inc] != b_row)     # faces that stay
+    b_row = label[B][rp]
+    keep = (label[u_i[row_inc]] != b_row) & (label[w_i[row_inc]] != b_row)   # faces that stay
     flip_rows = (turn <= 1e-9 * nsq[row_inc]) & keep            # flipped, or flattened to a line
     flips = np.bincount(rp[flip_rows], minlength=len(B)) > 0
-    cost = np.maximum(cost + np.where(flips, FLIP_PENALTY * scale2, 0.0), 0.0)
+    cost = cost + np.where(flips, FLIP_PENALTY * scale2, 0.0)
+    if m.attributes is not None:
+        # copies none of whose faces die border no copy of b's position: they go
+        # onto b itself (build_progressive) and their faces take b's attributes
+        copy_r = c3[inc, at][row_inc]
+        _, per_copy = np.unique(rp * n_all + copy_r, return_inverse=True)
+        per_copy = per_copy.reshape(-1)
+        borders = np.bincount(per_copy, weights=~keep) > 0
+        away = ~borders[per_copy]
+        if away.any():
+            shift = m.attributes[copy_r[away]] - m.attributes[B[rp[away]]]
+            smear = np.sqrt(nsq[row_inc[away]]) * 0.5 * np.einsum("ij,ij->i", shift, shift)
+            cost = cost + np.bincount(rp[away], weights=smear, minlength=len(B)) * (ATTRIBUTE_WEIGHT * scale2)
+    cost = np.maximum(cost, 0.0)
     # each vertex's cheapest target (the first neighbour on a tie)
     has = k > 0
     k = k[has]
@@ -202,28 +243,37 @@ def _candidates(m: _Mesh, q: np.ndarray, vs: list, scale2: float) -> list[tuple[
 
 
 def build_progressive(positions: np.ndarray, triangles: np.ndarray,
-                      coincident: np.ndarray | None = None) -> Progressive:
+                      coincident: np.ndarray | None = None,
+                      attributes: np.ndarray | None = None) -> Progressive:
     """Collapse ``triangles`` (T, 3) over ``positions`` (V, 3) down to nothing and
     lay the result out as the engine expects.  ``coincident`` (V,) labels
-    vertices at the same position (collapsed together); default: by position."""
+    vertices at the same position (collapsed together); default: by position.
+    A triangle with all three corners at one position cannot collapse (the
+    importer drops triangles degenerate by position first).  ``attributes``
+    (V, k), the UVs, price the smear of a collapse that gives a vertex another
+    chart's attributes (none given: geometry alone decides)."""
     pos = np.asarray(positions, np.float64)
     tris = np.asarray(triangles, np.int64).reshape(-1, 3)
     nv_total = len(pos)
     if coincident is None:
         _, coincident = np.unique(pos, axis=0, return_inverse=True)
-    coincident = np.asarray(coincident).reshape(-1)
-    groups: dict[int, list[int]] = {}
-    for v, g in enumerate(coincident.tolist()):
-        groups.setdefault(g, []).append(v)
+    _, label = np.unique(np.asarray(coincident).reshape(-1), return_inverse=True)
+    label = label.reshape(-1)
+    groups: list[list[int]] = [[] for _ in range(int(label.max()) + 1 if len(label) else 0)]
+    for v, g in enumerate(label.tolist()):
+        groups[g].append(v)
     face_q, face_n = _plane_quadrics(pos, tris)
-    q = np.zeros((nv_total, 4, 4))
+    q_vertex = np.zeros((nv_total, 4, 4))
     for k in range(3):
-        np.add.at(q, tris[:, k], face_q)
-    q += _border_quadrics(pos, tris, face_n, nv_total)
+        np.add.at(q_vertex, tris[:, k], face_q)
+    q_vertex += _border_quadrics(pos, tris, face_n, label)
+    q = np.zeros((len(groups), 4, 4))       # one quadric per position
+    np.add.at(q, label, q_vertex)
     ext = np.ptp(pos, axis=0).max() if len(pos) else 1.0
     scale2 = float(ext * ext) or 1.0
 
-    m = _Mesh(pos, tris)
+    attrs = None if attributes is None else np.asarray(attributes, np.float64).reshape(nv_total, -1)
+    m = _Mesh(pos, tris, label, groups, attrs)
     # --- engine bookkeeping state -------------------------------------------------
     pos_of = np.arange(nv_total)            # vertex id -> position in the vertex buffer
     vert_at = np.arange(nv_total)           # position -> vertex id
@@ -254,20 +304,34 @@ def build_progressive(positions: np.ndarray, triangles: np.ndarray,
     for v in np.flatnonzero(refcount == 0)[::-1].tolist():
         swap_vertex_to_end(int(v))
 
-    version = np.zeros(nv_total, np.int64)
+    version = np.zeros(len(groups), np.int64)      # per position
     alive_v = refcount > 0
+
+    def representatives(vs) -> list[int]:
+        """The first live copy of each position of ``vs``, once, in ``vs`` order."""
+        out, seen = [], set()
+        for v in vs:
+            g = label[v]
+            if g not in seen:
+                seen.add(g)
+                rep = next((c for c in groups[g] if alive_v[c]), None)
+                if rep is not None:
+                    out.append(rep)
+        return out
+
     counter = itertools.count()     # ties pop in insertion order (deterministic)
-    heap = [(cost, next(counter), a, b, 0)
-            for cost, a, b in _candidates(m, q, np.flatnonzero(alive_v).tolist(), scale2)]
+    heap = [(cost, next(counter), a, b, 0) for cost, a, b in
+            _candidates(m, q, representatives(np.flatnonzero(alive_v).tolist()), scale2)]
     heapq.heapify(heap)
 
-    def collapse(a: int, b: int, cost: float, partner: bool = False) -> None:
+    def collapse(a: int, b: int, partner: bool = False) -> None:
         """Vertex ``a`` onto ``b`` with the engine's bookkeeping."""
         first_change = len(changes)
         swap_vertex_to_end(a)
         dying, moved = [], []
+        at_b = label[b]
         for t in sorted(m.vert_tris[a], key=lambda t: slot_of[t]):
-            if b in m.corners[t]:
+            if any(label[v] == at_b for v in m.corners[t]):   # b or a copy of it
                 dying.append(t)
             else:
                 moved.append(t)
@@ -297,7 +361,6 @@ def build_progressive(positions: np.ndarray, triangles: np.ndarray,
                 swap_vertex_to_end(v)
                 alive_v[v] = False
                 lost += 1
-        q[b] += q[a]
         n_changes = len(changes) - first_change
         records.append({"indicesToLose": 3 * len(dying), "indicesToChange": n_changes,
                         "verticesToLose": lost, "indexChangesOffset": first_change if n_changes else 0,
@@ -306,16 +369,17 @@ def build_progressive(positions: np.ndarray, triangles: np.ndarray,
         # the vertices that lost a face (touched)
         around = (touched | m.neighbours(b) | {b}) - {a}
         for v in around:
-            version[v] += 1
+            version[label[v]] += 1
         dirty.update(around)
         dirty.discard(a)
 
     def refresh() -> None:
-        """New candidates of the vertices recent collapses changed (one batch)."""
-        vs = sorted((v for v in dirty if alive_v[v]), key=lambda v: pos_of[v])
+        """New candidates of the positions recent collapses changed (one batch)."""
+        # a dead vertex still names its position: its copies may live on
+        vs = representatives(sorted(dirty, key=lambda v: pos_of[v]))
         dirty.clear()
         for c, v, w in _candidates(m, q, vs, scale2):
-            heapq.heappush(heap, (c, next(counter), v, w, version[v]))
+            heapq.heappush(heap, (c, next(counter), v, w, version[label[v]]))
 
     dirty: set = set()
     while heap or dirty:
@@ -323,25 +387,41 @@ def build_progressive(positions: np.ndarray, triangles: np.ndarray,
             refresh()
             continue
         cost, _, a, b, va = heapq.heappop(heap)
-        if not (alive_v[a] and alive_v[b]) or version[a] != va:
+        ga, gb = label[a], label[b]
+        if not alive_v[b] or version[ga] != va:
             continue
-        if b not in m.neighbours(a):
+        # every copy of a's position goes to a live copy of b's position it shares
+        # a face with (keeping its side of a seam), else onto b, or another copy
+        # of it should b have died: the position collapses whole, so no stopping
+        # point leaves a crack.  Adjacent copies go first, so the targets of
+        # the others have gained faces (and stay alive) by then
+        pending = [c for c in groups[ga] if alive_v[c]]
+        done = 0
+        while pending:
+            pending = [c for c in pending if alive_v[c]]      # a copy can lose its faces
+            targets = [t for t in groups[gb] if alive_v[t]]
+            if not (pending and targets):
+                break
+            pick = None
+            for i, c in enumerate(pending):
+                nb = m.neighbours(c)
+                pick = next(((i, t) for t in targets if t in nb), None)
+                if pick:
+                    break
+            if pick is None:
+                if not done:        # stale: a's position no longer borders b's
+                    break
+                pick = (0, b if alive_v[b] else targets[0])
+            i, target = pick
+            collapse(pending.pop(i), target, partner=done > 0)
+            done += 1
+        if not done:
             continue
-        pa = pos[a]
-        collapse(a, b, cost)
-        # the same-position partners of a follow it onto a partner of b (free)
-        for a2 in groups[int(coincident[a])]:
-            if a2 == a or not alive_v[a2]:
-                continue
-            nb = m.neighbours(a2)
-            target = [b2 for b2 in groups[int(coincident[b])] if b2 in nb and alive_v[b2]]
-            if not target:
-                target = [b2 for b2 in nb if np.array_equal(pos[b2], pos[b])]
-            if target and np.array_equal(pos[a2], pa):
-                collapse(a2, target[0], 0.0, partner=True)
+        q[gb] += q[ga]
 
-    if live_t:  # not reachable for a proper mesh; kept for degenerate input
-        raise ValueError("progressive mesh generation left triangles uncollapsed")
+    if live_t:  # only a triangle with its three corners at one position stays
+        raise ValueError(f"progressive mesh generation left {live_t} triangles uncollapsed "
+                         "(all corners of each at one position)")
 
     # --- lay out in file terms ------------------------------------------------------
     final_idx = np.empty(len(tris) * 3, np.int64)
