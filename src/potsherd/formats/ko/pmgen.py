@@ -42,7 +42,7 @@ import numpy as np
 from .wire import record_columns, record_table
 
 BORDER_WEIGHT = 10.0    #: weight of the border-keeping planes relative to face planes
-SEAM_WEIGHT = 0.1   #: the same along UV and normal seams (closed by position)
+SEAM_WEIGHT = 0.1       #: the same along UV and normal seams (closed by position)
 ATTRIBUTE_WEIGHT = 1.0  #: weight of the attribute smear (area x squared UV distance x scale squared)
 FLIP_PENALTY = 1e3      #: added cost (times the mesh scale squared) for a flipped face
 #: changed vertices gathered before their costs are recomputed in one batch (at
@@ -156,9 +156,9 @@ def _candidates(m: _Mesh, q: np.ndarray, vs: list, scale2: float) -> list[tuple[
     quadric error of the combined quadric at ``b``'s position, plus a penalty
     when a kept face flips, plus the attribute smear of the copies that share
     no face with a copy of ``b``'s position (they take ``b``'s UVs: area times
-    squared UV distance, in the mesh's scale).  One entry per position is enough: a pair's cost
-    changes only when its ``a``'s faces or ``b``'s quadric do, and both put
-    ``a`` among the recomputed.  One batch of array operations for all of them
+    squared UV distance, in the mesh's scale).  One entry per position is
+    enough: a pair's cost changes only when its ``a``'s faces or ``b``'s
+    quadric do, and both put ``a`` among the recomputed.  One batch of array operations for all of them
     (neighbours included): per-vertex numpy calls on arrays of a few rows
     cost more than the arithmetic."""
     label, groups = m.label, m.groups
@@ -230,7 +230,8 @@ def _candidates(m: _Mesh, q: np.ndarray, vs: list, scale2: float) -> list[tuple[
         if away.any():
             shift = m.attributes[copy_r[away]] - m.attributes[B[rp[away]]]
             smear = np.sqrt(nsq[row_inc[away]]) * 0.5 * np.einsum("ij,ij->i", shift, shift)
-            cost = cost + np.bincount(rp[away], weights=smear, minlength=len(B)) * (ATTRIBUTE_WEIGHT * scale2)
+            smeared = np.bincount(rp[away], weights=smear, minlength=len(B))
+            cost = cost + smeared * (ATTRIBUTE_WEIGHT * scale2)
     cost = np.maximum(cost, 0.0)
     # each vertex's cheapest target (the first neighbour on a tie)
     has = k > 0
@@ -255,9 +256,9 @@ def build_progressive(positions: np.ndarray, triangles: np.ndarray,
     pos = np.asarray(positions, np.float64)
     tris = np.asarray(triangles, np.int64).reshape(-1, 3)
     nv_total = len(pos)
-    if coincident is None:
-        _, coincident = np.unique(pos, axis=0, return_inverse=True)
-    _, label = np.unique(np.asarray(coincident).reshape(-1), return_inverse=True)
+    # dense position labels 0..P-1, from the positions or the caller's labels
+    _, label = (np.unique(pos, axis=0, return_inverse=True) if coincident is None else
+                np.unique(np.asarray(coincident).reshape(-1), return_inverse=True))
     label = label.reshape(-1)
     groups: list[list[int]] = [[] for _ in range(int(label.max()) + 1 if len(label) else 0)]
     for v, g in enumerate(label.tolist()):
