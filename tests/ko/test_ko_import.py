@@ -739,6 +739,28 @@ def test_a_mirrored_plug_keeps_its_faces_outward(tmp_path, chr_):
     assert np.linalg.det(np.asarray(plug["rotation"], np.float64).reshape(4, 4)[:3, :3]) > 0
 
 
+def test_a_mesh_beside_the_armature_becomes_a_plug_on_the_root_joint(tmp_path):
+    """A character with a loose mesh (a sibling of the armature, as Blender
+    exports a prop nobody parented) used to lose it with a warning.  It is now
+    a plug on the root joint, in that joint's frame: at rest it lands where it
+    was, and it rides the root's motion in the game."""
+    s = rig_scene()
+    s.add_node(name="blade", mesh=s.add_mesh(Mesh(primitives=[_tetrahedron()])),
+               translation=(0.25, 0.5, 2.0))
+    src = _blade(s)
+    files = CODEC["n3chr"].from_scene(s, out_name="w.n3chr")
+    write_all(files, tmp_path)
+    assert any("written as a plug on the root joint 'hips'" in w for w in s.warnings)
+    plug = next(d for n, d in files if d.format == "n3cplug").root
+    assert plug["joint"] == 0                                # hips, the root
+    # in the root's frame: the root stands at (0, 1, 0), the blade at (0.25, 0.5, 2)
+    # (x mirrored into N3's left-handed frame)
+    assert np.allclose(np.asarray(plug["position"]), [-0.25, -0.5, 2.0])
+    back = _blade(export(tmp_path / "w.n3chr", data_root=str(tmp_path)))
+    key = lambda t: sorted(map(tuple, t.reshape(-1, 3).round(5).tolist()))   # noqa: E731
+    assert key(back) == key(src)                             # the same world-space blade
+
+
 def test_hostile_scenes_are_clear_errors():
     bad = hand_scene()
     bad.meshes[0].primitives[0].positions[1, 0] = np.nan

@@ -682,11 +682,9 @@ def import_chr(scene: Scene, *, like: Document | None = None, out_name: str = ""
         files.extend(pfiles)
         part_refs.append(_ref("item", pfiles[0][0]))
 
-    # plugs: rigid mesh nodes under a joint
+    # plugs: rigid mesh nodes under a joint (or beside the armature)
     plugs_like = [x for x in originals.get("plugs", []) if x[0] is not None]
-    world = world_matrices(scene)
-    parents = scene.parents()
-    plug_refs: list = []
+    world, parents, plug_refs = world_matrices(scene), scene.parents(), []
     rigid = [i for i, n in enumerate(scene.nodes) if n.mesh is not None and n.skin is None
              and i not in part_nodes and any(s.node == i for s in all_sets)]  # (not lines only)
     plugs_like = _by_name([_original_name(scene.nodes[i]) for i in rigid], plugs_like)
@@ -694,10 +692,14 @@ def import_chr(scene: Scene, *, like: Document | None = None, out_name: str = ""
         j = parents[node]
         while j is not None and j not in index:
             j = parents[j]
-        if j is None:
-            scene.warnings.append(f"mesh {scene.nodes[node].name!r} is neither skinned nor "
-                                  "under a joint; not written")
+        if j is None and not order:
+            scene.warnings.append(f"mesh {scene.nodes[node].name!r} has no joint; not written")
             continue
+        if j is None:    # a mesh beside the armature: the root joint carries it
+            j = order[0]
+            scene.warnings.append(f"mesh {scene.nodes[node].name!r} is neither skinned nor under "
+                                  f"a joint: written as a plug on the root joint "
+                                  f"{scene.nodes[j].name!r}, which it follows in the game")
         node_sets = [s for s in all_sets if s.node == node]
         pname = _original_name(scene.nodes[node]) or f"plug{k}"
         frame, local = _unmirrored(scene, world[node], inverse_affine(world[j])[0] @ world[node],
