@@ -145,3 +145,52 @@ def test_no_stopping_point_opens_a_crack(sphere, sphere_pm):
     # the control: a level with one pole copy's face removed is open
     nv, ni, idx = replay(p, len(pos) // 2)
     assert open_edges_by_position(label, idx[3:ni]) > 0
+
+
+def stretched_plane(n=21):
+    """A flat n x n grid whose texture map bends: u = x^3, v = y.  Flat, so
+    every collapse is free to the face planes and only the UVs tell them apart;
+    the exact map says what a level's interpolated UVs should be."""
+    x, y = np.meshgrid(np.linspace(0, 1, n), np.linspace(0, 1, n))
+    pos = np.stack([x.ravel(), y.ravel(), np.zeros(n * n)], axis=1)
+    idx = np.arange(n * n).reshape(n, n)
+    a, b, c, d = idx[:-1, :-1], idx[:-1, 1:], idx[1:, :-1], idx[1:, 1:]
+    tris = np.concatenate([np.stack([a, b, c], -1).reshape(-1, 3),
+                           np.stack([b, d, c], -1).reshape(-1, 3)])
+    return pos, tris, np.stack([pos[:, 0] ** 3, pos[:, 1]], axis=1)
+
+
+def level_with_triangles(p, triangles):
+    """The coarsest stop with at least ``triangles`` triangles (original ids)."""
+    for nv in range(p.min_vertices, len(p.order) + 1):
+        _, ni, idx = replay(p, nv)
+        if ni >= 3 * triangles:
+            return p.order[idx[:ni]].reshape(-1, 3)
+    raise AssertionError("no such level")
+
+
+def texture_error(pos, uv, tris):
+    """Area-weighted mean distance between the level's interpolated UVs and the
+    exact map u = x^3, v = y, over fixed barycentric samples of each triangle."""
+    w = np.random.default_rng(0).dirichlet((1, 1, 1), 32)              # (32, 3)
+    p = np.einsum("sk,tkj->tsj", w, pos[tris])
+    got = np.einsum("sk,tkj->tsj", w, uv[tris])
+    exact = np.stack([p[..., 0] ** 3, p[..., 1]], axis=-1)
+    area = np.linalg.norm(np.cross(pos[tris[:, 1]] - pos[tris[:, 0]],
+                                   pos[tris[:, 2]] - pos[tris[:, 0]]), axis=1)
+    return float((np.linalg.norm(got - exact, axis=-1).mean(axis=1) * area).sum() / area.sum())
+
+
+@pytest.mark.parametrize("fraction", [0.5, 0.25, 0.1])
+def test_uv_quadrics_keep_a_bent_texture_map(fraction):
+    """The attribute quadrics (faces' planes in position + UV space) make a
+    collapse cost what it does to the texture: on a flat plane whose map bends,
+    the levels keep the vertices where u = x^3 curves.  Geometry alone cannot
+    tell the collapses apart (the control, ``attributes=None``, as imports
+    priced them before) smears the map 3-14 times as much."""
+    pos, tris, uv = stretched_plane()
+    n = int(fraction * len(tris))
+    with_uv = texture_error(pos, uv, level_with_triangles(
+        build_progressive(pos, tris, attributes=uv), n))
+    without = texture_error(pos, uv, level_with_triangles(build_progressive(pos, tris), n))
+    assert with_uv < 0.001 and without > 2.5 * with_uv, (with_uv, without)

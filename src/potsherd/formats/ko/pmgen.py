@@ -18,12 +18,17 @@ to ``numVertices - 1``.  Going down, the same positions are set back to
 
 The edge choice is a quadric error metric (Garland-Heckbert) on half-edge
 collapses (vertices never move: the file has one vertex buffer), with planes
-along open edges so borders and UV seams hold, and a penalty for flipped faces.
+along open edges so borders and UV seams hold, a penalty for flipped faces,
+and, given UVs, each face's plane in position + UV space (Garland-Heckbert
+1998): a collapse costs what it does to the texture, nothing where the UV map
+is linear over the faces it changes, so the levels keep the vertices where a
+texture bends or a chart ends.
 The unit of a collapse is a *position*: the vertices at one place (split by UVs
 or normals: a seam's two sides, a pole's fan of corners) are costed together,
 one quadric for all their faces, and collapse together, each copy onto the
-copy of the target position it shares a face with (its side of the seam), or
-onto the target itself when it shares none, so no level opens a crack.  This
+copy of the target position it shares a face with (its side of the seam), or,
+when it shares none, onto the target (with UVs: the copy whose UVs its quadric
+prefers), so no level opens a crack.  This
 is the engine's own same-position rule taken whole.  The engine's tool flags
 a record ``shouldCollapse`` when the collapse made right after it added no cost
 (its same-position follow-ups); here exactly the follow-ups are flagged, so
@@ -43,7 +48,7 @@ from .wire import record_columns, record_table
 
 BORDER_WEIGHT = 10.0    #: weight of the border-keeping planes relative to face planes
 SEAM_WEIGHT = 0.1       #: the same along UV and normal seams (closed by position)
-ATTRIBUTE_WEIGHT = 1.0  #: weight of the attribute smear (area x squared UV distance x scale squared)
+ATTRIBUTE_WEIGHT = 0.1  #: weight of the attribute quadrics (UVs in the mesh's scale) to face planes
 FLIP_PENALTY = 1e3      #: added cost (times the mesh scale squared) for a flipped face
 #: changed vertices gathered before their costs are recomputed in one batch (at
 #: most this many, and one per 32 live vertices, so a small mesh stays strictly
@@ -75,6 +80,37 @@ def _plane_quadrics(pos: np.ndarray, tris: np.ndarray) -> tuple[np.ndarray, np.n
     p = np.concatenate([unit, d[:, None]], axis=1)
     q = np.einsum("ti,tj->tij", p, p) * (area / 2)[:, None, None]
     return q, unit
+
+
+def _attribute_quadrics(pos: np.ndarray, attrs: np.ndarray, tris: np.ndarray) -> np.ndarray:
+    """(V, n+1, n+1) quadrics of each face's plane through its corners in
+    (position, attributes) space, area-weighted and summed per corner vertex
+    (Garland-Heckbert 1998): zero at a point of the face's own linear map, so
+    an attribute field that is linear over a vertex's faces costs nothing to
+    collapse, however far its values move."""
+    pts = np.concatenate([pos, attrs], axis=1)
+    p1, p2, p3 = pts[tris[:, 0]], pts[tris[:, 1]], pts[tris[:, 2]]
+    e1 = p2 - p1
+    l1 = np.linalg.norm(e1, axis=1)
+    e1 = e1 / np.where(l1 > 0, l1, 1.0)[:, None]
+    e2 = p3 - p1
+    e2 = e2 - np.einsum("ij,ij->i", e2, e1)[:, None] * e1
+    l2 = np.linalg.norm(e2, axis=1)
+    e2 = e2 / np.where(l2 > 0, l2, 1.0)[:, None]
+    n = pts.shape[1]
+    A = np.eye(n)[None] - np.einsum("ti,tj->tij", e1, e1) - np.einsum("ti,tj->tij", e2, e2)
+    d1, d2 = np.einsum("ij,ij->i", p1, e1), np.einsum("ij,ij->i", p1, e2)
+    b = d1[:, None] * e1 + d2[:, None] * e2 - p1
+    c = np.einsum("ij,ij->i", p1, p1) - d1 * d1 - d2 * d2
+    a, bb, cc = pos[tris[:, 0]], pos[tris[:, 1]], pos[tris[:, 2]]
+    area = np.linalg.norm(np.cross(bb - a, cc - a), axis=1) / 2
+    q = np.zeros((len(tris), n + 1, n + 1))
+    q[:, :n, :n], q[:, :n, n], q[:, n, :n], q[:, n, n] = A, b, b, c
+    q *= area[:, None, None]
+    out = np.zeros((len(pos), n + 1, n + 1))
+    for k in range(3):
+        np.add.at(out, tris[:, k], q)
+    return out
 
 
 def _open_edges(edges: np.ndarray) -> np.ndarray:
@@ -114,7 +150,7 @@ def _border_quadrics(pos: np.ndarray, tris: np.ndarray, normals: np.ndarray,
 class _Mesh:
     """Mutable connectivity for the collapse loop (vertex ids are input indices),
     with what stays fixed: each vertex's position ``label`` and the ``groups`` of
-    vertices at each position, and the ``attributes`` (UVs) a collapse smears."""
+    vertices at each position, and the ``attributes`` (UVs) with their quadrics."""
 
     def __init__(self, pos: np.ndarray, tris: np.ndarray, label: np.ndarray,
                  groups: list[list[int]], attributes: np.ndarray | None) -> None:
@@ -122,6 +158,9 @@ class _Mesh:
         self.label = label
         self.groups = groups
         self.attributes = attributes
+        #: per vertex (copy), its faces' quadrics in position + attribute space;
+        #: a copy's goes to the copy it collapses onto
+        self.attr_q = None if attributes is None else _attribute_quadrics(pos, attributes, tris)
         self.tris = tris.copy()
         self.corners: list[list[int]] = tris.tolist()    # the same, for Python-side walks
         self.alive_tri = np.ones(len(tris), bool)
@@ -154,13 +193,14 @@ def _candidates(m: _Mesh, q: np.ndarray, vs: list, scale2: float) -> list[tuple[
     it (``m.label``, ``m.groups``), which collapse together: its faces are all
     its copies' faces, and ``q`` holds one quadric per position.  The cost is the
     quadric error of the combined quadric at ``b``'s position, plus a penalty
-    when a kept face flips, plus the attribute smear of the copies that share
-    no face with a copy of ``b``'s position (they take ``b``'s UVs: area times
-    squared UV distance, in the mesh's scale).  One entry per position is
+    when a kept face flips, plus each copy's attribute quadric at the copy of
+    ``b``'s position it goes to (its UVs with ``b``'s place): what the collapse
+    does to the texture, nothing where the UV map is linear over the faces,
+    much where a copy takes another chart's UVs.  One entry per position is
     enough: a pair's cost changes only when its ``a``'s faces or ``b``'s
-    quadric do, and both put ``a`` among the recomputed.  One batch of array operations for all of them
-    (neighbours included): per-vertex numpy calls on arrays of a few rows
-    cost more than the arithmetic."""
+    quadric do, and both put ``a`` among the recomputed.  One batch of array
+    operations for all of them (neighbours included): per-vertex numpy calls
+    on arrays of a few rows cost more than the arithmetic."""
     label, groups = m.label, m.groups
     verts: list[int] = []
     face_flat: list[int] = []
@@ -219,19 +259,23 @@ def _candidates(m: _Mesh, q: np.ndarray, vs: list, scale2: float) -> list[tuple[
     flip_rows = (turn <= 1e-9 * nsq[row_inc]) & keep            # flipped, or flattened to a line
     flips = np.bincount(rp[flip_rows], minlength=len(B)) > 0
     cost = cost + np.where(flips, FLIP_PENALTY * scale2, 0.0)
-    if m.attributes is not None:
-        # copies none of whose faces die border no copy of b's position: they go
-        # onto b itself (build_progressive) and their faces take b's attributes
+    if m.attributes is not None and len(rp):
+        # each copy of a's position goes onto the first copy of b's it shares a
+        # face with (build_progressive), else onto the one its quadric prefers,
+        # here priced at b: its attribute quadric at that copy's values
         copy_r = c3[inc, at][row_inc]
-        _, per_copy = np.unique(rp * n_all + copy_r, return_inverse=True)
+        _, first, per_copy = np.unique(rp * n_all + copy_r, return_index=True,
+                                       return_inverse=True)
         per_copy = per_copy.reshape(-1)
-        borders = np.bincount(per_copy, weights=~keep) > 0
-        away = ~borders[per_copy]
-        if away.any():
-            shift = m.attributes[copy_r[away]] - m.attributes[B[rp[away]]]
-            smear = np.sqrt(nsq[row_inc[away]]) * 0.5 * np.einsum("ij,ij->i", shift, shift)
-            smeared = np.bincount(rp[away], weights=smear, minlength=len(B))
-            cost = cost + smeared * (ATTRIBUTE_WEIGHT * scale2)
+        dies = ~keep
+        at_b = np.argmax(label[c3[row_inc]] == b_row[:, None], axis=1)
+        partner = np.full(len(first), n_all, np.int64)
+        np.minimum.at(partner, per_copy[dies], c3[row_inc[dies], at_b[dies]])
+        partner = np.where(partner == n_all, B[rp[first]], partner)
+        h = np.concatenate([targets[rp[first]], m.attributes[partner],
+                            np.ones((len(first), 1))], axis=1)
+        qa = np.einsum("ki,kij,kj->k", h, m.attr_q[copy_r[first]], h)
+        cost = cost + np.bincount(rp[first], weights=qa, minlength=len(B)) * ATTRIBUTE_WEIGHT
     cost = np.maximum(cost, 0.0)
     # each vertex's cheapest target (the first neighbour on a tie)
     has = k > 0
@@ -251,8 +295,8 @@ def build_progressive(positions: np.ndarray, triangles: np.ndarray,
     vertices at the same position (collapsed together); default: by position.
     A triangle with all three corners at one position cannot collapse (the
     importer drops triangles degenerate by position first).  ``attributes``
-    (V, k), the UVs, price the smear of a collapse that gives a vertex another
-    chart's attributes (none given: geometry alone decides)."""
+    (V, k), the UVs, add their quadrics: a collapse then costs what it does to
+    the texture map too (none given: geometry alone decides)."""
     pos = np.asarray(positions, np.float64)
     tris = np.asarray(triangles, np.int64).reshape(-1, 3)
     nv_total = len(pos)
@@ -274,6 +318,8 @@ def build_progressive(positions: np.ndarray, triangles: np.ndarray,
     scale2 = float(ext * ext) or 1.0
 
     attrs = None if attributes is None else np.asarray(attributes, np.float64).reshape(nv_total, -1)
+    if attrs is not None:       # in the mesh's scale: a texture spans the mesh
+        attrs = attrs * np.sqrt(scale2)
     m = _Mesh(pos, tris, label, groups, attrs)
     # --- engine bookkeeping state -------------------------------------------------
     pos_of = np.arange(nv_total)            # vertex id -> position in the vertex buffer
@@ -364,7 +410,8 @@ def build_progressive(positions: np.ndarray, triangles: np.ndarray,
                 lost += 1
         n_changes = len(changes) - first_change
         records.append({"indicesToLose": 3 * len(dying), "indicesToChange": n_changes,
-                        "verticesToLose": lost, "indexChangesOffset": first_change if n_changes else 0,
+                        "verticesToLose": lost,
+                        "indexChangesOffset": first_change if n_changes else 0,
                         "collapseTo": b, "partner": partner})
         # b's quadric and the faces of b's neighbours changed, and so did those of
         # the vertices that lost a face (touched)
@@ -412,8 +459,16 @@ def build_progressive(positions: np.ndarray, triangles: np.ndarray,
             if pick is None:
                 if not done:        # stale: a's position no longer borders b's
                     break
-                pick = (0, b if alive_v[b] else targets[0])
+                if attrs is None:
+                    pick = (0, b if alive_v[b] else targets[0])
+                else:       # the copy of b's position its attribute quadric prefers
+                    h = np.concatenate([pos[targets], attrs[targets],
+                                        np.ones((len(targets), 1))], axis=1)
+                    err = np.einsum("ki,ij,kj->k", h, m.attr_q[pending[0]], h)
+                    pick = (0, targets[int(np.argmin(err))])
             i, target = pick
+            if attrs is not None:
+                m.attr_q[target] += m.attr_q[pending[i]]
             collapse(pending.pop(i), target, partner=done > 0)
             done += 1
         if not done:
