@@ -775,3 +775,38 @@ def test_triangles_with_corners_on_two_joints_are_named():
     still = rigid_spanning_scene(span=False)
     DTS.from_scene(still)
     assert not any("corners on different joints" in w for w in still.warnings)
+
+
+@pytest.mark.parametrize("version", ["7", "8"])
+def test_repeated_key_poses_share_one_stored_transform(version):
+    """A swing that returns to its rest pose (keys A B A B, rest A) stores two
+    transforms for the swinging node, not five: a key whose stored transform
+    (the packed quaternion, float32 translation and, in v7, scale) was stored
+    already refers to it, as the Starsiege exporter's tr_gorg.DTS does (5,723
+    of its 6,654 keys share).  The sampled motion is unchanged."""
+    a = [0.0, 0.0, 0.0, 1.0]
+    b = [0.0, math.sin(0.3), 0.0, math.cos(0.3)]
+    s = Scene(name="swing")
+    s.add_node(name="arm", mesh=s.add_mesh(Mesh(primitives=[_box((0, 0, 0), (1, 0.2, 0.2))])),
+               translation=(0.0, 1.0, 0.0), rotation=a)
+    s.add_animation(Animation(name="swing", channels=[Channel(
+        node=0, path="rotation", times=np.array([0.0, 0.5, 1.0, 1.5], np.float32),
+        values=np.array([a, b, a, b], np.float32))]))
+    out = _reencodes(DTS.from_scene(s, version=version))
+    p = out.root["payload"]
+    node = next(i for i, x in enumerate(p["names"]["name"]) if bytes(x).startswith(b"arm\0"))
+    n_row = next(r for r in p["nodes"] if int(r["fName"]) == node)
+    keys = np.asarray(p["keyframes"]["fKeyValue"])[-4:]             # the arm's four keys
+    assert keys[0] == keys[2] == int(n_row["fDefaultTransform"]) and keys[1] == keys[3]
+    assert keys[1] != keys[0]
+    assert len(p["transforms"]) == len(p["nodes"]) + 1
+    # the motion (in the export's Z-up frame): keys 0 and 2 at rest, 1 and 3 turned
+    # 0.6 rad from it, as the source swings
+    back = to_scene(out, skin=False)
+    (ch,) = [c for c in back.animations[0].channels
+             if back.nodes[c.node].name == "arm" and c.path == "rotation"]
+    got = np.asarray(ch.values, np.float64)
+    rest = np.asarray(next(n for n in back.nodes if n.name == "arm").rotation)
+    chord = np.minimum(np.linalg.norm(got - rest, axis=1), np.linalg.norm(got + rest, axis=1))
+    turn = 4 * np.arcsin(chord / 2)                 # the angle between the two rotations
+    assert np.allclose(turn, [0, 0.6, 0, 0.6], atol=1e-4), turn

@@ -409,14 +409,21 @@ def build_shape(model: ShapeModel, version: int, *, details: list | None = None,
     elif generate:
         det = _details(nodes, model, details, warnings, prepend_root)
 
-    # transforms: defaults first
+    # transforms: defaults first; a transform stored before is shared, as the
+    # Starsiege exporter shares them between keys and with the defaults
     rot, tr, sc = [], [], []
+    stored_at: dict = {}
 
     def add_transform(q: np.ndarray, tv: np.ndarray, sv: np.ndarray) -> int:
-        rot.append(q)
-        tr.append(tv)
-        sc.append(sv)
-        return len(rot) - 1
+        key = (np.asarray(q).tobytes(), np.asarray(tv, np.float32).tobytes(),
+               np.asarray(sv, np.float32).tobytes() if version < 8 else b"")
+        at = stored_at.get(key)
+        if at is None:
+            at = stored_at[key] = len(rot)
+            rot.append(q)
+            tr.append(tv)
+            sc.append(sv)
+        return at
 
     default_tf = []
     for n in nodes:
