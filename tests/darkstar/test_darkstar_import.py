@@ -503,6 +503,27 @@ def test_a_shape_key_held_at_a_weight_is_the_imported_mesh(tmp_path):
     assert _drawn_height(anim, tmp_path, 0, 1.0) == pytest.approx(2.0, abs=0.02)
 
 
+def test_a_linear_shape_key_track_plays_its_blends_as_mesh_frames(tmp_path):
+    """Blender exports a shape-key animation as LINEAR weights.  They used to be
+    rounded to the nearest target, so a key rising from 0 to 1 jumped from the
+    mesh to the target halfway.  Each blend is now baked into a mesh frame of its
+    own, and sparse keys are sampled at 30 frames/s, so the quad rises steadily;
+    one-hot keys still select the targets' own frames (the export's form)."""
+    s = _shape_keyed_quad([0.0], animated=False)
+    s.add_animation(Animation(name="rise", channels=[Channel(
+        0, "weights", np.array([0.0, 1.0]), np.array([[0.0], [1.0]], np.float32), "LINEAR")]))
+    doc = DTS.from_scene(s)
+    heights = [_drawn_height(doc, tmp_path, 0, t) for t in (0.0, 0.25, 0.5, 0.75, 1.0)]
+    # the engine steps between frames 1/30 s apart: within one step's rise of the line
+    assert np.allclose(heights, [1.0, 1.25, 1.5, 1.75, 2.0], atol=1 / 30 + 0.01), heights
+    mesh = next(m for m in doc.root["payload"]["meshes"] if m["payload"]["numFaces"])
+    assert mesh["payload"]["numFrames"] == 2 + 29            # mesh, target, 29 blends
+    # negative control: the STEP track of the export's form adds no frame
+    step = DTS.from_scene(_shape_keyed_quad([0.0], animated=True))
+    mesh = next(m for m in step.root["payload"]["meshes"] if m["payload"]["numFaces"])
+    assert mesh["payload"]["numFrames"] == 2
+
+
 def test_without_a_palette_option_the_game_trees_first_palette_writes_missing_bitmaps(tmp_path):
     """Imported into a game folder, the shape's textures become bitmaps in the
     first palette found there, as the export picks one; a bitmap of the same name

@@ -17,7 +17,9 @@ any glTF-convention scene (potsherd's own exports, Blender's, assimp's):
   goes into the vertices, and each mirror so baked (negative determinant)
   reverses the triangles' winding, as glTF draws mirrored nodes;
 * animations: node TRS keys sampled on the union of their channel times,
-  morph weights as mesh frames (the strongest target, 0 for none), STEP
+  morph weights as mesh frames (a target alone at weight 1 is its frame, no
+  weight the mesh, and each blend, such as Blender's LINEAR shape-key tracks,
+  a frame of its own, sampled at ``WEIGHT_RATE`` between sparse keys), STEP
   scale-to-zero on an object as its visibility.  Morph targets that nothing
   animates, at non-zero default weights, are baked into the mesh instead.
 
@@ -150,13 +152,65 @@ def sample(times: np.ndarray, values: np.ndarray, interpolation: str, at: np.nda
     return out
 
 
+#: blended morph weights are baked into mesh frames at this many steps per unit
+WEIGHT_STEPS = 255
+#: a LINEAR weights track is sampled at this rate between keys further apart than two samples
+WEIGHT_RATE = 30.0
+
+
+def weight_keys(c: Any) -> tuple[np.ndarray, np.ndarray]:
+    """(times, weights (K, targets)) a morph weights channel plays as mesh frames,
+    which the engine steps between: its keys, and, where a LINEAR or CUBICSPLINE
+    track moves between keys further apart than two ``WEIGHT_RATE`` samples,
+    samples at that rate; weights rounded to ``1 / WEIGHT_STEPS``."""
+    times = np.asarray(c.times, np.float64)
+    w = sample(times, c.values, c.interpolation, times) if len(times) else \
+        np.zeros((0, 0))
+    if c.interpolation != "STEP" and len(times) > 1:
+        step = 1.0 / WEIGHT_RATE
+        extra = [np.arange(t0 + step, t1 - step / 2, step)
+                 for t0, t1, a, b in zip(times[:-1], times[1:], w[:-1], w[1:])
+                 if t1 - t0 > 2 * step and not np.array_equal(a, b)]
+        if extra:
+            times = np.unique(np.concatenate([times] + extra))
+            w = sample(c.times, c.values, c.interpolation, times)
+    return times, np.round(w * WEIGHT_STEPS) / WEIGHT_STEPS
+
+
+def _one_hot_frame(w: np.ndarray) -> np.ndarray:
+    """Per row of rounded weights: the mesh frame it is (0 for none, k + 1 for
+    target k alone at weight 1), or -1 for a blend."""
+    if not w.shape[1]:
+        return np.zeros(len(w), np.int64)
+    nonzero = (w != 0).sum(axis=1)
+    top = np.argmax(w, axis=1)
+    return np.where(nonzero == 0, 0, np.where((nonzero == 1) & (w.max(axis=1) == 1), top + 1, -1))
+
+
+def _blends(scene: Scene) -> dict[int, dict]:
+    """Per mesh node, the blended weight rows its animations play (each becomes
+    a mesh frame after the targets' own), as row bytes -> blend number."""
+    out: dict[int, dict] = {}
+    for a in scene.animations:
+        for c in a.channels:
+            if c.path != "weights" or not 0 <= c.node < len(scene.nodes) or not len(c.times):
+                continue
+            _, w = weight_keys(c)
+            rows = out.setdefault(c.node, {})
+            for row in w[_one_hot_frame(w) < 0]:
+                rows.setdefault(row.tobytes(), len(rows))
+    return out
+
+
 # ---------------------------------------------------------------------------
 # the model
 
 
-def _geometry_pieces(scene: Scene, worlds: list, warnings: list) -> dict[int, list]:
+def _geometry_pieces(scene: Scene, worlds: list, warnings: list,
+                     blends: dict[int, dict]) -> dict[int, list]:
     """Scene node -> pieces ``(frames (F, C, 3), normals (C, 3), uvs (C, 2),
-    material, holder node)`` in that node's space, one per primitive part."""
+    material, holder node)`` in that node's space, one per primitive part.  The
+    frames are the mesh, each morph target's shape, then each of ``blends``."""
     pieces: dict[int, list] = {}
     animated = _animated_paths(scene)
     for hi, node in enumerate(scene.nodes):
@@ -188,9 +242,11 @@ def _geometry_pieces(scene: Scene, worlds: list, warnings: list) -> dict[int, li
             if rest_weights is not None:             # held, unanimated: the one shape
                 frames = morphed(prim, rest_weights, pos)[0][None]
             else:                                    # the mesh frames
+                rows = [np.frombuffer(b) for b in blends.get(hi, {})]
                 frames = np.stack([pos] + [pos + np.asarray(t.positions, np.float64)
                                            for t in prim.targets
-                                           if t.positions is not None and len(t.positions) == n])
+                                           if t.positions is not None and len(t.positions) == n]
+                                  + [morphed(prim, w, pos)[0] for w in rows])
             nrm = (np.asarray(prim.normals, np.float64) if prim.normals is not None
                    and len(prim.normals) == n else np.zeros((n, 3)))
             uv = (np.asarray(prim.uvs[0], np.float64) if prim.uvs and len(prim.uvs[0]) == n
@@ -323,7 +379,8 @@ def shape_model(scene: Scene, *, version: int = 8) -> ShapeModel:
     moving = _moving_paths(scene)
     skinned_holders = {i for i, n in enumerate(scene.nodes) if n.mesh is not None and n.skin is not None}
     wrappers = {i for i in range(len(scene.nodes)) if _is_wrapper(scene, i, parents, anim)}
-    pieces = _geometry_pieces(scene, worlds, warnings)
+    blends = _blends(scene)
+    pieces = _geometry_pieces(scene, worlds, warnings, blends)
     shape_world = [GLTF_TO_SHAPE @ w for w in worlds]
 
     # beside the axis wrapper, a top-level node holding nothing (no mesh, children or
@@ -428,7 +485,7 @@ def shape_model(scene: Scene, *, version: int = 8) -> ShapeModel:
 
     fixes = {i: key_fix(i) for i in node_index}
     sequences = [_sequence(scene, a, node_index, object_of_scene_node, object_of_holder, object_leaf,
-                           fixes, rigid, warnings) for a in scene.animations]
+                           fixes, rigid, warnings, blends) for a in scene.animations]
     warnings = list(dict.fromkeys(warnings))          # one line per kind of loss and mesh
     joints = {int(j) for sk in scene.skins for j in sk.joints}
     return ShapeModel(nodes, objects, sequences, list(scene.materials), dict(scene.extras), warnings,
@@ -451,7 +508,7 @@ def _preorder(scene: Scene) -> list[int]:
 
 def _sequence(scene: Scene, a: Any, node_index: dict, object_of_scene_node: dict,
               object_of_holder: dict, object_leaf: set, fixes: dict, rigid: bool,
-              warnings: list) -> SequenceM:
+              warnings: list, blends: dict[int, dict]) -> SequenceM:
     ends = [float(np.max(c.times)) for c in a.channels if len(c.times)]
     duration = float(a.extras.get("duration", max(ends, default=0.0)))
     if not np.isfinite(duration) or duration < max(ends, default=0.0) - 1e-6:
@@ -493,7 +550,8 @@ def _sequence(scene: Scene, a: Any, node_index: dict, object_of_scene_node: dict
                 rest_scale = decompose_matrix(rest_m)[2]
                 if np.abs(sc - rest_scale).max() > 1e-4:       # the rest scale is in the vertices
                     warnings.append(f"sequence {seq.name!r}: scale keys of node "
-                                    f"{original_name(n)!r} dropped (v8 has no scale)")
+                                    f"{original_name(n)!r} dropped (v8 has no scale; "
+                                    "--option version=7 keeps them, and the engine reads v7)")
                 sc = np.ones_like(sc)
             seq.node_keys[node_index[sn]] = (times, rot, tr, sc)
         obj = object_of_scene_node.get(sn)
@@ -512,13 +570,11 @@ def _sequence(scene: Scene, a: Any, node_index: dict, object_of_scene_node: dict
             if obj is None:
                 continue
             c = chans["weights"]
-            w = np.asarray(c.values, np.float64).reshape(len(c.times), -1)
-            if c.interpolation == "CUBICSPLINE":
-                w = w.reshape(len(c.times), 3, -1)[:, 1]
-            frame = np.where(w.max(axis=1) > 0.5, np.argmax(w, axis=1) + 1, 0) if w.shape[1] else \
-                np.zeros(len(c.times), np.int64)
+            times, w = weight_keys(c)
+            frame = _one_hot_frame(w)            # a blend: its frame after the targets'
+            rows = blends.get(sn, {})
+            frame[frame < 0] = [w.shape[1] + 1 + rows[r.tobytes()] for r in w[frame < 0]]
             keys = seq.object_keys.setdefault(obj, [None, None, None])
-            times = np.asarray(c.times, np.float64)
             if keys[0] is not None and (len(keys[0]) != len(times) or np.abs(keys[0] - times).max() > 1e-6):
                 # visibility and frames on different times: merge onto the union
                 union = np.unique(np.concatenate([keys[0], times]))
