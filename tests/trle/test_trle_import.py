@@ -516,6 +516,30 @@ def test_a_rotated_rigid_node_keeps_its_rotation(animated):
     assert np.abs(np.sort(drawn, axis=0) - np.sort(want, axis=0)).max() <= 2 * unit
 
 
+@pytest.mark.parametrize("parent_scale", [(2.0, 1.0, 0.5), (2.0, 2.0, 2.0)],
+                         ids=["non-uniform", "uniform"])
+def test_a_bone_turning_under_a_squashed_parent_is_named(parent_scale):
+    """A Blender object spinning under a parent scaled (2, 1, 0.5), its scale
+    not applied: the parent's squash shears the spinner differently at each
+    angle, which a rigid TR bone (rotation and the root's offset) cannot draw;
+    the moveable came back up to 0.2 of its size off with no word.  The import
+    now names the bone and the remedy.  A uniformly scaled parent (the control)
+    only makes the spinner larger, which its vertices hold."""
+    s = Scene()
+    box = Primitive(positions=np.array([[0, 0, 0], [1, 0, 0], [1, 1, 0], [0, 1, 0]], np.float32),
+                    indices=np.array([0, 1, 2, 0, 2, 3], np.uint32))
+    base = s.add_node(name="base", mesh=s.add_mesh(Mesh(primitives=[box])), scale=parent_scale)
+    spin = s.add_node(name="spinner", mesh=s.add_mesh(Mesh(primitives=[box])), parent=base,
+                      translation=(0.0, 2.0, 0.0))
+    turns = [quat_from_axis_angle([0, 1, 0], a) for a in (0.0, math.pi / 4, math.pi / 2)]
+    s.add_animation(Animation(name="spin", channels=[Channel(
+        node=spin, path="rotation", times=np.array([0.0, 0.5, 1.0], np.float32),
+        values=np.asarray(turns, np.float32))]))
+    TRWAD.from_scene(s)
+    named = [w for w in s.warnings if "bone 'spinner' changes shape" in w]
+    assert len(named) == (1 if parent_scale[0] != parent_scale[2] else 0), s.warnings
+
+
 # --------------------------------------------------------------------------
 # a whole wad's export (every moveable side by side) imported back
 

@@ -28,6 +28,9 @@ MOTION_UNITS = 0.05
 #: of box and offset, then up to two per bone
 MAX_FRAME_SIZE = 0xFF
 MAX_FRAME_BONES = (MAX_FRAME_SIZE - 9) // 2
+#: a bone whose shape moves this far off its rest shape (relative to its size) in an
+#: animation is named in a warning
+SHAPE_DRIFT = 1e-3
 
 
 def _anim_base(mov: dict) -> int:
@@ -134,7 +137,16 @@ def _animations(scene: Any, bones: list, parents: list, meshes: list, to_tr: np.
         if like_frames is not None and _on_original_motion(anim, bones, pose, like_frames, fd):
             frame_words = [[w & 0xFFFF for w in f] for f in like_frames[0]]   # unchanged
         elif count:
-            fr, rel = pose(times)
+            drift: dict = {}
+            fr, rel = _bone_frames(scene, anim, times, bones, parents, order, node_parents,
+                                   to_tr, post, drift)
+            worst = max(drift, key=drift.get, default=None)
+            if worst is not None and drift[worst] > SHAPE_DRIFT:
+                scene.warnings.append(
+                    f"animation {anim.name!r}: bone {scene.nodes[bones[worst]].name!r} changes "
+                    f"shape as it moves (by {drift[worst]:.0%} of its size: scale keys, or a "
+                    "turn under a parent's non-uniform scale), which a rigid TR bone cannot "
+                    "hold; apply the scale to the meshes before exporting (Blender: Ctrl+A)")
             angles = euler_yxz(rel)
             far = float(np.abs(fr[:, 0, :3, 3]).max())
             if far > 32767:              # (keyframe offsets are 16-bit words)
@@ -206,18 +218,34 @@ def _animations(scene: Any, bones: list, parents: list, meshes: list, to_tr: np.
 
 
 def _bone_frames(scene: Any, anim: Any, times: np.ndarray, bones: list, parents: list,
-                 order: list, node_parents: list, to_tr: np.ndarray, post: np.ndarray) -> tuple:
+                 order: list, node_parents: list, to_tr: np.ndarray, post: np.ndarray,
+                 drift: dict | None = None) -> tuple:
     """(frames (F, n, 4, 4), rotations relative to the parent bone (F, n, 3, 3)) of
-    the bones at ``times``, in TR space."""
+    the bones at ``times``, in TR space.  ``drift``, when given, gets per bone
+    how far its shape moves off its rest shape, relative to its size (the
+    meshes hold the rest scale and shear; a TR bone only turns and moves)."""
     count, n = len(times), len(bones)
-    local = np.repeat(np.stack([local_matrix(nd) for nd in scene.nodes])[None], count, 0)
+    rest = np.stack([local_matrix(nd) for nd in scene.nodes])
+    local = np.repeat(rest[None], count, 0)
     for node in {c.node for c in anim.channels if c.path != "weights"}:
         t, r, s = sample_node_trs(scene, anim, node, times)
         local[:, node] = trs_to_matrix(t, r, s)
     world = np.empty_like(local)
+    world_rest = np.empty_like(rest)
     for i in order:
         p = node_parents[i]
         world[:, i] = local[:, i] if p is None else world[:, p] @ local[:, i]
+        world_rest[i] = rest[i] if p is None else world_rest[p] @ rest[i]
+    if drift is not None:
+        for k, b in enumerate(bones):
+            if b < 0:
+                continue
+            lin = (to_tr @ world[:, b] @ post)[:, :3, :3]
+            lin0 = (to_tr @ world_rest[b] @ post)[:3, :3]
+            stretch0 = quat_to_matrix(decompose_matrix(to_tr @ world_rest[b] @ post)[1])[:3, :3].T @ lin0
+            turn = quat_to_matrix(decompose_matrix(to_tr @ world[:, b] @ post)[1])[..., :3, :3]
+            off = np.linalg.norm(lin - turn @ stretch0, axis=(-2, -1)).max(initial=0.0)
+            drift[k] = float(off / max(np.linalg.norm(lin0), 1e-12))
     fr = np.empty((count, n, 4, 4))
     for k, b in enumerate(bones):
         fr[:, k] = np.eye(4)
