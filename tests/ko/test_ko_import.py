@@ -992,6 +992,28 @@ def test_a_skinned_weapon_becomes_a_plug_on_its_strongest_joint(tmp_path):
     assert files[0][1].root["joint"] == 0
 
 
+def test_a_skinned_weapon_on_a_scaled_rig_keeps_its_size(tmp_path):
+    """An FBX-converted rig scales its armature by 0.01 (bones in centimetres).
+    A weapon skinned to its hand came out of the plug import 100 times its
+    size, in the joint's scaled frame; the engine hangs a plug on a joint of
+    some character's skeleton, so the plug holds the weapon in metres: its
+    joint's frame without the scale."""
+    s = Scene()
+    arm = s.add_node(name="Armature", scale=(0.01, 0.01, 0.01))
+    hand = s.add_node(name="hand", parent=arm, translation=(30.0, 100.0, 0.0))
+    world = world_matrices(s)
+    sk = s.add_skin(Skin(joints=[hand], inverse_bind_matrices=np.linalg.inv(world[hand])[None]))
+    pos = np.array([[0.3, 1.0, 0.0], [0.3, 2.0, 0.0], [0.4, 2.0, 0.0]], np.float32)   # metres
+    prim = Primitive(positions=pos, indices=np.array([0, 1, 2], np.uint32),
+                     joints=np.zeros((3, 2), np.uint8), weights=np.array([[1.0, 0.0]] * 3, np.float32))
+    s.add_node(name="sword", mesh=s.add_mesh(Mesh(primitives=[prim])), skin=sk)
+    write_all(CODEC["n3cplug"].from_scene(s, out_name="sword.n3cplug"), tmp_path)
+    mesh = export(tmp_path / "sword.n3pmesh")
+    got = np.concatenate([t.positions for t in triangle_sets(mesh)])
+    assert np.allclose(np.ptp(got, axis=0), np.ptp(pos, axis=0), atol=1e-5)    # 1 m long, not 100
+    assert np.allclose(got.min(axis=0), [0, 0, 0], atol=1e-5)    # from the hand's origin
+
+
 def test_atlas_with_hostile_uvs_and_images_gives_a_file_or_a_format_error():
     """Random multi-material parts with UVs up to 1e30, NaN or infinite, unreadable
     images and colours outside 0..1: every import writes a part or refuses with a

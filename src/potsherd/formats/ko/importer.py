@@ -54,7 +54,7 @@ from ...document import Document
 from ...scene import Scene, compute_normals, weld
 from ...scene.bind_pose import rest_at_bind
 from ...scene.ops import triangle_sets, world_matrices
-from ...scene.xform import inverse_affine, mirror_x
+from ...scene.xform import decompose_matrix, inverse_affine, mirror_x, trs_to_matrix
 from .import_material import edited_texture, material_record, texture_file
 from .text import text
 from .pmgen import build_progressive, replay
@@ -490,10 +490,10 @@ def import_plug(scene: Scene, *, like: Document | None = None, out_name: str = "
         sets = _mesh_sets(scene, skinned=True)
         if not sets:
             raise ImportError_("the scene has no mesh to make a plug from")
-        # a weapon exported with its armature: rigid on its strongest joint, which
-        # the engine's plug follows (the rest pose, in that joint's frame)
+        # a weapon exported with its armature: rigid on its strongest joint, which the engine's
+        # plug follows (at rest, in that joint's frame less its scale: an FBX rig's 0.01)
         node, joint = _strongest_joint(scene, sets)
-        frame, local = world[node], np.eye(4)
+        frame, local = trs_to_matrix(*decompose_matrix(world[node])[:2]), np.eye(4)
         scene.warnings.append(f"n3cplug: the mesh is skinned; taken in its rest pose on its "
                               f"strongest joint {scene.nodes[node].name!r} (joint {joint})")
     sets = merge_materials(scene, sets, "n3cplug")
