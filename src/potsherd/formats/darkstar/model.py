@@ -156,22 +156,28 @@ def sample(times: np.ndarray, values: np.ndarray, interpolation: str, at: np.nda
 WEIGHT_STEPS = 255
 #: a LINEAR weights track is sampled at this rate between keys further apart than two samples
 WEIGHT_RATE = 30.0
+#: at most this many samples are added to one weights track (a longer one is sampled sparser)
+MAX_WEIGHT_SAMPLES = 4096
+#: at most this many blended frames per mesh (more blends are baked at coarser weight steps)
+MAX_BLEND_FRAMES = 256
 
 
 def weight_keys(c: Any) -> tuple[np.ndarray, np.ndarray]:
     """(times, weights (K, targets)) a morph weights channel plays as mesh frames,
     which the engine steps between: its keys, and, where a LINEAR or CUBICSPLINE
     track moves between keys further apart than two ``WEIGHT_RATE`` samples,
-    samples at that rate; weights rounded to ``1 / WEIGHT_STEPS``."""
+    samples at that rate (sparser past ``MAX_WEIGHT_SAMPLES``); weights rounded
+    to ``1 / WEIGHT_STEPS``."""
     times = np.asarray(c.times, np.float64)
-    w = sample(times, c.values, c.interpolation, times) if len(times) else \
-        np.zeros((0, 0))
+    w = sample(times, c.values, c.interpolation, times) if len(times) else np.zeros((0, 0))
     if c.interpolation != "STEP" and len(times) > 1:
         step = 1.0 / WEIGHT_RATE
-        extra = [np.arange(t0 + step, t1 - step / 2, step)
-                 for t0, t1, a, b in zip(times[:-1], times[1:], w[:-1], w[1:])
-                 if t1 - t0 > 2 * step and not np.array_equal(a, b)]
-        if extra:
+        gaps = [(t0, t1) for t0, t1, a, b in zip(times[:-1], times[1:], w[:-1], w[1:])
+                if t1 - t0 > 2 * step and not np.array_equal(a, b)]
+        span = sum(t1 - t0 for t0, t1 in gaps)
+        if np.isfinite(span) and span > 0:
+            step = max(step, span / MAX_WEIGHT_SAMPLES)
+            extra = [np.arange(t0 + step, t1 - step / 2, step) for t0, t1 in gaps]
             times = np.unique(np.concatenate([times] + extra))
             w = sample(c.times, c.values, c.interpolation, times)
     return times, np.round(w * WEIGHT_STEPS) / WEIGHT_STEPS
@@ -187,18 +193,32 @@ def _one_hot_frame(w: np.ndarray) -> np.ndarray:
     return np.where(nonzero == 0, 0, np.where((nonzero == 1) & (w.max(axis=1) == 1), top + 1, -1))
 
 
-def _blends(scene: Scene) -> dict[int, dict]:
-    """Per mesh node, the blended weight rows its animations play (each becomes
-    a mesh frame after the targets' own), as row bytes -> blend number."""
-    out: dict[int, dict] = {}
+def _blends(scene: Scene, warnings: list) -> dict[int, tuple[dict, list]]:
+    """Per mesh node, the blended weight rows its animations play: (row bytes ->
+    blend number, the weights each blend is baked at).  Each blend becomes a mesh
+    frame after the targets' own; past ``MAX_BLEND_FRAMES`` blends, they are
+    baked at coarser weight steps, with a warning."""
+    rows: dict[int, dict] = {}
     for a in scene.animations:
         for c in a.channels:
             if c.path != "weights" or not 0 <= c.node < len(scene.nodes) or not len(c.times):
                 continue
             _, w = weight_keys(c)
-            rows = out.setdefault(c.node, {})
             for row in w[_one_hot_frame(w) < 0]:
-                rows.setdefault(row.tobytes(), len(rows))
+                rows.setdefault(c.node, {}).setdefault(row.tobytes(), row)
+    out: dict[int, tuple[dict, list]] = {}
+    for node, seen in rows.items():
+        steps, all_rows = WEIGHT_STEPS, np.stack(list(seen.values()))
+        coarse, which = np.unique(all_rows, axis=0, return_inverse=True)
+        while len(coarse) > MAX_BLEND_FRAMES and steps > 1:
+            steps //= 2
+            coarse, which = np.unique(np.round(all_rows * steps) / steps, axis=0,
+                                      return_inverse=True)
+        if steps != WEIGHT_STEPS:
+            warnings.append(f"node {original_name(scene.nodes[node])!r}: {len(all_rows)} blended "
+                            f"morph weight keys baked into {len(coarse)} mesh frames (weights in "
+                            f"steps of 1/{steps})")
+        out[node] = (dict(zip(seen, which.reshape(-1).tolist())), list(coarse))
     return out
 
 
@@ -207,10 +227,11 @@ def _blends(scene: Scene) -> dict[int, dict]:
 
 
 def _geometry_pieces(scene: Scene, worlds: list, warnings: list,
-                     blends: dict[int, dict]) -> dict[int, list]:
+                     blends: dict[int, tuple]) -> dict[int, list]:
     """Scene node -> pieces ``(frames (F, C, 3), normals (C, 3), uvs (C, 2),
     material, holder node)`` in that node's space, one per primitive part.  The
-    frames are the mesh, each morph target's shape, then each of ``blends``."""
+    frames are the mesh, each morph target's shape, then each of ``blends``
+    (:func:`_blends`)."""
     pieces: dict[int, list] = {}
     animated = _animated_paths(scene)
     for hi, node in enumerate(scene.nodes):
@@ -242,7 +263,7 @@ def _geometry_pieces(scene: Scene, worlds: list, warnings: list,
             if rest_weights is not None:             # held, unanimated: the one shape
                 frames = morphed(prim, rest_weights, pos)[0][None]
             else:                                    # the mesh frames
-                rows = [np.frombuffer(b) for b in blends.get(hi, {})]
+                rows = blends[hi][1] if hi in blends else []
                 frames = np.stack([pos] + [pos + np.asarray(t.positions, np.float64)
                                            for t in prim.targets
                                            if t.positions is not None and len(t.positions) == n]
@@ -379,7 +400,7 @@ def shape_model(scene: Scene, *, version: int = 8) -> ShapeModel:
     moving = _moving_paths(scene)
     skinned_holders = {i for i, n in enumerate(scene.nodes) if n.mesh is not None and n.skin is not None}
     wrappers = {i for i in range(len(scene.nodes)) if _is_wrapper(scene, i, parents, anim)}
-    blends = _blends(scene)
+    blends = _blends(scene, warnings)
     pieces = _geometry_pieces(scene, worlds, warnings, blends)
     shape_world = [GLTF_TO_SHAPE @ w for w in worlds]
 
@@ -508,7 +529,7 @@ def _preorder(scene: Scene) -> list[int]:
 
 def _sequence(scene: Scene, a: Any, node_index: dict, object_of_scene_node: dict,
               object_of_holder: dict, object_leaf: set, fixes: dict, rigid: bool,
-              warnings: list, blends: dict[int, dict]) -> SequenceM:
+              warnings: list, blends: dict[int, tuple]) -> SequenceM:
     ends = [float(np.max(c.times)) for c in a.channels if len(c.times)]
     duration = float(a.extras.get("duration", max(ends, default=0.0)))
     if not np.isfinite(duration) or duration < max(ends, default=0.0) - 1e-6:
@@ -572,8 +593,8 @@ def _sequence(scene: Scene, a: Any, node_index: dict, object_of_scene_node: dict
             c = chans["weights"]
             times, w = weight_keys(c)
             frame = _one_hot_frame(w)            # a blend: its frame after the targets'
-            rows = blends.get(sn, {})
-            frame[frame < 0] = [w.shape[1] + 1 + rows[r.tobytes()] for r in w[frame < 0]]
+            blend_of = blends[sn][0] if sn in blends else {}
+            frame[frame < 0] = [w.shape[1] + 1 + blend_of[r.tobytes()] for r in w[frame < 0]]
             keys = seq.object_keys.setdefault(obj, [None, None, None])
             if keys[0] is not None and (len(keys[0]) != len(times) or np.abs(keys[0] - times).max() > 1e-6):
                 # visibility and frames on different times: merge onto the union
