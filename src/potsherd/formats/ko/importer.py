@@ -175,7 +175,8 @@ def gather(scene: Scene, sets: list, what: str, joint_map: dict | None = None,
                    material=sets[0].material)
     if geo.vertex_count > MAX_VERTICES:
         raise ImportError_(f"{what}: {geo.vertex_count} vertices; the engine's 16-bit indices "
-                           f"hold at most {MAX_VERTICES}")
+                           f"hold at most {MAX_VERTICES}: decimate the mesh (Blender: Decimate "
+                           "modifier) or split it into several meshes")
     return geo
 
 
