@@ -112,3 +112,43 @@ def test_real_blender_round_trip_of_a_shape_is_byte_exact(tmp_path):
                                         out_name=path.name)
     for name, out in files:
         assert out.encode() == (path.parent / name).read_bytes(), name
+
+
+@pytest.mark.parametrize("side", [262, 40], ids=["over the limit", "under it"])
+def test_a_part_over_the_vertex_limit_is_split_into_parts(tmp_path, side):
+    """A part over the engine's 65,535 vertices (16-bit indices) was refused; a
+    shape can hold any number of parts, so it is split into compact patches
+    that each fit, sharing the part's one texture, and the shape draws the
+    same triangles.  A part under the limit (the control) stays one part."""
+    s = Scene(name="field")
+    buf = io.BytesIO()
+    PILImage.fromarray(np.full((8, 8, 3), (30, 160, 40), np.uint8)).save(buf, "PNG")
+    grass = s.add_material(Material(name="grass", base_color_texture=TextureRef(
+        s.add_image(Image(name="grass", data=buf.getvalue())))))
+    x, z = np.meshgrid(np.linspace(0, 50, side), np.linspace(0, 50, side))
+    pos = np.stack([x.ravel(), np.sin(x.ravel()) * np.cos(z.ravel()), z.ravel()], 1)
+    idx = np.arange(side * side).reshape(side, side)
+    a, b, c, d = idx[:-1, :-1], idx[:-1, 1:], idx[1:, :-1], idx[1:, 1:]
+    tris = np.concatenate([np.stack([a, c, b], -1).reshape(-1, 3), np.stack([b, c, d], -1).reshape(-1, 3)])
+    uv = np.stack([x.ravel(), z.ravel()], 1) / 50
+    s.add_node(name="field", mesh=s.add_mesh(Mesh(primitives=[Primitive(
+        positions=pos.astype(np.float32), uvs=[uv.astype(np.float32)],
+        indices=tris.reshape(-1).astype(np.uint32), material=grass)])))
+    files = CODEC["n3shape"].from_scene(s, out_name="field.n3shape", no_lod=True)
+    meshes = [d for n, d in files if n.endswith(".n3pmesh")]
+    assert sum(n.endswith(".dxt") for n, _ in files) == 1             # one texture, shared
+    shape = dict(files)["field.n3shape"].root
+    if side * side <= 65535:
+        assert len(meshes) == 1 and not any("split" in w for w in s.warnings)
+    else:
+        assert len(meshes) == 2 and shape["partCount"] == 2
+        assert all(m.root["vertexCount"] <= 65535 for m in meshes)
+        assert any("68644 vertices, over the engine's 65535: split into 2 parts" in w
+                   for w in s.warnings)
+        assert len({bytes(p["textures"][0]) for p in shape["parts"]}) == 1
+    out = tmp_path / "Object"
+    out.mkdir()
+    write_all(files, out)
+    doc = potsherd.read(out / "field.n3shape")
+    back = doc.codec.to_scene(doc, source_path=str(out / "field.n3shape"), data_root=str(tmp_path))
+    assert corner_set(back) == corner_set(s)                          # the same world triangles

@@ -32,7 +32,8 @@ from ...scene import Scene
 from ...scene.ops import world_matrices
 from ...scene.xform import (decompose_matrix, inverse_affine, mirror_x, mirror_x_quat,
                             quat_normalize)
-from .import_base import ImportError_, _by_name, _file_stem, _original_name, _raw, _safe, _unique
+from .import_base import (MAX_VERTICES, ImportError_, _by_name, _file_stem, _original_name,
+                          _raw, _safe, _unique)
 from .import_material import edited_texture, material_record, texture_file
 from .importer import _mesh_sets, _pmesh_doc, gather
 from .scene import _transform_trs
@@ -104,37 +105,21 @@ def import_shape(scene: Scene, *, like: Document | None = None, out_name: str = 
         for s in node_sets:                     # the node's triangles in the part's frame
             s.transform(inv)
             s.positions = s.positions - pivot
-        geo = gather(scene, node_sets, f"part {name}", empty_ok=True)
+        geo = gather(scene, node_sets, f"part {name}", empty_ok=True, limit=False)
         if not len(geo.triangles):
             continue
-        n3_pivot = [float(x) for x in mirror_x(pivot)]
-        if lpart is not None:
-            rec = copy.deepcopy(lpart)
-            if not np.allclose(np.asarray(rec["pivot"], np.float64), n3_pivot, atol=1e-5):
-                rec["pivot"] = n3_pivot
-            rec["material"] = material_record(scene, geo.material, lpart["material"],
-                                              stage_from_file=True)
-            mesh_name = os.path.basename(text(rec["mesh"]).replace("\\", "/"))
-            mesh = _pmesh_doc(scene, geo, lmesh, options, os.path.splitext(mesh_name)[0])
-            if options.get("textures", True) and rec["textures"]:
-                files.extend(filter(None, [edited_texture(scene, geo.material, like,
-                                                          rec["textures"][0], options)]))
-        else:
-            pstem = _unique(f"{stem}_{_safe(name)}", stems)
-            mesh_name = f"{pstem}.n3pmesh"
-            mesh = _pmesh_doc(scene, geo, None, options, pstem)
-            textures = []
-            if options.get("textures", True):
-                tex = texture_file(scene, geo.material, pstem, options)
-                if tex is not None:
-                    files.append(tex)
-                    textures = [_raw(f"{folder}\\{tex[0]}" if folder else tex[0])]
-            rec = {"pivot": n3_pivot, "mesh": _raw(f"{folder}\\{mesh_name}" if folder
-                                                   else mesh_name),
-                   "material": material_record(scene, geo.material), "textureCount":
-                   len(textures), "textureFps": 10.0, "textures": textures}
-        files.append((mesh_name, mesh))
-        parts.append((at, rec))
+        pieces = split_geometry(geo, MAX_VERTICES)
+        if len(pieces) > 1:
+            scene.warnings.append(f"part {name}: {geo.vertex_count} vertices, over the "
+                                  f"engine's {MAX_VERTICES}: split into {len(pieces)} parts")
+        textures = None                        # (the pieces of one part share its texture)
+        for k, geo in enumerate(pieces):
+            rec, mesh_name, mesh, extra, textures = _part(
+                scene, geo, name if len(pieces) == 1 else f"{name}_{k + 1}", pivot,
+                lpart if k == 0 else None, lmesh, like, stem, stems, folder, options, textures)
+            files.extend(extra)
+            files.append((mesh_name, mesh))
+            parts.append((at + k / len(pieces), rec))
     parts = [rec for _, rec in sorted(parts, key=lambda x: x[0])]
     if not parts:
         raise ImportError_("every triangle of the scene is degenerate: no shape to write")
@@ -155,6 +140,81 @@ def import_shape(scene: Scene, *, like: Document | None = None, out_name: str = 
                      bytes(like.trailing) if lroot is not None else b"", [],
                      dict(like.meta) if lroot is not None else {})
     return [(f"{stem}.n3shape", shape), *files]
+
+
+def _part(scene: Scene, geo: Any, name: str, pivot: np.ndarray, lpart: dict | None,
+          lmesh: Any, like: Document | None, stem: str, stems: set, folder: str,
+          options: dict, textures: list | None) -> tuple:
+    """(part record, mesh file name, mesh document, texture files, texture
+    references) of one part: the original's record when ``lpart``, else a new
+    one, whose texture is written unless ``textures`` are given (a split part's
+    later pieces share its first piece's)."""
+    n3_pivot = [float(x) for x in mirror_x(pivot)]
+    extra: list = []
+    if lpart is not None:
+        rec = copy.deepcopy(lpart)
+        if not np.allclose(np.asarray(rec["pivot"], np.float64), n3_pivot, atol=1e-5):
+            rec["pivot"] = n3_pivot
+        rec["material"] = material_record(scene, geo.material, lpart["material"],
+                                          stage_from_file=True)
+        mesh_name = os.path.basename(text(rec["mesh"]).replace("\\", "/"))
+        mesh = _pmesh_doc(scene, geo, lmesh, options, os.path.splitext(mesh_name)[0])
+        if options.get("textures", True) and rec["textures"]:
+            extra.extend(filter(None, [edited_texture(scene, geo.material, like,
+                                                      rec["textures"][0], options)]))
+        return rec, mesh_name, mesh, extra, list(rec["textures"])
+    pstem = _unique(f"{stem}_{_safe(name)}", stems)
+    mesh_name = f"{pstem}.n3pmesh"
+    mesh = _pmesh_doc(scene, geo, None, options, pstem)
+    if textures is None:
+        textures = []
+        if options.get("textures", True):
+            tex = texture_file(scene, geo.material, pstem, options)
+            if tex is not None:
+                extra.append(tex)
+                textures = [_raw(f"{folder}\\{tex[0]}" if folder else tex[0])]
+    rec = {"pivot": n3_pivot, "mesh": _raw(f"{folder}\\{mesh_name}" if folder else mesh_name),
+           "material": material_record(scene, geo.material), "textureCount": len(textures),
+           "textureFps": 10.0, "textures": list(textures)}
+    return rec, mesh_name, mesh, extra, textures
+
+
+def _morton(points: np.ndarray) -> np.ndarray:
+    """Z-order codes (10 bits per axis) of ``points``: sorting by them keeps
+    neighbours together."""
+    lo, hi = points.min(axis=0), points.max(axis=0)
+    q = ((points - lo) / np.where(hi > lo, hi - lo, 1.0) * 1023).astype(np.uint64)
+    code = np.zeros(len(points), np.uint64)
+    for bit in range(10):
+        for axis in range(3):
+            code |= ((q[:, axis] >> np.uint64(bit)) & np.uint64(1)) << np.uint64(3 * bit + axis)
+    return code
+
+
+def split_geometry(geo: Any, limit: int) -> list:
+    """``geo`` as pieces of at most ``limit`` vertices each: its triangles in
+    Z-order of their centres (so each piece is a compact patch), cut where the
+    next triangle would bring a piece's vertices over the limit."""
+    if geo.vertex_count <= limit:
+        return [geo]
+    order = np.argsort(_morton(geo.positions[geo.triangles].mean(axis=1)), kind="stable")
+    tris = geo.triangles[order]
+    pieces, start = [], 0
+    while start < len(tris):
+        window = tris[start:start + 4 * limit].reshape(-1)
+        _, first = np.unique(window, return_index=True)
+        new = np.zeros(len(window), np.int64)
+        new[first] = 1                                   # a corner bringing a new vertex
+        count = np.cumsum(new.reshape(-1, 3).sum(axis=1))
+        end = int(np.searchsorted(count, limit, side="right"))
+        used, local = np.unique(tris[start:start + end], return_inverse=True)
+        pieces.append(type(geo)(geo.positions[used], geo.normals[used], geo.uvs[used],
+                                local.reshape(-1, 3),
+                                None if geo.joints is None else geo.joints[used],
+                                None if geo.weights is None else geo.weights[used],
+                                material=geo.material))
+        start += end
+    return pieces
 
 
 def _like_parts(like: Document) -> list:

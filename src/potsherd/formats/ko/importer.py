@@ -93,9 +93,9 @@ class Geometry:
 
 
 def gather(scene: Scene, sets: list, what: str, joint_map: dict | None = None,
-           empty_ok: bool = False) -> Geometry:
-    """Merge triangle sets into one N3 mesh, welded on every attribute; refused
-    when every triangle is degenerate, unless ``empty_ok``."""
+           empty_ok: bool = False, limit: bool = True) -> Geometry:
+    """Merge triangle sets into one N3 mesh, welded on every attribute; refused when all
+    are degenerate (unless ``empty_ok``) or over 65535 vertices (unless not ``limit``)."""
     if not sets:
         raise ImportError_(f"the scene has no triangles to make {what} from")
     pos, nrm, uv, tri, jn, wt = [], [], [], [], [], []
@@ -173,7 +173,7 @@ def gather(scene: Scene, sets: list, what: str, joint_map: dict | None = None,
                    None if joints is None else joints[sel],
                    None if weights is None else weights[sel],
                    material=sets[0].material)
-    if geo.vertex_count > MAX_VERTICES:
+    if limit and geo.vertex_count > MAX_VERTICES:
         raise ImportError_(f"{what}: {geo.vertex_count} vertices; the engine's 16-bit indices "
                            f"hold at most {MAX_VERTICES}: decimate the mesh (Blender: Decimate "
                            "modifier) or split it into several meshes")
