@@ -129,7 +129,8 @@ def test_a_part_over_the_vertex_limit_is_split_into_parts(tmp_path, side):
     pos = np.stack([x.ravel(), np.sin(x.ravel()) * np.cos(z.ravel()), z.ravel()], 1)
     idx = np.arange(side * side).reshape(side, side)
     a, b, c, d = idx[:-1, :-1], idx[:-1, 1:], idx[1:, :-1], idx[1:, 1:]
-    tris = np.concatenate([np.stack([a, c, b], -1).reshape(-1, 3), np.stack([b, c, d], -1).reshape(-1, 3)])
+    tris = np.concatenate([np.stack([a, c, b], -1).reshape(-1, 3),
+                           np.stack([b, c, d], -1).reshape(-1, 3)])
     uv = np.stack([x.ravel(), z.ravel()], 1) / 50
     s.add_node(name="field", mesh=s.add_mesh(Mesh(primitives=[Primitive(
         positions=pos.astype(np.float32), uvs=[uv.astype(np.float32)],
