@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from scene_compare import assert_scene_matches
 from export_scenes import checker_png, morph_scene, skinned_cube_scene, textured_quad_scene
 
+import potsherd
 from potsherd import registry
 from potsherd.core.errors import (CountError, FormatError, InternalDecodeError, JsonFormatError,
                                   LimitError, MagicError, TruncatedError)
@@ -22,6 +23,7 @@ from potsherd.export.gltf import document_scene, glb_bytes, scene_to_gltf, write
 from potsherd.scene import (Animation, Channel, Image, Material, Mesh, MorphTarget, Node,
                             Primitive, Scene, Skin, TextureRef, quat_from_axis_angle)
 from potsherd.scene.gltf_read import read_gltf
+from potsherd.scene.ops import triangle_sets
 from corpus_paths import CORPUS_ROOT
 
 CORPUS = CORPUS_ROOT
@@ -845,7 +847,7 @@ def test_simple_reads():                       # the control for the hostile edi
     (lambda g: g["accessors"].append({"componentType": 5126, "count": 10**8, "type": "MAT4"})
      or g["meshes"][0]["primitives"][0]["attributes"].update(NORMAL=2), LimitError,
      "$.accessors[2].count"),
-    (lambda g: g.update(extensionsRequired=["KHR_draco_mesh_compression"]), FormatError,
+    (lambda g: g.update(extensionsRequired=["EXT_meshopt_compression"]), FormatError,
      "$.extensionsRequired[0]"),
     (lambda g: g["buffers"][0].update(uri="/etc/passwd"), FormatError, "$.buffers[0].uri"),
     (lambda g: g["asset"].update(version="1.0"), JsonFormatError, "$.asset.version"),
@@ -862,7 +864,8 @@ def test_hostile_json_edits(edit, cls, path):
 
 def _draco(b: Builder, fallback: bool) -> bytes:
     """The simple quad marked Draco-compressed (as gltf-transform writes it when
-    only ``extensionsUsed`` names the extension), with or without the plain copy."""
+    only ``extensionsUsed`` names the extension), with or without the plain copy;
+    its "Draco data" is the plain positions, which no Draco decoder reads."""
     b.gl["buffers"][0]["byteLength"] = len(b.bin)
     b.gl["extensionsUsed"] = ["KHR_draco_mesh_compression"]
     b.gl["meshes"][0]["primitives"][0]["extensions"] = {
@@ -872,15 +875,112 @@ def _draco(b: Builder, fallback: bool) -> bytes:
     return glb_bytes(b.gl, bytes(b.bin))
 
 
-def test_draco_without_a_plain_copy_is_refused_by_name():
-    """Its placeholder accessors would read as zeros, and the import then said
-    'every triangle is degenerate'."""
+def test_draco_without_a_decoder_or_a_plain_copy_is_refused_by_name(monkeypatch):
+    """Without DracoPy, the placeholder accessors would read as zeros (the import
+    then said 'every triangle is degenerate'): refused, naming the extension and
+    the remedy.  With it, data that is no Draco mesh is refused at its buffer
+    view.  The plain copy, when there is one, is read either way (the control)."""
+    from potsherd.scene import gltf_draco
+    with pytest.raises(FormatError) as e:
+        read_gltf(_draco(_simple(), fallback=False))
+    assert e.value.path == ("$.meshes[0].primitives[0].extensions.KHR_draco_mesh_compression"
+                            ".bufferView") and "does not decode" in str(e.value)
+    monkeypatch.setattr(gltf_draco, "available", lambda: False)
     with pytest.raises(FormatError) as e:
         read_gltf(_draco(_simple(), fallback=False))
     assert e.value.path == "$.meshes[0].primitives[0].extensions.KHR_draco_mesh_compression"
     assert "decompress the file first" in str(e.value)
-    s = read_gltf(_draco(_simple(), fallback=True))       # the control: the plain copy is read
+    s = read_gltf(_draco(_simple(), fallback=True))       # the plain copy is read
     assert np.array_equal(s.meshes[0].primitives[0].positions, _quad_positions())
+
+
+def draco_box(required: bool = True) -> tuple[bytes, dict]:
+    """A skinned, textured box compressed by Google's Draco encoder (DracoPy),
+    laid out as KHR_draco_mesh_compression says: the accessors keep their types
+    and have no buffer views, the extension maps each attribute to its Draco id.
+    Returns the glb and the values the decoder gives back."""
+    DracoPy = pytest.importorskip("DracoPy")
+    pos = np.array([[x, y, z] for x in (0, 2) for y in (0, 1) for z in (0, 3)], np.float32)
+    faces = np.array([[0, 2, 1], [1, 2, 3], [4, 5, 6], [5, 7, 6], [0, 1, 4], [1, 5, 4],
+                      [2, 6, 3], [3, 6, 7], [0, 4, 2], [2, 4, 6], [1, 3, 5], [3, 7, 5]], np.uint32)
+    uv = (pos[:, [0, 2]] / [2, 3]).astype(np.float64)
+    joints = np.tile([1, 0, 0, 0], (8, 1)).astype(np.uint8)
+    joints[pos[:, 0] == 0, 0] = 0
+    weights = np.tile([1.0, 0, 0, 0], (8, 1)).astype(np.float32)
+    data = DracoPy.encode(pos, faces, quantization_bits=16, tex_coord=uv, preserve_order=True,
+                          generic_attributes={5: joints, 6: weights})
+    mesh = DracoPy.decode(data)
+    ids = {a["attribute_type"]: a["unique_id"] for a in mesh.attributes}
+    n = len(mesh.points)
+    b = Builder()
+    view = b.view(data)
+    acc = {name: b.acc(None, ct, n, typ) for name, ct, typ in
+           (("POSITION", 5126, "VEC3"), ("TEXCOORD_0", 5126, "VEC2"), ("JOINTS_0", 5121, "VEC4"),
+            ("WEIGHTS_0", 5126, "VEC4"))}
+    ind = b.acc(None, 5125, len(mesh.faces) * 3, "SCALAR")
+    ext = {"bufferView": view, "attributes": {"POSITION": ids[0], "TEXCOORD_0": ids[3],
+                                              "JOINTS_0": 5, "WEIGHTS_0": 6}}
+    b.gl["meshes"] = [{"primitives": [{"attributes": acc, "indices": ind,
+                                       "extensions": {"KHR_draco_mesh_compression": ext}}]}]
+    b.gl["nodes"] = [{"name": "hip"}, {"name": "leg", "translation": [2, 0, 0]},
+                     {"mesh": 0, "skin": 0, "name": "box"}]
+    ibm = np.stack([np.eye(4), np.linalg.inv(np.array(
+        [[1, 0, 0, 2], [0, 1, 0, 0], [0, 0, 1, 0], [0, 0, 0, 1.0]]))]).transpose(0, 2, 1)
+    b.gl["skins"] = [{"joints": [0, 1], "inverseBindMatrices": b.acc(
+        b.view(ibm.astype(np.float32).tobytes()), 5126, 2, "MAT4")}]
+    b.gl["scenes"], b.gl["scene"] = [{"nodes": [0, 1, 2]}], 0
+    b.gl["extensionsUsed"] = ["KHR_draco_mesh_compression"]
+    if required:
+        b.gl["extensionsRequired"] = ["KHR_draco_mesh_compression"]
+    got = {"positions": np.asarray(mesh.points), "faces": np.asarray(mesh.faces),
+           "uv": mesh.get_attribute_by_unique_id(ids[3])["data"],
+           "joints": mesh.get_attribute_by_unique_id(5)["data"], "source": pos}
+    return b.glb(), got
+
+
+def test_a_draco_compressed_mesh_reads_like_a_plain_one():
+    """Every attribute from the Draco mesh in its accessor's type (JOINTS as
+    unsigned bytes, UVs and weights as floats), the faces as indices, with
+    ``extensionsRequired`` naming the extension; the box keeps its corners
+    within Draco's 16-bit quantisation step."""
+    data, want = draco_box()
+    s = read_gltf(data)
+    prim = s.meshes[0].primitives[0]
+    assert np.array_equal(prim.positions, want["positions"])
+    assert np.array_equal(prim.indices, want["faces"].reshape(-1))
+    assert np.array_equal(prim.uvs[0], want["uv"]) and prim.joints.dtype == np.uint8
+    assert np.array_equal(prim.joints, want["joints"]) and np.allclose(prim.weights[:, 0], 1)
+    step = 3 / 65535
+    assert np.abs(np.sort(prim.positions, axis=0) - np.sort(want["source"], axis=0)).max() <= step
+    corners = {tuple(np.round(p, 3)) for p in prim.positions[prim.indices]}
+    assert corners == {tuple(p) for p in want["source"].tolist()}     # all 8, used by faces
+
+
+def test_a_draco_box_imports_into_each_family(tmp_path):
+    """Through the importers that take a skinned mesh: the same box comes back."""
+    from potsherd.importer import import_gltf
+    data, want = draco_box(required=False)
+    for ext in ("n3cskins", "dts", "trwad", "fbx"):
+        out = tmp_path / f"box.{ext}"
+        import_gltf(data, out)
+        back = potsherd.read(out)
+        scene = back.codec.to_scene(back)
+        pts = np.concatenate([t.positions for t in triangle_sets(scene)])
+        size = np.ptp(pts, axis=0)
+        assert np.allclose(sorted(size), [1, 2, 3], atol=0.02), (ext, size)
+
+
+def test_bad_draco_attribute_ids_are_refused_by_path():
+    data, _ = draco_box()
+    n = struct.unpack_from("<I", data, 12)[0]
+    gl = json.loads(data[20:20 + n])
+    binary = data[20 + n + 8:]
+    gl["meshes"][0]["primitives"][0]["extensions"]["KHR_draco_mesh_compression"][
+        "attributes"]["TEXCOORD_0"] = 99
+    with pytest.raises(FormatError) as e:
+        read_gltf(glb_bytes(gl, binary))
+    assert e.value.path == ("$.meshes[0].primitives[0].extensions.KHR_draco_mesh_compression"
+                            ".attributes.TEXCOORD_0") and "no attribute of this id" in str(e.value)
 
 
 def test_index_out_of_range_names_the_accessor():

@@ -23,9 +23,11 @@ use that image (WebP decodes with Pillow; KTX2 is kept as data, with a warning).
 
 Read, not kept: cameras, lights, unknown
 extensions (their names end up in ``scene.extras["extensionsUsed"]``).
-Refused: ``extensionsRequired`` naming a compression this reader cannot
-decode (Draco, meshopt), and a Draco primitive without its uncompressed copy
-(files that name Draco only in ``extensionsUsed``).
+Draco primitives (``KHR_draco_mesh_compression``) are decoded with the
+``DracoPy`` binding of Google's Draco library (:mod:`.gltf_draco`).  Refused:
+``extensionsRequired`` naming a compression this reader cannot decode (meshopt;
+Draco without DracoPy installed), and such a primitive without an uncompressed
+copy (files that name the extension only in ``extensionsUsed``).
 """
 from __future__ import annotations
 
@@ -39,6 +41,7 @@ from ..core.limits import DEFAULT_LIMITS, Limits
 from .model import (Animation, Channel, Image, Material, Mesh, MorphTarget, Node, Primitive,
                     Scene, Skin, TextureRef)
 from .gltf_access import GLB_MAGIC, GltfAccess, _kind, _to_float
+from . import gltf_draco
 from .gltf_instancing import Instancing
 from .gltf_uvsets import UvSets
 from .geometry import strip_or_fan_triangles
@@ -160,7 +163,7 @@ class _Reader(UvSets, Instancing, GltfAccess):
         required = [x for x in (self.get(gl, "extensionsRequired", "$", "array", []) or [])
                     if isinstance(x, str)]
         for i, ext in enumerate(required):
-            if ext in _UNDECODABLE:
+            if ext in _UNDECODABLE and not (ext == gltf_draco.EXTENSION and gltf_draco.available()):
                 raise self.fail(f"$.extensionsRequired[{i}]", f"{ext} is not supported "
                                 "(decompress the file first, e.g. with gltf-transform)",
                                 found=ext, cls=FormatError)
@@ -430,6 +433,9 @@ class _Reader(UvSets, Instancing, GltfAccess):
         if "POSITION" not in attrs:
             raise self.fail(apath + ".POSITION", "primitive without POSITION")
         compressed = sorted(set(self.get(p, "extensions", path, "object", {}) or {}) & _UNDECODABLE)
+        if compressed == [gltf_draco.EXTENSION] and gltf_draco.available():
+            gltf_draco.decode_primitive(self, p, path)      # its values take the accessors'
+            compressed = []
         if compressed:
             pa = self.items("accessors")[self.index(attrs, "POSITION", apath, "accessors")]
             if "bufferView" not in pa and "sparse" not in pa:   # the fallback would be zeros
