@@ -121,6 +121,28 @@ class Gltf:
         self._acc_cache[ai] = out
         return out
 
+    def decode_draco(self, p: dict) -> None:
+        """A ``KHR_draco_mesh_compression`` primitive's values, decoded with
+        DracoPy, in the accessor cache under the accessors it names (as the
+        importers' reader, :mod:`potsherd.scene.gltf_draco`, does)."""
+        ext = (p.get("extensions") or {}).get("KHR_draco_mesh_compression")
+        if not isinstance(ext, dict) or p["attributes"].get("POSITION") in self._acc_cache:
+            return
+        import DracoPy
+        mesh = DracoPy.decode(bytes(self.view_bytes(ext["bufferView"])))
+        for semantic, uid in ext.get("attributes", {}).items():
+            ai = p["attributes"].get(semantic)
+            found = mesh.get_attribute_by_unique_id(uid) if ai is not None else None
+            if found is None:
+                continue
+            vals = np.asarray(found["data"])
+            vals = vals.reshape(len(vals), -1)
+            if self.json["accessors"][ai].get("normalized") and vals.dtype.kind in "iu":
+                vals = np.maximum(vals / float(np.iinfo(vals.dtype).max), -1.0)
+            self._acc_cache[ai] = vals
+        if "indices" in p:
+            self._acc_cache[p["indices"]] = np.asarray(mesh.faces, np.int64).reshape(-1, 1)
+
     def image(self, ii: int) -> np.ndarray | None:
         """Image ``ii`` as RGBA floats in [0, 1], decoded once (atlases serve many
         primitives); None, with a note, when Pillow cannot decode it (KTX2)."""
@@ -276,6 +298,7 @@ def scene_triangles(g: Gltf, animation: int | None = None, t: float = 0.0) -> li
             if mode not in (4, 5, 6):   # (points and lines are not drawn)
                 continue
             at = p["attributes"]
+            g.decode_draco(p)
             pos = g.accessor(at["POSITION"]).astype(float)
             if len(mats) > 1:
                 budget -= len(mats) * len(pos)
