@@ -6,6 +6,8 @@ import json
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import potsherd
 from potsherd.core.errors import FormatError, LimitError, TruncatedError
@@ -126,3 +128,57 @@ def test_refusals_with_offsets():
         potsherd.read(deep.encode(), format="fbx-ascii")
     ok = "; FBX 7.4.0 project file\n" + "A: {" * 50 + "}" * 50
     assert potsherd.read(ok.encode()).encode() == ok.encode()
+
+
+def _tree(node) -> tuple:
+    """Everything the parser records of a node: name, values, layout, children."""
+    props = [(k, v.count, v.text) if k == "*" else (k, v) for k, v in node.props]
+    return (node.name, props, node.fmt,
+            None if node.children is None else [_tree(c) for c in node.children])
+
+
+_PIECES = ["Node:", "P:", '"Lcl::Translation"', '"a,b"', '"x":', "1.5", "-2", "1.#INF", "T",
+           "*3", "{", "}", "a:", "0,1,2", ",", ", ", "  ", "\t", "\n", "\r\n", "; note\n", "Key:"]
+
+
+@given(st.lists(st.sampled_from(_PIECES), max_size=40))
+@settings(max_examples=400, deadline=None)
+def test_the_plain_values_fast_path_parses_as_token_by_token(pieces):
+    """A line's plain values are taken by one regular expression; token by token
+    gives the same tree, values and layout (or the same error), on random runs
+    of names, strings with commas and colons, numbers, arrays, blocks, commas,
+    line ends and comments."""
+    from potsherd.formats.fbx import ascii as fa
+    text = ("Top: " + " ".join(pieces) + "\n").encode()
+    outcomes = []
+    for fast in (True, False):
+        fa.FAST_VALUES = fast
+        try:
+            root, params = fa.decode_ascii(text)
+            outcomes.append(("ok", _tree(root), params))
+        except FormatError as e:
+            outcomes.append(("error", type(e).__name__, str(e)))
+        finally:
+            fa.FAST_VALUES = True
+    assert outcomes[0] == outcomes[1]
+
+
+def test_the_fast_path_matches_on_the_corpus():
+    """Every corpus ASCII FBX parses to the same tree both ways (the control for
+    the property test: real files, long P lines, wrapped lists)."""
+    from corpus_paths import CORPUS_ROOT
+    from potsherd.formats.fbx import ascii as fa
+    files = [p for p in sorted((CORPUS_ROOT / "fbx").rglob("*.fbx"))
+             if not p.read_bytes().startswith(b"Kaydara FBX Binary")]
+    if not files:
+        pytest.skip("no ASCII FBX in the corpus")
+    for path in files:
+        data = path.read_bytes()
+        trees = []
+        for fast in (True, False):
+            fa.FAST_VALUES = fast
+            try:
+                trees.append(_tree(fa.decode_ascii(data)[0]))
+            finally:
+                fa.FAST_VALUES = True
+        assert trees[0] == trees[1], path.name
