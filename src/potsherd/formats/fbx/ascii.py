@@ -146,6 +146,7 @@ def decode_ascii(data: bytes, limits: Limits = DEFAULT_LIMITS) -> tuple[FbxNode,
     token = _TOKEN.match
     simple_run = _SIMPLE_RUN.match
     simple_item = _SIMPLE_ITEM.findall
+    number = _NUM.match
     while True:
         g_end = trivia(text, pos).end()
         gap = text[pos:g_end]
@@ -170,8 +171,10 @@ def decode_ascii(data: bytes, limits: Limits = DEFAULT_LIMITS) -> tuple[FbxNode,
         if kind != "key":
             raise FormatError(f"expected a node name, found {m.group()[:30]!r}", offset=g_end,  # type: ignore
                               path=_apath(stack))
-        node = FbxNode(m.group()[:-1].encode("latin-1"))  # type: ignore[union-attr]
-        node.fmt = [gap]
+        props: list = []
+        fmt = [gap]
+        node = FbxNode(m.group()[:-1].encode("latin-1"), props)  # type: ignore[union-attr]
+        node.fmt = fmt
         stack[-1].children.append(node)  # type: ignore[union-attr]
         pos = m.end()  # type: ignore[union-attr]
         # values: a line's plain ones (strings, numbers, words) at once, then one by one
@@ -179,10 +182,10 @@ def decode_ascii(data: bytes, limits: Limits = DEFAULT_LIMITS) -> tuple[FbxNode,
             eol = text.find("\n", pos)
             run = simple_run(text, pos, n if eol < 0 else eol) if FAST_VALUES else None
             if run is not None and run.end() > pos:
-                for g, v in simple_item(text, pos, run.end()):
-                    node.fmt.append(g)
-                    node.props.append(("s", v[1:-1]) if v[0] == '"' else
-                                      ("n" if _is_number(v) else "w", v))
+                items = simple_item(text, pos, run.end())
+                fmt += [g for g, _ in items]
+                props += [("s", v[1:-1]) if v[0] == '"' else ("n" if number(v) else "w", v)
+                          for _, v in items]
                 pos = run.end()
             v_start = trivia(text, pos).end()
             g = text[pos:v_start]
@@ -194,16 +197,16 @@ def decode_ascii(data: bytes, limits: Limits = DEFAULT_LIMITS) -> tuple[FbxNode,
                                   path=_apath(stack), expected="a value, '{' or a node name")
             vk = vm.lastgroup
             if vk == "str":
-                node.props.append(("s", vm.group()[1:-1]))  # type: ignore[union-attr]
+                props.append(("s", vm.group()[1:-1]))  # type: ignore[union-attr]
             elif vk == "word":
                 w = vm.group()  # type: ignore[union-attr]
                 arr_end = _STAR.match(w) and _try_array(text, vm.end(), node, g, w)  # type: ignore
                 if arr_end:
                     pos = arr_end
                     break
-                node.props.append(("n" if _is_number(w) else "w", w))
+                props.append(("n" if number(w) else "w", w))
             elif vk == "lb":
-                node.fmt.append(g)
+                fmt.append(g)
                 node.children = []
                 if len(stack) > limits.max_depth:
                     raise LimitError(f"nodes nested deeper than {limits.max_depth}",
@@ -213,7 +216,7 @@ def decode_ascii(data: bytes, limits: Limits = DEFAULT_LIMITS) -> tuple[FbxNode,
                 break
             else:
                 break
-            node.fmt.append(g)
+            fmt.append(g)
             pos = vm.end()  # type: ignore[union-attr]
     params = {"version": detect_version(text[len(bom):], root)}
     if bom:
