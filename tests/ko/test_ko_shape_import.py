@@ -52,6 +52,16 @@ def lamp_post() -> Scene:
     return s
 
 
+def drawn(files: list, tmp_path, name: str) -> Scene:
+    """The imported shape as the export draws it, its files in the client's
+    ``Object`` folder under ``tmp_path`` (the data root)."""
+    out = tmp_path / "Object"
+    out.mkdir()
+    write_all(files, out)
+    doc = potsherd.read(out / name)
+    return doc.codec.to_scene(doc, source_path=str(out / name), data_root=str(tmp_path))
+
+
 def test_a_new_shape_draws_what_the_gltf_draws(tmp_path):
     src = lamp_post()
     files = CODEC["n3shape"].from_scene(src, out_name="post.n3shape")
@@ -62,12 +72,8 @@ def test_a_new_shape_draws_what_the_gltf_draws(tmp_path):
     assert shape["partCount"] == 3
     assert all(bytes(p["mesh"]).startswith(b"object\\") for p in shape["parts"])
     assert [len(p["textures"]) for p in shape["parts"]] == [0, 1, 0]
-    out = tmp_path / "Object"
-    out.mkdir()
-    write_all(files, out)
-    doc = potsherd.read(out / "post.n3shape")
-    back = doc.codec.to_scene(doc, source_path=str(out / "post.n3shape"), data_root=str(tmp_path))
-    assert corner_set(back) == corner_set(src)                     # the same world triangles
+    # the same world triangles
+    assert corner_set(drawn(files, tmp_path, "post.n3shape")) == corner_set(src)
     # the shape's transform is the root's (mirrored into N3's axes)
     assert np.allclose(shape["transform"]["position"], [-10, 0, -4])
     assert np.allclose(shape["transform"]["scale"], [2, 2, 2])
@@ -147,9 +153,5 @@ def test_a_part_over_the_vertex_limit_is_split_into_parts(tmp_path, side):
         assert any("68644 vertices, over the engine's 65535: split into 2 parts" in w
                    for w in s.warnings)
         assert len({bytes(p["textures"][0]) for p in shape["parts"]}) == 1
-    out = tmp_path / "Object"
-    out.mkdir()
-    write_all(files, out)
-    doc = potsherd.read(out / "field.n3shape")
-    back = doc.codec.to_scene(doc, source_path=str(out / "field.n3shape"), data_root=str(tmp_path))
-    assert corner_set(back) == corner_set(s)                          # the same world triangles
+    # the same world triangles
+    assert corner_set(drawn(files, tmp_path, "field.n3shape")) == corner_set(s)
