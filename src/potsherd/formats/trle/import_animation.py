@@ -240,12 +240,12 @@ def _bone_frames(scene: Any, anim: Any, times: np.ndarray, bones: list, parents:
         for k, b in enumerate(bones):
             if b < 0:
                 continue
-            lin = (to_tr @ world[:, b] @ post)[:, :3, :3]
-            lin0 = (to_tr @ world_rest[b] @ post)[:3, :3]
-            stretch0 = quat_to_matrix(decompose_matrix(to_tr @ world_rest[b] @ post)[1])[:3, :3].T @ lin0
-            turn = quat_to_matrix(decompose_matrix(to_tr @ world[:, b] @ post)[1])[..., :3, :3]
-            off = np.linalg.norm(lin - turn @ stretch0, axis=(-2, -1)).max(initial=0.0)
-            drift[k] = float(off / max(np.linalg.norm(lin0), 1e-12))
+            posed, at_rest = to_tr @ world[:, b] @ post, to_tr @ world_rest[b] @ post
+            # the shape the meshes hold (the rest scale and shear), turned as keyed
+            stretch0 = quat_to_matrix(decompose_matrix(at_rest)[1])[:3, :3].T @ at_rest[:3, :3]
+            turn = quat_to_matrix(decompose_matrix(posed)[1])[..., :3, :3]
+            off = np.linalg.norm(posed[:, :3, :3] - turn @ stretch0, axis=(-2, -1)).max(initial=0.0)
+            drift[k] = float(off / max(np.linalg.norm(at_rest[:3, :3]), 1e-12))
     fr = np.empty((count, n, 4, 4))
     for k, b in enumerate(bones):
         fr[:, k] = np.eye(4)
