@@ -986,6 +986,32 @@ def test_potsherd_render_draws_a_draco_box_facing_out(tmp_path):
     assert volume == pytest.approx(6.0, abs=0.01)         # counter-clockwise fronts outside
 
 
+def test_damaged_draco_data_reads_or_is_refused_by_name():
+    """600 copies of the box with a few bytes of its Draco stream changed: each
+    reads, or is refused with a FormatError that is not an internal error (a
+    stream that decoded to no points once reached numpy as ``len()`` of
+    nothing)."""
+    data, _ = draco_box()
+    n = struct.unpack_from("<I", data, 12)[0]
+    gl = json.loads(data[20:20 + n])
+    binary = data[20 + n + 8:]
+    view = gl["bufferViews"][0]
+    off, length = view.get("byteOffset", 0), view["byteLength"]
+    rng = np.random.default_rng(0)
+    read = refused = 0
+    for _ in range(600):
+        b = bytearray(binary)
+        for _ in range(int(rng.integers(1, 6))):
+            b[off + int(rng.integers(0, length))] = int(rng.integers(0, 256))
+        try:
+            read_gltf(glb_bytes(gl, bytes(b)))
+            read += 1
+        except FormatError as e:
+            assert not isinstance(e, InternalDecodeError), str(e)
+            refused += 1
+    assert read and refused                    # both outcomes occur: the damage is real
+
+
 def test_bad_draco_attribute_ids_are_refused_by_path():
     data, _ = draco_box()
     n = struct.unpack_from("<I", data, 12)[0]

@@ -50,6 +50,9 @@ def decode_primitive(reader: Any, p: dict, path: str) -> None:
         raise reader.fail(epath + ".bufferView", f"the Draco data does not decode ({e})",
                           cls=FormatError) from None
     points = np.asarray(mesh.points)
+    if points.ndim != 2:
+        raise reader.fail(epath + ".bufferView", "the Draco data holds no points",
+                          cls=FormatError)
     if len(points) > reader.limits.max_elements:
         raise LimitError("Draco mesh over the element limit", path=epath,
                          expected=f"<= {reader.limits.max_elements}", found=len(points))
@@ -82,6 +85,8 @@ def _place(reader: Any, ai: int, values: np.ndarray, path: str) -> None:
     ncomp = _NCOMP.get(reader.get(a, "type", apath, "string", required=True))
     if dt is None or ncomp is None:
         raise reader.fail(apath, "unknown componentType or type")
+    if values.ndim == 0 or values.dtype.kind not in "iuf":
+        raise reader.fail(path, "the Draco attribute holds no numbers", cls=FormatError)
     values = values.reshape(len(values), -1)
     if values.shape[1] != ncomp:
         raise reader.fail(path, f"the Draco attribute has {values.shape[1]} components, its "
