@@ -147,6 +147,9 @@ class _Reader(UvSets, Instancing, GltfAccess):
         super().__init__(data, folder, limits)
         #: image extension -> images a texture took from it (no plain ``source``)
         self.image_extensions_used: dict = {}
+        #: the compressions this reader cannot decode here (Draco: with DracoPy it can)
+        self.undecodable = _UNDECODABLE - ({gltf_draco.EXTENSION} if gltf_draco.available()
+                                           else set())
 
 
     # objects ----------------------------------------------------------------------
@@ -163,7 +166,7 @@ class _Reader(UvSets, Instancing, GltfAccess):
         required = [x for x in (self.get(gl, "extensionsRequired", "$", "array", []) or [])
                     if isinstance(x, str)]
         for i, ext in enumerate(required):
-            if ext in _UNDECODABLE and not (ext == gltf_draco.EXTENSION and gltf_draco.available()):
+            if ext in self.undecodable:
                 raise self.fail(f"$.extensionsRequired[{i}]", f"{ext} is not supported "
                                 "(decompress the file first, e.g. with gltf-transform)",
                                 found=ext, cls=FormatError)
@@ -432,10 +435,10 @@ class _Reader(UvSets, Instancing, GltfAccess):
         apath = path + ".attributes"
         if "POSITION" not in attrs:
             raise self.fail(apath + ".POSITION", "primitive without POSITION")
-        compressed = sorted(set(self.get(p, "extensions", path, "object", {}) or {}) & _UNDECODABLE)
-        if compressed == [gltf_draco.EXTENSION] and gltf_draco.available():
+        extensions = set(self.get(p, "extensions", path, "object", {}) or {})
+        compressed = sorted(extensions & self.undecodable)
+        if not compressed and gltf_draco.EXTENSION in extensions:
             gltf_draco.decode_primitive(self, p, path)      # its values take the accessors'
-            compressed = []
         if compressed:
             pa = self.items("accessors")[self.index(attrs, "POSITION", apath, "accessors")]
             if "bufferView" not in pa and "sparse" not in pa:   # the fallback would be zeros
