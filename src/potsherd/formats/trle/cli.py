@@ -90,7 +90,7 @@ def _insert_gltf(args, root: dict) -> int:
     data = doc.encode()
     atomic_write(args.output, data)
     for w in scene.warnings:
-        print(f"warning: {w}", file=sys.stderr)
+        print(f"potsherd: warning: {w}", file=sys.stderr)
     print(f"{args.output}: {args.trwad} inserted, {doc.root['moveable_count']} moveables, "
           f"{len(data)} bytes")
     for line in write_companions(args.wad, args.output, root, doc.root, args.trwad):
