@@ -441,9 +441,22 @@ def cmd_layout(args) -> int:
     return 0
 
 
+def cmd_blender_addon(args) -> int:
+    """Build the Blender extension zip from the installed package."""
+    from .blender.build import BuildError, build_addon
+    try:
+        built = build_addon(args.output, platforms=args.platform, wheels_dir=args.wheels)
+    except BuildError as e:
+        raise FormatError(str(e)) from None
+    print(f"{display_path(built['path'])}: {built['bytes']} bytes, "
+          f"{len(built['wheels'])} wheels for {', '.join(built['platforms'])}",
+          file=api.summary_stream(args.output))
+    return 0
+
+
 #: the commands cli.py adds itself (a family's hook adds the others)
 CORE_COMMANDS = ("example", "formats", "info", "dump", "build", "roundtrip", "validate",
-                 "convert", "render", "textures", "view", "layout")
+                 "convert", "render", "textures", "view", "layout", "blender-addon")
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
@@ -576,6 +589,17 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
                     help="one field, by the path an error names (e.g. n3pmesh.collapses[3].collapseTo)")
     sp.add_argument("--source", action="store_true", help="also print the generated fast-path code")
     sp.set_defaults(func=cmd_layout)
+
+    sp = sub.add_parser("blender-addon", help="build the Blender extension zip (Blender 4.2+, "
+                                              "and a legacy add-on for Blender 3.x)")
+    sp.add_argument("-o", "--output", required=True, metavar="ZIP")
+    sp.add_argument("--platform", action="append", metavar="NAME",
+                    help="a Blender platform to bundle wheels for (repeatable; default all: "
+                         "linux-x64, windows-x64, macos-arm64, macos-x64)")
+    sp.add_argument("--wheels", metavar="DIR",
+                    help="folder of dependency wheels to bundle; wheels missing there are "
+                         "downloaded into it with pip (default ~/.cache/potsherd/wheels)")
+    sp.set_defaults(func=cmd_blender_addon)
 
     for hook in registry.cli_hooks(command):
         hook(sub, common)
