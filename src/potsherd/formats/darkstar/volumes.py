@@ -159,12 +159,15 @@ class VolumeCodec(TreeCodec):
         return TEXTURE_OPTIONS
 
     def textures(self, doc, **options: Any) -> list:
-        """Every bitmap and bitmap array inside the volume, as PNG (palette as for
-        a loose bitmap: named, or the first in the volume's tree, volume included)."""
+        """Every bitmap and bitmap array inside the volume, as PNG, each drawn with
+        the palette its PiDX names (one palette look-up for the whole volume)."""
         from ... import registry
-        from .textures import bitmap_textures
+        from .textures import PaletteFinder, bitmap_textures
         out = []
         src = doc.source or "volume.vol"
+        options["finder"] = PaletteFinder(
+            f"{src}::member", palette=options.get("palette") or "",
+            data_root=options.get("data_root") or None, limits=doc.limits, warnings=doc.warnings)
         for m in list_members(doc):
             if not m.name.lower().endswith((".bmp", ".pba")):
                 continue
