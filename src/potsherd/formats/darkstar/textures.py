@@ -246,6 +246,8 @@ class PaletteFinder:
         self._chosen: dict[Any, PaletteChoice] = {}
         #: the choices already said to the user (each once per batch)
         self.reported: set[str] = set()
+        #: remarks on choices the user made (not losses: said, not warned)
+        self.notes: list[str] = warnings if warnings is not None else []
 
     # --- where palettes are ----------------------------------------------
     def _volume_palettes(self, volume: str) -> list[str]:
@@ -361,8 +363,8 @@ class PaletteFinder:
             held = index is None or index in self._indices_of(self.palette)
             if not held and index not in self._warned:
                 self._warned.add(index)
-                self.warnings.append(f"the named palette {self.palette} holds no palette index "
-                                     f"{index}; its first palette was used as asked")
+                self.notes.append(f"the named palette {self.palette} holds no palette index "
+                                  f"{index}; its first palette was used as asked")
             return PaletteChoice(colors, self.palette, index, "named with palette=", (), ptype)
         if index is not None:
             held = self.holding(index)
@@ -467,6 +469,8 @@ def bitmap_textures(doc, *, palette: str = "", mips: bool = False, data_root: st
     if finder is None:
         finder = PaletteFinder(src, palette=palette, data_root=data_root or None,
                                limits=doc.limits, warnings=doc.warnings)
+    if finder.notes is finder.warnings:  # on the command line, notes are info lines
+        finder.notes = []
     stem = os.path.splitext(os.path.basename(src.split("::")[-1]))[0]
     bitmaps = ([doc.root] if doc.format == "pbmp"
                else [c["bitmap"] for c in doc.root["chunks"] if "bitmap" in c])
@@ -479,6 +483,8 @@ def bitmap_textures(doc, *, palette: str = "", mips: bool = False, data_root: st
             if choice.describe() not in finder.reported:  # each choice is said once
                 finder.reported.add(choice.describe())
                 print(f"info  {src}: palette {choice.describe()}", file=sys.stderr)
+            while finder.notes is not finder.warnings and finder.notes:
+                print(f"info  {src}: {finder.notes.pop(0)}", file=sys.stderr)
             from PIL import Image
             out.append((name if lv == 0 else f"{name}_mip{lv}", Image.fromarray(rgba, "RGBA")))
     return out
@@ -637,11 +643,15 @@ def windows_bitmap(data: bytes, where: str = "bitmap") -> tuple[dict, Any]:
         with Image.open(io.BytesIO(data)) as im:
             if im.width * im.height > DEFAULT_LIMITS.max_elements:
                 raise ValueFormatError(f"{where}: {im.width}x{im.height} pixels is too many")
-            if im.mode != "P":
-                raise ValueFormatError(f"{where}: a {im.mode} Windows bitmap is not palettised; "
-                                       f"only 8-bit ones are drawn through palettes")
+            bits = int.from_bytes(data[28:30], "little") if len(data) >= 30 else 0
+            if im.mode not in ("P", "L") or bits > 8:
+                raise ValueFormatError(f"{where}: a {bits}-bit Windows bitmap is not "
+                                       f"palettised; only 8-bit ones are drawn through palettes")
             idx = np.asarray(im, dtype=np.uint8)
-            pal = np.frombuffer(bytes(im.getpalette() or b""), np.uint8)
+            if im.mode == "P":
+                pal = np.frombuffer(bytes(im.getpalette() or b""), np.uint8)
+            else:  # a grey colour table, which Pillow reads as grey levels
+                pal = np.repeat(np.arange(256, dtype=np.uint8), 3)
     except (UnidentifiedImageError, OSError, ValueError) as e:
         raise ValueFormatError(f"{where}: not a readable Windows bitmap ({e})") from None
     h, w = idx.shape
