@@ -672,7 +672,7 @@ def windows_bitmap(data: bytes, where: str = "bitmap") -> tuple[dict, Any]:
 
 SHAPE_TEXTURE_OPTIONS = (
     Option("palette", str, "palette for the material bitmaps (.ppl/.pal or ARCHIVE::member); "
-                           "default: the first found in the shape's game tree", ""),
+                           "default: for each bitmap the PL98 sub-palette its PiDX names", ""),
 )
 
 

@@ -33,8 +33,8 @@ WORLD_LAYOUT = _world_layout()
 
 INTERIOR_OPTIONS = (
     Option("state", int, "interior state to export", 0),
-    Option("palette", str, "palette file for the textures (.ppl/.pal; default: the first "
-                           "found in the interior's tree)", ""),
+    Option("palette", str, "palette file for the textures (.ppl/.pal; default: for each "
+                           "bitmap the PL98 sub-palette its PiDX names)", ""),
     Option("lighting", bool, "apply the .dil light maps as vertex colours", True),
     Option("ambient", float, "ambient light added to the light maps (the engine adds the "
                              "mission's at run time)", 0.4),
