@@ -283,3 +283,31 @@ def test_mars_sky_is_drawn_with_mars_day_not_darkpal(tmp_path, capsys):
     assert main(["textures", f"{TRIBES}/marsWorld.vol::marsday_01.bmp", "-o", str(tmp_path / "d"),
                  "--option", f"palette={TRIBES}/Darkstar.vol::darkpal.pal"]) == 0
     assert not (np.asarray(Image.open(tmp_path / "d" / "marsday_01.png")) == auto).all()
+
+
+def test_interior_convert_finds_bitmaps_and_world_palette_under_data_root(tmp_path):
+    """--data-root reaches an interior's bitmaps (in a world's DML volume) and the
+    palette their PiDX names (in that world's World volume)."""
+    files = dict(we.interior_files())
+    game = tmp_path / "game"
+    game.mkdir()
+    (game / "moonDML.vol").write_bytes(build_volume(
+        [("wall.bmp", bitmap(31)), ("roof.bmp", bitmap(32))]))
+    (game / "moonWorld.vol").write_bytes(build_volume(
+        [("moon.ppl", pl98([0xFFFFFFFF, 31, 32], [BLUE, RED, BLUE]))]))
+    mission = tmp_path / "mission"
+    mission.mkdir()
+    for name in ("cube.dis", "cube-0.dig", "cube-0.dil", "cube.dml"):
+        (mission / name).write_bytes(files[name])
+    out = tmp_path / "cube.glb"
+    assert main(["convert", str(mission / "cube.dis"), str(out), "--data-root", str(game),
+                 "--option", "lighting=0"]) == 0
+    from potsherd.export.gltf import document_scene
+    scene = document_scene(potsherd.read(mission / "cube.dis"), {"data_root": str(game)})
+    got = {i.name: (i.extras["palette"], i.extras["paletteIndex"]) for i in scene.images}
+    assert got == {"wall.bmp": (f"{game}/moonWorld.vol::moon.ppl", 31),
+                   "roof.bmp": (f"{game}/moonWorld.vol::moon.ppl", 32)}
+    import io
+    from PIL import Image
+    wall = np.asarray(Image.open(io.BytesIO(next(i for i in scene.images if i.name == "wall.bmp").data)))
+    assert (wall[..., 0] == indices_of(bitmap(31))).all() and (wall[..., 2] == 0).all()

@@ -183,13 +183,14 @@ def _pick_lod(doc, state: int, lod: int, roots: list[str], warnings: list[str],
 
 def to_scene(doc, *, state: int = 0, lod: int = 0, palette: str = "", lighting: bool = True,
              ambient: float = 0.4, data_root: str | None = None, source_path: str | None = None,
-             **_: Any) -> Scene:
+             volumes: tuple[str, ...] = (), **_: Any) -> Scene:
     """An interior state's level of detail as one mesh: its surfaces' polygons
     (fans) grouped by material, texture coordinates placed in each material
     bitmap by the surface's texture offset and size, light maps baked into
     vertex colours (sampled at the vertices; the engine adds the mission's
     ambient light at run time, so ``ambient`` is added here: colour = ambient +
-    (1 - ambient) * light map), materials from its ``.dml``."""
+    (1 - ambient) * light map), materials from its ``.dml``; ``volumes`` (a
+    mission's world volumes) are searched for palettes after the bitmap's own."""
     from .geometry import name_text
     from .textures import search_roots, texture_materials
     source = source_path or doc.source or "interior.dis"
@@ -285,7 +286,7 @@ def to_scene(doc, *, state: int = 0, lod: int = 0, palette: str = "", lighting: 
                                                       extras={"itr_material": mi, "map": name,
                                                               "flags": flags}))
     textured = texture_materials(scene, list(material_of.values()), source, palette=palette,
-                                 data_root=data_root, limits=limits)
+                                 data_root=data_root, limits=limits, volumes=volumes)
     for mi, scene_mat in material_of.items():
         sel_t = mats[tri_s] == mi
         used = np.unique(tris[sel_t])

@@ -641,8 +641,10 @@ def windows_bitmap(data: bytes, where: str = "bitmap") -> tuple[dict, Any]:
     reserved2 = int.from_bytes(data[8:10], "little")
     try:
         with Image.open(io.BytesIO(data)) as im:
-            if im.width * im.height > DEFAULT_LIMITS.max_elements:
-                raise ValueFormatError(f"{where}: {im.width}x{im.height} pixels is too many")
+            # at most 8-bit pixels, RLE8 runs of 255 per 2 bytes: more pixels than that is a lie
+            if im.width * im.height > min(DEFAULT_LIMITS.max_elements, 128 * len(data)):
+                raise ValueFormatError(f"{where}: {im.width}x{im.height} pixels in "
+                                       f"{len(data)} bytes", offset=18)
             bits = int.from_bytes(data[28:30], "little") if len(data) >= 30 else 0
             if im.mode not in ("P", "L") or bits > 8:
                 raise ValueFormatError(f"{where}: a {bits}-bit Windows bitmap is not "
@@ -652,7 +654,7 @@ def windows_bitmap(data: bytes, where: str = "bitmap") -> tuple[dict, Any]:
                 pal = np.frombuffer(bytes(im.getpalette() or b""), np.uint8)
             else:  # a grey colour table, which Pillow reads as grey levels
                 pal = np.repeat(np.arange(256, dtype=np.uint8), 3)
-    except (UnidentifiedImageError, OSError, ValueError) as e:
+    except (UnidentifiedImageError, Image.DecompressionBombError, OSError, ValueError) as e:
         raise ValueFormatError(f"{where}: not a readable Windows bitmap ({e})") from None
     h, w = idx.shape
     stride = (w + 3) & ~3
@@ -731,7 +733,9 @@ def texture_materials(scene, material_indices: list[int], source: str | None, *,
                                                     extras={"bitmap_attribute": attr,
                                                             "size": size,
                                                             "palette": choice.spec or "grey ramp",
-                                                            "paletteIndex": choice.index}))
+                                                            "paletteIndex": choice.index,
+                                                            "paletteAlternatives":
+                                                                list(choice.alternatives)}))
         img = images[key]
         if img is None:
             continue

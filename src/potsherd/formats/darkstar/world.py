@@ -39,6 +39,8 @@ INTERIOR_OPTIONS = (
     Option("ambient", float, "ambient light added to the light maps (the engine adds the "
                              "mission's at run time)", 0.4),
     Option("lod", int, "level of detail of the state (0 = finest)", 0),
+    Option("data_root", str, "game data folder (or volumes) searched for the geometry, "
+           "lighting, material list, bitmaps and palettes"),
 )
 
 
