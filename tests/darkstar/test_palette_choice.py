@@ -311,3 +311,28 @@ def test_interior_convert_finds_bitmaps_and_world_palette_under_data_root(tmp_pa
     from PIL import Image
     wall = np.asarray(Image.open(io.BytesIO(next(i for i in scene.images if i.name == "wall.bmp").data)))
     assert (wall[..., 0] == indices_of(bitmap(31))).all() and (wall[..., 2] == 0).all()
+
+
+def test_textures_of_a_volume_draw_its_windows_bitmaps_and_mission_volumes(tmp_path, capsys):
+    (tmp_path / "w.vol").write_bytes(build_volume([("p.ppl", pl98([12], [RED])),
+                                                   ("win.bmp", windows_bmp(12)),
+                                                   ("own.bmp", windows_bmp(None))]))
+    out = tmp_path / "o"
+    assert main(["textures", str(tmp_path / "w.vol"), "-o", str(out)]) == 0
+    from PIL import Image
+    win = np.asarray(Image.open(out / "win.png"))
+    assert (win[..., 0] == np.arange(32).reshape(4, 8)).all() and (win[..., 1] == 0).all()
+    own = np.asarray(Image.open(out / "own.png"))
+    assert tuple(own[0, 1, :3]) == (1, 254, 0)
+    assert "own colour table" in capsys.readouterr().err
+    # a volume a mission lists is searched after the bitmap's own place and world
+    other = tmp_path / "elsewhere"
+    other.mkdir()
+    (other / "missionPal.vol").write_bytes(build_volume([("m.ppl", pl98([77], [BLUE]))]))
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "t.bmp").write_bytes(bitmap(77))
+    _, choice, warnings = draw(str(tmp_path / "a" / "t.bmp"),
+                               volumes=[str(other / "missionPal.vol")])
+    assert choice.spec == f"{other}/missionPal.vol::m.ppl" and not warnings
+    _, choice, warnings = draw(str(tmp_path / "a" / "t.bmp"))
+    assert not choice.found and len(warnings) == 1

@@ -623,6 +623,20 @@ def material_texture(name: str, source: str, *, palette: str = "",
     return buf.getvalue(), bitmap_head(bm)["attribute"], choice, img.size
 
 
+def windows_bitmap_textures(data: bytes, path: str, *, finder: PaletteFinder,
+                            **_: Any) -> list:
+    """``potsherd textures`` for a Windows bitmap member of a volume: one image,
+    drawn like a Phoenix bitmap (its palette index, else its own colour table)."""
+    from PIL import Image
+    bm, own = windows_bitmap(data, path)
+    rgba, choice = draw_bitmap(bm, finder, own=own)
+    if choice.describe() not in finder.reported:
+        finder.reported.add(choice.describe())
+        print(f"info  {path}: palette {choice.describe()}", file=sys.stderr)
+    stem = os.path.splitext(os.path.basename(path.split("::")[-1]))[0]
+    return [(stem, Image.fromarray(rgba, "RGBA"))]
+
+
 #: bfReserved1 of a Windows bitmap whose bfReserved2 is a palette index (g_bitmap.h)
 MS_BITMAP_PI_MAGIC = 0xF5F7
 

@@ -162,7 +162,7 @@ class VolumeCodec(TreeCodec):
         """Every bitmap and bitmap array inside the volume, as PNG, each drawn with
         the palette its PiDX names (one palette look-up for the whole volume)."""
         from ... import registry
-        from .textures import PaletteFinder, bitmap_textures
+        from .textures import PaletteFinder, bitmap_textures, windows_bitmap_textures
         out = []
         src = doc.source or "volume.vol"
         options["finder"] = PaletteFinder(
@@ -173,7 +173,11 @@ class VolumeCodec(TreeCodec):
                 continue
             path = f"{src}::{m.name}"
             try:
-                member = registry.decode(member_bytes(doc, m), path=path, limits=doc.limits or DEFAULT_LIMITS)
+                data = member_bytes(doc, m)
+                if data[:2] == b"BM":  # a Windows bitmap, drawn by the same palette rule
+                    out.extend(windows_bitmap_textures(data, path, **options))
+                    continue
+                member = registry.decode(data, path=path, limits=doc.limits or DEFAULT_LIMITS)
                 out.extend(bitmap_textures(member, **options))
             except FormatError as e:
                 doc.warnings.append(f"{m.name}: {e}")
