@@ -294,5 +294,25 @@ def test_every_corpus_dil_and_dig_round_trips_decoded():
         lzh = len(lp["indexStream"]) if "indexStream" in lp else 0
         assert doc.codec.opaque_bytes(doc) == lzh, name
     assert len(parts) >= 140
+    # mission lighting's own surfaces index its own map data (no table needed)
+    from potsherd.formats.darkstar.interiors import light_map
+    for name, data in parts:
+        lp = potsherd._registry.decode(data, path=name).root["payload"]
+        if "indexStream" in lp:
+            budget = [1 << 22]
+            lit = [light_map(lp, i, budget) for i in range(len(lp["surfaces"]))]
+            assert all(m is not None for m, k in zip(lit, lp["surfaces"]["mapIndex"]) if k >= 0), name
     assert versions == {("ITRGeometry", 4), ("ITRGeometry", 7), ("ITRLighting", 4),
                         ("ITRLighting", 7), ("ITRMissionLighting", 7)}
+
+
+def test_interior_lit_by_mission_lighting(tmp_path):
+    files = dict(we.interior_files())
+    files["cube-0.dil"] = we.mission_dil_bytes()
+    for name, data in files.items():
+        (tmp_path / name).write_bytes(data)
+    scene = document_scene(potsherd.read(tmp_path / "cube.dis"), {"ambient": 0.0})
+    assert scene.extras["lighting"] == "cube-0.dil"
+    assert not [w for w in scene.warnings if "light" in w]
+    cols = np.concatenate([p.colors for p in scene.meshes[0].primitives])
+    assert (np.isclose(cols, [1.0, 0.0, 0.0]).all(axis=1)).any()    # surface 1's red texel

@@ -66,34 +66,14 @@ def unpack_colors(c16: np.ndarray) -> np.ndarray:
     return rgb.astype(np.float32) / 15.0
 
 
-def mission_index(lp: dict) -> dict[int, int] | None:
-    """An ITRMissionLighting payload's index table (map index -> offset in its
-    map data; ``ITRMissionLighting::read`` keeps it as an LZH stream), or None
-    when the LZH codec is not available or the stream does not decode."""
-    from ...core.errors import FormatError
-    n = int(lp.get("nIndexEntries", -1))
-    if n < 0 or n > len(lp["indexStream"]) * 64:  # LZH expands a byte at most ~64 times
-        return None
-    try:
-        from . import lzh  # the LZH codec of the terrain work
-        raw = bytes(lzh.decode(bytes(lp["indexStream"]), 8 * n))
-    except (ImportError, AttributeError, FormatError):
-        return None
-    if len(raw) != 8 * n:
-        return None
-    pairs = np.frombuffer(raw, "<i4").reshape(n, 2)
-    return dict(zip(pairs[:, 0].tolist(), pairs[:, 1].tolist()))
-
-
-def light_map(lp: dict, surface: int, budget: list[int],
-              remap: dict[int, int] | None = None) -> np.ndarray | None:
+def light_map(lp: dict, surface: int, budget: list[int]) -> np.ndarray | None:
     """One surface's light map as (h, w) u16 colours, or None (no data / over budget).
 
     ``mapIndex`` < 0: one colour (its low 16 bits); bit 30 set: Huffman-coded
     (one bit per tree step, least significant bit first) at that offset of the
-    map data; else raw little-endian u16 colours there.  ``remap`` (mission
-    lighting) turns the index, without bit 30, into the offset
-    (``ITRMissionLighting::getLightMap``)."""
+    map data; else raw little-endian u16 colours there.  Mission lighting's own
+    surfaces index its map data the same way (its LZH index table serves the
+    interior's base lighting indices, ``ITRMissionLighting::getLightMap``)."""
     s = lp["surfaces"]
     w, h = int(s["mapSizeX"][surface]), int(s["mapSizeY"][surface])
     index = int(s["mapIndex"][surface])
@@ -102,11 +82,6 @@ def light_map(lp: dict, surface: int, budget: list[int],
         return None
     if index < 0:
         return np.full((h, w), index & 0xFFFF, np.uint16)
-    if remap is not None:
-        at = remap.get(index & ~0x40000000)
-        if at is None or at < 0:
-            return None
-        index = (index & 0x40000000) | at
     data = lp["mapData"]["value"]
     if not index & 0x40000000:
         raw = data[index:index + 2 * n]
@@ -203,21 +178,13 @@ def to_scene(doc, *, state: int = 0, lod: int = 0, palette: str = "", lighting: 
     lods = doc.root["lods"]
     lstate = int(lods[li]["lightStateIndex"])
     lp = None
-    remap: dict[int, int] | None = None
     if lighting and 0 <= lstate < len(names["lighting"]):
         ldoc = _load(names["lighting"][lstate], roots, "lighting", scene.warnings, limits)
-        lp = None if ldoc is None else _payload_of(ldoc, b"ITRLighting")
-        mission = None if ldoc is None or lp is not None else _payload_of(ldoc, b"ITRMissionLighting")
-        if mission is not None:
-            remap = mission_index(mission)
-            if remap is None:
-                scene.warnings.append(f"{names['lighting'][lstate]} is mission lighting whose "
-                                      f"index table (LZH) could not be read: lighting ignored")
-            else:
-                lp = mission
-        elif ldoc is not None and lp is None:
+        lp = None if ldoc is None else (_payload_of(ldoc, b"ITRLighting")
+                                        or _payload_of(ldoc, b"ITRMissionLighting"))
+        if ldoc is not None and lp is None:
             scene.warnings.append(f"{names['lighting'][lstate]} holds no ITRLighting v4, v6-v7 "
-                                  f"block: lighting ignored")
+                                  f"block (nor ITRMissionLighting 7): lighting ignored")
         if lp is not None:
             if len(lp["surfaces"]) != len(g["surfaces"]):
                 scene.warnings.append(f"lighting has {len(lp['surfaces'])} surfaces, geometry "
@@ -261,7 +228,7 @@ def to_scene(doc, *, state: int = 0, lod: int = 0, palette: str = "", lighting: 
         budget = [MAX_LIGHT_TEXELS]
         skipped = 0
         for j, s in enumerate(sidx):
-            m = light_map(lp, int(s), budget, remap)
+            m = light_map(lp, int(s), budget)
             if m is None:
                 skipped += 1
                 continue
