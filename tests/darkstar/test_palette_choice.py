@@ -336,3 +336,16 @@ def test_textures_of_a_volume_draw_its_windows_bitmaps_and_mission_volumes(tmp_p
     assert choice.spec == f"{other}/missionPal.vol::m.ppl" and not warnings
     _, choice, warnings = draw(str(tmp_path / "a" / "t.bmp"))
     assert not choice.found and len(warnings) == 1
+
+
+def test_an_unreadable_palette_is_skipped_with_a_warning(tmp_path):
+    (tmp_path / "a.ppl").write_bytes(b"PL98" + struct.pack("<4I", 0, 0, 0, 0))   # cut short
+    (tmp_path / "b.ppl").write_bytes(pl98([0xFFFFFFFF, 4], [RED, BLUE]))
+    (tmp_path / "t.bmp").write_bytes(bitmap(0xFFFFFFFF))
+    (tmp_path / "u.bmp").write_bytes(bitmap(4))
+    rgba, choice, warnings = draw(str(tmp_path / "t.bmp"))
+    assert choice.spec == str(tmp_path / "b.ppl") and (rgba[..., 0] == indices_of(bitmap(0xFFFFFFFF))).all()
+    assert len(warnings) == 1 and "a.ppl skipped" in warnings[0]
+    rgba, choice, warnings = draw(str(tmp_path / "u.bmp"))
+    assert choice.spec == str(tmp_path / "b.ppl") and (rgba[..., 2] == indices_of(bitmap(4))).all()
+    assert len(warnings) == 1 and "a.ppl skipped" in warnings[0]

@@ -81,3 +81,10 @@ def test_shapes_with_bitmaps_in_their_tree_export_textured(name, textured):
         assert any("textures drawn with palette" in w for w in scene.warnings)
         img = scene.images[0]
         assert img.data[:8] == b"\x89PNG\r\n\x1a\n"
+        # their PiDX (1, 2, 9) is held by no palette of this sample (the Starsiege world
+        # palettes are not in it): grey, said once per index, never another palette
+        assert {i.extras["palette"] for i in scene.images} == {"grey ramp"}
+        missing = {i.extras["paletteIndex"] for i in scene.images}
+        assert missing <= {1, 2, 9}
+        for index in missing:
+            assert sum(f"no palette with index {index} " in w for w in scene.warnings) == 1

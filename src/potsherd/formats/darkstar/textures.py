@@ -386,11 +386,16 @@ class PaletteFinder:
                      else "its own colour table (Windows bitmap)")
             return PaletteChoice(out, label, None, "no PiDX; the palette it carries")
         for label, specs in self.places():
-            if specs:
-                colors, ptype = self._sub_palette(specs[0], None)
-                return PaletteChoice(colors, specs[0], None,
-                                     f"no PiDX; the first palette of {label}", tuple(specs[1:2]),
-                                     ptype)
+            for k, spec in enumerate(specs):
+                try:
+                    colors, ptype = self._sub_palette(spec, None)
+                except (FormatError, OSError) as e:  # unreadable: the next one
+                    if spec not in self._indices:
+                        self._indices[spec] = {}
+                        self.warnings.append(f"palette {spec} skipped: {e}")
+                    continue
+                return PaletteChoice(colors, spec, None, f"no PiDX; the first palette of {label}",
+                                     tuple(specs[k + 1:k + 2]), ptype)
         if None not in self._warned:
             self._warned.add(None)
             self.warnings.append(f"no palette (.ppl/.pal) reachable; looked in {self.where()}; "
