@@ -349,3 +349,29 @@ def test_an_unreadable_palette_is_skipped_with_a_warning(tmp_path):
     rgba, choice, warnings = draw(str(tmp_path / "u.bmp"))
     assert choice.spec == str(tmp_path / "b.ppl") and (rgba[..., 2] == indices_of(bitmap(4))).all()
     assert len(warnings) == 1 and "a.ppl skipped" in warnings[0]
+
+
+def test_export_then_import_keeps_the_bitmaps_pidx(tmp_path):
+    """A texture exported from a bitmap of PiDX 31 is written back with PiDX 31 and
+    that sub-palette (the same indices); without the index it is the file's first."""
+    files = dict(we.interior_files())
+    (tmp_path / "moon.ppl").write_bytes(pl98([0xFFFFFFFF, 31], [BLUE, RED]))
+    files["wall.bmp"] = bitmap(31)
+    for name in ("cube.dis", "cube-0.dig", "cube-0.dil", "cube.dml", "wall.bmp"):
+        (tmp_path / name).write_bytes(files[name])
+    from potsherd.export.gltf import document_scene
+    from potsherd.formats.darkstar.importer import texture_bitmaps
+    scene = document_scene(potsherd.read(tmp_path / "cube.dis"), {"lighting": False})
+    wall = next(i for i in scene.images if i.name == "wall.bmp")
+    assert wall.extras["paletteIndex"] == 31
+    out = tmp_path / "out"
+    out.mkdir()
+    written = dict(texture_bitmaps(scene, str(tmp_path / "moon.ppl"), str(out)))
+    doc = next(d for n, d in written.items() if n.lower().startswith("wall"))
+    assert bitmap_field(doc.root, "paletteIndex") == 31
+    from potsherd.formats.darkstar.phoenix import mip_levels
+    assert (mip_levels(doc.root)[0][:4, :8] == indices_of(bitmap(31))).all()
+    wall.extras["paletteIndex"] = 99               # an index the palette lacks: its first
+    doc = next(d for n, d in texture_bitmaps(scene, str(tmp_path / "moon.ppl"), str(out))
+               if n.lower().startswith("wall"))
+    assert bitmap_field(doc.root, "paletteIndex") == 0xFFFFFFFF
