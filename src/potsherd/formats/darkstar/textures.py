@@ -25,7 +25,7 @@ import numpy as np
 from ...core.errors import FormatError, ValueFormatError
 from ...core.limits import DEFAULT_LIMITS, Limits
 from ...registry import Option
-from ...resolve import Listings
+from ...resolve import Listings, is_regular_file
 from .phoenix import (BMA_ADDITIVE, BMA_TRANSLUCENT, BMA_TRANSPARENT, bitmap_field, bitmap_head,
                       mip_levels, palette_colors)
 
@@ -253,8 +253,9 @@ class PaletteFinder:
     def _volume_palettes(self, volume: str) -> list[str]:
         if os.path.isdir(volume):  # an extracted volume: its folder
             return sorted(os.path.join(volume, e.name) for e in os.scandir(volume)
-                          if e.is_file() and e.name.lower().endswith(PALETTE_EXTS))
-        if not os.path.isfile(volume):
+                          if e.name.lower().endswith(PALETTE_EXTS)
+                          and is_regular_file(Path(volume, e.name)))
+        if not is_regular_file(Path(volume)):
             return []
         return [f"{volume}::{m}" for m in _archive_members(volume, self.limits)
                 if m.lower().endswith(PALETTE_EXTS)]
@@ -278,11 +279,16 @@ class PaletteFinder:
             here = os.path.dirname(os.path.abspath(self.source.split("::")[0]))
             add(f"its folder {here}", sorted(
                 os.path.join(here, e.name) for e in os.scandir(here)
-                if e.is_file() and e.name.lower().endswith(PALETTE_EXTS)) if os.path.isdir(here) else [])
+                if e.name.lower().endswith(PALETTE_EXTS) and is_regular_file(Path(here, e.name)))
+                if os.path.isdir(here) else [])
         roots = search_roots(self.source, None)
         world: list[str] = []
-        for name in world_volume_names(own or "") + self.volumes:
-            path = name if os.path.exists(name) else None
+        # the world's volumes by name, beside the bitmap's volume or in its tree; the
+        # caller's volumes (a mission's) as given
+        wanted = [(n, None) for n in world_volume_names(own or "")]
+        wanted += [(os.path.basename(v), v) for v in self.volumes]
+        for name, given in wanted:
+            path = given if given is not None and os.path.exists(given) else None
             if path is None:
                 for root in [os.path.dirname(own or ""), *roots]:
                     cand = os.path.join(root, name) if root else ""
