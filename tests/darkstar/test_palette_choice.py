@@ -375,3 +375,18 @@ def test_export_then_import_keeps_the_bitmaps_pidx(tmp_path):
     doc = next(d for n, d in texture_bitmaps(scene, str(tmp_path / "moon.ppl"), str(out))
                if n.lower().startswith("wall"))
     assert bitmap_field(doc.root, "paletteIndex") == 0xFFFFFFFF
+
+
+def test_world_volumes_are_not_looked_for_in_the_working_folder(tmp_path, monkeypatch):
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    (cwd / "moonWorld.vol").write_bytes(build_volume([("m.ppl", pl98([8], [RED]))]))
+    game = tmp_path / "game"
+    game.mkdir()
+    (game / "moonDML.vol").write_bytes(build_volume([("t.bmp", bitmap(8))]))
+    monkeypatch.chdir(cwd)
+    _, choice, warnings = draw(f"{game}/moonDML.vol::t.bmp")
+    assert not choice.found and "no palette with index 8" in warnings[0]
+    (game / "moonWorld.vol").write_bytes((cwd / "moonWorld.vol").read_bytes())
+    _, choice, _ = draw(f"{game}/moonDML.vol::t.bmp")
+    assert choice.spec == f"{game}/moonWorld.vol::m.ppl"
