@@ -146,7 +146,10 @@ class LevelCodec(LayoutCodec):
             if key in data:
                 out[key.removesuffix("_count") + "s"] = int(data[key])
         meshes = data.get("meshes")
-        out["meshes"] = "raw" if isinstance(meshes, (bytes, bytearray)) else len(meshes)
+        if meshes is None:
+            out["level"] = "raw (did not parse)"
+        else:
+            out["meshes"] = "raw" if isinstance(meshes, (bytes, bytearray)) else len(meshes)
         return out
 
 
@@ -158,6 +161,8 @@ def level_data(root: dict) -> dict:
         return lvl["content"]
     if isinstance(lvl, dict):
         return lvl
+    if isinstance(lvl, (bytes, bytearray)):   # TR5's level chunk kept raw
+        return {}
     return root
 
 
@@ -165,6 +170,9 @@ def level_warnings(engine: int, root: dict) -> list[str]:
     out = []
     data = level_data(root)
     if isinstance(root.get("level"), (bytes, bytearray)):
+        out.append("the level chunk did not parse; kept raw")
+        return out
+    if not data:
         out.append("the level chunk did not parse; kept raw")
         return out
     for i, room in enumerate(data.get("rooms", [])):
