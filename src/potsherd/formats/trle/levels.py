@@ -16,13 +16,20 @@ import numpy as np
 from ...core.errors import FormatError, MagicError
 from ...core.limits import DEFAULT_LIMITS, Limits
 from ...document import Document
-from ...registry import LayoutCodec
+from ...registry import LayoutCodec, Option
 from . import trng
 from .layouts import _LayoutFiles
 from .levelstore import level_storages
 from ...core.layout import Layout
 
 TR3_VERSIONS = (0xFF180038, 0xFF080038)
+
+LEVEL_EXPORT_OPTIONS = (
+    Option("unit_scale", float, "metres per TR unit (default 1/512)", 1.0 / 512.0),
+    Option("rooms", bool, "export the rooms (default 1)", True),
+    Option("objects", bool, "export static meshes and items (default 1)", True),
+    Option("room", int, "export this room only"),
+)
 
 
 def _make_level_layout() -> Layout:
@@ -120,6 +127,15 @@ class LevelCodec(LayoutCodec):
         if trng.is_encrypted(data):
             doc.params["encrypted"] = 1
         return doc, spans
+
+    export_options = LEVEL_EXPORT_OPTIONS
+
+    def to_scene(self, doc: Document, **options: Any):
+        from ...registry import coerce_options
+        from .levelscene import to_scene
+        options.pop("source_path", None)
+        opts = coerce_options(LEVEL_EXPORT_OPTIONS, options, what="level export")
+        return to_scene(doc, **{k: v for k, v in opts.items() if v is not None})
 
     # --- summary ----------------------------------------------------
     def info(self, doc: Document) -> dict:

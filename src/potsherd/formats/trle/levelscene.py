@@ -1,0 +1,349 @@
+"""A whole Tomb Raider level (TR1-TR5) to the neutral scene (glTF).
+
+Every room becomes a node ``room N`` holding its geometry (quads split in two
+triangles, TR's clockwise faces turned counter-clockwise) with the vertex
+lighting as COLOR_0 (TR1 intensity, TR2 its second intensity, TR3/TR4 RGB 555, TR5 ARGB) and the
+room's flags, water bit, alternate room/group and portals in ``extras``;
+alternate (flipmap) rooms are ordinary nodes marked ``extras.alternate_of``.
+Textures: one RGBA image per texture page (TR1 palette-indexed pages through
+the 6-bit palette, TR2/TR3 ARGB 1555 pages, TR4/TR5 BGRA pages), one unlit
+material per page (alpha MASK) sampled NEAREST.  Object meshes are shared:
+every static mesh placed in a room is a node ``static N`` (position and
+heading) using the one glTF mesh of its object mesh; every item of a moveable
+is a node ``item N`` whose children are its meshes placed by the mesh tree's
+offsets (the rigid bind pose: no keyframe rotations).  Vertex data stay in TR
+space (Y down); one root turns it Y-up and scales by ``unit_scale`` (default
+1/512), as the wad export does.  Flat-coloured faces of TR1-TR3 meshes use a
+palette-coloured material.  Sprites are not exported (named in a warning).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ...scene import (NEAREST, Image, Material, Mesh, Primitive, Scene, TextureRef,
+                      Y_DOWN_Z_FORWARD_TO_GLTF)
+from ...scene.model import Node
+from .levels import level_data
+
+PAGE = 256 * 256
+
+
+def _pages(doc: Any) -> list[np.ndarray]:
+    """(256, 256, 4) uint8 RGBA per texture page."""
+    r = doc.root
+    engine = doc.codec.engine
+    if engine == 1:
+        pal = np.asarray(r["palette"], dtype=np.uint16).reshape(256, 3)
+        rgb = np.clip(pal * 4, 0, 255).astype(np.uint8)
+        idx = np.frombuffer(bytes(r["textiles8"]), dtype=np.uint8).reshape(-1, 256, 256)
+        out = np.empty(idx.shape + (4,), dtype=np.uint8)
+        out[..., :3] = rgb[idx]
+        out[..., 3] = np.where(idx == 0, 0, 255)
+        return list(out)
+    if engine in (2, 3):
+        w = np.asarray(r["textiles16"], dtype=np.uint16).reshape(-1, 256, 256)
+        out = np.empty(w.shape + (4,), dtype=np.uint8)
+        for i, shift in enumerate((10, 5, 0)):
+            c = (w >> shift) & 31
+            out[..., i] = (c << 3 | c >> 2).astype(np.uint8)
+        out[..., 3] = np.where(w & 0x8000, 255, 0)
+        return list(out)
+    px = np.frombuffer(bytes(r["textiles32"]["content"]["pixels"]), dtype=np.uint8)
+    px = px[:len(px) // (PAGE * 4) * PAGE * 4].reshape(-1, 256, 256, 4)
+    return list(px[..., [2, 1, 0, 3]])
+
+
+def _colours(engine: int, verts: np.ndarray) -> np.ndarray:
+    """Vertex light as linear-ish RGB in [0, 1]."""
+    if engine == 1 or engine == 2:    # TR2: its second value, as the game draws it
+        light = verts["lighting"] if engine == 1 else verts["colour"]
+        v = 1.0 - np.clip(light.astype(np.float32), 0, 8191) / 8191.0
+        return np.repeat(v[:, None], 3, axis=1)
+    if engine in (3, 4):
+        c = verts["colour"].astype(np.uint32)
+        return np.stack([(c >> 10) & 31, (c >> 5) & 31, c & 31], axis=1).astype(np.float32) / 31.0
+    c = verts["colour"].astype(np.uint32)
+    return np.stack([(c >> 16) & 255, (c >> 8) & 255, c & 255], axis=1).astype(np.float32) / 255.0
+
+
+class _Builder:
+    def __init__(self, doc: Any, unit_scale: float) -> None:
+        self.doc = doc
+        self.engine = doc.codec.engine
+        self.data = level_data(doc.root)
+        self.scene = Scene(name=doc.format)
+        self.unit = unit_scale
+        self.pages = _pages(doc)
+        self.page_materials: dict[int, int] = {}
+        self.flat_materials: dict[int, int] = {}
+        ot = self.data["object_textures"]
+        self.tex_tile = (ot["tile"].astype(np.int64) & 0x7FFF) if len(ot) else np.zeros(0, np.int64)
+        self.tex_uv = (ot["corners"].astype(np.float32).reshape(-1, 4, 2) / 65536.0
+                       if len(ot) else np.zeros((0, 4, 2), np.float32))
+        self.tex_attr = ot["attribute"].astype(np.int64) if len(ot) else np.zeros(0, np.int64)
+        self.images: dict[int, int] = {}
+
+    # --- materials ----------------------------------------------------
+    def page_material(self, page: int) -> int:
+        if page not in self.page_materials:
+            from PIL import Image as PILImage
+            img = self.scene.add_image(Image.from_pil(PILImage.fromarray(self.pages[page], "RGBA"),
+                                                      name=f"page {page}"))
+            self.page_materials[page] = self.scene.add_material(Material(
+                name=f"page {page}", base_color_texture=TextureRef(
+                    img, mag_filter=NEAREST, min_filter=NEAREST),
+                alpha_mode="MASK", unlit=True, extras={"tr_page": page}))
+        return self.page_materials[page]
+
+    def flat_material(self, index: int) -> int:
+        if index not in self.flat_materials:
+            pal = self.doc.root.get("palette")
+            rgb = (1.0, 1.0, 1.0)
+            if pal is not None:
+                p = np.asarray(pal).reshape(256, 3)[index & 255]
+                rgb = tuple(float(min(int(x) * 4, 255)) / 255.0 for x in p)
+            self.flat_materials[index] = self.scene.add_material(Material(
+                name=f"colour {index}", base_color=(*rgb, 1.0), unlit=True,
+                extras={"tr_palette_index": int(index)}))
+        return self.flat_materials[index]
+
+    # --- faces to primitives -----------------------------------------
+    def primitives(self, pos: np.ndarray, col: np.ndarray | None,
+                   faces: list[tuple[np.ndarray, np.ndarray, bool]]) -> list[Primitive]:
+        """``faces``: (vertex index rows (F, k), texture words (F,), flat?) groups."""
+        groups: dict[int, list] = {}
+        n_pos = len(pos)
+        n_tex = len(self.tex_tile)
+        for idx, tex, flat in faces:
+            if not len(idx):
+                continue
+            k = idx.shape[1]
+            idx = idx.astype(np.int64)
+            ok = np.all(idx < n_pos, axis=1)
+            t = tex.astype(np.int64) & (0x7FFF if not flat else 0xFFFF)
+            if not flat:
+                ok &= t < n_tex
+            idx, t = idx[ok], t[ok]
+            if not len(idx):
+                continue
+            # corner order: (0, 2, 1) and (0, 3, 2): TR faces are clockwise
+            tris = [(0, 2, 1)] if k == 3 else [(0, 2, 1), (0, 3, 2)]
+            if flat:
+                keys = t & 255 if self.engine <= 2 else (t >> 8) & 255
+                for key in np.unique(keys):
+                    sel = keys == key
+                    groups.setdefault(self.flat_material(int(key)), []).append(
+                        (idx[sel], None, tris))
+            else:
+                pages = self.tex_tile[t]
+                uv = self.tex_uv[t]
+                for page in np.unique(pages):
+                    if page >= len(self.pages):
+                        continue
+                    sel = pages == page
+                    groups.setdefault(self.page_material(int(page)), []).append(
+                        (idx[sel], uv[sel], tris))
+        out = []
+        for mat, parts in groups.items():
+            P, C, U = [], [], []
+            for idx, uv, tris in parts:
+                for tri in tris:
+                    corners = idx[:, tri]                      # (F, 3)
+                    P.append(pos[corners].reshape(-1, 3))
+                    if col is not None:
+                        C.append(col[corners].reshape(-1, 3))
+                    if uv is not None:
+                        U.append(uv[:, tri].reshape(-1, 2))
+                    else:
+                        U.append(np.zeros((corners.size, 2), np.float32))
+            prim = Primitive(positions=np.concatenate(P).astype(np.float32),
+                             uvs=[np.concatenate(U).astype(np.float32)], material=mat)
+            if C:
+                prim.colors = np.concatenate(C).astype(np.float32)
+            out.append(prim)
+        return out
+
+    # --- rooms --------------------------------------------------------
+    def room_geometry(self, room: dict) -> tuple[np.ndarray, np.ndarray, list]:
+        if self.engine == 5:
+            body = room["body"]
+            if not isinstance(body, dict) or "vertices" not in body:
+                return np.zeros((0, 3), np.float32), np.zeros((0, 3), np.float32), []
+            verts = [lay["vertices"] for lay in body["vertices"]]
+            faces = []
+            base = 0
+            for lay, f in zip(verts, body["faces"]):
+                for arr in (f["rectangles"], f["triangles"]):
+                    faces.append((arr["vertices"].astype(np.int64) + base, arr["texture"], False))
+                base += len(lay)
+            v = np.concatenate(verts) if verts else np.zeros(0, verts[0].dtype if verts else None)
+            pos = v["position"].astype(np.float32)
+            return pos, _colours(5, v), faces
+        d = room["data"]
+        if not isinstance(d, dict):
+            return np.zeros((0, 3), np.float32), np.zeros((0, 3), np.float32), []
+        v = d["vertices"]
+        pos = v["position"].astype(np.float32)
+        faces = [(d["rectangles"]["vertices"], d["rectangles"]["texture"], False),
+                 (d["triangles"]["vertices"], d["triangles"]["texture"], False)]
+        return pos, _colours(self.engine, v), faces
+
+    def rooms(self, parent: int, only: int | None) -> int:
+        count = 0
+        alternates = {int(r.get("alternate_room", r.get("body", {}).get("alternate_room", -1)
+                               if isinstance(r.get("body"), dict) else -1)): i
+                      for i, r in enumerate(self.data["rooms"])}
+        for i, room in enumerate(self.data["rooms"]):
+            if only is not None and i != only:
+                continue
+            info = room["body"] if self.engine == 5 else room
+            if not isinstance(info, dict):
+                continue
+            pos, col, faces = self.room_geometry(room)
+            prims = self.primitives(pos, col, faces)
+            extras = {"tr_room": i, "flags": int(info["flags"]), "water": bool(int(info["flags"]) & 1),
+                      "alternate_room": int(info["alternate_room"]),
+                      "portals": [{"to": int(p["adjoining_room"]),
+                                   "normal": p["normal"].tolist(),
+                                   "vertices": p["vertices"].reshape(4, 3).tolist()}
+                                  for p in info["portals"]]}
+            if "alternate_group" in info:
+                extras["alternate_group"] = int(info["alternate_group"])
+            if i in alternates and alternates[i] != i:
+                extras["alternate_of"] = alternates[i]
+            node = Node(name=f"room {i}", translation=(float(info["x"]), 0.0, float(info["z"])),
+                        extras=extras)
+            if prims:
+                node.mesh = self.scene.add_mesh(Mesh(name=f"room {i}", primitives=prims))
+            self.scene.add_node(node, parent=parent)
+            count += 1
+        return count
+
+    # --- object meshes --------------------------------------------------
+    def mesh_at(self) -> dict[int, int]:
+        """Byte offset in the mesh words -> index of the decoded mesh."""
+        meshes = self.data["meshes"]
+        if not isinstance(meshes, list):
+            return {}
+        out, at = {}, 0
+        for i, m in enumerate(meshes):
+            out[at] = i
+            nn = int(m["normal_count"])
+            size = 10 + 2 + 6 * int(m["vertex_count"]) + 2 + (6 * nn if nn > 0 else -2 * nn)
+            if self.engine <= 3:
+                size += 2 + 10 * len(m["textured_rectangles"]) + 2 + 8 * len(m["textured_triangles"])
+                size += 2 + 10 * len(m["coloured_rectangles"]) + 2 + 8 * len(m["coloured_triangles"])
+            else:
+                size += 2 + 12 * len(m["rectangles"]) + 2 + 10 * len(m["triangles"])
+            at += size + len(m.get("pad", b""))
+        return out
+
+    def object_mesh(self, pointer: int, cache: dict) -> int | None:
+        if pointer in cache:
+            return cache[pointer]
+        ptrs = self.data["mesh_pointers"]
+        if not (0 <= pointer < len(ptrs)):
+            return None
+        index = self.offsets.get(int(ptrs[pointer]))
+        if index is None:
+            cache[pointer] = None
+            return None
+        m = self.data["meshes"][index]
+        pos = np.asarray(m["vertices"], dtype=np.float32).reshape(-1, 3)
+        if self.engine <= 3:
+            faces = [(m["textured_rectangles"]["vertices"], m["textured_rectangles"]["texture"], False),
+                     (m["textured_triangles"]["vertices"], m["textured_triangles"]["texture"], False),
+                     (m["coloured_rectangles"]["vertices"], m["coloured_rectangles"]["texture"], True),
+                     (m["coloured_triangles"]["vertices"], m["coloured_triangles"]["texture"], True)]
+        else:
+            faces = [(m["rectangles"]["vertices"], m["rectangles"]["texture"], False),
+                     (m["triangles"]["vertices"], m["triangles"]["texture"], False)]
+        prims = self.primitives(pos, None, faces)
+        cache[pointer] = self.scene.add_mesh(Mesh(name=f"mesh {pointer}", primitives=prims,
+                                                  extras={"tr_mesh_pointer": pointer})) if prims else None
+        return cache[pointer]
+
+    def statics(self, parent: int, cache: dict) -> int:
+        defs = {int(s["object_id"]): int(s["mesh"]) for s in self.data["statics"]}
+        count = 0
+        for i, room in enumerate(self.data["rooms"]):
+            info = room["body"] if self.engine == 5 else room
+            if not isinstance(info, dict):
+                continue
+            for s in info["statics"]:
+                sid = int(s["static_id"])
+                mesh = self.object_mesh(defs[sid], cache) if sid in defs else None
+                angle = (int(s["rotation"]) & 0xFFFF) / 65536.0 * 2 * np.pi
+                node = Node(name=f"static {count}", mesh=mesh,
+                            translation=tuple(float(x) for x in s["position"]),
+                            rotation=(0.0, float(np.sin(angle / 2)), 0.0, float(np.cos(angle / 2))),
+                            extras={"tr_static": sid, "room": i})
+                self.scene.add_node(node, parent=parent)
+                count += 1
+        return count
+
+    def items(self, parent: int, cache: dict) -> int:
+        movs = {int(m["object_id"]): m for m in self.data["moveables"]}
+        tree = self.data["mesh_tree_words"]
+        count = 0
+        for i, it in enumerate(self.data["items"]):
+            tid = int(it["type_id"])
+            angle = (int(it["angle"]) & 0xFFFF) / 65536.0 * 2 * np.pi
+            node = Node(name=f"item {i}", translation=tuple(float(x) for x in it["position"]),
+                        rotation=(0.0, float(np.sin(angle / 2)), 0.0, float(np.cos(angle / 2))),
+                        extras={"tr_item": i, "type_id": tid, "room": int(it["room"]),
+                                "flags": int(it["flags"])})
+            top = self.scene.add_node(node, parent=parent)
+            count += 1
+            m = movs.get(tid)
+            if m is None:
+                continue
+            n, first, t0 = int(m["mesh_count"]), int(m["first_mesh"]), int(m["mesh_tree_index"])
+            stack: list[int] = []
+            prev = None
+            for k in range(n):
+                offset = (0.0, 0.0, 0.0)
+                par = top
+                if k > 0 and t0 + 4 * k <= len(tree):
+                    flags, dx, dy, dz = (int(x) for x in tree[t0 + 4 * (k - 1):t0 + 4 * k])
+                    if flags & 1 and stack:
+                        prev = stack.pop()
+                    if flags & 2 and prev is not None:
+                        stack.append(prev)
+                    par = prev if prev is not None else top
+                    offset = (float(dx), float(dy), float(dz))
+                child = self.scene.add_node(Node(name=f"item {i} mesh {k}", translation=offset,
+                                                 mesh=self.object_mesh(first + k, cache)),
+                                            parent=par)
+                prev = child
+        return count
+
+
+def to_scene(doc: Any, *, unit_scale: float = 1 / 512, rooms: bool = True,
+             objects: bool = True, room: int | None = None) -> Scene:
+    """The level as a scene (see the module).  ``rooms``/``objects`` pick what
+    is exported, ``room`` one room only."""
+    b = _Builder(doc, unit_scale)
+    s = b.scene
+    u = float(unit_scale)
+    top = s.add_node(Node(name=doc.format, rotation=Y_DOWN_Z_FORWARD_TO_GLTF, scale=(u, u, u),
+                          extras={"tr_engine": doc.codec.engine}))
+    s.roots = [top]
+    b.offsets = b.mesh_at()
+    cache: dict = {}
+    counts = {"rooms": 0, "statics": 0, "items": 0}
+    if rooms:
+        counts["rooms"] = b.rooms(top, room)
+    if objects and room is None:
+        counts["statics"] = b.statics(top, cache)
+        counts["items"] = b.items(top, cache)
+    s.extras["tr_level"] = counts
+    sprites = sum(len(r["data"]["sprites"]) for r in b.data["rooms"]
+                  if isinstance(r.get("data"), dict) and "sprites" in r["data"])
+    if sprites:
+        s.warnings.append(f"{sprites} room sprites are not exported")
+    s.warnings.append("items are placed in their meshes' bind pose (mesh-tree offsets, "
+                      "no keyframe rotation, no animation)")
+    return s
