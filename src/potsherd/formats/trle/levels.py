@@ -73,8 +73,10 @@ class LevelCodec(LayoutCodec):
 
     def __init__(self, name: str, root: str, *, extensions: tuple[str, ...], magic: bytes,
                  description: str, engine: int) -> None:
+        variants = [{"demo": 0}, {"demo": 1}] if engine == 1 else None
         super().__init__(name, LEVEL_LAYOUT, root, family="trle", extensions=extensions,
-                         magic=magic, description=description, allow_trailing=False)
+                         magic=magic, description=description, allow_trailing=False,
+                         variants=variants, parameters=("demo",) if engine == 1 else ())
         self.engine = engine
 
     # --- detection --------------------------------------------------

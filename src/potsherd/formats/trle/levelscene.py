@@ -35,7 +35,8 @@ def _pages(doc: Any) -> list[np.ndarray]:
     r = doc.root
     engine = doc.codec.engine
     if engine == 1:
-        pal = np.asarray(r["palette"], dtype=np.uint16).reshape(256, 3)
+        pal = np.asarray(r["palette"] if "palette" in r else r["demo_palette"],
+                         dtype=np.uint16).reshape(256, 3)
         rgb = np.clip(pal * 4, 0, 255).astype(np.uint8)
         idx = np.frombuffer(bytes(r["textiles8"]), dtype=np.uint8).reshape(-1, 256, 256)
         out = np.empty(idx.shape + (4,), dtype=np.uint8)
@@ -99,7 +100,7 @@ class _Builder:
 
     def flat_material(self, index: int) -> int:
         if index not in self.flat_materials:
-            pal = self.doc.root.get("palette")
+            pal = self.doc.root.get("palette", self.doc.root.get("demo_palette"))
             rgb = (1.0, 1.0, 1.0)
             if pal is not None:
                 p = np.asarray(pal).reshape(256, 3)[index & 255]
