@@ -260,6 +260,38 @@ class PerLayer(Storage):
         return [item.from_json(x, ctx, f"{jpath}[{i}]") for i, x in enumerate(o)]
 
 
+class VertexGap(Storage):
+    """TR5 rooms: the bytes between the end of the layers' faces (12-byte quads,
+    10-byte triangles, counted per layer) and ``vertex_start``."""
+
+    min_size = 0
+
+    def count(self, s: Scope) -> int:
+        layers = s.lookup("layers")
+        if isinstance(layers, np.ndarray) and layers.dtype.names:
+            faces = int(12 * layers["rectangle_count"].astype(np.int64).sum()
+                        + 10 * layers["triangle_count"].astype(np.int64).sum())
+        else:
+            faces = sum(12 * int(x["rectangle_count"]) + 10 * int(x["triangle_count"]) for x in layers)
+        return int(s.lookup("vertex_start")) - int(s.lookup("poly_start")) - faces
+
+    def decode(self, r: Reader, s: Scope) -> Any:
+        n = self.count(s)
+        r.check_count(n, 1, "gap before the vertices")
+        return r.read(n)
+
+    def encode(self, w: Writer, v: Any, s: Scope) -> None:
+        if not isinstance(v, (bytes, bytearray)) or len(v) != self.count(s):
+            raise EncodeError(f"the gap before the vertices must be {self.count(s)} bytes")
+        w.write(bytes(v))
+
+    def to_json(self, v: Any, ctx: JsonCtx) -> Any:
+        return bytes(v).hex()
+
+    def from_json(self, o: Any, ctx: JsonCtx, jpath: str) -> Any:
+        return hex_to_bytes(o, jpath)
+
+
 import struct as _struct  # noqa: E402
 
 _U32X2 = _struct.Struct("<II")
@@ -270,4 +302,5 @@ def level_storages() -> dict[str, Storage]:
             "zchunk_tr4_level": ZChunk("tr4_level_data", "level data"),
             "rest_bytes": RestBytes(),
             "per_layer_faces": PerLayer("tr5_layer_faces", ("rectangle_count", "triangle_count")),
-            "per_layer_vertices": PerLayer("tr5_layer_vertices", ("vertex_count",))}
+            "per_layer_vertices": PerLayer("tr5_layer_vertices", ("vertex_count",)),
+            "vertex_gap": VertexGap()}
