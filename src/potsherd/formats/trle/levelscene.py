@@ -10,8 +10,11 @@ the 6-bit palette, TR2/TR3 ARGB 1555 pages, TR4/TR5 BGRA pages), one unlit
 material per page (alpha MASK) sampled NEAREST.  Object meshes are shared:
 every static mesh placed in a room is a node ``static N`` (position and
 heading) using the one glTF mesh of its object mesh; every item of a moveable
-is a node ``item N`` whose children are its meshes placed by the mesh tree's
-offsets (the rigid bind pose: no keyframe rotations).  Vertex data stay in TR
+is a node ``item N`` whose children are its meshes on the mesh tree, posed by
+the first keyframe of the animation the engine starts the object in (Lara:
+standing; TR4/TR5 Lara shows LARA_SKIN's meshes, slot 0 holding placeholders).
+Items are not animated here: ``potsherd trle extract`` cuts a moveable with its
+animations into a ``.trwad`` that converts skinned and animated.  Vertex data stay in TR
 space (Y down); one root turns it Y-up and scales by ``unit_scale`` (default
 1/512), as the wad export does.  Flat-coloured faces of TR1-TR3 meshes use a
 palette-coloured material.  Sprites are not exported (named in a warning).
@@ -287,7 +290,7 @@ class _Builder:
 
     def items(self, parent: int, cache: dict) -> int:
         movs = {int(m["object_id"]): m for m in self.data["moveables"]}
-        tree = self.data["mesh_tree_words"]
+        poses: dict[int, Any] = {}
         count = 0
         for i, it in enumerate(self.data["items"]):
             tid = int(it["type_id"])
@@ -301,25 +304,67 @@ class _Builder:
             m = movs.get(tid)
             if m is None:
                 continue
-            n, first, t0 = int(m["mesh_count"]), int(m["first_mesh"]), int(m["mesh_tree_index"])
-            stack: list[int] = []
-            prev = None
-            for k in range(n):
-                offset = (0.0, 0.0, 0.0)
-                par = top
-                if k > 0 and t0 + 4 * k <= len(tree):
-                    flags, dx, dy, dz = (int(x) for x in tree[t0 + 4 * (k - 1):t0 + 4 * k])
-                    if flags & 1 and stack:
-                        prev = stack.pop()
-                    if flags & 2 and prev is not None:
-                        stack.append(prev)
-                    par = prev if prev is not None else top
-                    offset = (float(dx), float(dy), float(dz))
-                child = self.scene.add_node(Node(name=f"item {i} mesh {k}", translation=offset,
-                                                 mesh=self.object_mesh(first + k, cache)),
-                                            parent=par)
-                prev = child
+            if tid not in poses:
+                poses[tid] = self.pose(tid, m)
+            bones, offset, quats = poses[tid]
+            # TR4/TR5 keep Lara's visible meshes in LARA_SKIN (8); slot 0 holds placeholders
+            src = movs.get(8) if tid == 0 and self.engine >= 4 and 8 in movs else m
+            first = int(src["first_mesh"])
+            nodes: list[int] = []
+            for k, b in enumerate(bones):
+                par = top if b["parent"] < 0 else nodes[b["parent"]]
+                tr = offset if k == 0 else tuple(float(c) for c in b["offset"])
+                nodes.append(self.scene.add_node(Node(
+                    name=f"item {i} mesh {k}", translation=tr,
+                    rotation=quats[k] if quats is not None else None,
+                    mesh=self.object_mesh(first + k, cache)), parent=par))
         return count
+
+    def pose(self, tid: int, mov: dict) -> tuple[list, tuple, list | None]:
+        """(bones, root offset, per-mesh quaternions) of the pose a moveable
+        starts in: the first keyframe of its first animation (Lara: the
+        standing animation, 11 in TR1-TR3, 103 in TR4/TR5)."""
+        from . import model
+        n = int(mov["mesh_count"])
+        tree = np.asarray(self.data["mesh_tree_words"], np.int64)
+        t0 = int(mov["mesh_tree_index"])
+        links = tree[t0:t0 + 4 * max(n - 1, 0)]
+        if len(links) < 4 * max(n - 1, 0):
+            bones = [{"parent": -1 if j == 0 else 0, "offset": (0, 0, 0)} for j in range(n)]
+        else:
+            bones = model.skeleton(links, n)
+        root = self.wad_root()
+        a = int(mov["animation_index"])
+        if tid == 0:
+            start = a + (103 if self.engine >= 4 else 11)
+            if root is not None and start < len(root["animations"]):
+                a = start
+        if root is None or a < 0 or a >= len(root["animations"]):
+            return bones, (0.0, 0.0, 0.0), None
+        anim = root["animations"][a]
+        fsz = int(anim["frame_size"])
+        words = np.asarray(root["keyframe_words"], np.int16)
+        at = int(anim["keyframe_offset"]) // 2
+        if fsz <= 0 or at + fsz > len(words):
+            return bones, (0.0, 0.0, 0.0), None
+        try:
+            kf = model.decode_keyframes(words[at:], fsz, 1, n)
+        except Exception:   # noqa: BLE001 - a damaged keyframe: the bind pose
+            return bones, (0.0, 0.0, 0.0), None
+        quats = model.quaternions_yxz(kf["rotation"])[0]
+        offset = tuple(float(c) for c in kf["offset"][0])
+        return bones, offset, [tuple(float(c) for c in q) for q in quats]
+
+    def wad_root(self) -> dict | None:
+        """The level's animations and keyframes in the wad's form (TR1-TR3
+        keyframes converted to TR4's packing), built once."""
+        if not hasattr(self, "_wad"):
+            from .levelwad import wad_root
+            try:
+                self._wad, warnings = wad_root(self.doc)
+            except Exception:   # noqa: BLE001 - the items keep their bind pose
+                self._wad = None
+        return self._wad
 
 
 def to_scene(doc: Any, *, unit_scale: float = 1 / 512, rooms: bool = True,
@@ -345,6 +390,6 @@ def to_scene(doc: Any, *, unit_scale: float = 1 / 512, rooms: bool = True,
                   if isinstance(r.get("data"), dict) and "sprites" in r["data"])
     if sprites:
         s.warnings.append(f"{sprites} room sprites are not exported")
-    s.warnings.append("items are placed in their meshes' bind pose (mesh-tree offsets, "
-                      "no keyframe rotation, no animation)")
+    s.warnings.append("items are posed in the first keyframe of their starting animation "
+                      "(not animated: `potsherd trle extract` gives a moveable with its animations)")
     return s
