@@ -44,9 +44,12 @@ def _reproduces(raw: bytes, stream: bytes, settings: tuple[int, int, int, int]) 
     level, wbits, mem, strategy = settings
     c = zlib.compressobj(level, zlib.DEFLATED, wbits, mem, strategy)
     done = 0
-    step = 1 << 16
-    for i in range(0, len(raw), step):
-        out = c.compress(raw[i:i + step])
+    i, step = 0, 1 << 13          # small first: a wrong setting shows in its first block
+    view = memoryview(raw)
+    while i < len(raw):
+        out = c.compress(view[i:i + step])
+        i += step
+        step = min(step * 2, 1 << 18)
         if out:
             if stream[done:done + len(out)] != out:
                 return False
@@ -67,13 +70,16 @@ def find_settings(raw: bytes, stream: bytes) -> tuple[int, int, int, int] | None
     if wbits > 15:
         return None
     flevel = flg >> 6
+    stored_first = len(stream) > 2 and (stream[2] >> 1) & 3 == 0
     tries: list[tuple[int, int, int, int]] = []
+    # the default strategy with the default and the largest memory level: what
+    # compress()/compress2() and deflateInit() callers write (the other
+    # strategies cost a full trial each on every foreign stream)
     for level in _LEVELS_BY_FLEVEL[flevel]:
+        if level == 0 and not stored_first:
+            continue                  # level 0 writes stored blocks only
         for mem in (8, 9):
-            for strategy in ((0, 1) if level else (0,)):
-                tries.append((level, wbits, mem, strategy))
-    if flevel == 0:
-        tries += [(1, wbits, 8, 2), (1, wbits, 8, 3)]
+            tries.append((level, wbits, mem, 0))
     for t in tries:
         if _reproduces(raw, stream, t):
             return t
