@@ -156,13 +156,20 @@ class LevelCodec(LayoutCodec):
                 out["zlib"] = {k: r[k]["zlib"] for k in ("textiles32", "textiles16", "misc_textiles", "level")}
             else:
                 out["zlib"] = {k: r[k]["zlib"] for k in ("textiles32", "textiles16", "misc_textiles")}
-        for key in ("room_count", "floor_data_count", "mesh_pointer_count", "animation_count",
-                    "state_change_count", "dispatch_count", "moveable_count", "static_count",
-                    "object_texture_count", "sprite_texture_count", "sprite_sequence_count",
-                    "camera_count", "sound_source_count", "box_count", "item_count",
-                    "sound_detail_count", "sample_index_count"):
+        for key, label in (("room_count", "rooms"), ("floor_data_count", "floor_data_words"),
+                           ("mesh_pointer_count", "mesh_pointers"), ("animation_count", "animations"),
+                           ("state_change_count", "state_changes"), ("dispatch_count", "dispatches"),
+                           ("moveable_count", "moveables"), ("static_count", "static_meshes"),
+                           ("object_texture_count", "object_textures"),
+                           ("sprite_texture_count", "sprite_textures"),
+                           ("sprite_sequence_count", "sprite_sequences"), ("camera_count", "cameras"),
+                           ("flyby_camera_count", "flyby_cameras"),
+                           ("sound_source_count", "sound_sources"), ("box_count", "boxes"),
+                           ("item_count", "items"), ("ai_object_count", "ai_objects"),
+                           ("sound_detail_count", "sound_details"),
+                           ("sample_index_count", "sample_indices")):
             if key in data:
-                out[key.removesuffix("_count") + "s"] = int(data[key])
+                out[label] = int(data[key])
         meshes = data.get("meshes")
         if meshes is None:
             out["level"] = "raw (did not parse)"

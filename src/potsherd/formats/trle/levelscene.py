@@ -4,7 +4,8 @@ Every room becomes a node ``room N`` holding its geometry (quads split in two
 triangles, TR's clockwise faces turned counter-clockwise) with the vertex
 lighting as COLOR_0 (TR1 intensity, TR2 its second intensity, TR3/TR4 RGB 555, TR5 ARGB) and the
 room's flags, water bit, alternate room/group and portals in ``extras``;
-alternate (flipmap) rooms are ordinary nodes marked ``extras.alternate_of``.
+alternate (flipmap) rooms sit under one node ``alternate rooms`` (to hide them
+together), each marked ``extras.alternate_of``.
 Textures: one RGBA image per texture page (TR1 palette-indexed pages through
 the 6-bit palette, TR2/TR3 ARGB 1555 pages, TR4/TR5 BGRA pages), one unlit
 material per page (alpha MASK) sampled NEAREST.  Object meshes are shared:
@@ -17,7 +18,9 @@ Items are not animated here: ``potsherd trle extract`` cuts a moveable with its
 animations into a ``.trwad`` that converts skinned and animated.  Vertex data stay in TR
 space (Y down); one root turns it Y-up and scales by ``unit_scale`` (default
 1/512), as the wad export does.  Flat-coloured faces of TR1-TR3 meshes use a
-palette-coloured material.  Sprites are not exported (named in a warning).
+palette-coloured material.  The animated texture ranges are listed in the
+scene's ``extras.tr_animated_textures``.  Sprites are not exported (named in
+a warning).
 """
 from __future__ import annotations
 
@@ -196,9 +199,12 @@ class _Builder:
 
     def rooms(self, parent: int, only: int | None) -> int:
         count = 0
-        alternates = {int(r.get("alternate_room", r.get("body", {}).get("alternate_room", -1)
-                               if isinstance(r.get("body"), dict) else -1)): i
-                      for i, r in enumerate(self.data["rooms"])}
+        alternates: dict[int, int] = {}
+        for i, r in enumerate(self.data["rooms"]):
+            info = r["body"] if self.engine == 5 else r
+            if isinstance(info, dict) and int(info["alternate_room"]) >= 0:
+                alternates.setdefault(int(info["alternate_room"]), i)
+        flipped = None
         for i, room in enumerate(self.data["rooms"]):
             if only is not None and i != only:
                 continue
@@ -215,13 +221,20 @@ class _Builder:
                                   for p in info["portals"]]}
             if "alternate_group" in info:
                 extras["alternate_group"] = int(info["alternate_group"])
+            holder = parent
             if i in alternates and alternates[i] != i:
+                # the flipmap's rooms: drawn in place of their original when the map flips;
+                # kept under one node so a viewer can hide them together
                 extras["alternate_of"] = alternates[i]
+                if flipped is None:
+                    flipped = self.scene.add_node(Node(name="alternate rooms", extras={
+                        "tr_flipmap": True}), parent=parent)
+                holder = flipped
             node = Node(name=f"room {i}", translation=(float(info["x"]), 0.0, float(info["z"])),
                         extras=extras)
             if prims:
                 node.mesh = self.scene.add_mesh(Mesh(name=f"room {i}", primitives=prims))
-            self.scene.add_node(node, parent=parent)
+            self.scene.add_node(node, parent=holder)
             count += 1
         return count
 
@@ -367,6 +380,22 @@ class _Builder:
         return self._wad
 
 
+def animated_textures(words: Any) -> list[list[int]]:
+    """The animated texture ranges (object texture indices cycled in turn): a
+    range count, then per range its length minus one and the indices."""
+    if words is None or not len(words):
+        return []
+    w = [int(x) for x in np.asarray(words).tolist()]
+    out, p = [], 1
+    for _ in range(w[0]):
+        if p >= len(w):
+            break
+        n = w[p] + 1
+        out.append(w[p + 1:p + 1 + n])
+        p += 1 + n
+    return out
+
+
 def to_scene(doc: Any, *, unit_scale: float = 1 / 512, rooms: bool = True,
              objects: bool = True, room: int | None = None) -> Scene:
     """The level as a scene (see the module).  ``rooms``/``objects`` pick what
@@ -386,6 +415,7 @@ def to_scene(doc: Any, *, unit_scale: float = 1 / 512, rooms: bool = True,
         counts["statics"] = b.statics(top, cache)
         counts["items"] = b.items(top, cache)
     s.extras["tr_level"] = counts
+    s.extras["tr_animated_textures"] = animated_textures(b.data.get("animated_texture_words"))
     sprites = sum(len(r["data"]["sprites"]) for r in b.data["rooms"]
                   if isinstance(r.get("data"), dict) and "sprites" in r["data"])
     if sprites:
