@@ -88,3 +88,24 @@ def test_every_corpus_level_validates(tmp_path):
     for r in validate_many(paths):
         bad = [m for m in r["messages"] if m["severity"] in ("error", "warning")]
         assert (r["errors"], r["warnings"]) == (0, 0), (r["file"], bad[:5])
+
+
+@pytest.mark.parametrize("name", ["tr1_TEST1.PHD", "tr4_TEST1.TR4"])
+def test_animated_items_carry_every_animation_of_their_moveable(name, tmp_path):
+    from potsherd.formats.trle.levelwad import wad_root
+    from potsherd.formats.trle.model import animation_ranges
+    doc = potsherd.read(str(CORPUS / name))
+    d = level_data(doc.root)
+    root, _ = wad_root(doc)
+    ranges = dict(zip((int(m["object_id"]) for m in root["moveables"]), animation_ranges(root)))
+    expected = sum(ranges[int(t)][1] - ranges[int(t)][0] for t in d["items"]["type_id"]
+                   if int(t) in ranges)
+    scene = doc.codec.to_scene(doc, rooms=False, animated=True)
+    assert len(scene.animations) == expected > 0
+    assert len(scene.skins) >= 1
+    assert sum(1 for n in scene.nodes if n.name.startswith("item ")) == len(d["items"])
+    if validator_available():
+        out = tmp_path / "a.glb"
+        write_glb(scene, out)
+        r = validate_many([out])[0]
+        assert (r["errors"], r["warnings"]) == (0, 0)

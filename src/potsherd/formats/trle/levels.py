@@ -29,6 +29,8 @@ LEVEL_EXPORT_OPTIONS = (
     Option("rooms", bool, "export the rooms (default 1)", True),
     Option("objects", bool, "export static meshes and items (default 1)", True),
     Option("room", int, "export this room only"),
+    Option("animated", bool, "items as skinned moveables with all their animations "
+           "(default 0: posed in their starting keyframe)", False),
 )
 
 

@@ -333,6 +333,52 @@ class _Builder:
                     mesh=self.object_mesh(first + k, cache)), parent=par))
         return count
 
+    def animated_items(self, parent: int) -> int:
+        """Every item of a moveable as the wad export makes a moveable: a skinned
+        mesh on its mesh-tree skeleton with every animation (``animated=1``)."""
+        from ...scene import NEAREST as _N, Image as _I, TextureRef as _T
+        from . import model
+        from .moveables import extract
+        from .scene import _Materials, _add_moveable, _block_atlas
+        root = self.wad_root()
+        if root is None:
+            return self.items(parent, {})
+        ids = {int(m["object_id"]) for m in root["moveables"]}
+        types = sorted({int(it["type_id"]) for it in self.data["items"]} & ids)
+        cuts = {}
+        for oid in types:
+            try:
+                cuts[oid] = extract(root, oid)
+            except Exception as e:   # noqa: BLE001 - a moveable that does not cut: posed instead
+                self.scene.warnings.append(f"moveable {oid}: not exported animated ({e})")
+        if 0 in cuts and self.engine >= 4 and 8 in ids:
+            # TR4/TR5 Lara: slot 0 holds placeholder meshes, LARA_SKIN (8) the visible ones
+            skin = extract(root, 8)
+            if skin["mesh_count"] == cuts[0]["mesh_count"]:
+                cuts[0] = {**cuts[0], "meshes": skin["meshes"], "zero_words": skin["zero_words"],
+                           "texture_count": skin["texture_count"], "textures": skin["textures"]}
+        order = list(cuts)
+        atlas, rect_lists = _block_atlas([cuts[o]["textures"] for o in order])
+        image = self.scene.add_image(_I.from_pil(model.image(atlas, transparent_magenta=True),
+                                                 name="objects atlas"))
+        materials = _Materials(self.scene, _T(image=image, mag_filter=_N, min_filter=_N))
+        rects = dict(zip(order, rect_lists))
+        size = (atlas.shape[1], atlas.shape[0])
+        count = 0
+        for i, it in enumerate(self.data["items"]):
+            tid = int(it["type_id"])
+            angle = (int(it["angle"]) & 0xFFFF) / 65536.0 * 2 * np.pi
+            top = self.scene.add_node(Node(
+                name=f"item {i}", translation=tuple(float(x) for x in it["position"]),
+                rotation=(0.0, float(np.sin(angle / 2)), 0.0, float(np.cos(angle / 2))),
+                extras={"tr_item": i, "type_id": tid, "room": int(it["room"]),
+                        "flags": int(it["flags"])}), parent=parent)
+            count += 1
+            if tid in cuts:
+                _add_moveable(self.scene, top, cuts[tid], rects[tid], size, materials,
+                              offset=(0.0, 0.0, 0.0), prefix=True, skinned=True)
+        return count
+
     def pose(self, tid: int, mov: dict) -> tuple[list, tuple, list | None]:
         """(bones, root offset, per-mesh quaternions) of the pose a moveable
         starts in: the first keyframe of its first animation (Lara: the
@@ -397,9 +443,10 @@ def animated_textures(words: Any) -> list[list[int]]:
 
 
 def to_scene(doc: Any, *, unit_scale: float = 1 / 512, rooms: bool = True,
-             objects: bool = True, room: int | None = None) -> Scene:
+             objects: bool = True, room: int | None = None, animated: bool = False) -> Scene:
     """The level as a scene (see the module).  ``rooms``/``objects`` pick what
-    is exported, ``room`` one room only."""
+    is exported, ``room`` one room only; ``animated`` exports every item as a
+    skinned moveable with all its animations (the wad export's form)."""
     b = _Builder(doc, unit_scale)
     s = b.scene
     u = float(unit_scale)
@@ -413,13 +460,14 @@ def to_scene(doc: Any, *, unit_scale: float = 1 / 512, rooms: bool = True,
         counts["rooms"] = b.rooms(top, room)
     if objects and room is None:
         counts["statics"] = b.statics(top, cache)
-        counts["items"] = b.items(top, cache)
+        counts["items"] = b.animated_items(top) if animated else b.items(top, cache)
     s.extras["tr_level"] = counts
     s.extras["tr_animated_textures"] = animated_textures(b.data.get("animated_texture_words"))
     sprites = sum(len(r["data"]["sprites"]) for r in b.data["rooms"]
                   if isinstance(r.get("data"), dict) and "sprites" in r["data"])
     if sprites:
         s.warnings.append(f"{sprites} room sprites are not exported")
-    s.warnings.append("items are posed in the first keyframe of their starting animation "
-                      "(not animated: `potsherd trle extract` gives a moveable with its animations)")
+    if not animated:
+        s.warnings.append("items are posed in the first keyframe of their starting animation "
+                          "(--option animated=1 exports them skinned with their animations)")
     return s
