@@ -7,8 +7,9 @@ room's flags, water bit, alternate room/group and portals in ``extras``;
 alternate (flipmap) rooms sit under one node ``alternate rooms`` (to hide them
 together), each marked ``extras.alternate_of``.
 Textures: one RGBA image per texture page (TR1 palette-indexed pages through
-the 6-bit palette, TR2/TR3 ARGB 1555 pages, TR4/TR5 BGRA pages), one unlit
-material per page (alpha MASK) sampled NEAREST.  Object meshes are shared:
+the 6-bit palette, TR2/TR3 ARGB 1555 pages, TR4/TR5 BGRA pages) and unlit
+materials per page sampled NEAREST (alpha MASK; double sided for TR3+ faces
+with bit 15 of their texture word; additive BLEND for attribute 2).  Object meshes are shared:
 every static mesh placed in a room is a node ``static N`` (position and
 heading) using the one glTF mesh of its object mesh; every item of a moveable
 is a node ``item N`` whose children are its meshes on the mesh tree, posed by
@@ -93,28 +94,45 @@ class _Builder:
         self.images: dict[int, int] = {}
 
     # --- materials ----------------------------------------------------
-    def page_material(self, page: int) -> int:
-        if page not in self.page_materials:
+    def page_material(self, page: int, double: bool = False, additive: bool = False) -> int:
+        """One material per (page, double sided, additive): object texture
+        attribute 2 blends additively (``extras.additive``), TR3+ faces with bit 15
+        of their texture word are double sided."""
+        key = (page, double, additive)
+        if key not in self.page_materials:
             from PIL import Image as PILImage
-            img = self.scene.add_image(Image.from_pil(PILImage.fromarray(self.pages[page], "RGBA"),
-                                                      name=f"page {page}"))
-            self.page_materials[page] = self.scene.add_material(Material(
-                name=f"page {page}", base_color_texture=TextureRef(
-                    img, mag_filter=NEAREST, min_filter=NEAREST),
-                alpha_mode="MASK", unlit=True, extras={"tr_page": page}))
-        return self.page_materials[page]
+            if page not in self.images:
+                self.images[page] = self.scene.add_image(Image.from_pil(
+                    PILImage.fromarray(self.pages[page], "RGBA"), name=f"page {page}"))
+            extras: dict = {"tr_page": page}
+            if additive:
+                extras["additive"] = True
+            name = f"page {page}" + (" double" if double else "") + (" additive" if additive else "")
+            self.page_materials[key] = self.scene.add_material(Material(
+                name=name, base_color_texture=TextureRef(
+                    self.images[page], mag_filter=NEAREST, min_filter=NEAREST),
+                alpha_mode="BLEND" if additive else "MASK", double_sided=double, unlit=True,
+                extras=extras))
+        return self.page_materials[key]
 
-    def flat_material(self, index: int) -> int:
-        if index not in self.flat_materials:
-            pal = self.doc.root.get("palette", self.doc.root.get("demo_palette"))
+    def flat_material(self, word: int) -> int:
+        """A flat-coloured face (TR1-TR3 meshes): the low byte indexes the 8-bit
+        palette; TR2/TR3 draw with the 16-bit palette entry of the high byte."""
+        if word not in self.flat_materials:
+            r = self.doc.root
             rgb = (1.0, 1.0, 1.0)
-            if pal is not None:
-                p = np.asarray(pal).reshape(256, 3)[index & 255]
-                rgb = tuple(float(min(int(x) * 4, 255)) / 255.0 for x in p)
-            self.flat_materials[index] = self.scene.add_material(Material(
-                name=f"colour {index}", base_color=(*rgb, 1.0), unlit=True,
-                extras={"tr_palette_index": int(index)}))
-        return self.flat_materials[index]
+            if self.engine >= 2 and "palette16" in r:
+                p = np.asarray(r["palette16"]).reshape(256, 4)[(word >> 8) & 255]
+                rgb = tuple(float(x) / 255.0 for x in p[:3])
+            else:
+                pal = r.get("palette", r.get("demo_palette"))
+                if pal is not None:
+                    p = np.asarray(pal).reshape(256, 3)[word & 255]
+                    rgb = tuple(float(min(int(x) * 4, 255)) / 255.0 for x in p)
+            self.flat_materials[word] = self.scene.add_material(Material(
+                name=f"colour {word}", base_color=(*rgb, 1.0), unlit=True,
+                extras={"tr_colour_word": int(word)}))
+        return self.flat_materials[word]
 
     # --- faces to primitives -----------------------------------------
     def primitives(self, pos: np.ndarray, col: np.ndarray | None,
@@ -129,16 +147,18 @@ class _Builder:
             k = idx.shape[1]
             idx = idx.astype(np.int64)
             ok = np.all(idx < n_pos, axis=1)
-            t = tex.astype(np.int64) & (0x7FFF if not flat else 0xFFFF)
+            word = tex.astype(np.int64)
+            t = word & (0x7FFF if not flat else 0xFFFF)
+            double = (word & 0x8000) != 0 if (self.engine >= 3 and not flat) else np.zeros(len(t), bool)
             if not flat:
                 ok &= t < n_tex
-            idx, t = idx[ok], t[ok]
+            idx, t, double = idx[ok], t[ok], double[ok]
             if not len(idx):
                 continue
             # corner order: (0, 2, 1) and (0, 3, 2): TR faces are clockwise
             tris = [(0, 2, 1)] if k == 3 else [(0, 2, 1), (0, 3, 2)]
             if flat:
-                keys = t & 255 if self.engine <= 2 else (t >> 8) & 255
+                keys = t & 0xFFFF
                 for key in np.unique(keys):
                     sel = keys == key
                     groups.setdefault(self.flat_material(int(key)), []).append(
@@ -146,12 +166,15 @@ class _Builder:
             else:
                 pages = self.tex_tile[t]
                 uv = self.tex_uv[t]
-                for page in np.unique(pages):
+                additive = self.tex_attr[t] == 2
+                combo = pages * 4 + double * 2 + additive
+                for c in np.unique(combo):
+                    page = int(c) // 4
                     if page >= len(self.pages):
                         continue
-                    sel = pages == page
-                    groups.setdefault(self.page_material(int(page)), []).append(
-                        (idx[sel], uv[sel], tris))
+                    sel = combo == c
+                    mat = self.page_material(page, bool(int(c) & 2), bool(int(c) & 1))
+                    groups.setdefault(mat, []).append((idx[sel], uv[sel], tris))
         out = []
         for mat, parts in groups.items():
             P, C, U = [], [], []
