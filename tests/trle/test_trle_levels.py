@@ -183,3 +183,31 @@ def test_damaged_zlib_stream_is_refused_with_offset():
     with pytest.raises(FormatError) as e:
         BY_NAME["tr4level"].decode(bytes(data))
     assert e.value.offset == 18 and "textiles32" in e.value.path
+
+
+def _minimal_tr1(demo: int) -> bytes:
+    """A TR1 level with every count zero, in the release or the demo order."""
+    from potsherd.core.limits import DEFAULT_LIMITS
+    from potsherd.formats.trle.levels import LEVEL_LAYOUT
+    root, _, _ = LEVEL_LAYOUT.decode("tr1level", struct.pack("<I", 0x20) + bytes(20000),
+                                     {"demo": 0}, DEFAULT_LIMITS, [])
+    root.pop("extra", None)
+    pal = np.arange(768, dtype=np.uint8).reshape(256, 3) % 64
+    if demo:
+        root.pop("palette")
+        root["demo_palette"] = pal
+    else:
+        root["palette"] = pal
+    return LEVEL_LAYOUT.encode("tr1level", root, {"demo": demo})
+
+
+@pytest.mark.parametrize("demo", [0, 1])
+def test_tr1_demo_order_is_detected(demo):
+    data = _minimal_tr1(demo)
+    doc = BY_NAME["tr1level"].decode(data)
+    assert doc.params["demo"] == demo and doc.encode() == data
+    key = "demo_palette" if demo else "palette"
+    assert np.array_equal(np.asarray(doc.root[key]).reshape(-1), np.arange(768) % 64)
+    # the palette sits after the sprite sequences in the demo, after the light map otherwise
+    at = data.find(bytes(np.arange(768, dtype=np.uint8) % 64))
+    assert (at < len(data) - 8192) == bool(demo)
