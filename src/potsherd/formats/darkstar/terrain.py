@@ -39,8 +39,10 @@ import numpy as np
 from ...core.errors import EncodeError, FormatError, TruncatedError, ValueFormatError
 from ...core.stream import Reader, Writer, cached_struct
 from . import lzh
+from ...registry import Option
 from .tree import need_array, need_bytes, need_dict, need_int, need_list, need_tag
 from .treecodec import TreeCodec
+from .volumes import VolumeCodec
 
 _I32 = cached_struct("<i")
 _U32 = cached_struct("<I")
@@ -482,9 +484,34 @@ class GridFileCodec(TreeCodec):
                 "blocks": [b["name"] or b["id"] for b in root["blocks"]]}
 
 
+TERRAIN_OPTIONS = (
+    Option("palette", str, "palette for the terrain tiles (.ppl/.pal; default: the first in "
+                           "the material list's tree)", ""),
+    Option("data_root", str, "game data folder (or volumes) searched for the material list "
+                             "and tiles", ""),
+    Option("textures", bool, "texture the squares from the world's material list", True),
+    Option("lighting", bool, "apply the light map as vertex colours", True),
+)
+
+
+class TerrainVolumeCodec(VolumeCodec):
+    """``.ted``: the volume holding a terrain's grid file and blocks; exports
+    to glTF as the terrain."""
+
+    export_options = TERRAIN_OPTIONS
+
+    def to_scene(self, doc, **options: Any):
+        from .terrain_scene import ted_scene
+        return ted_scene(doc, **options)
+
+
+GridBlockCodec.export_options = (TERRAIN_OPTIONS[3],)
+
+TED = TerrainVolumeCodec("ted", (".ted",), "Tribes terrain volume (PVOL holding the .dtf grid "
+                         "file and its .dtb blocks)", (b"PVOL",))
 DTB = GridBlockCodec("dtb", (".dtb",), "Darkstar terrain block (GBLK v0-5: height, material, "
                      "pin and light maps, LZH from v4)", (b"GBLK",))
 DTF = GridFileCodec("dtf", (".dtf",), "Darkstar terrain grid file (GFIL: material list, "
                     "block map, block list)", (b"GFIL",))
 
-TERRAIN_CODECS = [DTB, DTF]
+TERRAIN_CODECS = [DTB, DTF, TED]

@@ -361,5 +361,5 @@ def build_volume(files: list[tuple[str, bytes]], tag: str = "PVOL",
     return VOL.encode_tree(root)
 
 
-VOL = VolumeCodec("vol", (".vol", ".ted"), "Darkstar volume archive (PVOL: VBLK members, vols names, "
+VOL = VolumeCodec("vol", (".vol",), "Darkstar volume archive (PVOL: VBLK members, vols names, "
                   "voli index)", (b"PVOL", b" VOL", b"VOL "))
