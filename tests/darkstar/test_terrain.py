@@ -122,7 +122,7 @@ TEDS = sorted((TRIBES / "missions").glob("*.ted")) if TRIBES.is_dir() else []
 def test_corpus_terrain_round_trips(ted):
     data = ted.read_bytes()
     vol = potsherd.read(ted)
-    assert vol.format == "vol" and vol.encode() == data
+    assert vol.format == "ted" and vol.encode() == data
     names = vol.codec.member_names(vol)
     assert {n.rsplit(".", 1)[1] for n in names} == {"dtf", "dtb"}
     for name in names:
