@@ -175,7 +175,6 @@ def decode(data: bytes | bytearray | memoryview, size: int, offset: int = 0,
     pos = offset
     getbuf = 0      # 16-bit bit buffer, next bit at bit 15
     getlen = 0
-    upd = _update
     d_code, d_len = D_CODE, D_LEN
     while n < size:
         # --- decodeChar
@@ -191,7 +190,35 @@ def decode(data: bytes | bytearray | memoryview, size: int, offset: int = 0,
             getbuf = (getbuf << 1) & 0xFFFF
             getlen -= 1
         c -= T
-        upd(freq, son, prnt, c)
+        # --- update (inlined: the hot loop)
+        if freq[R] == MAX_FREQ:
+            _reconst(freq, son, prnt)
+        k = prnt[c + T]
+        while True:
+            f = freq[k] + 1
+            freq[k] = f
+            l = k + 1
+            if f > freq[l]:
+                l += 1
+                while f > freq[l]:
+                    l += 1
+                l -= 1
+                freq[k] = freq[l]
+                freq[l] = f
+                i = son[k]
+                prnt[i] = l
+                if i < T:
+                    prnt[i + 1] = l
+                j = son[l]
+                son[l] = i
+                prnt[j] = k
+                if j < T:
+                    prnt[j + 1] = k
+                son[k] = j
+                k = l
+            k = prnt[k]
+            if k == 0:
+                break
         if c < 256:
             out[n] = c
             ring[r] = c
@@ -223,6 +250,14 @@ def decode(data: bytes | bytearray | memoryview, size: int, offset: int = 0,
         length = c - 255 + THRESHOLD
         if length > size - n:
             length = size - n
+        dist = (r - src) & (N - 1)
+        if src + length <= N and r + length <= N and dist >= length:
+            chunk = ring[src:src + length]
+            out[n:n + length] = chunk
+            ring[r:r + length] = chunk
+            n += length
+            r = (r + length) & (N - 1)
+            continue
         for _ in range(length):
             b = ring[src]
             src = (src + 1) & (N - 1)

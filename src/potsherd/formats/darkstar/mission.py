@@ -354,6 +354,11 @@ class MissionCodec(TreeCodec):
                 "terrain": next((o.fields.get("tedFileName") for o in objects(doc.root)
                                  if o.cls == "SimTerrain"), None)}
 
+    @property
+    def export_options(self):
+        from .mission_scene import MISSION_OPTIONS
+        return MISSION_OPTIONS
+
     def to_scene(self, doc, **options: Any):
         from .mission_scene import mission_scene
         return mission_scene(doc, **options)

@@ -206,6 +206,11 @@ class TerrainBuilder:
             info["textured"] = texture_materials(scene, list(materials.values()), dml_spec,
                                                  palette=palette,
                                                  data_root=self.data_root, limits=self.limits)
+        # tile coordinates only where a tile is drawn (unused ones are validator noise)
+        for mi in meshes.values():
+            for p in scene.meshes[mi].primitives:
+                if scene.materials[p.material].base_color_texture is None:
+                    p.uvs = []
         group = scene.add_node(name=name, parent=parent)
         if dtf is None:
             for bid, mi in meshes.items():
