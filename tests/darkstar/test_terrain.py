@@ -146,3 +146,62 @@ def test_corpus_dtf_names_its_block():
         doc = potsherd.read(f"{ted}::{ted.stem}.dtf")
         assert doc.root["materialList"] in ("mars.dml", "lush.dml")
         assert doc.root["size"].tolist() == [3, 3]
+
+
+# ----------------------------------------------------------------------------
+# heightmap PNG <-> .dtb
+
+
+def test_heightmap_unedited_is_byte_exact_and_edits_round_trip(tmp_path):
+    import io
+    from PIL import Image
+    from potsherd.formats.darkstar.terrain_heightmap import (heightmap_png, import_heightmap,
+                                                             read_heightmap)
+    data = te.gblk_bytes(5, n=8)
+    like = decode(data)
+    png = heightmap_png(like)
+    samples, rng = read_heightmap(png)
+    assert samples.shape == (9, 9) and samples.min() == 0 and samples.max() == 65535
+    assert import_heightmap(png, like).encode() == data              # unedited: byte-exact
+    # edit two samples: heightmap -> .dtb -> heightmap is exact
+    edited = samples.copy()
+    edited[4, 4] = 12345
+    edited[0, 0] = 65535
+    img = Image.frombytes("I;16", (9, 9), edited.astype("<u2").tobytes())
+    from PIL import PngImagePlugin
+    info = PngImagePlugin.PngInfo()
+    info.add_text("potsherd:heightRange", Image.open(io.BytesIO(png)).text["potsherd:heightRange"])
+    buf = io.BytesIO()
+    img.save(buf, format="PNG", pnginfo=info)
+    out = import_heightmap(buf.getvalue(), like).encode()
+    again = decode(out)
+    h_old, h_new = block_heights(like.root), block_heights(again.root)
+    changed = np.argwhere(h_old != h_new).tolist()
+    assert changed == [[0, 0], [4, 4]]
+    assert h_new[0, 0] == rng[1]
+    assert np.array_equal(read_heightmap(heightmap_png(again))[0], edited)
+    # the materials and light map streams are the stored ones, untouched
+    assert again.root["materials"]["stream"] == like.root["materials"]["stream"]
+
+
+def test_heightmap_of_the_wrong_size_is_refused():
+    from potsherd.formats.darkstar.terrain_heightmap import heightmap_png, import_heightmap
+    small = decode(te.gblk_bytes(5, n=4))
+    with pytest.raises(FormatError) as e:
+        import_heightmap(heightmap_png(small), decode(te.gblk_bytes(5, n=8)))
+    assert e.value.path == "png.size"
+    with pytest.raises(FormatError):
+        import_heightmap(b"not a png", small)
+
+
+@pytest.mark.corpus
+@pytest.mark.skipif(not TEDS, reason="tribes corpus absent")
+def test_corpus_heightmap_cli_round_trip(tmp_path):
+    from potsherd.cli import main
+    from potsherd.containers import read_input
+    ted = TEDS[-1]
+    member = f"{ted}::{ted.stem}#0.dtb"
+    png, out = tmp_path / "h.png", tmp_path / "back.dtb"
+    assert main(["heightmap", member, "-o", str(png)]) == 0
+    assert main(["heightmap", str(png), "--like", member, "-o", str(out)]) == 0
+    assert out.read_bytes() == read_input(member)
