@@ -166,3 +166,49 @@ def test_corpus_missions_convert(mis, tmp_path):
         r = validate_gltf(out)
         assert r["errors"] == 0 and r["warnings"] == 0 and r["infos"] == 0, r["messages"][:5]
     assert elapsed < 60       # ~5-10 s on an idle machine; loose for a loaded CI
+
+
+@pytest.mark.corpus
+@pytest.mark.skipif(not MISSIONS, reason="tribes corpus absent")
+def test_tile_orientation_makes_neighbouring_tiles_meet():
+    """The flags' rotate/flip reading is checked against the art itself: the
+    mars transition tiles only line up edge to edge when oriented the way the
+    engine does; ignoring the flags (negative control) leaves visible seams."""
+    import io
+    from PIL import Image
+    from potsherd.core.limits import DEFAULT_LIMITS
+    from potsherd.formats.darkstar.terrain_scene import _corner_uv, material_list
+    from potsherd.formats.darkstar.textures import material_texture
+    d = potsherd.read(f"{TRIBES}/missions/CrissCross.ted::CrissCross#0.dtb")
+    flags, index = d.root["materials"]["flags"], d.root["materials"]["index"]
+    spec, names = material_list("mars.dml", [str(TRIBES)], DEFAULT_LIMITS, [])
+    pal = f"{TRIBES}/marsWorld.vol::mars.day.ppl"
+    rng = np.random.default_rng(1)
+    ys, xs = rng.integers(0, 255, 400), rng.integers(0, 255, 400)
+    tiles = {}
+    for i in set(index[ys, xs].tolist()) | set(index[ys, xs + 1].tolist()) | \
+            set(index[ys + 1, xs].tolist()):
+        png = material_texture(names[i], spec, palette=pal)[0]
+        tiles[i] = np.asarray(Image.open(io.BytesIO(png)).convert("RGB")).astype(np.float32)
+
+    def edge(y, x, a, b, fl):      # texels along the edge from corner a to corner b
+        uv = _corner_uv(np.array([fl], np.uint8))[0]
+        img = tiles[int(index[y, x])]
+        s = img.shape[0]
+        t = (np.arange(s) + 0.5)[:, None] / s
+        p = uv[a] * (1 - t) + uv[b] * t
+        cols = np.clip((p[:, 0] * s).astype(int), 0, s - 1)
+        rows = np.clip((p[:, 1] * s).astype(int), 0, s - 1)
+        return img[rows, cols]
+
+    def seams(use_flags: bool) -> float:
+        err = []
+        for y, x in zip(ys, xs):
+            f = (lambda yy, xx: int(flags[yy, xx]) if use_flags else 0)
+            # corners 0=x0y0 1=x1y0 2=x0y1 3=x1y1
+            err.append(np.abs(edge(y, x, 1, 3, f(y, x)) - edge(y, x + 1, 0, 2, f(y, x + 1))).mean())
+            err.append(np.abs(edge(y, x, 2, 3, f(y, x)) - edge(y + 1, x, 0, 1, f(y + 1, x))).mean())
+        return float(np.mean(err))
+
+    good, control = seams(True), seams(False)
+    assert good < 1.0 and 5 * good < control, (good, control)
