@@ -25,6 +25,10 @@ from ...scene import Z_UP_Y_FORWARD_TO_GLTF, Material, Primitive, Scene
 from ...scene.model import Mesh
 from .terrain import block_heights, block_materials, light_map
 
+#: most squares of one block exported (Tribes blocks have 65,536; 2**20 is 4x the largest
+#: the engine allows in one block and bounds the export's memory near 250 MB)
+MAX_EXPORT_SQUARES = 1 << 20
+
 #: the default square size shift when no grid file says (Tribes: 8 m squares)
 DEFAULT_SCALE = 3
 
@@ -70,6 +74,10 @@ def block_primitives(root: dict, square: float, *, lighting: bool = True
     n = int(root["size"][0])
     if h.shape != (n + 1, n + 1):
         raise FormatError(f"height map {h.shape} does not fit a {n}x{n} block", path="heights")
+    if n * n > MAX_EXPORT_SQUARES:
+        from ...core.errors import LimitError
+        raise LimitError(f"a {n}x{n} block is more than the {MAX_EXPORT_SQUARES} squares "
+                         f"potsherd exports", path="size", found=n)
     mats = block_materials(root)
     if mats is None:
         flags = np.zeros((n, n), np.uint8)
