@@ -205,3 +205,27 @@ def test_corpus_heightmap_cli_round_trip(tmp_path):
     assert main(["heightmap", member, "-o", str(png)]) == 0
     assert main(["heightmap", str(png), "--like", member, "-o", str(out)]) == 0
     assert out.read_bytes() == read_input(member)
+
+
+def test_gltf_grid_export_and_import_are_inverses(tmp_path):
+    from potsherd.export.gltf import document_scene, write_gltf
+    from potsherd.scene.gltf_read import read_gltf
+    data = te.gblk_bytes(5, n=8)
+    like = decode(data)
+    glb = tmp_path / "b.glb"
+    write_gltf(document_scene(like), glb)
+    scene = read_gltf(str(glb))
+    assert like.codec.from_scene(scene, like=like).encode() == data      # unedited: exact
+    # raise grid point (x=3, y=5) by 10 m in every square that shares it
+    for p in scene.meshes[0].primitives:
+        at = (np.rint(p.positions[:, 0] / 8) == 3) & (np.rint(p.positions[:, 1] / 8) == 5)
+        p.positions[at, 2] += 10.0
+    out = decode(like.codec.from_scene(scene, like=like).encode())
+    diff = block_heights(out.root) - block_heights(like.root)
+    assert np.argwhere(diff != 0).tolist() == [[5, 3]] and np.isclose(diff[5, 3], 10.0)
+    # the imported block exports to the edited grid
+    again = document_scene(out).meshes[0].primitives
+    for a, b in zip(again, scene.meshes[0].primitives):
+        assert np.array_equal(a.positions, b.positions)
+    with pytest.raises(FormatError):
+        like.codec.from_scene(scene, like=None)

@@ -360,6 +360,12 @@ class GridBlockCodec(TreeCodec):
         from .terrain_scene import block_scene
         return block_scene(doc, **options)
 
+    def from_scene(self, scene: Any, *, like=None, out_name: str = "", out_dir: str = "",
+                   **options: Any):
+        """glTF grid -> ``.dtb`` (heights only; ``--like`` gives the rest)."""
+        from .terrain_heightmap import block_from_scene
+        return block_from_scene(scene, like)
+
 
 def block_heights(root: dict) -> np.ndarray:
     """The (size+1)^2 float heights of a decoded GBLK tree, any version."""

@@ -123,3 +123,47 @@ def import_heightmap(png: bytes, like) -> Document:
         root["heights"] = heights
     return Document("dtb", root, dict(like.params), bytes(like.trailing), [],
                     dict(like.meta) if like.meta else {})
+
+
+def block_from_scene(scene, like) -> Document:
+    """A ``.dtb`` from a glTF terrain grid (as ``convert X.dtb X.glb`` writes it,
+    possibly edited): every vertex at a grid point sets that height; points
+    no vertex reaches (holes) keep the original's.  ``like`` supplies every
+    other field; an unedited grid rebuilds the block byte for byte."""
+    if like is None or like.format != "dtb":
+        raise FormatError("importing a terrain block needs --like with the original .dtb")
+    root = copy.deepcopy(like.root)
+    if "heightRows" in root:
+        raise FormatError("version 1-3 blocks store row deltas; potsherd imports heights into "
+                          "version 0 and 4-5 blocks", path="heightRows")
+    old = block_heights(root)
+    n = old.shape[0] - 1
+    mesh_ids = [node.mesh for node in scene.nodes if node.mesh is not None]
+    if not mesh_ids:
+        raise FormatError("the glTF holds no mesh to take terrain heights from")
+    prims = scene.meshes[mesh_ids[0]].primitives
+    pos = np.concatenate([np.asarray(p.positions, np.float64).reshape(-1, 3) for p in prims])
+    if not np.isfinite(pos).all():
+        raise ValueFormatError("non-finite vertex positions", path="positions")
+    xs = pos[:, 0]
+    step = np.min(xs[xs > 1e-6]) if np.any(xs > 1e-6) else 0.0
+    if not step > 0:
+        raise ValueFormatError("cannot find the grid's square size in the mesh", path="positions")
+    gx, gy = np.rint(pos[:, 0] / step), np.rint(pos[:, 1] / step)
+    on = (np.abs(pos[:, 0] / step - gx) < 1e-3) & (np.abs(pos[:, 1] / step - gy) < 1e-3) \
+        & (gx >= 0) & (gy >= 0) & (gx <= n) & (gy <= n)
+    if not on.any() or on.mean() < 0.99:
+        raise ValueFormatError(f"{int((~on).sum())} of {len(on)} vertices are off the block's "
+                               f"{n}x{n} grid", path="positions")
+    heights = old.copy()
+    heights[gy[on].astype(np.int64), gx[on].astype(np.int64)] = pos[on, 2].astype(np.float32)
+    if not np.array_equal(heights, old):
+        lo, hi = np.float32(heights.min()), np.float32(heights.max())
+        root["heightRange"] = np.array([min(lo, root["heightRange"][0]),
+                                        max(hi, root["heightRange"][1])], "<f4")
+    if isinstance(root.get("heights"), dict):
+        root["heights"]["values"] = heights.astype("<f4")
+    else:
+        root["heights"] = heights.astype("<f4")
+    return Document("dtb", root, dict(like.params), bytes(like.trailing), [],
+                    dict(like.meta) if like.meta else {})
