@@ -48,8 +48,7 @@ class _Parser:
             if g >= n or (depth and s[g] == "}"):
                 return out, lead, g
             item, j = self.item(g, depth)
-            item["lead"] = lead
-            out.append(item)
+            out.append({"lead": lead, **item})
             i = j
 
     def item(self, i: int, depth: int) -> tuple[dict, int]:
