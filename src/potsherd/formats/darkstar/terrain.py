@@ -232,11 +232,12 @@ class GridBlockCodec(TreeCodec):
             root["pinMaps"] = pins
         if root["lightScale"] != -1:
             ls = root["lightScale"]
-            if not 0 <= ls <= 4:
-                raise ValueFormatError(f"light scale {ls} outside 0..4", offset=blk.pos,
+            if not 0 <= ls <= 16:       # the width is (size << lightScale) + 1
+                raise ValueFormatError(f"light scale {ls} outside -1..16", offset=0x20,
                                        path="lightScale", found=ls)
             lw = (sx << ls) + 1
             if ver < 4:
+                blk.check_count(lw * lw, 2, "lightMap")
                 root["lightMap"] = _arr(blk, "<u2", (lw, lw), "lightMap")
             else:
                 root["lightMap"] = _read_lzh_map(blk, "<u2", (lw, lw), "lightMap")
