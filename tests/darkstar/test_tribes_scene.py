@@ -111,6 +111,33 @@ def test_mission_places_interiors_shapes_and_markers(tmp_path):
     assert tuple(scene.nodes[ter].translation) == (-3072.0, -3072.0, 0.0)
 
 
+def test_mission_finds_shapes_through_the_scripts_datablocks(tmp_path):
+    from dts_fixtures import shape_bytes
+    mis = make_tree(tmp_path)
+    scripts = (b"// datablocks\r\nStaticShapeData Generator\r\n{\r\n   description = \"G\";\r\n"
+               b"   sequenceSound[0] = { \"activate\", SoundX };\r\n   shapeFile = \"gen\";\r\n};\r\n"
+               b"ItemData Other { shapeFile = \"other\"; };\r\n")
+    (tmp_path / "base" / "scripts.vol").write_bytes(build_volume([("staticshape.cs", scripts)]))
+    (tmp_path / "base" / "entities.vol").write_bytes(build_volume([("gen.dts", shape_bytes(8))]))
+    scene = document_scene(potsherd.read(mis))
+    counts = scene.extras["counts"]
+    assert counts["shapes"] == 1 and counts["shapesWithGeometry"] == 1
+    gen = [i for i, n in enumerate(scene.nodes) if n.name == "gen"][0]
+    assert scene.nodes[gen].extras["shapeFile"] == "gen.dts"
+    kids = scene.nodes[gen].children
+    assert kids and all(scene.nodes[k].mesh is not None for k in kids)
+    world = world_matrices(scene)
+    assert np.allclose(world[gen][:3, 3], (-1, 3, 2), atol=1e-5)    # (1, 2, 3) Z-up
+    assert not any("Generator" in w for w in scene.warnings)
+    out = tmp_path / "m.glb"
+    assert main(["convert", str(mis), str(out)]) == 0
+    gl = glb_json(out)
+    assert len(gl["meshes"]) >= 3          # terrain block, the interior, the shape's meshes
+    if validator_available():
+        r = validate_gltf(out)
+        assert r["errors"] == 0 and r["warnings"] == 0, r["messages"][:5]
+
+
 def test_mission_without_its_parts_still_exports_and_says_what_is_missing(tmp_path):
     mis = make_tree(tmp_path, with_interiors=False)
     scene = document_scene(potsherd.read(mis))

@@ -121,6 +121,40 @@ def _graft(scene: Scene, sub: Scene, images: dict) -> list[int]:
     return out
 
 
+def _bake_skins(sub: Scene) -> None:
+    """Pose skinned meshes at rest and drop their skins (a placed shape is
+    static in the mission scene; its animations are not carried over)."""
+    from ...scene.ops import normal_matrices, skin_blend, skin_matrices, world_matrices
+    if not sub.skins:
+        return
+    world = world_matrices(sub)
+    done: set[int] = set()
+    for i, node in enumerate(sub.nodes):
+        if node.skin is None or node.mesh is None or node.mesh in done:
+            node.skin = None
+            continue
+        done.add(node.mesh)
+        jm = skin_matrices(sub, node.skin, world)
+        to_local = np.linalg.inv(world[i])
+        for p in sub.meshes[node.mesh].primitives:
+            if p.joints is None or p.weights is None:
+                continue
+            blend, _ = skin_blend(p.joints, p.weights, jm, world[i])
+            m = np.einsum("ij,vjk->vik", to_local, blend)
+            pos = np.asarray(p.positions, np.float64)
+            p.positions = (np.einsum("vij,vj->vi", m[:, :3, :3], pos) + m[:, :3, 3]).astype(
+                np.float32)
+            if p.normals is not None:
+                nrm = np.einsum("vij,vj->vi", normal_matrices(m[:, :3, :3]),
+                                np.asarray(p.normals, np.float64))
+                nrm /= np.maximum(np.linalg.norm(nrm, axis=1, keepdims=True), 1e-12)
+                p.normals = nrm.astype(np.float32)
+            p.joints = p.weights = None
+        node.skin = None
+    sub.skins = []
+    sub.animations = []
+
+
 def _mesh_nodes(sub: Scene) -> list[tuple[int, Any]]:
     """(mesh, local matrix below the sub-scene's z-up wrap) of every mesh node."""
     from ...scene.ops import world_matrices
@@ -204,6 +238,7 @@ def mission_scene(doc, *, data_root: str | None = None, source_path: str | None 
         for w in sub.warnings:
             if w not in scene.warnings:
                 scene.warnings.append(f"{fname}: {w}")
+        _bake_skins(sub)
         new = _graft(scene, sub, images)
         placed = _mesh_nodes(sub)
         cache[key] = [(new[m], mat) for m, mat in placed if m is not None and m < len(new)]
