@@ -20,6 +20,6 @@ from .terrain import TERRAIN_CODECS  # noqa: E402
 CODECS = CODECS + TERRAIN_CODECS
 
 # Tribes missions (.mis): the object tree of a mission, kept byte for byte.
-from .mission import MISSION_CODECS  # noqa: E402
+from .mission_codec import MISSION_CODECS  # noqa: E402
 
 CODECS = CODECS + MISSION_CODECS

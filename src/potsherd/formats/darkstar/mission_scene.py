@@ -166,7 +166,7 @@ def _mesh_nodes(sub: Scene) -> list[tuple[int, Any]]:
     return [(n.mesh, inv @ world[i]) for i, n in enumerate(sub.nodes) if n.mesh is not None]
 
 
-def mission_scene(doc, *, data_root: str | None = None, source_path: str | None = None,
+def to_scene(doc, *, data_root: str | None = None, source_path: str | None = None,
                   palette: str = "", terrain: bool = True, interiors: bool = True,
                   shapes: bool = True, lighting: bool = True, **_: Any) -> Scene:
     from .textures import find_in_tree
@@ -303,3 +303,6 @@ def mission_scene(doc, *, data_root: str | None = None, source_path: str | None 
                     "missing": {k: sorted(v) for k, v in missing.items()}}
     scene.wrap(name="z-up", rotation=Z_UP_Y_FORWARD_TO_GLTF)
     return scene
+
+
+mission_scene = to_scene

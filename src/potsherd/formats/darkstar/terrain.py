@@ -36,11 +36,12 @@ from typing import Any
 
 import numpy as np
 
-from ...core.errors import EncodeError, FormatError, TruncatedError, ValueFormatError
+from ...core.errors import EncodeError, TruncatedError, ValueFormatError
 from ...core.stream import Reader, Writer, cached_struct
-from . import lzh
 from ...registry import Option
+from . import lzh
 from .tree import need_array, need_bytes, need_dict, need_int, need_list, need_tag
+from .terrain_maps import block_heights, block_materials, light_map
 from .treecodec import TreeCodec
 from .volumes import VolumeCodec
 
@@ -358,57 +359,14 @@ class GridBlockCodec(TreeCodec):
                 "lightMap": None if light_map(root) is None else list(light_map(root).shape)}
 
     def to_scene(self, doc, **options: Any):
-        from .terrain_scene import block_scene
-        return block_scene(doc, **options)
+        from .terrain_scene import to_scene
+        return to_scene(doc, **options)
 
     def from_scene(self, scene: Any, *, like=None, out_name: str = "", out_dir: str = "",
                    **options: Any):
         """glTF grid -> ``.dtb`` (heights only; ``--like`` gives the rest)."""
         from .terrain_heightmap import block_from_scene
         return block_from_scene(scene, like)
-
-
-def block_heights(root: dict) -> np.ndarray:
-    """The (size+1)^2 float heights of a decoded GBLK tree, any version."""
-    h = root.get("heights")
-    if isinstance(h, np.ndarray):
-        return h
-    if isinstance(h, dict):
-        v = h["values"]
-        if v.dtype.str != "<f4":
-            raise FormatError("the height map does not hold (size+1)^2 floats", path="heights")
-        return v
-    rows = root["heightRows"]
-    n = len(rows["scale"])
-    sx = int(root["size"][0])
-    out = np.zeros((n + 2, sx + 1), np.float32)
-    out[0] = rows["top"]
-    out[-1] = rows["bottom"]
-    # height[x] = height[x-1] + delta * scale, accumulated in float as the engine does
-    acc = rows["lead"].astype(np.float32).copy()
-    out[1:-1, 0] = acc
-    d = rows["deltas"].astype(np.float32) * rows["scale"].astype(np.float32)[:, None]
-    for x in range(1, sx):
-        acc = (acc + d[:, x - 1]).astype(np.float32)
-        out[1:-1, x] = acc
-    out[1:-1, sx] = rows["trail"]
-    return out
-
-
-def block_materials(root: dict) -> tuple[np.ndarray, np.ndarray] | None:
-    m = root.get("materials")
-    if isinstance(m, dict) and "flags" in m:
-        return m["flags"], m["index"]
-    return None
-
-
-def light_map(root: dict) -> np.ndarray | None:
-    lm = root.get("lightMap")
-    if isinstance(lm, dict):
-        lm = lm["values"]
-    if isinstance(lm, np.ndarray) and lm.dtype.str == "<u2" and lm.ndim == 2:
-        return lm
-    return None
 
 
 # ----------------------------------------------------------------------------
@@ -508,8 +466,8 @@ class TerrainVolumeCodec(VolumeCodec):
     export_options = TERRAIN_OPTIONS
 
     def to_scene(self, doc, **options: Any):
-        from .terrain_scene import ted_scene
-        return ted_scene(doc, **options)
+        from .terrain_scene import to_scene
+        return to_scene(doc, **options)
 
 
 GridBlockCodec.export_options = (TERRAIN_OPTIONS[3],)

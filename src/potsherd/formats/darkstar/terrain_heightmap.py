@@ -22,7 +22,7 @@ import numpy as np
 
 from ...core.errors import FormatError, ValueFormatError
 from ...document import Document
-from .terrain import block_heights
+from .terrain_maps import block_heights
 
 TEXT_KEY = "potsherd:heightRange"
 

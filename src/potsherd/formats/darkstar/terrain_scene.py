@@ -23,7 +23,7 @@ from ...core.errors import FormatError
 from ...core.limits import DEFAULT_LIMITS, Limits
 from ...scene import Z_UP_Y_FORWARD_TO_GLTF, Material, Primitive, Scene
 from ...scene.model import Mesh
-from .terrain import block_heights, block_materials, light_map
+from .terrain_maps import block_heights, block_materials, light_map
 
 #: most squares of one block exported (Tribes blocks have 65,536; 2**20 is 4x the largest
 #: the engine allows in one block and bounds the export's memory near 250 MB)
@@ -308,3 +308,13 @@ def block_scene(doc, *, lighting: bool = True, **_: Any) -> Scene:
                           "untextured")
     scene.wrap(name="z-up", rotation=Z_UP_Y_FORWARD_TO_GLTF)
     return scene
+
+
+def to_scene(doc, *, palette: str = "", data_root: str | None = None,
+             source_path: str | None = None, textures: bool = True, lighting: bool = True,
+             **_: Any) -> Scene:
+    """A ``.ted`` volume (its grid of blocks) or a lone ``.dtb`` block."""
+    if doc.format == "dtb":
+        return block_scene(doc, lighting=lighting)
+    return ted_scene(doc, palette=palette, data_root=data_root, source_path=source_path,
+                     textures=textures, lighting=lighting)
