@@ -172,23 +172,35 @@ def decode(data: bytes | bytearray | memoryview, size: int, offset: int = 0,
     r = N - F
     out = bytearray(size)
     n = 0
-    pos = offset
-    getbuf = 0      # 16-bit bit buffer, next bit at bit 15
-    getlen = 0
+    # bits are taken from a window refilled 32 at a time (8 zero bytes pad the end,
+    # as the engine's reader gets zeros there); how many stream bytes the
+    # engine's own reader consumed follows from the bits used: ceil(bits / 8) + 1
+    data = buf[offset:end] + bytes(8)
+    pos = 0
+    acc = 0         # the window; its low ``nb`` bits are unread
+    nb = 0
+    used = 0        # bits taken
     d_code, d_len = D_CODE, D_LEN
+    frombytes = int.from_bytes
     while n < size:
-        # --- decodeChar
+        if nb < 32:
+            acc = ((acc & ((1 << nb) - 1)) << 32) | frombytes(data[pos:pos + 4], "big")
+            pos += 4
+            nb += 32
+            if pos > avail + 8:
+                break
+        # --- decodeChar: walk from the root, one bit per level
         c = son[R]
+        start = nb
         while c < T:
-            if getlen <= 8:
-                while getlen <= 8:
-                    cc = buf[pos] if pos < end else 0
-                    pos += 1
-                    getbuf |= cc << (8 - getlen)
-                    getlen += 8
-            c = son[c + ((getbuf >> 15) & 1)]
-            getbuf = (getbuf << 1) & 0xFFFF
-            getlen -= 1
+            nb -= 1
+            c = son[c + ((acc >> nb) & 1)]
+            if nb == 0 and c < T:      # a code longer than the window (deep trees)
+                acc = frombytes(data[pos:pos + 4], "big")
+                pos += 4
+                nb = 32
+                start += 32
+        used += start - nb
         c -= T
         # --- update (inlined: the hot loop)
         if freq[R] == MAX_FREQ:
@@ -225,28 +237,18 @@ def decode(data: bytes | bytearray | memoryview, size: int, offset: int = 0,
             r = (r + 1) & (N - 1)
             n += 1
             continue
-        # --- decodePosition
-        while getlen <= 8:
-            cc = buf[pos] if pos < end else 0
-            pos += 1
-            getbuf |= cc << (8 - getlen)
-            getlen += 8
-        i = getbuf >> 8
-        getbuf = (getbuf << 8) & 0xFFFF
-        getlen -= 8
-        hi = d_code[i] << 6
-        j = d_len[i] - 2
-        while j:
-            j -= 1
-            while getlen <= 8:
-                cc = buf[pos] if pos < end else 0
-                pos += 1
-                getbuf |= cc << (8 - getlen)
-                getlen += 8
-            i = (i << 1) + ((getbuf >> 15) & 1)
-            getbuf = (getbuf << 1) & 0xFFFF
-            getlen -= 1
-        src = (r - (hi | (i & 0x3F)) - 1) & (N - 1)
+        # --- decodePosition: a byte through the tables, then 1..6 more bits
+        if nb < 16:
+            acc = ((acc & ((1 << nb) - 1)) << 32) | frombytes(data[pos:pos + 4], "big")
+            pos += 4
+            nb += 32
+        nb -= 8
+        i = (acc >> nb) & 0xFF
+        extra = d_len[i] - 2
+        nb -= extra
+        i = (i << extra) | ((acc >> nb) & ((1 << extra) - 1))
+        used += 8 + extra
+        src = (r - ((d_code[i >> extra] << 6) | (i & 0x3F)) - 1) & (N - 1)
         length = c - 255 + THRESHOLD
         if length > size - n:
             length = size - n
@@ -265,10 +267,11 @@ def decode(data: bytes | bytearray | memoryview, size: int, offset: int = 0,
             n += 1
             ring[r] = b
             r = (r + 1) & (N - 1)
-    if pos > end:
+    consumed = (used + 7) // 8 + 1
+    if n < size or consumed > avail:
         raise TruncatedError(f"LZH stream ends before its {size} bytes (needed "
-                             f"{pos - offset} stream bytes, {avail} left)", offset=end, path=path)
-    return bytes(out), pos - offset
+                             f"{consumed} stream bytes, {avail} left)", offset=end, path=path)
+    return bytes(out), consumed
 
 
 class _BitWriter:
