@@ -231,9 +231,16 @@ def to_scene(doc, *, data_root: str | None = None, source_path: str | None = Non
                 opts["palette"] = palette
             if sub_doc.format == "dis":
                 opts["lighting"] = lighting
+            if sub_doc.codec.to_scene is None:
+                raise FormatError(f"a {sub_doc.format} file has no geometry to place")
             sub = sub_doc.codec.to_scene(sub_doc, **opts)
         except (FormatError, OSError) as e:
             scene.warnings.append(f"{what} {fname}: {e}")
+            return None
+        except (ValueError, KeyError, IndexError, TypeError, ArithmeticError) as e:
+            # one part the exporter trips on must not lose the whole mission: said, skipped
+            scene.warnings.append(f"{what} {fname} could not be exported "
+                                  f"({type(e).__name__}: {e}); placed without geometry")
             return None
         for w in sub.warnings:
             if w not in scene.warnings:
