@@ -115,7 +115,8 @@ def test_mission_finds_shapes_through_the_scripts_datablocks(tmp_path):
     from dts_fixtures import shape_bytes
     mis = make_tree(tmp_path)
     scripts = (b"// datablocks\r\nStaticShapeData Generator\r\n{\r\n   description = \"G\";\r\n"
-               b"   sequenceSound[0] = { \"activate\", SoundX };\r\n   shapeFile = \"gen\";\r\n};\r\n"
+               b"   sequenceSound[0] = { \"activate\", SoundX };\r\n"
+               b"   shapeFile = \"gen\";\r\n};\r\n"
                b"ItemData Other { shapeFile = \"other\"; };\r\n")
     (tmp_path / "base" / "scripts.vol").write_bytes(build_volume([("staticshape.cs", scripts)]))
     (tmp_path / "base" / "entities.vol").write_bytes(build_volume([("gen.dts", shape_bytes(8))]))
@@ -183,7 +184,8 @@ def test_corpus_missions_convert(mis, tmp_path):
     assert len(nodes) == n_interiors
     extras = gl["scenes"][0].get("extras") or gl["asset"].get("extras", {})
     terrain = extras["terrain"]
-    assert terrain["blocks"]["0"]["triangles"] == 2 * 256 * 256 - 2 * terrain["blocks"]["0"]["empty"]
+    block = terrain["blocks"]["0"]
+    assert block["triangles"] == 2 * 256 * 256 - 2 * block["empty"]
     textured = terrain.get("textured", 0)
     if "Raindance" in mis.name:   # the lush world is not in the sample
         assert textured == 0

@@ -274,15 +274,6 @@ def decode(data: bytes | bytearray | memoryview, size: int, offset: int = 0,
     return bytes(out), consumed
 
 
-class _BitWriter:
-    __slots__ = ("out", "putbuf", "putlen")
-
-    def __init__(self) -> None:
-        self.out = bytearray()
-        self.putbuf = 0
-        self.putlen = 0
-
-
 def encode(data: bytes | bytearray | memoryview) -> bytes:
     """Compress ``data`` exactly as the engine's LZHWStream does (one write,
     then flush)."""

@@ -282,7 +282,8 @@ def to_scene(doc, *, data_root: str | None = None, source_path: str | None = Non
                     datablocks = shape_files(roots, limits, scene.warnings)
                 sf = datablocks.get(o.datablock.lower())
                 if sf is None:
-                    missing.setdefault("datablock (no shapeFile in the scripts)", set()).add(o.datablock)
+                    missing.setdefault("datablock (no shapeFile in the scripts)",
+                                       set()).add(o.datablock)
                 else:
                     fname = sf if sf.lower().endswith(".dts") else sf + ".dts"
                     node_extras["shapeFile"] = fname
