@@ -70,6 +70,12 @@ from .import_animation import _anim_base, _animations, mov_table
 from .import_animation import euler_yxz, rotation_words  # noqa: F401  (imported from here)
 from .import_same import pixel_corners, same_attributes, same_mesh, same_triangles
 from .import_textures import _Textures
+from ...scene.import_prep import Holds, prepare
+
+#: what a moveable stores of a glTF (scene.import_prep): normals or, for vertex
+#: colours without normals, pre-lit shades; no morph targets
+IMPORT_HOLDS = Holds("trwad", normals=True, shades=True, vertex_colors=True,
+                     morph_targets=False)
 
 # A mesh's vertex count is a u16 but its normal (or, negated, shade) count, one per
 # vertex, an i16 (layouts/common.layout); its polygon count a u16.
@@ -82,9 +88,11 @@ _TRI = {(0, 1, 3): 0x0000, (1, 0, 2): 0x8000, (1, 2, 0): 0x2000, (0, 3, 1): 0xA0
         (2, 3, 1): 0x4000, (3, 2, 0): 0xC000, (3, 0, 2): 0x6000, (2, 1, 3): 0xE000}
 
 
-def from_scene(scene: Any, *, like: Any = None, out_name: str = "", **options: Any) -> dict:
+def from_scene(scene: Any, *, like: Any = None, out_name: str = "", applied: dict | None = None,
+               **options: Any) -> dict:
     """The ``.trwad`` root of the moveable in ``scene`` (see the module docstring).
-    ``like`` is a decoded ``.trwad`` root (or None) supplying what the glTF lacks."""
+    ``like`` is a decoded ``.trwad`` root (or None) supplying what the glTF lacks.
+    ``applied`` (a dict) is given the ``unit_scale`` chosen for a foreign scene."""
     given_unit = options.get("unit_scale")
     unit = float(given_unit or 1.0 / 512.0)
     rate = float(options.get("frame_rate") or FPS)
@@ -92,7 +100,7 @@ def from_scene(scene: Any, *, like: Any = None, out_name: str = "", **options: A
         raise ImportRefused(f"frame_rate must be positive, found {rate}")
     like = like if like and "moveable" in like else None
     require_finite(scene)
-    scene = from_time_zero(scene)
+    scene = from_time_zero(prepare(scene, IMPORT_HOLDS))
     if not scene.nodes:
         raise ImportRefused("the scene has no mesh to import")
     world = world_matrices(scene)
@@ -104,6 +112,8 @@ def from_scene(scene: Any, *, like: Any = None, out_name: str = "", **options: A
     else:
         if not given_unit:
             unit = _fitting_unit(scene, world, unit)
+        if applied is not None:
+            applied["unit_scale"] = unit
         to_tr = np.diag([-1.0 / unit, -1.0 / unit, 1.0 / unit, 1.0])
         hx = {}
     bones, parents = _bones(scene, holder)
@@ -187,7 +197,7 @@ def _fitting_unit(scene: Any, world: np.ndarray, unit: float) -> float:
     fitted = reach / 16384.0
     scene.warnings.append(f"the model reaches {reach:g} m, beyond the TR4 range at "
                           f"{unit:g} m per unit; imported at {fitted:g} m per unit "
-                          "(set unit_scale to choose)")
+                          "(set unit_scale to choose; kept beside the file for the export)")
     return fitted
 
 
