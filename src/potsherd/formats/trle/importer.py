@@ -69,7 +69,7 @@ from .import_bounds import FPS, ImportRefused
 from .import_animation import _anim_base, _animations, mov_table
 from .import_animation import euler_yxz, rotation_words  # noqa: F401  (imported from here)
 from .import_same import pixel_corners, same_attributes, same_mesh, same_triangles
-from .import_textures import _Textures
+from .import_textures import _Textures, affine_quad
 from ...scene.import_prep import Holds, prepare
 
 #: what a moveable stores of a glTF (scene.import_prep): normals or, for vertex
@@ -702,6 +702,9 @@ def _quad(scene: Any, k: tuple, uv: np.ndarray, pos: np.ndarray, material: int |
         l1, l2 = np.linalg.norm(n1), np.linalg.norm(n2)
         if l1 == 0 or l2 == 0 or np.dot(n1, n2) / (l1 * l2) < 0.9999:
             return None      # not planar (or degenerate): keep two triangles
+        arr, _ = textures.image(material)
+        if arr is not None and not affine_quad(p, uv, (arr.shape[1], arr.shape[0])):
+            return None      # one rectangle would skew its texture: two triangles, each affine
         index, corners = textures.bake(material, uv)
         flags = 0
     return {"shape": 9, "vertices": np.asarray(k, np.uint16),
