@@ -58,6 +58,11 @@ from ...scene.xform import decompose_matrix, inverse_affine, mirror_x, trs_to_ma
 from .import_material import edited_texture, material_record, texture_file
 from .text import text
 from .pmgen import build_progressive, replay
+
+#: collapse order of imported progressive meshes: the compiled simplifier's
+#: (fast_simplification), replayed into the engine's records; ``pmgen``'s own
+#: ("python") stays the reference the tests compare it with
+PM_ORDER = "compiled"
 from .wire import record_table
 from .import_base import (F32_MAX, ImportError_, MAX_VERTICES, PMESH_LOD_DISTANCES,
                           PMESH_LOD_FRACTIONS, SKIN_LOD_FRACTIONS, _file_stem, _no_lod,
@@ -236,7 +241,7 @@ def pmesh_root(geo: Geometry, name: str, *, progressive: bool,
     verts = np.concatenate([geo.positions, geo.normals, geo.uvs], axis=1).astype(np.float32)
     tris = geo.triangles
     if progressive and len(tris):
-        p = build_progressive(geo.positions, tris, attributes=geo.uvs)
+        p = build_progressive(geo.positions, tris, attributes=geo.uvs, order=PM_ORDER)
         verts = verts[p.order]
         indices, collapses, changes = p.indices, p.collapses, p.index_changes
         min_v, min_i = p.min_vertices, p.min_indices
@@ -351,7 +356,7 @@ def skins_root(geo: Geometry, name: str, *, progressive: bool,
     names = lod_names or [name] * 4
     lods = []
     if progressive and len(geo.triangles):
-        p = build_progressive(geo.positions, geo.triangles, attributes=geo.uvs)
+        p = build_progressive(geo.positions, geo.triangles, attributes=geo.uvs, order=PM_ORDER)
         for k, f in enumerate(SKIN_LOD_FRACTIONS):
             nv, ni, idx = replay(p, max(int(round(f * geo.vertex_count)), 3) if k else None)
             tris = p.order[idx[:ni]].reshape(-1, 3)
