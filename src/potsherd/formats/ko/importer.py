@@ -332,21 +332,35 @@ def _skin_lod(geo: Geometry, tris: np.ndarray, name: str) -> dict:
     rec["vertexIndices"] = premap[corners].astype(np.uint16)
     rec["uvs"] = geo.uvs[vert_sel[ufirst]].astype(np.float32).reshape(-1)
     rec["uvIndices"] = uremap[corners].astype(np.uint16)
-    bindings = []
-    for v in pos_src.tolist():
-        if geo.joints is None:
-            j, w = np.zeros(1, np.int32), np.ones(1, np.float32)
-        else:
-            live = geo.weights[v] > 0
-            j = geo.joints[v][live].astype(np.int32)
-            w = geo.weights[v][live].astype(np.float32)
-        b = {"origin": [float(x) for x in geo.positions[v]], "count": len(j),
-             "pointerPlaceholders": b"\x00" * 8, "joints": j}
-        if len(j) > 1:
-            b["weights"] = w
-        bindings.append(b)
-    rec["bindings"] = bindings
+    rec["bindings"] = _bindings(geo, pos_src)
     return rec
+
+
+def _bindings(geo: Geometry, verts: np.ndarray) -> Ragged:
+    """The skin bindings of ``verts`` as one ragged table (arrays, not a record
+    per vertex): each vertex's joints of non-zero weight, in their order, and
+    their weights when there are several (joint 0 alone without a skin)."""
+    table = _BINDING_TABLE()
+    n = len(verts)
+    rows = np.zeros(n, table.plan.dtype)
+    rows["origin"] = np.asarray(geo.positions, np.float32)[verts]
+    if geo.joints is None:
+        rows["count"] = 1
+        return Ragged(rows, {"joints": np.zeros(n, np.int32),
+                             "weights": np.zeros(0, np.float32)}, table)
+    w = np.asarray(geo.weights)[verts]
+    live = w > 0
+    count = live.sum(axis=1)
+    rows["count"] = count
+    joints = np.asarray(geo.joints)[verts][live].astype(np.int32)   # row-major: vertex order
+    weights = w[live & (count > 1)[:, None]].astype(np.float32)
+    return Ragged(rows, {"joints": joints, "weights": weights}, table)
+
+
+def _BINDING_TABLE():
+    """The layout's ragged table of n3cskin bindings."""
+    from .wire import LAYOUT
+    return next(f.storage for f in LAYOUT.records["n3cskin"].fields if f.name == "bindings")
 
 
 def skins_root(geo: Geometry, name: str, *, progressive: bool,

@@ -457,9 +457,11 @@ def build_progressive(positions: np.ndarray, triangles: np.ndarray,
             if not (pending and targets):
                 break
             pick = None
+            vert_tris = m.vert_tris
             for i, c in enumerate(pending):
-                nb = m.neighbours(c)
-                pick = next(((i, t) for t in targets if t in nb), None)
+                faces = vert_tris[c]             # (neighbours: they share a face)
+                pick = next(((i, t) for t in targets if not faces.isdisjoint(vert_tris[t])),
+                            None)
                 if pick:
                     break
             if pick is None:
@@ -537,30 +539,36 @@ def build_progressive(positions: np.ndarray, triangles: np.ndarray,
                        min_indices=live_t * 3)
 
 
-def compiled_schedule(pos: np.ndarray, tris: np.ndarray, label: np.ndarray) -> np.ndarray | None:
-    """(K, 2) position collapses ``(removed, kept)`` in the order the compiled
+def _simplifier_pairs(points: np.ndarray, faces: np.ndarray) -> np.ndarray | None:
+    """(K, 2) ``(removed, kept)`` indices of ``points`` in the order the compiled
     quadric simplifier (``fast_simplification``, Fast-Quadric-Mesh-Simplification)
-    makes them when it takes ``tris`` down to nothing, or None without the
-    package.  It is given the vertices as they are, so UV and normal seams are
-    open edges to it, which its border quadrics keep until late; its vertex
-    collapses become collapses of their positions (``label``)."""
+    collapses ``faces`` towards nothing, or None without the package."""
     try:
         import fast_simplification
     except ImportError:
         return None
-    if not len(tris):
+    if not len(faces):
         return np.zeros((0, 2), np.int64)
-    used = np.unique(tris)
-    remap = np.full(len(pos), -1, np.int64)
+    used = np.unique(faces)
+    remap = np.full(len(points), -1, np.int64)
     remap[used] = np.arange(len(used))
-    faces = remap[tris].astype(np.int32)
     _, _, pairs = fast_simplification.simplify(
-        np.ascontiguousarray(pos[used], np.float64), faces, target_count=1, agg=7.0,
-        return_collapses=True)
+        np.ascontiguousarray(points[used], np.float64), remap[faces].astype(np.int32),
+        target_count=1, agg=7.0, return_collapses=True)
     pairs = np.asarray(pairs, np.int64).reshape(-1, 2)
-    if not len(pairs):
-        return np.zeros((0, 2), np.int64)
-    out = np.stack([label[used[pairs[:, 1]]], label[used[pairs[:, 0]]]], axis=1)
+    return used[pairs[:, ::-1]]
+
+
+def compiled_schedule(pos: np.ndarray, tris: np.ndarray, label: np.ndarray) -> np.ndarray | None:
+    """(K, 2) position collapses ``(removed, kept)`` in the simplifier's order
+    (:func:`_simplifier_pairs`), or None without the package.  It is given the
+    vertices as they are, so UV and normal seams are open edges to it, which its
+    border quadrics keep until late; its vertex collapses become collapses of
+    their positions (``label``)."""
+    pairs = _simplifier_pairs(pos, np.asarray(tris, np.int64).reshape(-1, 3))
+    if pairs is None:
+        return None
+    out = label[pairs]
     return out[out[:, 0] != out[:, 1]]
 
 
