@@ -518,3 +518,56 @@ def test_texture_probe_negative_control(tmp_path):
     write_glb(a, tmp_path / "a.glb")
     write_glb(b, tmp_path / "b.glb")
     assert _match(tmp_path / "a.glb", tmp_path / "b.glb") < 0.6
+
+
+# ---- strips and fans -----------------------------------------------------------------
+
+def _strip_fan_glb() -> bytes:
+    """A hand-made glb: a bent ribbon as a TRIANGLE_STRIP and a cone as a
+    TRIANGLE_FAN, neither with normals (flat, by glTF's rule)."""
+    import json
+    import struct
+    n = 8
+    x = np.repeat(np.linspace(-1, 1, n), 2)
+    ribbon = np.stack([x, np.tile([0.0, 1.0], n), 0.3 * x ** 2], 1).astype(np.float32)
+    ang = np.linspace(0, 2 * np.pi, 9)
+    cone = np.concatenate([[[0, 2.5, 0]], np.stack([np.cos(ang), np.full(9, 1.5), np.sin(ang)], 1)]
+                          ).astype(np.float32)
+    # the fan's rim turns clockwise seen from the tip: front faces point outwards
+    cone[1:] = cone[1:][::-1]
+    blob = ribbon.tobytes() + cone.tobytes()
+    gl = {"asset": {"version": "2.0"}, "scene": 0, "scenes": [{"nodes": [0]}],
+          "nodes": [{"mesh": 0, "name": "shapes"}],
+          "buffers": [{"byteLength": len(blob)}],
+          "bufferViews": [{"buffer": 0, "byteOffset": 0, "byteLength": ribbon.nbytes},
+                          {"buffer": 0, "byteOffset": ribbon.nbytes, "byteLength": cone.nbytes}],
+          "accessors": [{"bufferView": 0, "componentType": 5126, "count": len(ribbon),
+                         "type": "VEC3", "min": ribbon.min(0).tolist(), "max": ribbon.max(0).tolist()},
+                        {"bufferView": 1, "componentType": 5126, "count": len(cone),
+                         "type": "VEC3", "min": cone.min(0).tolist(), "max": cone.max(0).tolist()}],
+          "materials": [{"name": "m", "doubleSided": False}],
+          "meshes": [{"name": "shapes", "primitives": [
+              {"attributes": {"POSITION": 0}, "mode": 5, "material": 0},
+              {"attributes": {"POSITION": 1}, "mode": 6, "material": 0}]}]}
+    js = json.dumps(gl).encode()
+    js += b" " * (-len(js) % 4)
+    blob += b"\0" * (-len(blob) % 4)
+    body = struct.pack("<II", len(js), 0x4E4F534A) + js + struct.pack("<II", len(blob), 0x004E4942) + blob
+    return struct.pack("<III", 0x46546C67, 2, 12 + len(body)) + body
+
+
+@pytest.mark.parametrize("target", MESH_TARGETS)
+def test_strips_and_fans_come_back_lit_by_their_faces(target, tmp_path):
+    src = tmp_path / "src.glb"
+    src.write_bytes(_strip_fan_glb())
+    want = measure(src)
+    assert want["normals"] is None                 # the source has none: flat by the rule
+    out = tmp_path / f"out.{target}"
+    import_gltf(src, out)
+    main = out if target != "n3cplug" else next(tmp_path.glob("*.n3pmesh"))
+    doc = potsherd.read(main)
+    write_glb(doc.codec.to_scene(doc), tmp_path / "back.glb")
+    got = measure(tmp_path / "back.glb")
+    assert got["normals"] > 0.97, got
+    # (the .dts stores vertices in 255 steps per mesh axis, the .trwad whole units)
+    assert got["area"] == pytest.approx(want["area"], rel={"trwad": 0.02, "dts": 0.01}.get(target, 1e-3))

@@ -108,8 +108,12 @@ class _Textures:
         return self.by_key[key]
 
     def solid(self, colour: tuple) -> int:
-        rgb = np.clip(np.round(np.asarray(colour[:3], np.float64) * 255), 0, 255)
-        return self.add(np.tile(rgb.astype(np.uint8), (4, 4, 1)))
+        key = tuple(float(c) for c in colour[:3])
+        solids = self.__dict__.setdefault("solids", {})
+        if key not in solids:
+            rgb = np.clip(np.round(np.asarray(key, np.float64) * 255), 0, 255)
+            solids[key] = self.add(np.tile(rgb.astype(np.uint8), (4, 4, 1)))
+        return solids[key]
 
     def bake(self, material: int | None, uv: np.ndarray) -> tuple[int, tuple]:
         """A texture holding the polygon's UV area, mapped onto the rectangle's
