@@ -685,8 +685,10 @@ def _uv_sphere(rings: int, segments: int, radius: float = 30.0) -> Scene:
         a1, b1 = np.roll(a, -1), np.roll(b, -1)
         tris += [np.stack([a, a1, b], 1), np.stack([a1, b1, b], 1)]
     s = Scene()
+    # smooth normals: one vertex per position (without normals glTF means flat
+    # ones, a vertex per face corner)
     mi = s.add_mesh(Mesh(primitives=[Primitive(
-        positions=pos.astype(np.float32),
+        positions=pos.astype(np.float32), normals=(pos / radius).astype(np.float32),
         indices=np.concatenate(tris).astype(np.uint32).ravel())]))
     s.add_node(name="sphere", mesh=mi)
     return s
