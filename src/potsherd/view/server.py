@@ -64,7 +64,7 @@ from .tree import DocTree
 
 STATIC = Path(__file__).resolve().parent / "static"
 #: three.js copied into the package at build time (see setup.py)
-PACKAGED_VENDOR = Path(__file__).resolve().parent / "vendor"
+PACKAGED_VENDOR = Path(__file__).resolve().parents[1] / "_vendor" / "viewer"
 MAX_BYTES = 65536
 MAX_INT = 1 << 62              #: larger offsets/lengths are a 400, not an overflow
 CACHE = 8                      #: decoded documents kept (the viewer asks for one file many times)
@@ -107,6 +107,15 @@ def vendor_dir() -> Path | None:
         if (c / "three" / "build" / "three.module.js").is_file():
             return c
     return None
+
+
+def three_missing() -> str:
+    """Why three.js is not available and how to get it (checkout or installed package)."""
+    if (Path(__file__).resolve().parents[3] / "tools" / "viewer" / "package.json").is_file():
+        return "three.js not installed in this checkout: run npm ci --prefix tools/viewer"
+    return ("this potsherd package was built without three.js (npm was missing at build "
+            "time): reinstall from a source tree with npm available, or set "
+            "POTSHERD_VIEWER_MODULES to a node_modules folder holding the npm package three")
 
 
 def _read_fd(fd: int, limit: int) -> bytes:
@@ -559,8 +568,7 @@ class Handler(BaseHTTPRequestHandler):
         if path.startswith("/vendor/"):
             base = vendor_dir()
             if base is None:
-                raise ApiError(404, "NotFound", "three.js is not available (see the "
-                               "message potsherd view printed at start-up)")
+                raise ApiError(404, "NotFound", three_missing())
             rel = path[len("/vendor/"):]
         else:
             base, rel = STATIC, path.lstrip("/")
@@ -866,10 +874,8 @@ def serve(root: str | os.PathLike, *, host: str = "127.0.0.1", port: int = 0,
     print(f"potsherd view: serving {root} at {server.url} (Ctrl-C to stop)", file=say,
           flush=True)
     if vendor_dir() is None:
-        print("potsherd view: three.js not found (neither in the installed package nor in "
-              "tools/viewer/node_modules; in a checkout run npm ci --prefix tools/viewer, or "
-              "set POTSHERD_VIEWER_MODULES to a node_modules folder holding three): the 3D "
-              "view is off, the tree and hex panes work", file=out or sys.stderr, flush=True)
+        print(f"potsherd view: {three_missing()}: the 3D view is off, the tree and hex panes "
+              "work", file=out or sys.stderr, flush=True)
     if open_browser:
         import webbrowser
         threading.Timer(0.3, webbrowser.open, (server.url,)).start()

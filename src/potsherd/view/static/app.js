@@ -252,7 +252,7 @@ async function init3d() {
   } catch (err) {
     THREE = null;
     $('no3d').hidden = false;
-    $('no3d').textContent = `3D view unavailable (${err.message}); install three.js with npm ci --prefix tools/viewer`;
+    $('no3d').textContent = `3D view unavailable: three.js could not be loaded (${err.message}); the terminal running potsherd view says how to get it`;
   }
 }
 function frame() {
