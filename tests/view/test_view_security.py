@@ -568,3 +568,37 @@ def test_server_process_memory_and_threads_under_load(tmp_path, request):
         proc.terminate()
         proc.wait(timeout=30)
         proc.stdout.close()
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
+def test_out_of_descriptors_the_server_neither_dies_nor_spins(tmp_path):
+    """With a low descriptor limit, more connections than descriptors: the server drops the
+    oldest idle ones, keeps answering, and does not burn a core while starved."""
+    root = tmp_path / "served"
+    root.mkdir()
+    write_examples(str(root))
+    code = ("import resource,sys; resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64)); "
+            "from potsherd.cli import main; sys.exit(main(sys.argv[1:]))")
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")}
+    proc = subprocess.Popen([sys.executable, "-c", code, "view", str(root), "--no-browser"],
+                            stdout=subprocess.PIPE, text=True, env=env)
+    conns = []
+    try:
+        line = proc.stdout.readline()
+        port = int(line.split(" at ")[1].split()[0].rstrip("/").rsplit(":", 1)[1])
+        for _ in range(120):
+            conns.append(socket.create_connection(("127.0.0.1", port), timeout=10))
+
+        def cpu() -> float:
+            f = Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+            return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
+        c0, t0 = cpu(), time.monotonic()
+        time.sleep(2)
+        assert (cpu() - c0) / (time.monotonic() - t0) < 0.5      # not spinning
+        assert http_get(port, "/api/files", timeout=20)[0] == 200
+    finally:
+        for c in conns:
+            c.close()
+        proc.terminate()
+        proc.wait(timeout=30)
+        proc.stdout.close()

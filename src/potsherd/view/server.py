@@ -728,6 +728,8 @@ class ViewServer:
             except OSError:  # out of descriptors: drop the oldest waiting head and go on
                 if self._pending:
                     self._drop(sel, next(iter(self._pending)))
+                else:  # all in use by answers under way: wait for one, do not spin
+                    time.sleep(0.05)
                 return
             sock.setblocking(False)
             while len(self._pending) >= self.max_pending:
