@@ -50,14 +50,15 @@ def validator_command() -> list:
             "Node.js 14 or later: install it (e.g. apt install nodejs, or from nodejs.org) "
             "and put node on PATH")
     script = _script()
-    if not script.is_file() or not (script.parent / "node_modules" / "gltf-validator").is_dir():
-        if os.environ.get("POTSHERD_GLTF_VALIDATOR"):
-            raise ValidatorUnavailable(
-                f"POTSHERD_GLTF_VALIDATOR={script}: no validate.js with "
-                "node_modules/gltf-validator beside it")
-        if (script.parent / "package-lock.json").is_file():  # a checkout
+    override = bool(os.environ.get("POTSHERD_GLTF_VALIDATOR"))
+    checkout = (script.parent / "package-lock.json").is_file()
+    if override or checkout:
+        if not script.is_file():
+            raise ValidatorUnavailable(f"validator wrapper {script} not found")
+        if not (script.parent / "node_modules" / "gltf-validator").is_dir():
             raise ValidatorUnavailable("npm package gltf-validator not installed; run: "
-                                       "npm ci --prefix tools/gltf-validator")
+                                       f"npm ci --prefix {script.parent}")
+    elif not (script.parent / "node_modules" / "gltf-validator").is_dir():
         raise ValidatorUnavailable("this potsherd package was built without the glTF "
                                    "validator (npm was missing at build time); reinstall from "
                                    "a source tree with npm available, or set "
