@@ -602,3 +602,24 @@ def test_out_of_descriptors_the_server_neither_dies_nor_spins(tmp_path):
         proc.terminate()
         proc.wait(timeout=30)
         proc.stdout.close()
+
+
+@pytest.mark.skipif(not socket.has_ipv6, reason="no IPv6")
+def test_ipv6_loopback_is_served_by_its_bracketed_name(tmp_path):
+    root = tmp_path / "r"
+    root.mkdir()
+    write_examples(str(root))
+    try:
+        server = make_server(root, host="::1", port=0)
+    except OSError:
+        pytest.skip("::1 cannot be bound here")
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        assert server.url == f"http://[::1]:{server.port}/" and server.token is None
+        for host, want in ((f"[::1]:{server.port}", 200), (f"evil.example:{server.port}", 403)):
+            with socket.create_connection(("::1", server.port), timeout=10) as s:
+                s.sendall(f"GET /api/files HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())
+                assert s.recv(64).split()[1] == str(want).encode()
+    finally:
+        server.shutdown()
+        server.server_close()

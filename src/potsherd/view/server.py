@@ -682,7 +682,7 @@ class ViewServer:
         if self.remote:
             host = socket.gethostname() if host in ("0.0.0.0", "::") else host
         else:
-            host = "127.0.0.1" if ":" not in host else "[::1]"
+            host = "127.0.0.1" if ":" not in host else "::1"
         if ":" in host:
             host = f"[{host}]"
         url = f"http://{host}:{self.port}/"
