@@ -623,3 +623,24 @@ def test_ipv6_loopback_is_served_by_its_bracketed_name(tmp_path):
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_a_failing_file_is_decoded_once_however_many_ask(tmp_path, monkeypatch):
+    from potsherd import registry
+    calls = []
+    real = registry.decode_with_spans
+
+    def counting(*a, **kw):
+        calls.append(1)
+        return real(*a, **kw)
+    monkeypatch.setattr(registry, "decode_with_spans", counting)
+    s = Served(tmp_path)
+    try:
+        (s.root / "bad.n3pmesh").write_bytes(b"\x05\x00\x00\x00abc")
+        results = asyncio.run(_many(s.port, ["/api/doc?path=bad.n3pmesh"] * 30))
+        assert [st for st, _ in results] == [422] * 30
+        assert len(calls) == 1
+        (s.root / "bad.n3pmesh").write_bytes((s.root / "cube.n3pmesh").read_bytes())
+        assert s.get("/api/doc?path=bad.n3pmesh")[0] == 200   # a changed file is read again
+    finally:
+        s.close()

@@ -72,6 +72,7 @@ DOC_CACHE_BYTES = 256 << 20    #: ... and at most this many input bytes of them
 GLB_CACHE_BYTES = 64 << 20     #: converted results kept, in bytes (one entry at most a quarter)
 DECODES = 2                    #: documents decoded at once (the rest wait)
 CONVERSIONS = 2                #: glTF conversions at once (the rest wait)
+FAILED_KEPT = 64               #: refusals remembered (a failing file is not decoded again)
 WAIT_FOR_WORK = 120.0          #: seconds a request waits for a conversion slot before a 503
 TOKEN_PARAM, TOKEN_HEADER, TOKEN_COOKIE = "token", "X-Potsherd-Token", "potsherd_token"
 #: declared ``str`` options that are plain text, not file names; every other ``str``
@@ -152,6 +153,7 @@ class Site:
         self._glb_bytes = 0
         self._lock = threading.Lock()
         self._flights: dict = {}
+        self._failed: OrderedDict = OrderedDict()
         self.decoding = threading.BoundedSemaphore(DECODES)
         self.converting = threading.BoundedSemaphore(CONVERSIONS)
 
@@ -216,6 +218,11 @@ class Site:
         """``compute()`` under the conversion semaphore, once per key at a time:
         concurrent requests for the same key wait for the first one's result."""
         while True:
+            failed = self._failed.get(key)
+            if failed is not None:   # a file that failed fails again without more work
+                raise ApiError(failed.status, failed.body["error"], failed.body["message"],
+                               **{k: v for k, v in failed.body.items()
+                                  if k not in ("error", "message")})
             hit = cache_get(key)
             if hit is not None:
                 return hit
@@ -227,15 +234,24 @@ class Site:
             if not mine:
                 if not flight.wait(WAIT_FOR_WORK):
                     raise ApiError(503, "Busy", "the server is busy; try again")
+                if key in self._failed:
+                    continue   # raised above
                 hit = cache_get(key)
                 if hit is not None:
                     return hit
-                continue  # the first one failed or was not cached: try ourselves
+                continue  # the first one was not cached (too large): try ourselves
             try:
                 if not slots.acquire(timeout=WAIT_FOR_WORK):
                     raise ApiError(503, "Busy", "the server is busy; try again")
                 try:
                     return compute()
+                except ApiError as e:
+                    if e.status == 422:
+                        with self._lock:
+                            self._failed[key] = e
+                            while len(self._failed) > FAILED_KEPT:
+                                self._failed.popitem(last=False)
+                    raise
                 finally:
                     slots.release()
             finally:
