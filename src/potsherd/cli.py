@@ -357,13 +357,14 @@ def cmd_render(args) -> int:
 def cmd_view(args) -> int:
     """Serve the viewer for a file or folder on localhost until Ctrl-C."""
     from .view import serve
+    from .view.server import RemoteBindRefused
     if not os.path.exists(args.path):
         raise UsageError(f"{args.path}: no such file or folder")
     try:
         return serve(args.path, host=args.host, port=args.port,
                      open_browser=not args.no_browser, limits=limits_from_args(args),
                      allow_remote=args.allow_remote)
-    except PermissionError as e:
+    except RemoteBindRefused as e:
         raise UsageError(str(e)) from None
     except OSError as e:
         raise FormatError(f"cannot serve on {args.host}:{args.port}: {e.strerror or e}") from None

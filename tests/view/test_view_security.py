@@ -160,7 +160,8 @@ def test_non_loopback_bind_needs_the_flag_and_then_a_token(tmp_path):
     root = tmp_path / "r"
     root.mkdir()
     write_examples(str(root))
-    with pytest.raises(PermissionError):
+    from potsherd.view.server import RemoteBindRefused
+    with pytest.raises(RemoteBindRefused):
         make_server(root, host="0.0.0.0", port=0)
     server = make_server(root, host="0.0.0.0", port=0, allow_remote=True)
     assert server.token and len(server.token) >= 24 and server.token in server.url

@@ -83,6 +83,10 @@ FOLDER_OPTIONS = frozenset({"data_root"})
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 
 
+class RemoteBindRefused(ValueError):
+    """A non-loopback address without ``allow_remote`` (a usage error)."""
+
+
 class ApiError(Exception):
     def __init__(self, status: int, kind: str, message: str, **extra: Any) -> None:
         super().__init__(message)
@@ -647,7 +651,7 @@ class ViewServer:
                  max_queued: int = 512, head_timeout: float = 10.0,
                  write_timeout: float = 60.0) -> None:
         if not is_loopback(host) and not allow_remote:
-            raise PermissionError(f"{host} is not a loopback address: binding it needs "
+            raise RemoteBindRefused(f"{host} is not a loopback address: binding it needs "
                                   "allow_remote (--allow-remote) and a token")
         self.site = site
         self.remote = not is_loopback(host)
