@@ -170,3 +170,24 @@ def test_record_arrays_are_tables_with_a_row_pager(page, site):
     page.click("#tree .pager button:first-child")
     page.wait_for_function("document.querySelector('#tree table.records tbody tr').dataset.index === '100'")
     assert page.errors == []
+
+
+def test_a_remote_server_works_with_the_printed_token_only(browser, site):
+    """--allow-remote: the printed URL (with the token) opens the page, the model and its
+    modules load through the cookie it sets; the same URL without the token is refused."""
+    root, _ = site
+    server = make_server(root, host="0.0.0.0", port=0, allow_remote=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    pg = browser.new_page(viewport={"width": 1000, "height": 700})
+    errors: list = []
+    pg.on("pageerror", lambda e: errors.append(str(e)))
+    try:
+        base = f"http://127.0.0.1:{server.port}/"
+        assert pg.goto(base).status == 403                       # negative control
+        pg.goto(base + "?token=" + server.token + "#file=cube.n3pmesh")
+        _model_drawn(pg)
+        assert errors == []
+    finally:
+        pg.close()
+        server.shutdown()
+        server.server_close()
