@@ -502,6 +502,9 @@ def test_200_concurrent_requests_all_answered_with_bounded_threads(tmp_path):
     assert peak[0] <= 4 + 4 + 4 + 1, peak      # the pools, the watcher; never one per connection
 
 
+AS_LIMIT = 4 << 30   #: address space of the loaded server (threads reserve arenas and stacks)
+
+
 def _status(pid: int) -> dict:
     out = {}
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
@@ -527,8 +530,12 @@ def test_server_process_memory_and_threads_under_load(tmp_path, request):
         shutil.copy(z, root / f"zone{i}.gtd")
         targets.append(f"/api/glb?path=zone{i}.gtd")
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")}
+
+    def limit():   # the server runs under an address-space limit: a runaway is an error
+        import resource
+        resource.setrlimit(resource.RLIMIT_AS, (AS_LIMIT, AS_LIMIT))
     proc = subprocess.Popen([sys.executable, "-m", "potsherd", "view", str(root), "--no-browser"],
-                            stdout=subprocess.PIPE, text=True, env=env)
+                            stdout=subprocess.PIPE, text=True, env=env, preexec_fn=limit)
     idle = []
     try:
         line = proc.stdout.readline()
