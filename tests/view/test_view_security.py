@@ -562,10 +562,14 @@ def test_server_process_memory_and_threads_under_load(tmp_path, request):
         after = _status(proc.pid)
         codes = [st for st, _ in results]
         hwm = int(after["VmHWM"].split()[0]) // 1024
+        kids = [int(k) for k in Path(f"/proc/{proc.pid}/task/{proc.pid}/children")
+                .read_text().split()]
+        kid_hwm = [int(_status(k)["VmHWM"].split()[0]) // 1024 for k in kids]
         print(f"\nviewer under load: 200 requests + 50 idle in {elapsed:.1f}s, statuses "
               f"{sorted(set(codes))}, threads peak {peak_threads[0]}, RSS before "
-              f"{int(before['VmRSS'].split()[0]) // 1024} MiB, peak {hwm} MiB, "
-              f"zones {len(zones)}")
+              f"{int(before['VmRSS'].split()[0]) // 1024} MiB, peak {hwm} MiB, conversion "
+              f"children {kid_hwm} MiB, zones {len(zones)}")
+        assert len(kids) <= 2 and sum(kid_hwm) + hwm < 1536
         assert codes == [200] * 200, [(targets[i % len(targets)], c) for i, c in
                                       enumerate(codes) if c != 200][:5]
         assert peak_threads[0] <= 1 + 4 + 4 + 4 + 2
@@ -650,5 +654,65 @@ def test_a_failing_file_is_decoded_once_however_many_ask(tmp_path, monkeypatch):
         assert len(calls) == 1
         (s.root / "bad.n3pmesh").write_bytes((s.root / "cube.n3pmesh").read_bytes())
         assert s.get("/api/doc?path=bad.n3pmesh")[0] == 200   # a changed file is read again
+    finally:
+        s.close()
+
+
+def _zone(corpus) -> Path:
+    zones = sorted(corpus("ko").glob("**/Zones/*.gtd"), key=lambda p: -p.stat().st_size)
+    if not zones:
+        pytest.skip("no KO zone in the corpus")
+    return zones[0]
+
+
+@pytest.mark.corpus
+def test_a_conversion_over_its_memory_limit_is_a_422_not_a_dead_server(corpus, tmp_path):
+    """Conversions run in a child under an address-space limit: the 2.4 MB zone needs some
+    170 MiB more than the child's imports and is refused under 64 MiB more; the cube converts under the same limit (negative control),
+    and the server keeps answering."""
+    from potsherd.view import worker
+    probe = worker._Child(0)     # the child's own size once its imports are done
+    try:
+        base = int(_status(probe.proc.pid)["VmPeak"].split()[0]) << 10
+    finally:
+        probe.kill()
+    s = Served(tmp_path, convert_memory=base + (64 << 20))
+    try:
+        shutil.copy(_zone(corpus), s.root / "zone.gtd")
+        status, body = s.json("/api/glb?path=zone.gtd")
+        assert status == 422 and body["error"] in ("LimitError", "FormatError"), body
+        assert ("too large" in body["message"] or "memory" in body["message"]), body
+        assert "Traceback" not in body["message"]
+        status, _, glb = s.get("/api/glb?path=cube.n3pmesh")
+        assert status == 200 and glb[:4] == b"glTF"
+        assert s.get("/api/doc?path=zone.gtd")[0] == 200   # the tree still opens
+    finally:
+        s.close()
+
+
+@pytest.mark.corpus
+def test_a_conversion_over_its_time_limit_is_stopped(corpus, tmp_path):
+    s = Served(tmp_path, convert_timeout=2)
+    try:
+        shutil.copy(_zone(corpus), s.root / "zone.gtd")
+        assert s.get("/api/glb?path=cube.n3pmesh")[0] == 200     # a child is up; quick ones pass
+        t0 = time.monotonic()
+        status, body = s.json("/api/glb?path=zone.gtd")
+        assert status == 422 and "longer than 2 s" in body["message"], body
+        assert time.monotonic() - t0 < 10
+        status, _, glb = s.get("/api/glb?path=skin.n3cskins")    # a new child answers
+        assert status == 200 and glb[:4] == b"glTF"
+    finally:
+        s.close()
+
+
+def test_isolated_and_in_process_conversions_agree(tmp_path):
+    s = Served(tmp_path)
+    try:
+        inproc = Site(s.root, isolate=False)
+        for rel in ("cube.n3pmesh", "skin.n3cskins"):
+            assert s.get(f"/api/glb?path={rel}")[2] == inproc.glb(rel, {})
+        inproc.close()
+        assert s.server.site.workers is not None
     finally:
         s.close()

@@ -35,7 +35,8 @@ when present, the same), else 403.  Binding another address needs ``allow_remote
 and then every request needs the random token printed at start-up.  Connections are
 read by one selector thread until their request head is complete (bounded size and
 time, so idle and slow clients cost a buffer, not a thread), then handed to a small
-fixed pool; decoding and conversion run under a semaphore with a byte-bounded cache.
+fixed pool; decoding and conversion run under semaphores with a byte-bounded cache, and
+conversions in child processes under memory and time limits (:mod:`.worker`).
 """
 from __future__ import annotations
 
@@ -140,7 +141,11 @@ def _read_fd(fd: int, limit: int) -> bytes:
 class Site:
     """What one server serves: a folder (or one file), its limits and small caches."""
 
-    def __init__(self, root: str | os.PathLike, limits: Limits = DEFAULT_LIMITS) -> None:
+    def __init__(self, root: str | os.PathLike, limits: Limits = DEFAULT_LIMITS, *,
+                 isolate: bool | None = None, convert_timeout: float | None = None,
+                 convert_memory: int | None = None) -> None:
+        """``isolate`` (default on POSIX) converts in child processes under
+        ``convert_memory`` bytes of address space and ``convert_timeout`` seconds."""
         path = Path(root)
         real = Path(os.path.realpath(path))
         if real.is_file():
@@ -158,6 +163,12 @@ class Site:
         self._lock = threading.Lock()
         self._flights: dict = {}
         self._failed: OrderedDict = OrderedDict()
+        self.workers = None
+        if isolate if isolate is not None else os.name == "posix":
+            from . import worker
+            self.workers = worker.Workers(
+                as_limit=convert_memory or worker.AS_LIMIT,
+                timeout=convert_timeout or worker.TIMEOUT)
         self.decoding = threading.BoundedSemaphore(DECODES)
         self.converting = threading.BoundedSemaphore(CONVERSIONS)
 
@@ -181,6 +192,11 @@ class Site:
         fd, norm = self.open(rel)
         os.close(fd)
         return self.root.real(norm)
+
+    def close(self) -> None:
+        if self.workers is not None:
+            self.workers.close()
+        self.root.close()
 
     def scrub(self, text: str) -> str:
         """``text`` with the served folder's absolute path made relative."""
@@ -389,7 +405,40 @@ class Site:
         opts = self.checked_options(doc.codec, options)
         key = ("glb", dkey, tuple(sorted((k, repr(v)) for k, v in opts.items())))
 
+        def isolated() -> bytes:
+            from .worker import WorkerError
+            fd, norm = self.open(rel)
+            try:
+                st = os.fstat(fd)
+                if (norm, st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size) != dkey:
+                    raise ApiError(409, "Conflict", f"{norm}: changed while opening; try again")
+                data = _read_fd(fd, self.limits.max_input)
+            finally:
+                os.close(fd)
+            try:
+                return self.workers.convert({
+                    "data": data, "path": str(self.root.real(norm)), "options": opts,
+                    "limits": self.limits, "folder": str(self.folder), "name": norm})
+            except WorkerError as e:
+                generic = e.kind in ("LimitError", "SceneExportError") and not e.extra
+                raise ApiError(e.status, e.kind, f"{norm}: {e}" if generic else str(e),
+                               **e.extra) from None
+
         def compute():
+            if self.workers is not None:
+                data = isolated()
+            else:
+                data = in_process()
+            if len(data) <= GLB_CACHE_BYTES // 4:
+                with self._lock:
+                    self._glbs[key] = data
+                    self._glb_bytes += len(data)
+                    while self._glb_bytes > GLB_CACHE_BYTES:
+                        _, old = self._glbs.popitem(last=False)
+                        self._glb_bytes -= len(old)
+            return data
+
+        def in_process() -> bytes:
             try:
                 scene = document_scene(doc, opts)
                 scene.warnings[:] = [self.scrub(str(w)) for w in scene.warnings]
@@ -405,13 +454,6 @@ class Site:
             except (MemoryError, RecursionError):
                 raise ApiError(422, "LimitError", f"{dkey[0]}: too large or deep to convert") \
                     from None
-            if len(data) <= GLB_CACHE_BYTES // 4:
-                with self._lock:
-                    self._glbs[key] = data
-                    self._glb_bytes += len(data)
-                    while self._glb_bytes > GLB_CACHE_BYTES:
-                        _, old = self._glbs.popitem(last=False)
-                        self._glb_bytes -= len(old)
             return data
 
         return self._once(key, self._glb_get, compute, self.converting)
@@ -863,7 +905,7 @@ class ViewServer:
             pool.shutdown(wait=False, cancel_futures=True)
         for s in (self.socket, self._wake_r, self._wake_w):
             s.close()
-        self.site.root.close()
+        self.site.close()
 
     def __enter__(self) -> "ViewServer":
         return self
@@ -879,8 +921,17 @@ def make_server(root: str | os.PathLike, *, host: str = "127.0.0.1", port: int =
     non-loopback ``host`` needs ``allow_remote`` and then requires a token."""
     from .. import registry
     registry.codecs()  # import every family now: lazy imports from many threads race
-    return ViewServer(Site(root, limits), host, port, allow_remote=allow_remote,
-                      token=token, **tuning)
+    site_options = {k: tuning.pop(k) for k in ("isolate", "convert_timeout", "convert_memory")
+                    if k in tuning}
+    site = Site(root, limits, **site_options)
+    try:
+        server = ViewServer(site, host, port, allow_remote=allow_remote, token=token, **tuning)
+    except BaseException:
+        site.close()
+        raise
+    if site.workers is not None:
+        threading.Thread(target=site.workers.prestart, daemon=True).start()
+    return server
 
 
 def serve(root: str | os.PathLike, *, host: str = "127.0.0.1", port: int = 0,
