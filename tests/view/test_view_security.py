@@ -562,8 +562,8 @@ def test_server_process_memory_and_threads_under_load(tmp_path, request):
         after = _status(proc.pid)
         codes = [st for st, _ in results]
         hwm = int(after["VmHWM"].split()[0]) // 1024
-        kids = [int(k) for k in Path(f"/proc/{proc.pid}/task/{proc.pid}/children")
-                .read_text().split()]
+        kids = sorted({int(k) for t in Path(f"/proc/{proc.pid}/task").iterdir()
+                       for k in (t / "children").read_text().split()})
         kid_hwm = [int(_status(k)["VmHWM"].split()[0]) // 1024 for k in kids]
         print(f"\nviewer under load: 200 requests + 50 idle in {elapsed:.1f}s, statuses "
               f"{sorted(set(codes))}, threads peak {peak_threads[0]}, RSS before "

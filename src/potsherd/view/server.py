@@ -168,7 +168,7 @@ class Site:
             from . import worker
             self.workers = worker.Workers(
                 as_limit=convert_memory or worker.AS_LIMIT,
-                timeout=convert_timeout or worker.TIMEOUT)
+                timeout=convert_timeout or worker.TIMEOUT, keep=CONVERSIONS)
         self.decoding = threading.BoundedSemaphore(DECODES)
         self.converting = threading.BoundedSemaphore(CONVERSIONS)
 

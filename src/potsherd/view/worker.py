@@ -91,8 +91,9 @@ class _Child:
 class Workers:
     """Up to as many children as callers at once (the caller bounds that with a semaphore)."""
 
-    def __init__(self, *, as_limit: int = AS_LIMIT, timeout: float = TIMEOUT) -> None:
-        self.as_limit, self.timeout = as_limit, timeout
+    def __init__(self, *, as_limit: int = AS_LIMIT, timeout: float = TIMEOUT,
+                 keep: int = 2) -> None:
+        self.as_limit, self.timeout, self.keep = as_limit, timeout, keep
         self._idle: queue.LifoQueue = queue.LifoQueue()
         self._lock = threading.Lock()
         self._closed = False
@@ -103,8 +104,12 @@ class Workers:
             child = _Child(self.as_limit)
         except WorkerError:
             return
+        self._keep(child)
+
+    def _keep(self, child: _Child) -> None:
+        """Back to the idle children, unless closed or ``keep`` are idle already."""
         with self._lock:
-            if self._closed:
+            if self._closed or self._idle.qsize() >= self.keep:
                 child.kill()
             else:
                 self._idle.put(child)
@@ -127,11 +132,7 @@ class Workers:
             child.kill()
             raise WorkerError(422, "LimitError", "the conversion ran out of memory or crashed"
                               + (f" (exit {code})" if code is not None else "")) from None
-        with self._lock:
-            if self._closed:
-                child.kill()
-            else:
-                self._idle.put(child)
+        self._keep(child)
         if answer[0] == "ok":
             return answer[1]
         _, status, kind, message, extra = answer
