@@ -170,6 +170,8 @@ def _convert(req: dict, as_limit: int = 0) -> bytes:
 
 def main() -> None:
     """The child: set the limit, import the families, answer requests until stdin closes."""
+    import signal
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C stops the server; it ends us
     limit = int(os.environ.get("POTSHERD_VIEW_WORKER_AS") or 0)
     if limit:
         try:
