@@ -6,5 +6,6 @@ layout uses for terrain lightmaps.
 """
 from .codecs import CODECS as _RECORD_CODECS
 from .textures import CODECS as _TEXTURE_CODECS
+from .table import CODEC as _TABLE_CODEC
 
-CODECS = [*_RECORD_CODECS, *_TEXTURE_CODECS]
+CODECS = [*_RECORD_CODECS, *_TEXTURE_CODECS, _TABLE_CODEC]
