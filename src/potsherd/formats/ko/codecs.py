@@ -37,6 +37,7 @@ from ...registry import LayoutCodec, Option
 from .info import (info_fxb, info_gtd, info_n3anim, info_n3chr, info_n3cpart, info_n3cplug,
                    info_n3cskins, info_n3fxplug, info_n3joint, info_n3pmesh, info_n3shape,
                    info_n3sky, info_opd, info_uif)
+from .info import info_glo, info_n3camera, info_n3light, info_n3scene, info_n3vmesh
 from .info import replay_pmesh  # noqa: F401  (imported from here by callers)
 from .sniff import check_fxb, foreign_gtd, foreign_opd, foreign_shape, foreign_uif
 from .text import CP_DEFAULT, CP_TAIWAN, text_encoding_for
@@ -231,6 +232,41 @@ class KoCodec(LayoutCodec):
         return out
 
 
+class TltCodec(KoCodec):
+    """``.tlt`` light maps: the patch grid size and the number of patches stored
+    are not in the file (the grid is the gtd's); they follow from the offset
+    table, whose first non-zero entry is the end of the table (4 + 4 n^2), or,
+    with no light map at all, the file is the bare table."""
+
+    def decode(self, data: bytes, *, limits: Limits = DEFAULT_LIMITS, **params: Any) -> Document:
+        if "patchCount" not in params or "patchBlocks" not in params:
+            found = tlt_grid(data)
+            if found is not None:
+                params = {"patchCount": found[0], "patchBlocks": found[1], **params}
+        return super().decode(data, limits=limits, **params)
+
+
+def tlt_grid(data: bytes) -> tuple[int, int] | None:
+    """(patches per side, patches stored) of a light-map file, or None: the
+    smallest side whose table's least non-zero offset is the table's end (or,
+    with none, whose table is the whole file), every offset inside the file."""
+    import numpy as np
+    n = len(data)
+    words = np.frombuffer(data, "<i4", max(0, (n - 4) // 4), 4) if n >= 4 else None
+    if words is None:
+        return None
+    side = 1
+    while 4 + 4 * side * side <= n:
+        table = words[:side * side]
+        end = 4 + 4 * side * side
+        pos = table[table != 0]
+        if (len(pos) and int(pos.min()) == end and int(pos.max()) < n) or (not len(pos)
+                                                                             and end == n):
+            return side, int(len(pos))
+        side += 1
+    return None
+
+
 # ----------------------------------------------------------------------------
 # the codecs
 
@@ -277,6 +313,32 @@ CODECS = [
     KoCodec("uif", "uif", extensions=[".uif"], info=info_uif, foreign=foreign_uif,
             allow_trailing=False, parameters=("fileVersion", "spacingPresent", "type"),
             description="Knight Online UI layout"),
+    # tool-side and zone side files (docs/formats/knight-online.md, "Other client files")
+    KoCodec("n3vmesh", "n3vmesh", extensions=[".n3vmesh"], info=info_n3vmesh,
+            allow_trailing=False, description="Knight Online collision / climb mesh (CN3VMesh)"),
+    KoCodec("n3light", "n3light", extensions=[".n3light"], info=info_n3light,
+            allow_trailing=False, description="Knight Online light (CN3Light)"),
+    KoCodec("n3camera", "n3camera", extensions=[".n3camera"], info=info_n3camera,
+            description="Knight Online camera (CN3Camera)"),
+    KoCodec("n3scene", "n3scene", extensions=[".n3scene"], info=info_n3scene,
+            allow_trailing=False, description="Knight Online scene (CN3Scene)"),
+    KoCodec("gmd", "gmd", extensions=[".gmd"], allow_trailing=False,
+            description="Knight Online zone game-map data (zone id + comment)"),
+    KoCodec("gev", "gev", extensions=[".gev"], allow_trailing=False,
+            description="Knight Online zone events (rectangles and types)"),
+    KoCodec("glo", "glo", extensions=[".glo"], info=info_glo, allow_trailing=False,
+            description="Knight Online zone lights (CN3Light list)"),
+    KoCodec("grs", "grs", extensions=[".grs"], allow_trailing=False,
+            description="Knight Online grass kinds (ids and textures)"),
+    KoCodec("flag", "flag", extensions=[".flag", ".gfo"], allow_trailing=False,
+            description="Knight Online zone flags (.flag, .gfo)"),
+    KoCodec("opdsub", "opdsub", extensions=[".opdsub"], allow_trailing=False,
+            description="Knight Online object placement sub-table"),
+    TltCodec("tlt", "tlt", extensions=[".tlt"], allow_trailing=False,
+             parameters=("patchCount", "patchBlocks"),
+             description="Knight Online zone light maps (per-patch NTF tiles)"),
+    KoCodec("ens", "ens", extensions=[".ens"],
+            description="Knight Online zone environment sounds (header only known)"),
 ]
 
 
