@@ -211,43 +211,87 @@ def _read_rows(plain: bytes, off: int, types: list[int], nrow: int) -> tuple[lis
         for j, _dt in segs[0][1]:
             columns[j] = np.ascontiguousarray(rows[f"c{j}"])
         return columns, end
-    # one pass over the rows for the string lengths (they place everything after them)
-    run_starts = {k: np.empty(nrow, np.int64) for k, s in enumerate(segs) if s[0] == "fixed"}
-    strings = {s[1]: [] for s in segs if s[0] == "string"}
+    # one pass over the rows for the string lengths (they place everything after
+    # them); the fixed runs are gathered afterwards from the places found
+    pre, tail, order = [], 0, []        # fixed bytes before each string; after the last
+    width = 0
+    for sg in segs:
+        if sg[0] == "fixed":
+            width += sg[2]
+        else:
+            pre.append(width)
+            order.append(sg[1])
+            width = 0
+    tail = width
+    nstr = len(order)
     n_all = len(plain)
     unpack = struct.Struct("<i").unpack_from
+    row_start = [0] * nrow
+    lpos: list[list[int]] = [[0] * nrow for _ in range(nstr)]
+    lens: list[list[int]] = [[0] * nrow for _ in range(nstr)]
     pos = off
     for i in range(nrow):
-        for k, s in enumerate(segs):
-            if s[0] == "fixed":
-                run_starts[k][i] = pos
-                pos += s[2]
-                if pos > n_all:
-                    raise _fail(TruncatedError, "row runs past the end", n_all,
-                                f"rows[{i}].c{s[1][0][0]}", expected=f"{s[2]} bytes")
-                continue
+        row_start[i] = pos
+        for m in range(nstr):
+            pos += pre[m]
             if pos + 4 > n_all:
-                raise _fail(TruncatedError, "string length past the end", pos,
-                            f"rows[{i}].c{s[1]}", expected="4 bytes")
+                raise _row_error(plain, off if i == 0 else row_start[i], i, segs)
             n = unpack(plain, pos)[0]
+            lpos[m][i] = pos
+            lens[m][i] = n
             pos += 4
             if n > 0:
-                if pos + n > n_all:
-                    raise _fail(CountError, "string longer than the bytes left", pos - 4,
-                                f"rows[{i}].c{s[1]}", expected=f"<= {n_all - pos}", found=n)
-                strings[s[1]].append(RawString(plain[pos:pos + n]))
                 pos += n
-            else:
-                strings[s[1]].append(RawString(b"") if n == 0 else RawString(b"", n))
-    for k, starts in run_starts.items():
-        cols, width = segs[k][1], segs[k][2]
-        idx = starts[:, None] + np.arange(width)
+        pos += tail
+        if pos > n_all:
+            raise _row_error(plain, row_start[i], i, segs)
+    columns_pos = np.asarray(row_start, np.int64)
+    k_str = 0
+    for sg in segs:
+        if sg[0] == "string":
+            m = k_str
+            k_str += 1
+            p_arr = lpos[m]
+            columns[sg[1]] = [plain[q + 4:q + 4 + n] if n > 0 else
+                              (b"" if n == 0 else RawString(b"", n))
+                              for q, n in zip(p_arr, lens[m])]
+            continue
+        # the run starts at the row start (first) or where the previous string ends
+        if k_str == 0:
+            starts = columns_pos
+        else:
+            q = np.asarray(lpos[k_str - 1], np.int64)
+            n = np.asarray(lens[k_str - 1], np.int64)
+            starts = q + 4 + np.maximum(n, 0)
+        cols, w = sg[1], sg[2]
+        idx = starts[:, None] + np.arange(w)
         block = np.ascontiguousarray(buf[idx]).view(_run_dtype(cols)).reshape(nrow)
         for j, _dt in cols:
             columns[j] = np.ascontiguousarray(block[f"c{j}"])
-    for j, lst in strings.items():
-        columns[j] = lst
     return columns, pos
+
+
+def _row_error(plain: bytes, pos: int, i: int, segs: list) -> FormatError:
+    """The error of row ``i`` (starting at ``pos``), walked field by field."""
+    n_all = len(plain)
+    for sg in segs:
+        if sg[0] == "fixed":
+            if pos + sg[2] > n_all:
+                return _fail(TruncatedError, "row runs past the end", n_all,
+                             f"rows[{i}].c{sg[1][0][0]}", expected=f"{sg[2]} bytes")
+            pos += sg[2]
+            continue
+        if pos + 4 > n_all:
+            return _fail(TruncatedError, "string length past the end", pos,
+                         f"rows[{i}].c{sg[1]}", expected="4 bytes")
+        n = int.from_bytes(plain[pos:pos + 4], "little", signed=True)
+        pos += 4
+        if n > 0:
+            if pos + n > n_all:
+                return _fail(CountError, "string longer than the bytes left", pos - 4,
+                             f"rows[{i}].c{sg[1]}", expected=f"<= {n_all - pos}", found=n)
+            pos += n
+    return _fail(TruncatedError, "row runs past the end", n_all, f"rows[{i}]")
 
 
 def column_array(types: list[int], j: int, value: Any, nrow: int | None = None) -> Any:
@@ -512,6 +556,11 @@ HEX_PREFIX = "hex:"
 def _cell_text(s: bytes, enc: str) -> str:
     """A string cell: its text in the code page, or ``hex:`` + its bytes when the
     text would not come back as the same bytes (or could be read as hex)."""
+    if s.isascii():                     # (most cells: paths and English names)
+        t = s.decode("ascii")
+        if t.isprintable() and not t.startswith(HEX_PREFIX):
+            return t
+        return HEX_PREFIX + s.hex()
     try:
         t = s.decode(enc)
         if t.encode(enc) == s and not t.startswith(HEX_PREFIX) and t.isprintable():
@@ -537,39 +586,60 @@ def header(types: list[int]) -> list[str]:
     return [f"c{j}:{TYPES[t][0]}" for j, t in enumerate(types)]
 
 
-def _columns_text(doc: Document) -> list[list]:
-    """Each column as the cells a CSV writer takes: Python ints (the writer
-    prints them), float32 as their shortest decimals, doubles as Python floats
-    (their repr round-trips), NaNs as bit patterns, strings as cell text."""
+def _columns_text(doc: Document) -> tuple[list[list], list[str]]:
+    """Each column as the cells a CSV line takes, and its ``%`` conversion:
+    Python ints (``%d``), float32 as their shortest decimals and strings as
+    cell text (``%s``), doubles as Python floats (``%r``: their repr
+    round-trips); NaNs as bit patterns."""
     enc = CODEC.encoding_of(doc)
     types = doc.root["columnTypes"]
     cols: list[list] = []
+    convs: list[str] = []
     for t, c in zip(types, doc.root["columns"]):
         if t == STRING:
             cols.append([_cell_text(bytes(s), enc) for s in c])
+            convs.append("%s")
             continue
         a = np.asarray(c)
         if a.dtype.kind != "f":
             cols.append(a.tolist())
+            convs.append("%d")
         elif a.dtype.itemsize == 4 or np.isnan(a).any():
             cols.append(_float_cells(a))
+            convs.append("%s")
         else:
             cols.append(a.tolist())
-    return cols
+            convs.append("%r")
+    return cols, convs
 
 
 def to_rows(doc: Document) -> list[list]:
     """The table as rows: a header (``c0:dword``...) then one row per record
-    (cells as :func:`_columns_text` gives them)."""
-    return [header(doc.root["columnTypes"]), *map(list, zip(*_columns_text(doc)))]
+    (Python ints, floats, text)."""
+    return [header(doc.root["columnTypes"]), *map(list, zip(*_columns_text(doc)[0]))]
+
+
+def _quoted(cells: list[str], delimiter: str) -> list[str]:
+    """CSV quoting (the csv module's minimal rule) of a column of text cells."""
+    special = (delimiter, '"', "\r", "\n")
+    return [('"' + c.replace('"', '""') + '"') if any(ch in c for ch in special) else c
+            for c in cells]
 
 
 def to_csv(doc: Document, delimiter: str = ",") -> str:
-    """The table as CSV (``delimiter="\\t"``: TSV) text."""
+    """The table as CSV (``delimiter="\\t"``: TSV) text: what ``csv.writer``
+    writes (minimal quoting, CR LF), one ``%`` format per line."""
+    cols, convs = _columns_text(doc)
+    cols = [_quoted(c, delimiter) if conv == "%s" else c for c, conv in zip(cols, convs)]
     buf = io.StringIO()
-    w = csv.writer(buf, delimiter=delimiter, lineterminator="\r\n")
-    w.writerow(header(doc.root["columnTypes"]))
-    w.writerows(zip(*_columns_text(doc)))
+    csv.writer(buf, delimiter=delimiter, lineterminator="\r\n").writerow(
+        header(doc.root["columnTypes"]))
+    fmt = delimiter.join(convs) + "\r\n"
+    if cols and len(cols[0]):
+        if len(cols) == 1:
+            buf.write("".join(fmt % (v,) for v in cols[0]))
+        else:
+            buf.write("".join(map(fmt.__mod__, zip(*cols))))
     return buf.getvalue()
 
 
@@ -590,21 +660,47 @@ def _parse_header(cells: list[str]) -> list[int]:
     return types
 
 
+def _fast_numbers(cells: list[str], dtype) -> np.ndarray | None:
+    """The cells parsed in one C pass (``np.fromstring`` on the space-joined
+    text), or None when that pass cannot be trusted to agree with Python's
+    parse cell by cell (spaces or other white space in a cell, empty cells, a
+    count that differs): the caller then parses cell by cell."""
+    text = " ".join(cells)
+    if (not cells or not text.isprintable() or text.count(" ") != len(cells) - 1
+            or "  " in text or text[:1] == " " or text[-1:] == " "):
+        return None
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        try:
+            out = np.fromstring(text, dtype=dtype, sep=" ")
+        except (ValueError, DeprecationWarning):
+            return None
+    return out if len(out) == len(cells) else None
+
+
+_BOUNDS = {np.dtype(t).char: (int(np.iinfo(t).min), int(np.iinfo(t).max))
+           for t in ("i1", "u1", "<i2", "<u2", "<i4", "<u4")}
+
+
 def _int_column(cells: list[str], dt: np.dtype, j: int, name: str) -> np.ndarray:
-    try:
-        wide = np.fromiter(map(int, cells), np.int64, len(cells))
-    except (ValueError, OverflowError):
-        for i, c in enumerate(cells):
-            try:
-                if not -(1 << 63) <= int(c) < (1 << 63):
-                    raise ValueError
-            except ValueError:
-                raise _cell_error(i, j, name, "not an integer in range", c) from None
-        raise _cell_error(0, j, name, "not an integer", cells[0]) from None
-    info = np.iinfo(dt)
-    if len(wide) and (wide.min() < info.min or wide.max() > info.max):
-        i = int(np.flatnonzero((wide < info.min) | (wide > info.max))[0])
-        raise _cell_error(i, j, name, f"out of range {info.min}..{info.max}", cells[i])
+    # (a value beyond int64 saturates in the C pass and fails the range check below)
+    wide = _fast_numbers(cells, np.int64)
+    if wide is None:
+        try:
+            wide = np.fromiter(map(int, cells), np.int64, len(cells))
+        except (ValueError, OverflowError):
+            for i, c in enumerate(cells):
+                try:
+                    if not -(1 << 63) <= int(c) < (1 << 63):
+                        raise ValueError
+                except ValueError:
+                    raise _cell_error(i, j, name, "not an integer in range", c) from None
+            raise _cell_error(0, j, name, "not an integer", cells[0]) from None
+    lo, hi = _BOUNDS[dt.char]
+    if len(wide) and (wide.min() < lo or wide.max() > hi):
+        i = int(np.flatnonzero((wide < lo) | (wide > hi))[0])
+        raise _cell_error(i, j, name, f"out of range {lo}..{hi}", cells[i])
     return wide.astype(dt)
 
 
@@ -641,12 +737,42 @@ def _float_column(cells: list[str], dt: np.dtype, j: int, name: str) -> np.ndarr
     return out
 
 
-def from_rows(rows: list[list[str]], *, like: Document | None = None,
-              encoding: str | None = None, params: dict | None = None) -> Document:
+def _string_column(cells, enc: str, j: int, name: str, old: list | None) -> list:
+    """Text cells as stored bytes (``hex:`` cells as their bytes); an empty cell
+    keeps the original's stored length when that was <= 0 (``old``: the
+    original column)."""
+    try:
+        out = [c.encode(enc) for c in cells]
+    except UnicodeEncodeError:
+        for i, c in enumerate(cells):
+            try:
+                c.encode(enc)
+            except UnicodeEncodeError as e:
+                raise _cell_error(i, j, name, f"character {c[e.start]!r} is not in the {enc} "
+                                  "code page", c) from None
+        raise
+    for i in [i for i, c in enumerate(cells) if c[:4] == HEX_PREFIX]:
+        try:
+            out[i] = bytes.fromhex(cells[i][len(HEX_PREFIX):])
+        except ValueError:
+            raise _cell_error(i, j, name, "bad hex after 'hex:'", cells[i]) from None
+    if old is not None:
+        for i in [i for i, v in enumerate(old) if v.__class__ is RawString]:
+            v = old[i]
+            if i < len(out) and not v and v.raw_len is not None and not out[i]:
+                out[i] = v
+    return out
+
+
+def from_rows(rows: list[list], *, like: Document | None = None,
+              encoding: str | None = None, params: dict | None = None,
+              texts: bool = False) -> Document:
     """A table document from text rows (header first).  ``like`` (the original
     table) gives the cipher and key, keeps the stored length of strings that
     stay empty, and lets the writer copy the unchanged prefix of its
-    ciphertext; without it the classic key is used (``params`` overrides)."""
+    ciphertext; without it the classic key is used (``params`` overrides).
+    Cells are text or Python numbers (``texts=True``: all text, as a CSV
+    reader gives them)."""
     if not rows:
         raise ValueFormatError("no header row", path="csv.header")
     types = _parse_header(rows[0])
@@ -664,29 +790,14 @@ def from_rows(rows: list[list[str]], *, like: Document | None = None,
         like_cols = like.root["columns"]
     cols: list[Any] = []
     for j, t in enumerate(types):
-        cells = [c if c.__class__ is str else repr(c) if isinstance(c, float) else str(c)
-                 for c in by_col[j]]
+        cells = by_col[j] if texts else [
+            c if c.__class__ is str else repr(c) if isinstance(c, float) else str(c)
+            for c in by_col[j]]
         if t == STRING:
-            out = []
-            for i, c in enumerate(cells):
-                if c.startswith(HEX_PREFIX):
-                    try:
-                        s = RawString(bytes.fromhex(c[len(HEX_PREFIX):]))
-                    except ValueError:
-                        raise _cell_error(i, j, names[j], "bad hex after 'hex:'", c) from None
-                else:
-                    try:
-                        s = RawString(c.encode(enc))
-                    except UnicodeEncodeError as e:
-                        raise _cell_error(i, j, names[j], f"character {c[e.start]!r} is not in "
-                                          f"the {enc} code page", c) from None
-                if not s and like_cols is not None and i < len(like_cols[j]):
-                    old = like_cols[j][i]
-                    if isinstance(old, RawString) and len(old) == 0 and old.raw_len is not None:
-                        s = old
-                out.append(s)
-            cols.append(out)
-        elif TYPES[t][1].kind == "f":
+            cols.append(_string_column(cells, enc, j, names[j],
+                                       like_cols[j] if like_cols is not None else None))
+            continue
+        if TYPES[t][1].kind == "f":
             cols.append(_float_column(cells, TYPES[t][1], j, names[j]))
         else:
             cols.append(_int_column(cells, TYPES[t][1], j, names[j]))
@@ -713,7 +824,7 @@ def from_csv(text: str, *, delimiter: str = ",", like: Document | None = None,
     except csv.Error as e:
         raise ValueFormatError(f"not readable as {'TSV' if delimiter == chr(9) else 'CSV'}: {e}",
                                path="csv") from None
-    return from_rows(rows, like=like, encoding=encoding, params=params)
+    return from_rows(rows, like=like, encoding=encoding, params=params, texts=True)
 
 
 def as_structured(doc: Document) -> np.ndarray:
