@@ -363,3 +363,26 @@ for _codec in CODECS:
     if _codec.name == "gtd":
         _codec.to_scene = _zone_to_scene
         _codec.export_options = ZONE_OPTIONS
+
+
+# ----------------------------------------------------------------------------
+# lights, cameras and scenes (scene_lights.py): KHR_lights_punctual and glTF cameras
+
+
+def _lights_exporter(fn_name: str):
+    def to_scene(doc: Document, **options: Any):
+        from . import scene_lights  # imported when first used
+        return getattr(scene_lights, fn_name)(doc, **options)
+    to_scene.__doc__ = f"The document as a neutral scene ({fn_name})."
+    return to_scene
+
+
+_LIGHT_EXPORTS = {"n3light": ("scene_light", (_DATA_ROOT,)),
+                  "glo": ("scene_glo", (_DATA_ROOT,)),
+                  "n3camera": ("scene_camera", (_DATA_ROOT,)),
+                  "n3scene": ("scene_n3scene", (_LOD, _DATA_ROOT, _FX))}
+for _codec in CODECS:
+    if _codec.name in _LIGHT_EXPORTS:
+        _fn, _opts = _LIGHT_EXPORTS[_codec.name]
+        _codec.to_scene = _lights_exporter(_fn)
+        _codec.export_options = _opts
