@@ -160,3 +160,22 @@ def test_writer_refuses_a_dangling_camera(tmp_path):
     assert spot["outerConeAngle"] == pytest.approx(math.pi / 2)
     assert spot["innerConeAngle"] < spot["outerConeAngle"]
     validate(tmp_path / "x.gltf")
+
+
+@pytest.mark.parametrize("indexed", [True, False])
+def test_collision_mesh(tmp_path, indexed):
+    verts = f32(0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 1, 0, 0, 0, 1)
+    body = s(b"wall") + i32(6) + verts
+    body += (i32(6) + struct.pack("<6H", 0, 1, 2, 3, 4, 5)) if indexed else i32(0)
+    doc = potsherd.read(body, format="n3vmesh")
+    assert doc.info()["triangles"] == 2 and doc.info()["indexed"] is indexed
+    sc, g, path = gltf_of(doc, tmp_path)
+    (prim,) = sc.meshes[0].primitives
+    # mirrored X and reversed winding (the KO export convention)
+    assert prim.positions[1].tolist() == [-1, 0, 0]
+    assert prim.indices.tolist()[:3] == [0, 2, 1]
+    assert g["materials"][0]["extras"]["hidden"] is True
+    validate(path)
+    bad = s(b"w") + i32(3) + f32(0, 0, 0, 1, 0, 0, 0, 1, 0) + i32(3) + struct.pack("<3H", 0, 1, 9)
+    sc = potsherd.read(bad, format="n3vmesh").codec.to_scene(potsherd.read(bad, format="n3vmesh"))
+    assert not sc.meshes and "1 triangles name missing vertices" in sc.warnings[0]

@@ -380,7 +380,8 @@ def _lights_exporter(fn_name: str):
 _LIGHT_EXPORTS = {"n3light": ("scene_light", (_DATA_ROOT,)),
                   "glo": ("scene_glo", (_DATA_ROOT,)),
                   "n3camera": ("scene_camera", (_DATA_ROOT,)),
-                  "n3scene": ("scene_n3scene", (_LOD, _DATA_ROOT, _FX))}
+                  "n3scene": ("scene_n3scene", (_LOD, _DATA_ROOT, _FX)),
+                  "n3vmesh": ("scene_vmesh", ())}
 for _codec in CODECS:
     if _codec.name in _LIGHT_EXPORTS:
         _fn, _opts = _LIGHT_EXPORTS[_codec.name]

@@ -258,8 +258,9 @@ def _light_info(lt: dict, enc: str) -> dict:
 
 def info_n3vmesh(doc: Document, enc: str) -> dict:
     r = doc.root
+    n = int(r["indexCount"]) if int(r["indexCount"]) > 0 else max(int(r["vertexCount"]), 0)
     return {"name": _s(r["name"], enc), "vertices": int(r["vertexCount"]),
-            "triangles": int(r["indexCount"]) // 3}
+            "indexed": int(r["indexCount"]) > 0, "triangles": n // 3}
 
 
 def info_n3light(doc: Document, enc: str) -> dict:

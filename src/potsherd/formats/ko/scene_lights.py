@@ -243,3 +243,36 @@ def scene_n3scene(doc: Any, **options: Any) -> Scene:
         scene.warnings.append(f"{len(missing)} referenced files missing, exported without them "
                               f"({'; '.join(missing)})")
     return scene.unique_names("nodes", "animations")
+
+
+def scene_vmesh(doc: Any, **options: Any) -> Scene:
+    """A collision / climb mesh (.n3vmesh) as a mesh in an invisible material
+    (as the zone export shows the opd's collision triangles).  Without indices
+    the vertices are a triangle list (CN3VMesh's picking reads them so); indices
+    that name no vertex drop their triangle, with a warning."""
+    from ...scene import Material, Mesh, Primitive, flip_winding
+    scene, _, _ = _scene(doc, options)
+    r = doc.root
+    name = text(r["name"]) or "collision"
+    pos = np.asarray(r["vertices"], np.float32).reshape(-1, 3)
+    idx = np.asarray(r["indices"], np.int64)
+    if not len(idx):                    # CN3VMesh: no indices = a plain triangle list
+        idx = np.arange(len(pos) // 3 * 3, dtype=np.int64)
+    idx = idx[:len(idx) // 3 * 3].reshape(-1, 3)
+    bad = (idx >= len(pos)).any(axis=1)
+    if bad.any():
+        scene.warnings.append(f"{name}: {int(bad.sum())} triangles name missing vertices; "
+                              "dropped")
+        idx = idx[~bad]
+    finite = np.isfinite(pos).all()
+    node = scene.add_node(name=name, extras={"collision": True})
+    if len(idx) and finite:
+        mat = scene.add_material(Material(name="collision", base_color=(1.0, 0.0, 1.0, 0.0),
+                                          alpha_mode="BLEND", double_sided=True, unlit=True,
+                                          extras={"hidden": True}))
+        tri = flip_winding(idx.reshape(-1)).astype(np.uint32)
+        scene.nodes[node].mesh = scene.add_mesh(Mesh(name=name, primitives=[Primitive(
+            positions=mirror_x(pos).astype(np.float32), indices=tri, material=mat)]))
+    elif not finite:
+        scene.warnings.append(f"{name}: non-finite vertices; no mesh exported")
+    return scene
