@@ -152,6 +152,17 @@ def test_edited_cell_changes_its_bytes_and_the_cipher_after_it_only():
     assert out == reference_encrypt(new_plain)
 
 
+def test_a_changed_key_re_encrypts_everything():
+    data = table_bytes()
+    doc = T.CODEC.decode(data)
+    key = (0x0816, 0x1235, 0x1608)                   # same r, other constants
+    doc.params.update(keyR=key[0], keyC1=key[1], keyC2=key[2])
+    out = doc.encode()
+    assert out == reference_encrypt(plain_table(ALL_TYPES, ROWS), key)
+    assert T.CODEC.decode(out, keyR=key[0], keyC1=key[1], keyC2=key[2]).root["columnTypes"] \
+        == ALL_TYPES
+
+
 def test_trailing_bytes_are_kept_with_a_warning():
     plain = plain_table([6], [[1]]) + b"xyz"
     data = reference_encrypt(plain)

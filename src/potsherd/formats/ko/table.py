@@ -425,7 +425,7 @@ class TableCodec(Codec):
                     best = e
                 continue
             if key is not None:
-                root.source = (plain[:end], data[:end], states)
+                root.source = (plain[:end], data[:end], states, key)
             warnings = []
             trailing = b""
             if end < len(data):
@@ -453,8 +453,8 @@ class TableCodec(Codec):
         if key is None:
             return plain
         src = getattr(root, "source", None)
-        if src is not None and src[2] is not None and int(src[2][0]) == key[0]:
-            old_plain, old_cipher, states = src
+        if src is not None and src[3] == key:     # (the same key: the same ciphertext)
+            old_plain, old_cipher, states, _ = src
             n = min(len(old_plain), len(plain))
             a = np.frombuffer(old_plain, np.uint8, n)
             b = np.frombuffer(plain, np.uint8, n)
