@@ -91,6 +91,19 @@ def test_n3camera():
     assert doc.info()["fov"] == pytest.approx(.96) and doc.info()["fog"]
 
 
+def test_older_camera_layout():
+    """cameraLayout 1 (the Intro camera): a 512 x 5 table, 5 normals and 4 corners
+    after the up vector, no frustum planes; picked because it ends at EOF."""
+    data = (transform(b"cam", (0, 1, 0)) + f32(0, 0, 1) + f32(0, 1, 0, 0, 0, 1, 0, 1, 0)
+            + f32(*range(2560)) + f32(*[0] * 15) + f32(*[1] * 12)
+            + f32(.96, 1.33, .1, 100) + i32(0, 0, 640, 480) + f32(0, 1) + f32(*[0] * 48)
+            + i32(0) + struct.pack("<I", 0xFFFFFFFF))
+    doc = roundtrip(data, "old.n3camera")
+    assert doc.params == {"cameraLayout": 1}
+    assert np.asarray(doc.root["camera"]["legacyTable"])[2559] == 2559
+    assert doc.info()["fov"] == pytest.approx(.96) and "frustum" not in doc.root["camera"]
+
+
 def test_n3scene_keeps_skipped_names():
     data = (i32(0) + f32(0, 0, 100) + i32(1) + s(b"a.n3camera") + i32(2) + s(b"l.n3light")
             + i32(-1) + i32(0) + i32(1) + s("검.n3chr".encode("cp949")))
@@ -160,9 +173,8 @@ def test_key_value_text(name):
 
 KINDS = {".n3vmesh", ".n3light", ".n3camera", ".n3scene", ".tct", ".tlt", ".gev", ".grs",
          ".glo", ".gfo", ".ens", ".flag", ".gmd", ".opdsub", ".brd", ".lst", ".mcn"}
-#: the Intro camera predates the engine's camera layout: an animated older camera
-#: whose data between the up vector and the lens (10,252 bytes) is not understood
-KNOWN_TRAILING = {"data/Intro/0.N3Camera": 10252}
+#: files the codecs keep partly raw (none since the older camera layout is read)
+KNOWN_TRAILING: dict = {}
 
 
 def corpus_files() -> list[Path]:
@@ -207,6 +219,8 @@ def test_corpus_values():
         pytest.skip("KO corpus not present")
     d = CORPUS / "data"
     assert potsherd.read(d / "Zones/moradon.tlt").params == {"patchCount": 16, "patchBlocks": 162}
+    cam = potsherd.read(d / "Intro/0.N3Camera")
+    assert cam.params == {"cameraLayout": 1} and cam.info()["far"] == 100.0
     glo = potsherd.read(d / "Zones/moradon.glo")
     assert glo.root["version"] == 1 and len(glo.root["lights"]) == 3
     gmd = potsherd.read(d / "Zones/freezone_b.gmd")

@@ -319,6 +319,7 @@ CODECS = [
     KoCodec("n3light", "n3light", extensions=[".n3light"], info=info_n3light,
             allow_trailing=False, description="Knight Online light (CN3Light)"),
     KoCodec("n3camera", "n3camera", extensions=[".n3camera"], info=info_n3camera,
+            variants=[{"cameraLayout": 0}, {"cameraLayout": 1}], parameters=("cameraLayout",),
             description="Knight Online camera (CN3Camera)"),
     KoCodec("n3scene", "n3scene", extensions=[".n3scene"], info=info_n3scene,
             allow_trailing=False, description="Knight Online scene (CN3Scene)"),
