@@ -238,7 +238,9 @@ def scene_n3scene(doc: Any, **options: Any) -> Scene:
                 raise
             scene.warnings.append(f"character {text(ref)!r}: {e.message}")
             continue
-        graft(scene, sub, root)
+        # at the top level: glTF ignores a skinned mesh node's parents (and the
+        # validator warns), and a character's skinned parts are roots of its scene
+        graft(scene, sub, None)
     if missing:
         scene.warnings.append(f"{len(missing)} referenced files missing, exported without them "
                               f"({'; '.join(missing)})")
