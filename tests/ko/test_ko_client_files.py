@@ -228,3 +228,16 @@ def test_corpus_values():
     scene = potsherd.read(d / "ChrSelect/upc_el_rm_rog.n3scene").info()
     assert scene["characters"] and scene["cameras"]
     assert potsherd.read(d / "Misc/bird/FreeZone_bird.lst").info()["entries"] == [["count", "8"]]
+
+
+def test_tlt_grid_is_linear_in_the_file():
+    """A large file that is no light map: every side is tested in O(1) (prefix
+    minima), so the search is quick and finds nothing."""
+    import time
+    rng = np.random.default_rng(1)
+    data = i32(0) + rng.integers(-2**31, 2**31 - 1, 2_000_000, dtype=np.int64).astype("<i4").tobytes()
+    t = time.process_time()
+    assert tlt_grid(data) is None
+    assert time.process_time() - t < 5.0
+    with pytest.raises(FormatError):
+        decode(data, "noise.tlt")

@@ -363,3 +363,13 @@ def test_corpus_item_table_values():
     assert len(cols) == 37 and len(cols[0]) == 807
     rows = T.to_rows(doc)
     assert rows[1][:4] == [110110000, 0, "Dagger", ""]
+
+
+@pytest.mark.parametrize("params, message", [
+    ({"keyR": "abc"}, "keyR must be an integer"),
+    ({"keyC1": 70000}, "keyC1 must be an integer"),
+    ({"bogus": 1}, "got bogus"),
+])
+def test_bad_parameters_are_format_errors(params, message):
+    with pytest.raises(FormatError, match=message):
+        T.CODEC.decode(table_bytes(), **params)

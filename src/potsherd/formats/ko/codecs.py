@@ -249,20 +249,26 @@ class TltCodec(KoCodec):
 def tlt_grid(data: bytes) -> tuple[int, int] | None:
     """(patches per side, patches stored) of a light-map file, or None: the
     smallest side whose table's least non-zero offset is the table's end (or,
-    with none, whose table is the whole file), every offset inside the file."""
+    with none, whose table is the whole file), with no negative offset and
+    every offset inside the file.  Prefix minima and maxima make each side an
+    O(1) test (a file of n bytes costs O(n), whatever it holds)."""
     import numpy as np
     n = len(data)
-    words = np.frombuffer(data, "<i4", max(0, (n - 4) // 4), 4) if n >= 4 else None
-    if words is None:
+    if n < 8:
         return None
+    words = np.frombuffer(data, "<i4", (n - 4) // 4, 4).astype(np.int64)
+    big = np.int64(1) << 40
+    low = np.minimum.accumulate(np.where(words > 0, words, big))
+    high = np.maximum.accumulate(words)
+    negative = np.maximum.accumulate(words < 0)
+    present = np.cumsum(words > 0)
     side = 1
-    while 4 + 4 * side * side <= n:
-        table = words[:side * side]
+    while side * side <= len(words):
+        k = side * side - 1
         end = 4 + 4 * side * side
-        pos = table[table != 0]
-        if (len(pos) and int(pos.min()) == end and int(pos.max()) < n) or (not len(pos)
-                                                                             and end == n):
-            return side, int(len(pos))
+        if not negative[k] and high[k] < n and (
+                (present[k] and low[k] == end) or (not present[k] and end == n)):
+            return side, int(present[k])
         side += 1
     return None
 

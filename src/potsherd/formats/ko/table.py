@@ -406,8 +406,15 @@ class TableCodec(Codec):
     parameters = ("cipher", *KEY_PARAMS)
 
     def _variants(self, params: dict) -> list[dict]:
-        if any(k in params for k in ("cipher", *KEY_PARAMS)):
-            p = {k: int(v) for k, v in params.items() if k in ("cipher", *KEY_PARAMS)}
+        unknown = sorted(set(params) - {"cipher", *KEY_PARAMS})
+        if unknown:
+            raise FormatError(f"tbl takes the parameters cipher, keyR, keyC1, keyC2 "
+                              f"(got {', '.join(unknown)})")
+        for k, v in params.items():
+            if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= 0xFFFF:
+                raise FormatError(f"tbl parameter {k} must be an integer 0..65535 (got {v!r})")
+        if params:
+            p = dict(params)
             p.setdefault("cipher", 1)
             return [p]
         return [{"cipher": 1}, {"cipher": 0}]
