@@ -68,22 +68,26 @@ KEY_PARAMS = ("keyR", "keyC1", "keyC2")
 
 
 def key_states(cipher: np.ndarray, key: tuple[int, int, int]) -> np.ndarray:
-    """The cipher state before each byte (uint32 holding 16-bit values): the
+    """The cipher state before each byte (uint16, and one after the end): the
     affine recurrence ``r[i+1] = c1*r[i] + (c1*c[i] + c2)`` as a prefix scan
-    (log2(n) numpy passes) -- the state depends on the ciphertext only."""
+    (log2(n) numpy passes, uint16 arithmetic wrapping as the engine's WORD
+    does) -- the state depends on the ciphertext only."""
     r0, c1, c2 = key
     n = len(cipher)
-    b = (np.uint32(c1) * cipher.astype(np.uint32) + np.uint32(c2)) & np.uint32(0xFFFF)
+    b = cipher.astype(np.uint16)
+    b *= np.uint16(c1)
+    b += np.uint16(c2)
     k, mult = 1, c1 & 0xFFFF            # mult = c1 ** k (mod 2**16)
     while k < n:
-        b[k:] = (b[k:] + np.uint32(mult) * b[:-k]) & np.uint32(0xFFFF)
+        t = b[:-k] * np.uint16(mult)
+        b[k:] += t
         mult = (mult * mult) & 0xFFFF
         k *= 2
     # after the scan b[i] = state after byte i minus c1**(i+1) * r0
-    powers = _powers(c1, n)
-    states = np.empty(n + 1, np.uint32)
+    states = np.empty(n + 1, np.uint16)
     states[0] = r0
-    states[1:] = (b + powers * np.uint32(r0)) & np.uint32(0xFFFF)
+    np.multiply(_powers(c1, n).astype(np.uint16), np.uint16(r0), out=states[1:])
+    states[1:] += b
     return states
 
 
@@ -294,11 +298,15 @@ def _row_error(plain: bytes, pos: int, i: int, segs: list) -> FormatError:
     return _fail(TruncatedError, "row runs past the end", n_all, f"rows[{i}]")
 
 
+_BYTES_TYPES = {bytes, RawString, bytearray}
+
+
 def column_array(types: list[int], j: int, value: Any, nrow: int | None = None) -> Any:
-    """Column ``j`` checked: a numpy array of its type, or a list of RawString."""
+    """Column ``j`` checked: a numpy array of its type, or a list of byte strings."""
     t = types[j]
     if t == STRING:
-        if not isinstance(value, list) or not all(isinstance(s, (bytes, bytearray)) for s in value):
+        if not isinstance(value, list) or not (set(map(type, value)) <= _BYTES_TYPES or all(
+                isinstance(s, (bytes, bytearray)) for s in value)):
             raise EncodeError("a string column is a list of byte strings", path=f"tbl.columns[{j}]")
         return value
     dt = TYPES[t][1]
@@ -344,10 +352,13 @@ def build_plain(root: dict) -> bytes:
     for s in segs:
         if s[0] == "string":
             lst = cols[s[1]]
-            lens[s[1]] = np.fromiter((len(x) for x in lst), np.int64, nrow)
-            stored[s[1]] = np.fromiter(
-                ((x.stored_length() if isinstance(x, RawString) and len(x) == 0 else len(x))
-                 for x in lst), np.int64, nrow)
+            lens[s[1]] = np.fromiter(map(len, lst), np.int64, nrow)
+            st = lens[s[1]].copy()
+            for i in np.flatnonzero(st == 0).tolist():     # (a stored length <= 0 kept)
+                raw = getattr(lst[i], "raw_len", None)
+                if raw is not None:
+                    st[i] = raw
+            stored[s[1]] = st
             if (stored[s[1]] > 0x7FFFFFFF).any() or (stored[s[1]] < -0x80000000).any():
                 raise EncodeError("string too long", path=f"tbl.columns[{s[1]}]")
     size = np.zeros(nrow, np.int64)
