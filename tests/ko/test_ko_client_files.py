@@ -130,6 +130,22 @@ def test_zone_tables():
     assert (e.value.offset, e.value.path) == (4, "opdsub.values")
 
 
+def test_opdext():
+    """A 32 x 32 zone: 2 x 2 cells of 16 m; one empty, one with a shape index and
+    a collision triangle in subcell 5, then the trailing word."""
+    cell = i32(3) + struct.pack("<HH", 1, 7) + i32(*[0] * 5) + i32(1, 0, 1, 2) + i32(*[0] * 10)
+    data = (struct.pack("<H", 1) + s(b"zone") + b"\0\0" + f32(32, 32) + i32(1)
+            + f32(0, 0, 0, 1, 0, 0, 0, 0, 1) + i32(0) + cell + i32(0) + i32(1)
+            + struct.pack("<H", 0) + i32(*[0] * 16) + i32(12345))
+    doc = roundtrip(data, "z.opdext")
+    cells = doc.root["cells"]
+    assert [c["flags"] for c in cells] == [0, 3, 0, 1]
+    assert cells[1]["subcells"][5]["count"] == 1 and list(cells[1]["shapes"]) == [7]
+    assert doc.root["trailer"] == 12345 and doc.info()["cellsUsed"] == 2
+    with pytest.raises(FormatError):
+        decode(data[:-5], "z.opdext")
+
+
 def ntf(name=b"lm", w=2, h=2):
     """An A4R4G4B4 (format 26) NTF record without mip maps."""
     return s(name) + b"NTF\x03" + i32(w, h, 26, 0) + bytes(range(w * h * 2))
@@ -172,7 +188,7 @@ def test_key_value_text(name):
 # corpus
 
 KINDS = {".n3vmesh", ".n3light", ".n3camera", ".n3scene", ".tct", ".tlt", ".gev", ".grs",
-         ".glo", ".gfo", ".ens", ".flag", ".gmd", ".opdsub", ".brd", ".lst", ".mcn"}
+         ".glo", ".gfo", ".ens", ".flag", ".gmd", ".opdsub", ".opdext", ".brd", ".lst", ".mcn"}
 #: files the codecs keep partly raw (none since the older camera layout is read)
 KNOWN_TRAILING: dict = {}
 
@@ -210,7 +226,7 @@ def test_corpus_kinds_counted():
     counts = collections.Counter(potsherd.read(p).format for p in FILES)
     assert counts == {"n3vmesh": 1, "n3light": 1, "n3camera": 1, "n3scene": 1, "tct": 1,
                       "tlt": 1, "gev": 1, "grs": 1, "glo": 1, "flag": 2, "ens": 1, "gmd": 1,
-                      "opdsub": 1, "brd": 1, "lst": 1, "mcn": 1}
+                      "opdsub": 1, "opdext": 1, "brd": 1, "lst": 1, "mcn": 1}
 
 
 @pytest.mark.corpus

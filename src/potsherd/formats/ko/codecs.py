@@ -37,7 +37,7 @@ from ...registry import LayoutCodec, Option
 from .info import (info_fxb, info_gtd, info_n3anim, info_n3chr, info_n3cpart, info_n3cplug,
                    info_n3cskins, info_n3fxplug, info_n3joint, info_n3pmesh, info_n3shape,
                    info_n3sky, info_opd, info_uif)
-from .info import info_glo, info_n3camera, info_n3light, info_n3scene, info_n3vmesh
+from .info import info_glo, info_n3camera, info_n3light, info_n3scene, info_n3vmesh, info_opdext
 from .info import replay_pmesh  # noqa: F401  (imported from here by callers)
 from .sniff import check_fxb, foreign_gtd, foreign_opd, foreign_shape, foreign_uif
 from .text import CP_DEFAULT, CP_TAIWAN, text_encoding_for
@@ -339,6 +339,9 @@ CODECS = [
             description="Knight Online grass kinds (ids and textures)"),
     KoCodec("flag", "flag", extensions=[".flag", ".gfo"], allow_trailing=False,
             description="Knight Online zone flags (.flag, .gfo)"),
+    KoCodec("opdext", "opdext", extensions=[".opdext"], allow_trailing=False, info=info_opdext,
+            parameters=("gridCell",),
+            description="Knight Online collision data of newer zones (.opdext)"),
     KoCodec("opdsub", "opdsub", extensions=[".opdsub"], allow_trailing=False,
             description="Knight Online object placement sub-table"),
     TltCodec("tlt", "tlt", extensions=[".tlt"], allow_trailing=False,

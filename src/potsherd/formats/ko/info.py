@@ -286,3 +286,12 @@ def info_n3scene(doc: Document, enc: str) -> dict:
 def info_glo(doc: Document, enc: str) -> dict:
     return {"version": int(doc.root["version"]),
             "lights": [_light_info(lt, enc) for lt in doc.root["lights"]]}
+
+
+def info_opdext(doc: Document, enc: str) -> dict:
+    r = doc.root
+    cells = r["cells"]
+    return {"version": int(r["version"]), "name": _s(r["name"], enc),
+            "size": [float(r["width"]), float(r["height"])],
+            "collisionTriangles": int(r["triangleCount"]), "cells": len(cells),
+            "cellsUsed": sum(1 for c in cells if c["flags"])}
