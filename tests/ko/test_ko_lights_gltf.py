@@ -179,3 +179,57 @@ def test_collision_mesh(tmp_path, indexed):
     bad = s(b"w") + i32(3) + f32(0, 0, 0, 1, 0, 0, 0, 1, 0) + i32(3) + struct.pack("<3H", 0, 1, 9)
     sc = potsherd.read(bad, format="n3vmesh").codec.to_scene(potsherd.read(bad, format="n3vmesh"))
     assert not sc.meshes and "1 triangles name missing vertices" in sc.warnings[0]
+
+
+def ntf_a4(name=b"lm", w=2, h=2, alpha=15):
+    """An A4R4G4B4 NTF record, every texel black with the given alpha."""
+    px = struct.pack("<H", alpha << 12) * (w * h)
+    return s(name) + b"NTF\x03" + i32(w, h, 26, 0) + px
+
+
+def test_lightmap_overlay_places_tiles_like_the_engine():
+    """A 2 x 2 patch grid over a 4-tile terrain (2 tiles a patch): patch (1, 0)
+    holds tile (1, 0) inside it, i.e. terrain tile (3, 0)."""
+    from potsherd.formats.ko.zone_lightmap import LIFT, lightmap_mesh
+    head = 4 + 4 * 4
+    patch = i32(1) + i32(1, 0) + ntf_a4(w=4, h=4)
+    data = i32(0) + i32(0, head, 0, 0) + patch
+    tlt = potsherd.read(data, format="tlt")
+    assert tlt.params == {"patchCount": 2, "patchBlocks": 1}
+    heights = np.arange(25, dtype=np.float32).reshape(5, 5)
+    sc = Scene()
+    mesh = lightmap_mesh(tlt, heights, 4.0, sc)
+    (prim,) = sc.meshes[mesh].primitives
+    # corners (x, z) (x, z+1) (x+1, z+1) (x+1, z) of tile (3, 0), X mirrored
+    want = [[-12, heights[3, 0] + LIFT, 0], [-12, heights[3, 1] + LIFT, 4],
+            [-16, heights[4, 1] + LIFT, 4], [-16, heights[4, 0] + LIFT, 0]]
+    np.testing.assert_allclose(prim.positions, np.array(want, np.float32), rtol=0, atol=1e-5)
+    # the engine's one-texel inset of a 4-texel map, in a one-tile atlas
+    np.testing.assert_allclose(prim.uvs[0], [[.25, .75], [.25, .25], [.75, .25], [.75, .75]])
+    mat = sc.materials[prim.material]
+    assert mat.alpha_mode == "BLEND" and mat.unlit
+    # a grid that does not divide the terrain is a warning, not a guess
+    sc2 = Scene()
+    assert lightmap_mesh(tlt, np.zeros((4, 4), np.float32), 4.0, sc2) is None
+    assert "do not divide" in sc2.warnings[0]
+
+
+@pytest.mark.corpus
+def test_moradon_with_its_light_map(tmp_path):
+    from corpus_paths import CORPUS_ROOT
+    gtd = CORPUS_ROOT / "ko/variants/56a4d7f0e8/data/Zones/moradon_1298.gtd"
+    tlt = CORPUS_ROOT / "ko/data/Zones/moradon.tlt"
+    if not (gtd.is_file() and tlt.is_file()):
+        pytest.skip("KO corpus not present")
+    doc = potsherd.read(gtd)
+    sc = doc.codec.to_scene(doc, source_path=str(gtd), lightmap=str(tlt), objects=False)
+    node = next(n for n in sc.nodes if n.name == "lightmap")
+    lm = potsherd.read(tlt)
+    total = sum(int(p["tileCount"]) for p in lm.root["patches"])
+    assert node.extras["tiles"] == total > 0
+    none = doc.codec.to_scene(doc, source_path=str(gtd), lightmap="0", objects=False)
+    assert not any(n.name == "lightmap" for n in none.nodes)
+    out = tmp_path / "moradon.glb"
+    from potsherd.export.gltf import write_glb
+    write_glb(sc, out)
+    validate(out)

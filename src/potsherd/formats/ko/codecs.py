@@ -367,6 +367,8 @@ ZONE_OPTIONS = (
     Option("opd", str, "object placement file (default: the .opd of the same name beside the .gtd)"),
     Option("objects", bool, "place the .opd's objects (0: terrain and water only)", True),
     Option("collision", bool, "add the .opd's collision triangles as an invisible mesh", False),
+    Option("lightmap", str, "light map (.tlt) drawn over the terrain (default: the .tlt of the "
+           "same name beside the .gtd; 0: none)"),
 )
 
 for _codec in CODECS:

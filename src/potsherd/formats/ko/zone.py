@@ -393,6 +393,41 @@ def find_opd(gtd_path: str | None, listings: resolve.Listings | None = None) -> 
     return (listings or resolve.Listings()).sibling(gtd_path, ".opd")
 
 
+def add_lightmap(doc: Any, scene: Scene, resolver: Resolver, root: int, src: str | None,
+                 options: dict) -> int:
+    """The zone's .tlt light map over the terrain (zone_lightmap.py): the file of
+    ``--option lightmap=FILE``, else the .tlt of the gtd's name beside it
+    (``lightmap=0``: none).  Returns the light-mapped tiles placed."""
+    given = options.get("lightmap")
+    if given is not None and str(given).strip().lower() in ("0", "false", "no", "off"):
+        return 0
+    if given and str(given).strip().lower() not in ("1", "true", "yes", "on"):
+        path: Path | None = Path(str(given))
+    else:
+        path = resolver.listings.sibling(src, ".tlt") if src else None
+    if path is None:
+        return 0
+    from ... import registry
+    from .zone_lightmap import lightmap_mesh
+    try:
+        tlt = registry.decode(resolve.read_bounded(path, resolver.limits), path=str(path),
+                              limits=resolver.limits)
+    except (FormatError, OSError) as e:
+        scene.warnings.append(f"light map: {path.name}: {e}")
+        return 0
+    if tlt.format != "tlt":
+        scene.warnings.append(f"light map: {path.name} is a {tlt.format} file, not a .tlt")
+        return 0
+    _, heights, _ = _height_grid(doc, scene)
+    mesh = lightmap_mesh(tlt, heights, TILE_SIZE, scene)
+    if mesh is None:
+        return 0
+    tiles = int(scene.meshes[mesh].extras["lightmapTiles"])
+    scene.add_node(name="lightmap", parent=root, mesh=mesh,
+                   extras={"source": path.name, "tiles": tiles})
+    return tiles
+
+
 def load_opd(path: Path, scene: Scene, limits: Limits | None = None) -> Any:
     from ... import registry
     limits = limits or DEFAULT_LIMITS
@@ -489,6 +524,7 @@ def scene_zone(doc: Any, **options: Any) -> Scene:
     lightmaps = doc.root.get("lightmaps") or []
     if lightmaps:  # every real gtd stores none, and newer engines refuse them
         scene.warnings.append(f"terrain: {len(lightmaps)} lightmaps not exported")
+    summary["lightmapTiles"] = add_lightmap(doc, scene, resolver, root, src, options)
 
     want_objects = _flag(options.get("objects"), True)
     want_collision = _flag(options.get("collision"), False)
