@@ -229,6 +229,12 @@ def test_moradon_with_its_light_map(tmp_path):
     assert node.extras["tiles"] == total > 0
     none = doc.codec.to_scene(doc, source_path=str(gtd), lightmap="0", objects=False)
     assert not any(n.name == "lightmap" for n in none.nodes)
+    # the zone's .glo lights, placed as KHR_lights_punctual lights
+    glo = CORPUS_ROOT / "ko/data/Zones/moradon.glo"
+    lit = doc.codec.to_scene(doc, source_path=str(gtd), lightmap="0", lights=str(glo),
+                             objects=False)
+    assert len(lit.lights) == 3 and lit.nodes[0].extras["zone"]["lights"] == 3
+    assert not none.lights
     out = tmp_path / "moradon.glb"
     from potsherd.export.gltf import write_glb
     write_glb(sc, out)

@@ -369,6 +369,8 @@ ZONE_OPTIONS = (
     Option("collision", bool, "add the .opd's collision triangles as an invisible mesh", False),
     Option("lightmap", str, "light map (.tlt) drawn over the terrain (default: the .tlt of the "
            "same name beside the .gtd; 0: none)"),
+    Option("lights", str, "zone lights (.glo) as KHR_lights_punctual lights (default: the .glo "
+           "of the same name beside the .gtd; 0: none)"),
 )
 
 for _codec in CODECS:
