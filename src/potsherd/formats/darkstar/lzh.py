@@ -20,6 +20,8 @@ as zeros here).
 """
 from __future__ import annotations
 
+import numpy as np
+
 from ...core.errors import FormatError, LimitError, TruncatedError
 from ...core.limits import DEFAULT_LIMITS, Limits
 
@@ -167,51 +169,45 @@ def decode(data: bytes | bytearray | memoryview, size: int, offset: int = 0,
     if size == 0:
         return b"", 0
     freq, son, prnt = _new_tree()
-    ring = bytearray(N)
-    ring[:N - F] = b" " * (N - F)
-    r = N - F
-    out = bytearray(size)
-    n = 0
-    # bits are taken from a window refilled 32 at a time (8 zero bytes pad the end,
-    # as the engine's reader gets zeros there); how many stream bytes the
-    # engine's own reader consumed follows from the bits used: ceil(bits / 8) + 1
-    data = buf[offset:end] + bytes(8)
-    pos = 0
-    acc = 0         # the window; its low ``nb`` bits are unread
-    nb = 0
-    used = 0        # bits taken
+    # the output buffer is also the ring: a match of position p copies from
+    # p + 1 bytes back.  Its first N bytes stand for the engine's starting ring
+    # (output byte n sits at ring index (N - F + n) mod N): F uninitialised
+    # bytes (zeros), then N - F spaces.
+    out = bytearray(N + size)
+    out[F:N] = b" " * (N - F)
+    j = N
+    stop = N + size
+    # the stream as one byte per bit (numpy unpacks it once), so the tree walk
+    # takes a bit with one index; a position reads its 9..14 bits from the
+    # packed bytes.  Zero bytes pad the end, as the engine's reader gets zeros
+    # there; it consumed ceil(bits / 8) + 1 stream bytes.
+    packed = buf[offset:end] + bytes(8)
+    bits = np.unpackbits(np.frombuffer(packed, np.uint8)).tobytes()
+    # the walk past the stream's end: each symbol takes at most 23 bits (the
+    # tree is Huffman and its root weight stays under 0x8000, a Fibonacci
+    # bound) + 14 position bits, so a pad of 64 zero bits never runs out
+    limit = 8 * avail
+    p = 0
     d_code, d_len = D_CODE, D_LEN
     frombytes = int.from_bytes
-    while n < size:
-        if nb < 32:
-            acc = ((acc & ((1 << nb) - 1)) << 32) | frombytes(data[pos:pos + 4], "big")
-            pos += 4
-            nb += 32
-            if pos > avail + 8:
-                break
+    while j < stop:
+        if p > limit:
+            break
         # --- decodeChar: walk from the root, one bit per level
         c = son[R]
-        start = nb
         while c < T:
-            nb -= 1
-            c = son[c + ((acc >> nb) & 1)]
-            if nb == 0 and c < T:      # a code longer than the window (deep trees)
-                acc = frombytes(data[pos:pos + 4], "big")
-                pos += 4
-                nb = 32
-                start += 32
-        used += start - nb
+            c = son[c + bits[p]]
+            p += 1
         c -= T
-        # --- update (inlined: the hot loop)
+        # --- update (inlined: the hot loop): from the symbol's leaf up to the
+        # root (whose parent is 0; node 0 is only ever a leaf, never a parent)
         if freq[R] == MAX_FREQ:
             _reconst(freq, son, prnt)
         k = prnt[c + T]
         while True:
             f = freq[k] + 1
-            freq[k] = f
-            l = k + 1
-            if f > freq[l]:
-                l += 1
+            if f > freq[k + 1]:   # move it past the nodes of its old weight
+                l = k + 2
                 while f > freq[l]:
                     l += 1
                 l -= 1
@@ -221,57 +217,44 @@ def decode(data: bytes | bytearray | memoryview, size: int, offset: int = 0,
                 prnt[i] = l
                 if i < T:
                     prnt[i + 1] = l
-                j = son[l]
+                m = son[l]
                 son[l] = i
-                prnt[j] = k
-                if j < T:
-                    prnt[j + 1] = k
-                son[k] = j
-                k = l
-            k = prnt[k]
-            if k == 0:
+                prnt[m] = k
+                if m < T:
+                    prnt[m + 1] = k
+                son[k] = m
+                k = prnt[l]
+            else:
+                freq[k] = f
+                k = prnt[k]
+            if not k:
                 break
         if c < 256:
-            out[n] = c
-            ring[r] = c
-            r = (r + 1) & (N - 1)
-            n += 1
+            out[j] = c
+            j += 1
             continue
         # --- decodePosition: a byte through the tables, then 1..6 more bits
-        if nb < 16:
-            acc = ((acc & ((1 << nb) - 1)) << 32) | frombytes(data[pos:pos + 4], "big")
-            pos += 4
-            nb += 32
-        nb -= 8
-        i = (acc >> nb) & 0xFF
+        q = p >> 3
+        w = frombytes(packed[q:q + 3], "big") << (p & 7)    # 17+ bits from p
+        i = (w >> 16) & 0xFF
         extra = d_len[i] - 2
-        nb -= extra
-        i = (i << extra) | ((acc >> nb) & ((1 << extra) - 1))
-        used += 8 + extra
-        src = (r - ((d_code[i >> extra] << 6) | (i & 0x3F)) - 1) & (N - 1)
-        length = c - 255 + THRESHOLD
-        if length > size - n:
-            length = size - n
-        dist = (r - src) & (N - 1)
-        if src + length <= N and r + length <= N and dist >= length:
-            chunk = ring[src:src + length]
-            out[n:n + length] = chunk
-            ring[r:r + length] = chunk
-            n += length
-            r = (r + length) & (N - 1)
-            continue
-        for _ in range(length):
-            b = ring[src]
-            src = (src + 1) & (N - 1)
-            out[n] = b
-            n += 1
-            ring[r] = b
-            r = (r + 1) & (N - 1)
-    consumed = (used + 7) // 8 + 1
-    if n < size or consumed > avail:
+        p += 8 + extra
+        i = (w >> (16 - extra)) & ((1 << (8 + extra)) - 1)
+        back = ((d_code[i >> extra] << 6) | (i & 0x3F)) + 1
+        length = c - 253          # c - 255 + THRESHOLD
+        if length > stop - j:
+            length = stop - j
+        src = j - back
+        if back >= length:
+            out[j:j + length] = out[src:src + length]
+        else:                     # overlapping: the last ``back`` bytes repeat
+            out[j:j + length] = (out[src:j] * (length // back + 1))[:length]
+        j += length
+    consumed = (p + 7) // 8 + 1
+    if j < stop or consumed > avail:
         raise TruncatedError(f"LZH stream ends before its {size} bytes (needed "
                              f"{consumed} stream bytes, {avail} left)", offset=end, path=path)
-    return bytes(out), consumed
+    return bytes(out[N:]), consumed
 
 
 def encode(data: bytes | bytearray | memoryview) -> bytes:
