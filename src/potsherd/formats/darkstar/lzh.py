@@ -108,37 +108,6 @@ def _reconst(freq: list[int], son: list[int], prnt: list[int]) -> None:
             prnt[k] = prnt[k + 1] = i
 
 
-def _update(freq: list[int], son: list[int], prnt: list[int], c: int) -> None:
-    if freq[R] == MAX_FREQ:
-        _reconst(freq, son, prnt)
-    c = prnt[c + T]
-    while True:
-        freq[c] += 1
-        k = freq[c]
-        l = c + 1
-        if k > freq[l]:
-            l += 1
-            while k > freq[l]:
-                l += 1
-            l -= 1
-            freq[c] = freq[l]
-            freq[l] = k
-            i = son[c]
-            prnt[i] = l
-            if i < T:
-                prnt[i + 1] = l
-            j = son[l]
-            son[l] = i
-            prnt[j] = c
-            if j < T:
-                prnt[j + 1] = c
-            son[c] = j
-            c = l
-        c = prnt[c]
-        if c == 0:
-            break
-
-
 def max_output(compressed: int) -> int:
     """Most bytes a stream of ``compressed`` bytes can expand to."""
     return MAX_RATIO * compressed + F
@@ -181,7 +150,9 @@ def decode(data: bytes | bytearray | memoryview, size: int, offset: int = 0,
     # takes a bit with one index; a position reads its 9..14 bits from the
     # packed bytes.  Zero bytes pad the end, as the engine's reader gets zeros
     # there; it consumed ceil(bits / 8) + 1 stream bytes.
-    packed = buf[offset:end] + bytes(8)
+    # (no symbol takes more than 37 bits and each gives at least one byte, so
+    # only that much of what follows is unpacked)
+    packed = buf[offset:offset + min(avail, (37 * size + 7) // 8 + 2)] + bytes(8)
     bits = np.unpackbits(np.frombuffer(packed, np.uint8)).tobytes()
     # the walk past the stream's end: each symbol takes at most 23 bits (the
     # tree is Huffman and its root weight stays under 0x8000, a Fibonacci
@@ -266,7 +237,7 @@ def encode(data: bytes | bytearray | memoryview) -> bytes:
     putbuf = 0
     putlen = 0
     freq, son, prnt = _new_tree()
-    upd = _update
+    frombytes = int.from_bytes
     if L == 0:
         return b"\x00"
     text = bytearray(N + F - 1)
@@ -287,7 +258,9 @@ def encode(data: bytes | bytearray | memoryview) -> bytes:
         rson[r] = lson[r] = NIL
         mlen = 0
         mpos = state[1]
-        key = int.from_bytes(text[r + 1:r + F], "big")
+        key = None          # the 59 bytes after r as one integer, when needed
+        t1 = text[r + 1]
+        t2 = text[r + 2]
         while True:
             if cmp >= 0:
                 if rson[p] != NIL:
@@ -307,7 +280,19 @@ def encode(data: bytes | bytearray | memoryview) -> bytes:
                     state[0] = mlen
                     state[1] = mpos
                     return
-            x = key ^ int.from_bytes(text[p + 1:p + F], "big")
+            # the first differing byte: most nodes differ within two bytes
+            # (compared one by one), the rest through one integer XOR
+            c = text[p + 1]
+            if c != t1:
+                cmp = t1 - c
+                continue
+            c = text[p + 2]
+            if c != t2:
+                cmp = t2 - c
+                continue
+            if key is None:
+                key = frombytes(text[r + 1:r + F], "big")
+            x = key ^ frombytes(text[p + 1:p + F], "big")
             if x:
                 i = F - 1 - ((x.bit_length() - 1) >> 3)   # first differing index (1-based)
                 cmp = text[r + i] - text[p + i]
@@ -389,7 +374,35 @@ def encode(data: bytes | bytearray | memoryview) -> bytes:
             if k == R:
                 break
         put(j, i)
-        upd(freq, son, prnt, c)
+        # --- update, as in decode
+        if freq[R] == MAX_FREQ:
+            _reconst(freq, son, prnt)
+        k = prnt[c + T]
+        while True:
+            f = freq[k] + 1
+            if f > freq[k + 1]:
+                l = k + 2
+                while f > freq[l]:
+                    l += 1
+                l -= 1
+                freq[k] = freq[l]
+                freq[l] = f
+                i = son[k]
+                prnt[i] = l
+                if i < T:
+                    prnt[i + 1] = l
+                m = son[l]
+                son[l] = i
+                prnt[m] = k
+                if m < T:
+                    prnt[m + 1] = k
+                son[k] = m
+                k = prnt[l]
+            else:
+                freq[k] = f
+                k = prnt[k]
+            if not k:
+                break
 
     for i in range(1, F + 1):
         insert(r - i)
