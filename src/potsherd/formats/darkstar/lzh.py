@@ -15,8 +15,9 @@ which is how a parser finds where the next field starts.
 :func:`encode` follows the engine's encoder step for step (binary-tree match
 finder, the same tie-breaking, the same flush) so re-encoding an engine stream
 gives its bytes back; the engine's ring past the first 4036 bytes starts as
-uninitialised memory, which only matters for inputs under 60 bytes (modelled
-as zeros here).
+uninitialised heap memory, which only matters for inputs under 60 bytes
+(modelled as the MSVC debug heap's 0xCD fill, which reproduces every short
+stream of the corpus).
 """
 from __future__ import annotations
 
@@ -240,7 +241,10 @@ def encode(data: bytes | bytearray | memoryview) -> bytes:
     frombytes = int.from_bytes
     if L == 0:
         return b"\x00"
-    text = bytearray(N + F - 1)
+    # the ring past its first N - F spaces is uninitialised heap memory in the
+    # engine (``new``), which the MSVC debug heap fills with 0xCD: modelled so,
+    # the encoder gives back the engine's streams of fewer than F bytes too
+    text = bytearray(b"\xcd" * (N + F - 1))
     text[:N - F] = b" " * (N - F)
     lson = [NIL] * (N + 1)
     rson = [NIL] * (N + 257)

@@ -5,8 +5,8 @@ mission lighting's index table is.
 The document holds ``{"rows": structured array, "stream": bytes, "crc": int}``:
 the rows are the decoded records (fields, like any table); the stored stream
 and the CRC-32 of its decoded bytes let an unedited table be written back as
-stored even where :func:`lzh.encode` does not reproduce the engine's bytes (its
-ring starts as uninitialised memory for inputs under 60 bytes).  Edited rows
+stored even where :func:`lzh.encode` does not reproduce the writer's bytes (it
+does for every engine stream of the corpus; another writer may differ).  Edited rows
 (the CRC no longer matches) are compressed afresh.  JSON carries ``stream`` and
 ``crc`` only when re-encoding would not give the stored bytes back.
 """
