@@ -246,6 +246,29 @@ def test_mission_lighting_stream_kept_while_unchanged_recompressed_when_edited()
     assert again[head:head + len(stream)] == stream
 
 
+def test_mission_lighting_index_rows_and_count_must_agree():
+    from potsherd.core.errors import EncodeError, JsonFormatError
+    doc = potsherd._registry.decode(we.mission_dil_bytes(), path="m.dil")
+    lp = doc.root["payload"]
+    three = np.array([(0, 0), (8, 8), (9, 12)], dtype=lp["index"]["rows"].dtype)
+    lp["index"] = {"rows": three}
+    with pytest.raises(EncodeError) as e:
+        doc.encode()
+    assert "3 rows" in str(e.value) and "nIndexEntries" in str(e.value)
+    lp["nIndexEntries"] = 3              # with its count: a new stream of the three rows
+    back = potsherd._registry.decode(doc.encode(), path="m.dil").root["payload"]
+    assert back["index"]["rows"].tolist() == [(0, 0), (8, 8), (9, 12)]
+    # JSON that is not a table (or a stream without its CRC) is refused by path
+    j = doc.to_json("readable")
+    for bad in ({"rows": {"srcIndex": [0]}}, {"rows": three.tolist()},
+                {"rows": {"srcIndex": [0], "destIndex": [0]}, "stream": "00"},
+                {"rows": {"srcIndex": [0], "destIndex": [0]}, "stream": "00", "crc": -1}):
+        j["root"]["payload"]["index"] = bad
+        with pytest.raises(JsonFormatError) as e:
+            potsherd.from_json(json.dumps(j))
+        assert "index" in (e.value.path or ""), bad
+
+
 def test_hostile_mission_lighting_index_streams_are_format_errors():
     from potsherd.core.errors import FormatError
     data = we.mission_dil_bytes()
