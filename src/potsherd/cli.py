@@ -400,7 +400,8 @@ def cmd_layout(args) -> int:
 
 #: the commands cli.py adds itself (a family's hook adds the others)
 CORE_COMMANDS = ("example", "formats", "info", "dump", "build", "roundtrip", "validate",
-                 "convert", "render", "textures", "view", "layout")
+                 "convert", "render", "textures", "view", "layout",
+                 "identify", "signatures", "bundle")
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
@@ -464,6 +465,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     sp.add_argument("--json", action="store_true")
     common(sp)
     sp.set_defaults(func=cmd_validate)
+
+    from . import cli_preserve
+    cli_preserve.add_parsers(sub, common)
 
     sp = sub.add_parser("example", help="write small example files made by potsherd's own encoders")
     sp.add_argument("folder", help="where to write them")

@@ -72,6 +72,42 @@ def coerce_options(declared: Iterable[Option], given: dict, *, what: str = "") -
     return out
 
 
+class ByteSequence(NamedTuple):
+    """Bytes a file of a format holds at a fixed place: starting at ``offset``
+    from the start of the file, or anywhere from ``offset`` to ``max_offset``."""
+
+    offset: int
+    data: bytes
+    max_offset: int | None = None
+
+    def matches(self, data: bytes) -> bool:
+        last = self.offset if self.max_offset is None else self.max_offset
+        if last == self.offset:
+            return data[self.offset:self.offset + len(self.data)] == self.data
+        return data.find(self.data, self.offset, last + len(self.data)) >= 0
+
+
+class Signature(NamedTuple):
+    """What identifies one version of a format by its bytes (every sequence
+    present), for ``potsherd identify`` and the DROID / FIDO signature files.
+
+    ``version`` is "" when the signature holds for every version; ``group``
+    names the versions that share a layout (one identifier entry per group,
+    "" : the version itself)."""
+
+    version: str
+    sequences: tuple[ByteSequence, ...]
+    group: str = ""
+
+    def matches(self, data: bytes) -> bool:
+        return all(s.matches(data) for s in self.sequences)
+
+    @property
+    def entry(self) -> str:
+        """The version label of the identifier entry this signature belongs to."""
+        return self.group or self.version
+
+
 class Codec:
     """Base class of a format codec.
 
@@ -116,6 +152,26 @@ class Codec:
     #: read into memory only the document holds) and may keep views of it;
     #: ``potsherd.read(path)`` then reads into one (no copies of the arrays)
     private_input: bool = False
+    #: byte signatures (version words, magic) that identify the format's versions
+    #: (:class:`Signature`); None: the ``magic`` bytes at offset 0, for every version
+    signatures: tuple[Signature, ...] | None = None
+    #: where the codec comes from: "potsherd", or the distribution of a plugin
+    #: (set when it is loaded through the ``potsherd.codecs`` entry points)
+    origin: str = "potsherd"
+
+    def declared_signatures(self) -> tuple[Signature, ...]:
+        """The signatures identifiers match (the ``magic`` bytes unless declared)."""
+        if self.signatures is not None:
+            return tuple(self.signatures)
+        if self.magic:
+            return (Signature("", (ByteSequence(0, bytes(self.magic)),)),)
+        return ()
+
+    def format_version(self, doc: Document) -> str | None:
+        """The version of the format ``doc`` was read as (what ``info`` reports
+        as ``version``), as text; None when the format has one version."""
+        v = self.info(doc).get("version")
+        return None if v is None or v == "" else str(v)
 
     def features(self) -> dict[str, bool]:
         """What this codec can do, as ``potsherd formats`` shows it."""

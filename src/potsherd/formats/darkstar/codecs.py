@@ -43,6 +43,21 @@ class DarkstarCodec(Codec):
         #: the PERS classes a file of this format holds at its top (and nested)
         self.classes = classes
 
+    @property
+    def signatures(self) -> tuple:
+        """One signature per version of the top class this reader has a layout
+        for: "PERS", the class name (an i16 length, the name, a pad to even) and
+        the i32 version word after it; then "PERS" + class name alone for the
+        versions kept raw (an identifier prefers the versioned entries)."""
+        from ...registry import ByteSequence, Signature
+        top = self.classes[0].encode("ascii")
+        name = len(top).to_bytes(2, "little") + top
+        at = 10 + len(top) + (len(top) & 1)
+        versions = sorted(v for (c, v) in BLOCK.payloads if c == top)
+        head = (ByteSequence(0, TAG), ByteSequence(8, name))
+        return (*(Signature(str(v), (*head, ByteSequence(at, v.to_bytes(4, "little"))))
+                  for v in versions), Signature("", head))
+
     # --- bytes ----------------------------------------------------------
     def decode(self, data: bytes, *, limits: Limits = DEFAULT_LIMITS, **params: Any) -> Document:
         return self._decode(data, limits, params, None)

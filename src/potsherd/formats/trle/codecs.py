@@ -9,7 +9,7 @@ from ...core.errors import FormatError, JsonFormatError, MagicError
 from ...core.layout import JsonCtx, text_or_hex, text_or_hex_back
 from ...core.limits import DEFAULT_LIMITS, Limits
 from ...document import Document
-from ...registry import Codec, LayoutCodec
+from ...registry import ByteSequence, Codec, LayoutCodec, Signature
 from . import model
 from .catalog import moveable_name
 from .model import animation_ranges  # noqa: F401  (also imported from here)
@@ -44,6 +44,10 @@ class WadCodec(LayoutCodec):
         super().__init__("tr4wad", WAD_LAYOUT, "wad", family="trle", extensions=(".wad",),
                          magic=b"\x81\x00\x00\x00",
                          description="TRLE / TR4 object wad (v129, v130)")
+
+    #: the version word at offset 0 is the whole signature
+    signatures = (Signature("129", (ByteSequence(0, b"\x81\x00\x00\x00"),)),
+                  Signature("130", (ByteSequence(0, b"\x82\x00\x00\x00"),)))
 
     def sniff(self, data: bytes) -> bool:
         return _u32(data) in (129, 130)
