@@ -109,21 +109,18 @@ def identify_bytes(data: bytes, name: str, *, deep: bool = True,
                 result.note = (f"extension {ext} is that of "
                                f"{', '.join(c.name for c in claimers)}; the bytes are {codec.name}")
             return _finish(result, codec, sig, data, name, deep, limits)
-    # 4. a claimer whose signature is absent that still reads the file completely
-    #    (a PERS file of a class the codec reads but does not sniff for)
+    # 4. a claimer whose signature is absent is not named, even when its reader
+    #    would decode the bytes (a RIFF palette reader reads any RIFF form, WAVE
+    #    too): the error says so, for a codec that should declare the variant
     for codec in absent:
-        if not deep:
-            errors.append(f"not {codec.name}: its signature is absent")
-            continue
-        try:
-            doc = registry.decode_as(codec, data, path=name, limits=limits)
-        except FormatError as e:
-            errors.append(f"not {codec.name}: its signature is absent ({e})")
-            continue
-        result.note = f"none of {codec.name}'s signatures matches; it decodes as one"
-        _decoded(result, codec, doc, "structure", data, name, deep, limits)
-        result.id = id_for(codec, None)
-        return result
+        why = f"not {codec.name}: its signature is absent"
+        if deep:
+            try:
+                registry.decode_as(codec, data, path=name, limits=limits)
+                why += " (its reader decodes the bytes: a variant none of its signatures describes?)"
+            except FormatError:
+                pass
+        errors.append(why)
     result.error = "; ".join(errors) if errors else (
         f"no format has a signature matching these bytes"
         + (f" and none claims the extension {ext}" if ext else ""))
