@@ -45,6 +45,11 @@ class Identification:
     error: str | None = None
     #: e.g. the extension belongs to another format than the bytes
     note: str | None = None
+    #: bytes of the file kept raw rather than decoded into fields (None: not decoded);
+    #: a file kept whole is named by the reader that keeps it, not understood by it
+    opaque_bytes: int | None = None
+    #: what the reader noticed (a Targa image under a texture's name, trailing bytes)
+    warnings: list | None = None
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -144,12 +149,23 @@ def by_extension(codec: Codec) -> bool:
     return True
 
 
+def _id(codec: Codec, version: str | None, data: bytes) -> str:
+    """The id the signature files give these bytes: a versioned entry's only
+    when one of its signatures matches them (a version read by decoding that
+    no signature shows keeps the format's id)."""
+    if version:
+        for sig in codec.declared_signatures():
+            if sig.version == version and sig.entry and sig.matches(data):
+                return id_for(codec, version)
+    return id_for(codec, None)
+
+
 def _finish(result: Identification, codec: Codec, sig: Signature, data: bytes, name: str,
             deep: bool, limits: Limits) -> Identification:
     basis = "version word" if sig.version else "magic"
     result.family, result.format = codec.family, codec.name
     result.version = sig.version or None
-    result.id, result.basis = id_for(codec, result.version), basis
+    result.id, result.basis = _id(codec, result.version, data), basis
     if not deep:
         return result
     try:
@@ -164,12 +180,17 @@ def _decoded(result: Identification, codec: Codec, doc, basis: str, data: bytes,
              deep: bool, limits: Limits) -> Identification:
     result.family, result.format, result.basis, result.valid = \
         codec.family, codec.name, basis, True
+    try:
+        result.opaque_bytes = int(codec.opaque_bytes(doc))
+    except Exception:  # noqa: BLE001 - a report of the document is not its identity
+        result.opaque_bytes = None
+    result.warnings = list(doc.warnings)
     if result.version is None:
         try:
             result.version = codec.format_version(doc)
         except Exception:  # noqa: BLE001 - a report of the document is not its identity
             result.version = None
-    result.id = id_for(codec, result.version)
+    result.id = _id(codec, result.version, data)
     result._doc = doc  # type: ignore[attr-defined] - for the member walk, dropped after
     return result
 

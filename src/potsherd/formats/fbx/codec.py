@@ -121,16 +121,16 @@ class FbxBinaryCodec(_FbxCodec):
     description = "Autodesk FBX, binary (header versions 3000-7700, either byte order)"
     magic = fbx_binary.MAGIC
     parameters = ("inflate",)
-    #: the version word (u32 at offset 23, little-endian in every known file)
-    #: by layout: node records with 32-bit offsets before 7500, 64-bit from it;
-    #: other versions (and big-endian files) match the magic alone
+    #: the byte-order byte (offset 22) and the version word after it, by layout:
+    #: node records with 32-bit offsets before 7500, 64-bit from it; other
+    #: versions match the magic alone
     signatures = (
         *(Signature(str(v), (ByteSequence(0, fbx_binary.MAGIC),
-                             ByteSequence(23, v.to_bytes(4, "little"))), "3000-7400")
-          for v in (3000, 5000, 5800, 6000, 6100, 7000, 7099, 7100, 7200, 7300, 7400)),
-        *(Signature(str(v), (ByteSequence(0, fbx_binary.MAGIC),
-                             ByteSequence(23, v.to_bytes(4, "little"))), "7500-7700")
-          for v in (7500, 7600, 7700)),
+                             ByteSequence(22, bytes([big]) + v.to_bytes(4, order))), group)
+          for group, versions in (("3000-7400", (3000, 5000, 5800, 6000, 6100, 7000, 7099,
+                                                 7100, 7200, 7300, 7400)),
+                                  ("7500-7700", (7500, 7600, 7700)))
+          for v in versions for big, order in ((0, "little"), (1, "big"))),
         Signature("", (ByteSequence(0, fbx_binary.MAGIC),)),
     )
 

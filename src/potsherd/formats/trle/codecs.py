@@ -45,9 +45,13 @@ class WadCodec(LayoutCodec):
                          magic=b"\x81\x00\x00\x00",
                          description="TRLE / TR4 object wad (v129, v130)")
 
-    #: the version word at offset 0 is the whole signature
-    signatures = (Signature("129", (ByteSequence(0, b"\x81\x00\x00\x00"),)),
-                  Signature("130", (ByteSequence(0, b"\x82\x00\x00\x00"),)))
+    #: the version word at offset 0, and the high half of the texture count
+    #: after it zero (meshes index textures with 16 bits): the version alone is
+    #: 129, a common first word (a Knight Online terrain's map size)
+    signatures = (Signature("129", (ByteSequence(0, b"\x81\x00\x00\x00"),
+                                    ByteSequence(6, b"\x00\x00"))),
+                  Signature("130", (ByteSequence(0, b"\x82\x00\x00\x00"),
+                                    ByteSequence(6, b"\x00\x00"))))
 
     def sniff(self, data: bytes) -> bool:
         return _u32(data) in (129, 130)
@@ -335,6 +339,11 @@ class SwdCodec(LayoutCodec):
     def __init__(self) -> None:
         super().__init__("tr4swd", SWD_LAYOUT, "swd", family="trle", extensions=(".swd",),
                          magic=b"\x81\x00\x00\x00", description="TRLE sprites (.swd)")
+
+    #: the wad's version word and a sprite count under 65536: the same bytes as
+    #: a wad's, so identifiers matching bytes alone name both
+    signatures = (Signature("", (ByteSequence(0, b"\x81\x00\x00\x00"),
+                                 ByteSequence(6, b"\x00\x00"))),)
 
     def sniff(self, data: bytes) -> bool:
         return False  # shares the wad's magic: by extension only
