@@ -3,6 +3,7 @@ and printing only, on top of :mod:`potsherd.preserve`."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 from . import api
@@ -45,6 +46,37 @@ def cmd_signatures(args) -> int:
     return 0
 
 
+def cmd_bundle(args) -> int:
+    from .preserve import bundle as b
+    if args.verify:
+        if args.output or args.resume or args.no_access:
+            raise UsageError("bundle --verify PACKAGE takes no other option")
+        result = b.verify(args.game_dir, workers=args.jobs)
+        for line in result.problems:
+            print(f"FAIL  {line}")
+        print(f"{display_path(args.game_dir)}: {'valid' if result.ok else 'INVALID'}")
+        return 0 if result.ok else 1
+    if not args.output:
+        raise UsageError("bundle GAME_DIR -o PACKAGE (or bundle --verify PACKAGE)")
+
+    def progress(rel, status, res):
+        if status != "ok":
+            print(f"FAIL  {res}", file=sys.stderr)
+    try:
+        s = b.bundle(args.game_dir, args.output, resume=args.resume, access=not args.no_access,
+                     workers=args.jobs, limits=api.limits_from_args(args), progress=progress)
+    except b.BundleError as e:
+        raise UsageError(str(e)) from None
+    print(f"{s.files} files: {s.done} bagged, {s.skipped_finished} already done, "
+          f"{s.failed} failed; {s.identified} identified, {s.access_copies} access copies; "
+          f"{s.seconds:.1f} s")
+    if s.failed:
+        print(f"incomplete: {s.failed} files failed; fix them and run again with --resume",
+              file=sys.stderr)
+        return 1
+    return 0
+
+
 def add_parsers(sub, common) -> None:
     """Add the preservation subcommands to the ``potsherd`` parser."""
     sp = sub.add_parser("identify", help="name each file's format, version and potsherd "
@@ -61,3 +93,15 @@ def add_parsers(sub, common) -> None:
     sp.add_argument("--droid", metavar="FILE", help="DROID signature file (PRONOM XML)")
     sp.add_argument("--fido", metavar="FILE", help="FIDO format XML (fido -loadformats FILE)")
     sp.set_defaults(func=cmd_signatures)
+
+    sp = sub.add_parser("bundle", help="bag a game folder for an archive (BagIt): masters, "
+                        "access copies, per-file metadata; --verify checks a package")
+    sp.add_argument("game_dir", metavar="GAME_DIR", help="the game folder (with --verify: the package)")
+    sp.add_argument("-o", "--output", metavar="PACKAGE", help="the package folder to write")
+    sp.add_argument("--resume", action="store_true", help="continue an interrupted bundle")
+    sp.add_argument("--no-access", action="store_true", help="masters and metadata only")
+    sp.add_argument("--verify", action="store_true", help="validate the package GAME_DIR names")
+    sp.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1,
+                    help="worker processes (default: one per CPU)")
+    common(sp, params=False)
+    sp.set_defaults(func=cmd_bundle)
