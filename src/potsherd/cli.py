@@ -104,7 +104,8 @@ def cmd_formats(args) -> int:
     if args.json:
         print(json.dumps(rows, indent=1))
         return 0
-    for fam in registry.FAMILIES:
+    # the built-in families, then those only plugins add
+    for fam in dict.fromkeys([*registry.FAMILIES, *(r["family"] for r in rows)]):
         fam_rows = [r for r in rows if r["family"] == fam]
         if not fam_rows:
             continue
@@ -112,8 +113,9 @@ def cmd_formats(args) -> int:
         for r in fam_rows:
             feats = r.get("features", {})
             can = ",".join(f for f in FEATURES if feats.get(f)) or "-"
+            origin = r.get("origin", "potsherd")
             print(f"  {r['name']:<16} {' '.join(r['extensions']):<24} {can:<30} "
-                  f"{r['description']}")
+                  f"{r['description']}" + (f"  [plugin: {origin}]" if origin != "potsherd" else ""))
         for line in _family_option_lines(fam, rows):
             print(line)
     return 0
