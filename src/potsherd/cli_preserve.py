@@ -37,8 +37,11 @@ def cmd_identify(args) -> int:
 def cmd_signatures(args) -> int:
     from .core.fileio import atomic_write
     from .preserve import signatures
-    if not args.droid and not args.fido:
-        raise UsageError("signatures: name --droid FILE and/or --fido FILE")
+    if not args.droid and not args.fido and not args.pages:
+        raise UsageError("signatures: name --droid FILE, --fido FILE and/or --pages DIR")
+    if args.pages:
+        from .preserve.pages import write_pages
+        write_pages(args.pages, samples=args.samples)
     if args.droid:
         atomic_write(args.droid, signatures.droid_xml())
     if args.fido:
@@ -92,6 +95,9 @@ def add_parsers(sub, common) -> None:
     sp = sub.add_parser("signatures", help="write the formats' signatures for DROID and FIDO")
     sp.add_argument("--droid", metavar="FILE", help="DROID signature file (PRONOM XML)")
     sp.add_argument("--fido", metavar="FILE", help="FIDO format XML (fido -loadformats FILE)")
+    sp.add_argument("--pages", metavar="DIR", help="PRONOM-style format pages (Markdown)")
+    sp.add_argument("--samples", action="store_true",
+                    help="with --pages: also write sample files made by potsherd's encoders")
     sp.set_defaults(func=cmd_signatures)
 
     sp = sub.add_parser("bundle", help="bag a game folder for an archive (BagIt): masters, "
