@@ -67,7 +67,8 @@ def cmd_bundle(args) -> int:
             print(f"FAIL  {res}", file=sys.stderr)
     try:
         s = b.bundle(args.game_dir, args.output, resume=args.resume, access=not args.no_access,
-                     workers=args.jobs, limits=api.limits_from_args(args), progress=progress)
+                     workers=args.jobs, limits=api.limits_from_args(args), progress=progress,
+                     deep=not args.fast_identify)
     except b.BundleError as e:
         raise UsageError(str(e)) from None
     print(f"{s.files} files: {s.done} bagged, {s.skipped_finished} already done, "
@@ -106,6 +107,8 @@ def add_parsers(sub, common) -> None:
     sp.add_argument("-o", "--output", metavar="PACKAGE", help="the package folder to write")
     sp.add_argument("--resume", action="store_true", help="continue an interrupted bundle")
     sp.add_argument("--no-access", action="store_true", help="masters and metadata only")
+    sp.add_argument("--fast-identify", action="store_true",
+                    help="with --no-access: identify by signature or extension only (no decoding)")
     sp.add_argument("--verify", action="store_true", help="validate the package GAME_DIR names")
     sp.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1,
                     help="worker processes (default: one per CPU)")

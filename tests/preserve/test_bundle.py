@@ -154,3 +154,14 @@ def test_corpus_folders_bag_and_validate(folder, subset, tmp_path):
                            rec["warnings"]), rel
             if codec.textures is not None and not hasattr(codec, "member_names"):
                 assert "png" in kinds or rec["warnings"], rel
+
+
+def test_fast_identification_without_access_copies(tree, tmp_path):
+    pkg = tmp_path / "pkg"
+    assert main(["bundle", str(tree), "-o", str(pkg), "-j", "1", "--no-access",
+                 "--fast-identify"]) == 0
+    _valid(pkg)
+    assert _record(pkg, "models/cube.n3pmesh")["basis"] == "extension-only"
+    assert _record(pkg, "models/cube.n3pmesh")["valid"] is None
+    assert _record(pkg, "models/cube.dts")["basis"] == "version word"
+    assert all(_record(pkg, rel)["access"] == [] for rel in EXPECTED)

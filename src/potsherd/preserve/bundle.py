@@ -195,7 +195,10 @@ def _bundle_file(rel: str, package: str, options: dict, identify_bytes: Callable
     except FormatError as e:
         ident = {"format": None, "error": f"not identified: {e}"}
     else:
-        found = identify_bytes(data, src, deep=True, limits=limits)
+        # access copies need the decoded document; without them the fast mode
+        # names formats by signature or extension alone (no decode)
+        deep = options.get("deep", True) or options.get("access", True)
+        found = identify_bytes(data, src, deep=deep, limits=limits)
         doc = found.__dict__.pop("_doc", None)
         ident = {k: v for k, v in found.to_dict().items() if k not in ("path", "size")}
         if found.format is not None and found.valid and doc is not None:
@@ -236,11 +239,13 @@ def _batches(items: Iterator[str], n: int) -> Iterator[list[str]]:
 
 
 def bundle(game_dir: str, package: str, *, resume: bool = False, access: bool = True,
-           workers: int = 1, limits: Limits = DEFAULT_LIMITS,
+           workers: int = 1, limits: Limits = DEFAULT_LIMITS, deep: bool = True,
            progress: Callable[[str, str, Any], None] | None = None,
            stop_after: int | None = None) -> BundleSummary:
     """Bag ``game_dir`` into ``package``.  ``resume`` continues a package an
-    interruption left incomplete, skipping finished files.  ``stop_after``
+    interruption left incomplete, skipping finished files.  ``deep=False``
+    (with ``access=False``): identify without decoding (formats without a
+    signature by extension only, versions only from signatures).  ``stop_after``
     (tests): stop as an interruption would after that many new files."""
     t0 = time.perf_counter()
     game_dir = os.path.abspath(game_dir)
@@ -273,7 +278,7 @@ def bundle(game_dir: str, package: str, *, resume: bool = False, access: bool = 
     if resume:
         _remove_leftovers(package)
     summary = BundleSummary()
-    options = {"game_dir": game_dir, "access": access, "limits": limits}
+    options = {"game_dir": game_dir, "access": access, "limits": limits, "deep": deep}
 
     def todo() -> Iterator[str]:
         for rel in _walk(game_dir):
