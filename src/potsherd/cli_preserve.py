@@ -15,12 +15,12 @@ COMMANDS = ("identify", "signatures", "bundle")
 def cmd_identify(args) -> int:
     from .preserve.identify import identify
     limits = api.limits_from_args(args)
-    unknown = 0
+    unreadable = 0
     for r in identify(args.paths, deep=not args.fast, members=not args.no_members,
                       limits=limits):
         r.path = display_path(r.path)
-        if r.format is None:
-            unknown += 1
+        if r.format is None and (r.error or "").startswith(("unreadable", "not read")):
+            unreadable += 1
         if args.json:
             print(json.dumps(r.to_dict(), ensure_ascii=False))
             continue
@@ -31,7 +31,7 @@ def cmd_identify(args) -> int:
         state = "" if r.valid is not False else f"; does not decode: {r.error}"
         note = f"; {r.note}" if r.note else ""
         print(f"{r.path}: {r.family}/{r.format}{version} [{r.id}] by {r.basis}{state}{note}")
-    return 0
+    return 1 if unreadable else 0   # unknown is an answer; a file not read is not
 
 
 def cmd_signatures(args) -> int:

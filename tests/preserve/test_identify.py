@@ -103,8 +103,10 @@ def test_cli_json_lines(tree, capsys):
     assert {os.path.basename(r["path"]) for r in rows} == {"cube.n3pmesh", "cube.dts", "cube.fbx"}
     for r in rows:
         assert set(r) >= {"path", "family", "format", "version", "id", "basis"}
-    assert main(["identify", str(tree / "README.txt")]) == 0
+    assert main(["identify", str(tree / "README.txt")]) == 0     # unknown is an answer
     assert "unknown" in capsys.readouterr().out
+    assert main(["identify", str(tree / "no-such-file.dts")]) == 1  # a file not read is not
+    assert "unreadable" in capsys.readouterr().out
 
 
 def _corpus_folder_family() -> dict[str, str]:

@@ -211,12 +211,8 @@ def _members(result: Identification, data: bytes, deep: bool,
         except FormatError as e:
             yield Identification(path, 0, error=f"member unreadable: {e}")
             continue
-        yield from _with_members(identify_bytes(mdata, _member_name(path, member), deep=deep,
-                                                limits=limits), mdata, path, deep, limits)
-
-
-def _member_name(path: str, member: str) -> str:
-    return member
+        yield from _with_members(identify_bytes(mdata, member, deep=deep, limits=limits),
+                                 mdata, path, deep, limits)
 
 
 def _with_members(found: Identification, data: bytes, path: str, deep: bool,
