@@ -45,7 +45,7 @@ MANIFEST = "manifest-sha256.txt"
 TAGMANIFEST = "tagmanifest-sha256.txt"
 BAGIT_TXT = "BagIt-Version: 0.97\nTag-File-Character-Encoding: UTF-8\n"
 #: files per batch handed to the workers: bounds the plan held in memory
-BATCH = 256
+BATCH = 1024
 _COPY_CHUNK = 1 << 20
 
 
@@ -324,7 +324,9 @@ def _run(batch: list[str], package: str, options: dict, workers: int) -> Iterato
         for rel in batch:
             yield (rel, *bundle_file(rel, package, options))
         return
+    from .. import registry
     from ..export.convert import run_in_workers
+    registry.codecs()   # imported once here: every batch's forked workers inherit them
     yield from run_in_workers([(rel, package) for rel in batch], "bundle", options, workers,
                               job=bundle_file)
 
