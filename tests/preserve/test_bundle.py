@@ -132,6 +132,8 @@ def test_refusals(tree, tmp_path):
     assert main(["bundle", str(tree)]) == 2                # no -o
 
 
+@pytest.mark.corpus
+@pytest.mark.slow
 @pytest.mark.parametrize("folder,subset", [("ko", "data/Object"), ("tribes", "")])
 def test_corpus_folders_bag_and_validate(folder, subset, tmp_path):
     src = CORPUS_ROOT / folder / subset

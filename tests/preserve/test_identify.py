@@ -113,6 +113,7 @@ def _corpus_folder_family() -> dict[str, str]:
     return {d: f.name for f in families.FAMILIES for d in f.corpus}
 
 
+@pytest.mark.corpus
 def test_corpus_files_are_named_as_the_readers_read_them():
     """Every corpus file: identify names the codec the registry decodes it with
     (in the family of its corpus folder), and calls unknown exactly the files

@@ -153,6 +153,8 @@ def test_fido_names_the_fixture_tree_as_potsherd_does_and_no_control(fido_xml, t
     assert any(k == "signature" for k, _ in fido[str(tmp_path / "controls" / "sound.sfx")])
 
 
+@pytest.mark.corpus
+@pytest.mark.slow
 def test_fido_names_every_corpus_file_as_potsherd_does(fido_xml):
     if not CORPUS_ROOT.is_dir():
         pytest.skip("corpus not present")

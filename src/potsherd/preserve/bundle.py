@@ -25,6 +25,7 @@ writes them; :func:`verify` validates the package with that library.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -91,35 +92,73 @@ def _record_path(package: str, rel: str) -> str:
     return os.path.join(package, "data", "metadata", *rel.split("/")) + ".json"
 
 
-def _copy_master(src: str, dst: str) -> tuple[str, int]:
-    """Copy ``src`` to ``dst`` atomically (timestamps kept) and hash it on the way."""
-    os.makedirs(os.path.dirname(dst), exist_ok=True)
-    h = hashlib.sha256()
-    tmp = os.path.join(os.path.dirname(dst), f"{TEMP_PREFIX}{os.getpid()}-master{TEMP_SUFFIX}")
-    size = 0
+@functools.lru_cache(maxsize=1024)
+def _ensure_dir(path: str) -> None:
+    """``os.makedirs`` once per folder (recent ones remembered, bounded)."""
+    os.makedirs(path, exist_ok=True)
+
+
+def _put(path: str, data: bytes) -> None:
+    """Write a file of the package atomically: a temporary name, then a rename.
+    (The package is ours: no checks of what the name points to.)"""
+    folder = os.path.dirname(path)
+    _ensure_dir(folder)
+    tmp = os.path.join(folder, f"{TEMP_PREFIX}{os.getpid()}-put{TEMP_SUFFIX}")
     try:
-        with open(src, "rb") as fi, open(tmp, "wb") as fo:
-            while True:
-                chunk = fi.read(_COPY_CHUNK)
-                if not chunk:
-                    break
-                h.update(chunk)
-                fo.write(chunk)
-                size += len(chunk)
-        shutil.copystat(src, tmp)
-        os.replace(tmp, dst)
+        try:
+            f = open(tmp, "wb")
+        except FileNotFoundError:   # a folder removed since it was remembered
+            _ensure_dir.cache_clear()
+            os.makedirs(folder, exist_ok=True)
+            f = open(tmp, "wb")
+        with f:
+            f.write(data)
+        os.replace(tmp, path)
     except BaseException:
         try:
             os.remove(tmp)
         except OSError:
             pass
         raise
-    return h.hexdigest(), size
+
+
+def _copy_master(src: str, dst: str, limits: Limits) -> tuple[str, int, bytes | None]:
+    """Copy ``src`` to ``dst`` atomically (timestamps kept), hashing it on the
+    way: ``(sha256, size, the bytes)``; a file over the input limit is copied
+    in chunks and its bytes are not returned (it is not identified)."""
+    with open(src, "rb") as fi:
+        size = os.fstat(fi.fileno()).st_size
+        if size <= limits.max_input:
+            data = fi.read(size + 1)
+            if len(data) <= limits.max_input:
+                _put(dst, data)
+                shutil.copystat(src, dst)
+                return hashlib.sha256(data).hexdigest(), len(data), data
+            fi.seek(0)
+        h = hashlib.sha256()
+        folder = os.path.dirname(dst)
+        os.makedirs(folder, exist_ok=True)
+        tmp = os.path.join(folder, f"{TEMP_PREFIX}{os.getpid()}-master{TEMP_SUFFIX}")
+        total = 0
+        try:
+            with open(tmp, "wb") as fo:
+                for chunk in iter(lambda: fi.read(_COPY_CHUNK), b""):
+                    h.update(chunk)
+                    fo.write(chunk)
+                    total += len(chunk)
+            shutil.copystat(src, tmp)
+            os.replace(tmp, dst)
+        except BaseException:
+            try:
+                os.remove(tmp)
+            except OSError:
+                pass
+            raise
+    return h.hexdigest(), total, None
 
 
 def _write(path: str, data: bytes) -> dict:
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    atomic_write(path, data)
+    _put(path, data)
     return {"sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)}
 
 
@@ -180,20 +219,18 @@ def bundle_file(rel: str, package: str, options: dict) -> tuple[str, Any]:
 
 
 def _bundle_file(rel: str, package: str, options: dict, identify_bytes: Callable) -> dict:
-    from .. import registry
-    from ..containers import read_file_bytes
     limits: Limits = options.get("limits") or DEFAULT_LIMITS
     src = os.path.join(options["game_dir"], *rel.split("/"))
     master = os.path.join(package, "data", "master", *rel.split("/"))
-    sha, size = _copy_master(src, master)
+    sha, size, data = _copy_master(src, master, limits)
     record: dict = {"potsherd": __version__, "path": rel, "size": size, "sha256": sha,
                     "master": f"data/master/{rel}", "access": [], "warnings": []}
     ident: dict = {}
     doc = None
-    try:
-        data = read_file_bytes(master, limits)
-    except FormatError as e:
-        ident = {"format": None, "error": f"not identified: {e}"}
+    if data is None:
+        ident = {"format": None,
+                 "error": f"not identified: {size} bytes exceed the input limit of "
+                          f"{limits.max_input}"}
     else:
         # access copies need the decoded document; without them the fast mode
         # names formats by signature or extension alone (no decode)
@@ -277,6 +314,7 @@ def bundle(game_dir: str, package: str, *, resume: bool = False, access: bool = 
             pass
     if resume:
         _remove_leftovers(package)
+    _ensure_dir.cache_clear()
     summary = BundleSummary()
     options = {"game_dir": game_dir, "access": access, "limits": limits, "deep": deep}
 
@@ -319,6 +357,36 @@ def bundle(game_dir: str, package: str, *, resume: bool = False, access: bool = 
     return summary
 
 
+#: a worker gets up to this many files (or bytes) per message: small files cost
+#: less than the round trip between processes on a busy machine
+CHUNK_FILES = 16
+CHUNK_BYTES = 4 << 20
+
+
+def bundle_chunk(rels: tuple, package: str, options: dict) -> tuple[str, list]:
+    """Several files' jobs in one message: ``("ok", [(rel, status, result)])``."""
+    return "ok", [(rel, *bundle_file(rel, package, options)) for rel in rels]
+
+
+def _chunks(batch: list[str], game_dir: str) -> list[tuple]:
+    out: list[tuple] = []
+    cur: list[str] = []
+    size = 0
+    for rel in batch:
+        try:
+            n = os.path.getsize(os.path.join(game_dir, *rel.split("/")))
+        except OSError:
+            n = 0
+        if cur and (len(cur) >= CHUNK_FILES or size + n > CHUNK_BYTES):
+            out.append(tuple(cur))
+            cur, size = [], 0
+        cur.append(rel)
+        size += n
+    if cur:
+        out.append(tuple(cur))
+    return out
+
+
 def _run(batch: list[str], package: str, options: dict, workers: int) -> Iterator[tuple]:
     if workers <= 1 or len(batch) == 1:
         for rel in batch:
@@ -327,8 +395,14 @@ def _run(batch: list[str], package: str, options: dict, workers: int) -> Iterato
     from .. import registry
     from ..export.convert import run_in_workers
     registry.codecs()   # imported once here: every batch's forked workers inherit them
-    yield from run_in_workers([(rel, package) for rel in batch], "bundle", options, workers,
-                              job=bundle_file)
+    plan = [(chunk, package) for chunk in _chunks(batch, options["game_dir"])]
+    for chunk, status, res in run_in_workers(plan, "bundle", options, workers,
+                                             job=bundle_chunk):
+        if status == "ok":
+            yield from res
+        else:      # the worker died: every file of its chunk is reported failed
+            for rel in chunk:
+                yield rel, "failed", f"{rel}: {res}"
 
 
 def _records(package: str) -> Iterator[tuple[str, dict]]:
