@@ -167,3 +167,45 @@ def test_fast_identification_without_access_copies(tree, tmp_path):
     assert _record(pkg, "models/cube.n3pmesh")["valid"] is None
     assert _record(pkg, "models/cube.dts")["basis"] == "version word"
     assert all(_record(pkg, rel)["access"] == [] for rel in EXPECTED)
+
+
+@pytest.mark.slow
+def test_a_killed_bundle_process_resumes(tree, tmp_path):
+    """The command killed (SIGKILL, workers and all) part-way: --resume keeps
+    every finished file as it is and completes a valid package."""
+    import signal
+    import subprocess
+    import sys
+    import time
+    big = tmp_path / "big"
+    shutil.copytree(tree, big)
+    data = (tree / "models" / "cube.dts").read_bytes()
+    for i in range(400):
+        d = big / f"copies{i // 100}"
+        d.mkdir(exist_ok=True)
+        (d / f"c{i}.dts").write_bytes(data)
+    pkg = tmp_path / "pkg"
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2] / "src"))
+    proc = subprocess.Popen([sys.executable, "-m", "potsherd", "bundle", str(big), "-o", str(pkg),
+                             "-j", "2"], env=env, start_new_session=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    meta = pkg / "data" / "metadata"
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and proc.poll() is None:
+        if meta.is_dir() and sum(1 for _ in meta.rglob("*.json")) >= 30:
+            break
+        time.sleep(0.05)
+    assert proc.poll() is None, "finished before it could be interrupted"
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    time.sleep(0.5)                    # the workers see their pipe close and exit
+    done = {p: (p.stat().st_ino, p.stat().st_mtime_ns) for p in meta.rglob("*.json")}
+    total = len(_files(big))
+    assert 30 <= len(done) < total and not (pkg / "bagit.txt").exists()
+    s = B.bundle(str(big), str(pkg), resume=True, workers=2)
+    assert (s.failed, s.skipped_finished + s.done) == (0, total)
+    assert s.skipped_finished >= len(done)
+    for p, stamp in done.items():
+        assert (p.stat().st_ino, p.stat().st_mtime_ns) == stamp
+    _valid(pkg)
+    assert not any(p.name.endswith(".part") for p in (pkg / "data").rglob("*"))
