@@ -138,3 +138,9 @@ def test_corpus_files_are_named_as_the_readers_read_them():
             assert r.family == folder_family[folder], r.path
         named += 1
     assert named > 400 and unknown > 0
+
+
+def test_fast_mode_still_lets_a_signature_beat_the_extension(tree):
+    data = (tree / "world" / "example.vol").read_bytes()
+    r = identify_bytes(data, "packed.n3pmesh", deep=False)
+    assert (r.format, r.basis, r.valid) == ("vol", "magic", None) and "n3pmesh" in r.note

@@ -90,14 +90,14 @@ def identify_bytes(data: bytes, name: str, *, deep: bool = True,
     # 2. no signature decides: the claimers that have none to check, by structure
     errors: list[str] = []
     absent: list[Codec] = []
+    by_name: Codec | None = None   # the fast mode's answer, unless a signature says otherwise
     for codec in claimers:
         if codec.declared_signatures() and not by_extension(codec):
             absent.append(codec)
             continue
         if not deep:
-            result.family, result.format = codec.family, codec.name
-            result.id, result.basis = id_for(codec, None), "extension-only"
-            return result
+            by_name = by_name or codec
+            continue
         try:
             doc = registry.decode_as(codec, data, path=name, limits=limits)
         except FormatError as e:
@@ -114,6 +114,10 @@ def identify_bytes(data: bytes, name: str, *, deep: bool = True,
                 result.note = (f"extension {ext} is that of "
                                f"{', '.join(c.name for c in claimers)}; the bytes are {codec.name}")
             return _finish(result, codec, sig, data, name, deep, limits)
+    if by_name is not None:
+        result.family, result.format = by_name.family, by_name.name
+        result.id, result.basis = id_for(by_name, None), "extension-only"
+        return result
     # 4. a claimer whose signature is absent is not named, even when its reader
     #    would decode the bytes (a RIFF palette reader reads any RIFF form, WAVE
     #    too): the error says so, for a codec that should declare the variant
