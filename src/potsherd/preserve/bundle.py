@@ -29,11 +29,12 @@ import functools
 import hashlib
 import json
 import os
-import shutil
 import stat
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
+
+import orjson
 
 from .. import __version__
 from ..core.errors import FormatError
@@ -122,6 +123,14 @@ def _put(path: str, data: bytes) -> None:
         raise
 
 
+def _copy_times(fd: int, dst: str) -> None:
+    """The master keeps the original's permission bits and times (extended
+    attributes are not copied)."""
+    st = os.fstat(fd)
+    os.chmod(dst, stat.S_IMODE(st.st_mode))
+    os.utime(dst, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+
 def _copy_master(src: str, dst: str, limits: Limits) -> tuple[str, int, bytes | None]:
     """Copy ``src`` to ``dst`` atomically (timestamps kept), hashing it on the
     way: ``(sha256, size, the bytes)``; a file over the input limit is copied
@@ -132,7 +141,7 @@ def _copy_master(src: str, dst: str, limits: Limits) -> tuple[str, int, bytes | 
             data = fi.read(size + 1)
             if len(data) <= limits.max_input:
                 _put(dst, data)
-                shutil.copystat(src, dst)
+                _copy_times(fi.fileno(), dst)
                 return hashlib.sha256(data).hexdigest(), len(data), data
             fi.seek(0)
         h = hashlib.sha256()
@@ -146,7 +155,7 @@ def _copy_master(src: str, dst: str, limits: Limits) -> tuple[str, int, bytes | 
                     h.update(chunk)
                     fo.write(chunk)
                     total += len(chunk)
-            shutil.copystat(src, tmp)
+            _copy_times(fi.fileno(), tmp)
             os.replace(tmp, dst)
         except BaseException:
             try:
@@ -237,7 +246,7 @@ def _bundle_file(rel: str, package: str, options: dict, identify_bytes: Callable
         deep = options.get("deep", True) or options.get("access", True)
         found = identify_bytes(data, src, deep=deep, limits=limits)
         doc = found.__dict__.pop("_doc", None)
-        ident = {k: v for k, v in found.to_dict().items() if k not in ("path", "size")}
+        ident = dict(found.__dict__)
         if found.format is not None and found.valid and doc is not None:
             doc.source = src      # referenced files resolve in the game tree
         del data
@@ -259,7 +268,7 @@ def _bundle_file(rel: str, package: str, options: dict, identify_bytes: Callable
             record["access"].append({"kind": kind, "path": f"data/access/{path}",
                                      **_write(where, blob)})
     del doc
-    text = (json.dumps(record, ensure_ascii=False, indent=1) + "\n").encode("utf-8")
+    text = orjson.dumps(record, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
     _write(_record_path(package, rel), text)
     return {"identified": record["format"] is not None, "access": len(record["access"])}
 

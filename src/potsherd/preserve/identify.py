@@ -55,16 +55,28 @@ class Identification:
         return asdict(self)
 
 
+#: codec -> its declared signatures, versioned ones first (read once per codec)
+_SIGS: dict[int, tuple] = {}
+
+
+def _sigs(codec: Codec) -> tuple[Signature, ...]:
+    got = _SIGS.get(id(codec))
+    if got is None or got[0] is not codec:
+        sigs = codec.declared_signatures()
+        got = _SIGS[id(codec)] = (codec, tuple(sorted(sigs, key=lambda s: not s.version)))
+    return got[1]
+
+
 def _signature_hit(codec: Codec, data: bytes) -> Signature | None:
     """The codec's best matching declared signature (a versioned one first), if
     the codec's own sniffer also accepts the bytes."""
-    sigs = codec.declared_signatures()
+    sigs = _sigs(codec)
     if not sigs:
         return None
-    hits = [s for s in sigs if s.matches(data)]
-    if not hits or not codec.sniff(data):
+    hit = next((s for s in sigs if s.matches(data)), None)
+    if hit is None or not codec.sniff(data):
         return None
-    return next((s for s in hits if s.version), hits[0])
+    return hit
 
 
 def _ext(name: str) -> str:
@@ -92,7 +104,7 @@ def identify_bytes(data: bytes, name: str, *, deep: bool = True,
     absent: list[Codec] = []
     by_name: Codec | None = None   # the fast mode's answer, unless a signature says otherwise
     for codec in claimers:
-        if codec.declared_signatures() and not by_extension(codec):
+        if _sigs(codec) and not by_extension(codec):
             absent.append(codec)
             continue
         if not deep:
@@ -136,11 +148,21 @@ def identify_bytes(data: bytes, name: str, *, deep: bool = True,
     return result
 
 
+_BY_EXTENSION: dict[int, tuple] = {}
+
+
 def by_extension(codec: Codec) -> bool:
     """True for a codec whose sniffer refuses even its own declared signature
     bytes: its magic is another format's (a TR4 sprite file has the wad's
     version word), so only the extension and the structure tell it apart."""
-    sigs = codec.declared_signatures()
+    got = _BY_EXTENSION.get(id(codec))
+    if got is None or got[0] is not codec:
+        got = _BY_EXTENSION[id(codec)] = (codec, _by_extension(codec))
+    return got[1]
+
+
+def _by_extension(codec: Codec) -> bool:
+    sigs = _sigs(codec)
     if not sigs:
         return True
     for sig in sigs:

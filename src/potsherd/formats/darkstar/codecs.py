@@ -1,6 +1,7 @@
 """The ``dts`` and ``dml`` codecs: one top-level PERS block plus trailing bytes."""
 from __future__ import annotations
 
+import functools
 import struct
 from typing import Any
 
@@ -43,7 +44,7 @@ class DarkstarCodec(Codec):
         #: the PERS classes a file of this format holds at its top (and nested)
         self.classes = classes
 
-    @property
+    @functools.cached_property
     def signatures(self) -> tuple:
         """One signature per version of the top class this reader has a layout
         for: "PERS", the class name (an i16 length, the name, a pad to even) and
