@@ -33,12 +33,14 @@ WORLD_LAYOUT = _world_layout()
 
 INTERIOR_OPTIONS = (
     Option("state", int, "interior state to export", 0),
-    Option("palette", str, "palette file for the textures (.ppl/.pal; default: the first "
-                           "found in the interior's tree)", ""),
+    Option("palette", str, "palette file for the textures (.ppl/.pal; default: for each "
+                           "bitmap the PL98 sub-palette its PiDX names)", ""),
     Option("lighting", bool, "apply the .dil light maps as vertex colours", True),
     Option("ambient", float, "ambient light added to the light maps (the engine adds the "
                              "mission's at run time)", 0.4),
     Option("lod", int, "level of detail of the state (0 = finest)", 0),
+    Option("data_root", str, "game data folder (or volumes) searched for the geometry, "
+           "lighting, material list, bitmaps and palettes"),
 )
 
 
@@ -67,20 +69,23 @@ class InteriorPartCodec(DarkstarCodec):
     name is still told apart from a shape)."""
 
     def __init__(self, name: str, extensions: tuple[str, ...], description: str,
-                 class_name: bytes) -> None:
-        super().__init__(name, extensions, description, (class_name.decode("ascii"),))
-        self.class_name = class_name
+                 *class_names: bytes) -> None:
+        super().__init__(name, extensions, description,
+                         tuple(c.decode("ascii") for c in class_names))
+        self.class_names = class_names
 
     def sniff(self, data: bytes) -> bool:
-        n = len(self.class_name)
-        return (data.startswith(b"PERS") and len(data) >= 10 + n
-                and int.from_bytes(data[8:10], "little") == n and data[10:10 + n] == self.class_name)
+        if not data.startswith(b"PERS") or len(data) < 10:
+            return False
+        n = int.from_bytes(data[8:10], "little")
+        return data[10:10 + n] in self.class_names
 
 
-DIG = InteriorPartCodec("dig", (".dig",), "Darkstar interior geometry (PERS ITRGeometry v7: BSP, "
-                    "surfaces, points, planes)", b"ITRGeometry")
-DIL = InteriorPartCodec("dil", (".dil",), "Darkstar interior lighting (PERS ITRLighting v6-v7: "
-                    "light states, light maps)", b"ITRLighting")
+DIG = InteriorPartCodec("dig", (".dig",), "Darkstar interior geometry (PERS ITRGeometry v4, v7: "
+                    "BSP, surfaces, points, planes)", b"ITRGeometry")
+DIL = InteriorPartCodec("dil", (".dil",), "Darkstar interior lighting (PERS ITRLighting v4, v6-v7, "
+                    "ITRMissionLighting v7: light states, light maps)", b"ITRLighting",
+                        b"ITRMissionLighting")
 
 # bitmaps and bitmap arrays extract their images to PNG through the palette machinery
 BMP.textures = PBA.textures = bitmap_textures
@@ -153,6 +158,25 @@ def cmd_extract(args) -> int:
     return 0 if failed == 0 else 1
 
 
+def cmd_heightmap(args) -> int:
+    """Terrain heights to a 16-bit PNG, or (with --like) a PNG back into a .dtb."""
+    from ...api import read_doc_args
+    from ...containers import read_input
+    from .terrain_heightmap import heightmap_png, import_heightmap
+    if args.like:
+        _, like = read_doc_args(args.like, args)
+        png = read_input(args.input)
+        out = import_heightmap(png, like).encode()
+    else:
+        _, doc = read_doc_args(args.input, args)
+        if doc.format != "dtb":
+            raise FormatError(f"{args.input}: a {doc.format} file is not a terrain block (.dtb)")
+        out = heightmap_png(doc)
+    atomic_write(args.output, out)
+    print(f"{args.output}: {len(out)} bytes")
+    return 0
+
+
 def add_cli(subparsers, common) -> None:
     sp = subparsers.add_parser("ls", help="list the members of an archive (.vol)")
     sp.add_argument("archive")
@@ -167,3 +191,11 @@ def add_cli(subparsers, common) -> None:
     sp.add_argument("-q", "--quiet", action="store_true")
     common(sp)
     sp.set_defaults(func=cmd_extract)
+
+    sp = subparsers.add_parser("heightmap", help="terrain block (.dtb) heights to a 16-bit PNG, "
+                               "or a PNG back into a .dtb with --like")
+    sp.add_argument("input", help="a .dtb (or X.ted::X#0.dtb) to export, or a PNG to import")
+    sp.add_argument("-o", "--output", required=True, help="PNG or .dtb to write")
+    sp.add_argument("--like", help="the original .dtb whose other fields the import keeps")
+    common(sp)
+    sp.set_defaults(func=cmd_heightmap)

@@ -120,9 +120,24 @@ def _scene_importer(name: str):
             from .importer import IMPORTERS  # imported when first used (it is large)
             fn = IMPORTERS[name]
         require_finite(scene)
+        if name in IMPORT_HOLDS:
+            from ...scene.import_prep import prepare
+            scene = prepare(scene, IMPORT_HOLDS[name])
         return fn(from_time_zero(scene), like=like, out_name=out_name, **options)
     from_scene.__doc__ = f"A neutral scene (glTF import) as {name} file(s)."
     return from_scene
+
+
+def _holds(name: str, names_morph_loss: bool = True):
+    from ...scene.import_prep import Holds
+    return Holds(name, normals=True, vertex_colors=False, morph_targets=False,
+                 names_morph_loss=names_morph_loss)
+
+
+#: what each KO mesh format stores of a glTF (scene.import_prep): normals, no vertex
+#: colours, no morph targets (the importers with ``_warn_static`` name those)
+IMPORT_HOLDS = {n: _holds(n, n != "n3shape" and n != "n3chr")
+                for n in ("n3pmesh", "n3cskins", "n3cpart", "n3cplug", "n3shape", "n3chr")}
 
 
 class KoCodec(LayoutCodec):
