@@ -45,7 +45,11 @@ def test_samples_are_made_by_the_encoders_and_identify_as_their_format(tmp_path)
     assert str(tmp_path / "index.md") in written
     samples = pages.make_samples(str(tmp_path / "again"), registry.codecs())
     importers = [c.name for c in registry.codecs() if c.from_scene is not None]
-    assert set(samples) <= set(importers) and len(samples) >= len(importers) - 2
+    assert set(samples) <= set(importers)
+    # every importer made a sample, or said why the cube is not enough for it
+    for name in importers:
+        assert name in samples or pages.SKIPPED.get(name), name
+    assert len(samples) >= 10
     for name, rel in samples.items():
         (r,) = identify([str(tmp_path / "again" / rel)], members=False)
         assert (r.format, r.valid) == (name, True), (name, r)

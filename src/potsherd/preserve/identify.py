@@ -22,7 +22,7 @@ from .. import containers, registry
 from ..core.errors import FormatError
 from ..core.limits import DEFAULT_LIMITS, Limits
 from ..registry import Codec, Signature
-from .ids import id_for
+from .ids import format_id, id_for
 
 BASES = ("version word", "magic", "structure", "extension-only")
 
@@ -180,10 +180,10 @@ def _id(codec: Codec, version: str | None, data: bytes) -> str:
     when one of its signatures matches them (a version read by decoding that
     no signature shows keeps the format's id)."""
     if version:
-        for sig in codec.declared_signatures():
+        for sig in _sigs(codec):
             if sig.version == version and sig.entry and sig.matches(data):
-                return id_for(codec, version)
-    return id_for(codec, None)
+                return format_id(codec, sig.entry)
+    return format_id(codec)
 
 
 def _finish(result: Identification, codec: Codec, sig: Signature, data: bytes, name: str,

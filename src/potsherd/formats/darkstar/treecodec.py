@@ -47,7 +47,8 @@ class TreeCodec(Codec):
         if self.signatures is not None:
             return tuple(self.signatures)
         from ...registry import ByteSequence, Signature
-        return tuple(Signature("", (ByteSequence(0, m),)) for m in self.magics)
+        # an empty magic (a text format's) is no signature: it matches anything
+        return tuple(Signature("", (ByteSequence(0, m),)) for m in self.magics if m)
 
     # subclasses: decode_tree(r, warnings) -> tree ; encode_tree(tree) -> bytes
     def decode_tree(self, r: Reader, warnings: list[str]) -> Any:
