@@ -14,6 +14,7 @@ direction accepts are declared as :class:`Option` tuples (``export_options``,
 from __future__ import annotations
 
 import os
+import threading
 from typing import Any, Iterable, NamedTuple
 
 from .core.errors import (FormatError, InternalDecodeError, JsonFormatError, LimitError,
@@ -402,105 +403,55 @@ def register(codec: Codec) -> Codec:
     return codec
 
 
+#: one family import at a time: a second thread waits for the table to be whole instead of
+#: reading it half-filled (the viewer decodes on several threads); re-entrant, since a
+#: family's modules may look codecs up while it is being imported
+_LOAD_LOCK = threading.RLock()
+#: families whose codecs are all registered (``_FAMILIES_LOADED`` is marked on entry)
+_FAMILIES_DONE: set[str] = set()
+_COMPLETE = False
+
+
 def _load() -> None:
-    global _LOADED
-    if _LOADED:
+    global _LOADED, _COMPLETE
+    if _COMPLETE:
         return
-    _LOADED = True
-    partial = bool(_FAMILIES_LOADED) or bool(_CODECS)
-    for fam in _families.FAMILIES:
-        _load_family(fam)
-    if partial:  # the table in the order a load of every family at once gives
-        family_codecs = [c.name for fam in _families.FAMILIES for c in fam.codecs()]
-        order = dict.fromkeys([n for n in _EARLY if n in _CODECS] + family_codecs
-                              + list(_CODECS))
-        table = dict(_CODECS)
-        _CODECS.clear()
-        _CODECS.update((n, table[n]) for n in order)
-        _DETECT_INDEX.clear()
-    load_plugins()   # after the built-ins: a plugin never shadows one
-
-
-#: the entry point group third-party packages register codecs and families in
-PLUGIN_GROUP = "potsherd.codecs"
-_PLUGINS_LOADED = False
-#: plugins that failed to load: (entry point, error text); potsherd runs without them
-PLUGIN_ERRORS: list[tuple[str, str]] = []
+    with _LOAD_LOCK:
+        if _LOADED:         # loaded, or being loaded by this very thread
+            return
+        _LOADED = True
+        partial = bool(_FAMILIES_LOADED) or bool(_CODECS)
+        for fam in _families.FAMILIES:
+            _load_family(fam)
+        if partial:  # the table in the order a load of every family at once gives
+            family_codecs = [c.name for fam in _families.FAMILIES for c in fam.codecs()]
+            order = dict.fromkeys([n for n in _EARLY if n in _CODECS] + family_codecs
+                                  + list(_CODECS))
+            table = dict(_CODECS)
+            _CODECS.clear()
+            _CODECS.update((n, table[n]) for n in order)
+            _DETECT_INDEX.clear()
+        load_plugins()   # after the built-ins: a plugin never shadows one
+        _COMPLETE = True
 
 
 def load_plugins() -> None:
-    """Register the codecs of installed plugins (entry point group
-    ``potsherd.codecs``), once, after the built-in families.
-
-    An entry point names a :class:`~potsherd.families.Family` (whose ``package``
-    module lists ``CODECS``), a module with ``CODECS`` (and optionally
-    ``FAMILY``), a list of codecs, or a function returning one of these.  Each
-    codec's ``origin`` becomes the distribution's "name version".  A plugin that
-    fails to import or clashes with a registered codec name is skipped, with
-    the reason in :data:`PLUGIN_ERRORS` and a warning."""
-    global _PLUGINS_LOADED
-    if _PLUGINS_LOADED:
-        return
-    _PLUGINS_LOADED = True
-    from importlib.metadata import entry_points
-    for ep in sorted(entry_points(group=PLUGIN_GROUP), key=lambda e: e.name):
-        try:
-            _register_plugin(ep)
-        except Exception as e:  # noqa: BLE001 - a broken plugin must not break potsherd
-            import warnings
-            PLUGIN_ERRORS.append((f"{ep.name} = {ep.value}", f"{type(e).__name__}: {e}"))
-            warnings.warn(f"potsherd plugin {ep.name!r} ({ep.value}) not loaded: "
-                          f"{type(e).__name__}: {e}", RuntimeWarning, stacklevel=2)
-
-
-def _register_plugin(ep: Any) -> None:
-    import inspect
-    obj = ep.load()
-    if callable(obj) and not isinstance(obj, (Codec, _families.Family, type)) \
-            and not inspect.ismodule(obj):
-        obj = obj()
-    dist = getattr(ep, "dist", None)
-    origin = f"{dist.name} {dist.version}" if dist is not None else ep.value
-    fam = None
-    if isinstance(obj, _families.Family):
-        fam, codecs_ = obj, obj.codecs()
-    elif inspect.ismodule(obj):
-        fam = getattr(obj, "FAMILY", None)
-        codecs_ = list(getattr(obj, "CODECS", ()))
-    elif isinstance(obj, Codec):
-        codecs_ = [obj]
-    else:
-        codecs_ = list(obj)
-    if not codecs_ or not all(isinstance(c, Codec) for c in codecs_):
-        raise TypeError("a potsherd.codecs entry point gives Codec objects "
-                        "(a Family, a module with CODECS, a list, or a function returning one)")
-    for c in codecs_:
-        if c.name in _CODECS and _CODECS[c.name] is not c:
-            raise ValueError(f"codec name {c.name!r} is already registered "
-                             f"(by {_CODECS[c.name].origin})")
-        if not c.family:
-            raise ValueError(f"codec {c.name!r} declares no family")
-    known = {f.name for f in _families.all_families()}
-    if fam is not None and fam.name not in known:
-        _families.PLUGIN_FAMILIES.append(fam)
-        known.add(fam.name)
-    for c in codecs_:
-        if c.family not in known:  # a family only named by its codecs
-            _families.PLUGIN_FAMILIES.append(_families.Family(
-                c.family, c.family, getattr(ep, "module", "") or "", ()))
-            known.add(c.family)
-        c.origin = origin
-        register(c)
-        if c.name in _EARLY:   # listed after the built-in codecs, whenever loaded
-            _EARLY.remove(c.name)
+    """Register the codecs of installed plugins, once (:mod:`potsherd.plugins`)."""
+    import sys
+    from . import plugins
+    plugins.load_plugins(sys.modules[__name__])
 
 
 def _load_family(fam: Any) -> None:
-    if fam.name in _FAMILIES_LOADED:
+    if fam.name in _FAMILIES_DONE:
         return
-    _FAMILIES_LOADED.add(fam.name)
-    for c in fam.codecs():
-        register(c)
+    with _LOAD_LOCK:
+        if fam.name in _FAMILIES_LOADED:
+            return
+        _FAMILIES_LOADED.add(fam.name)
+        for c in fam.codecs():
+            register(c)
+        _FAMILIES_DONE.add(fam.name)
 
 
 _MANIFEST_INDEX: dict[str, dict[str, set]] = {}
@@ -530,7 +481,7 @@ def _load_sole_family(kind: str, key: str) -> None:
     imports neither the KO nor the Darkstar nor the TRLE modules (a sixth of
     a short process's start).  Detection gives the same codec as with every
     family loaded: only the codecs claiming an extension are ever compared."""
-    if _LOADED or _SOLE_FAMILY.get((kind, key)) in _FAMILIES_LOADED:
+    if _COMPLETE or _SOLE_FAMILY.get((kind, key)) in _FAMILIES_DONE:
         return  # (read per file: a loaded family costs one look-up)
     fams = _manifest_index()[kind].get(key, ())
     if len(fams) == 1:

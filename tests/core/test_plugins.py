@@ -114,7 +114,7 @@ def test_broken_or_clashing_plugins_are_skipped_with_the_reason(monkeypatch):
     gives no codecs and one reusing a built-in codec's name are each skipped
     with the reason; potsherd keeps working and registers nothing of theirs."""
     import importlib.metadata
-    from potsherd import registry
+    from potsherd import plugins, registry
     from potsherd.registry import LayoutCodec
 
     registry.codecs()
@@ -135,13 +135,13 @@ def test_broken_or_clashing_plugins_are_skipped_with_the_reason(monkeypatch):
            EP("b-empty", "empty:CODECS", lambda: []),
            EP("c-clash", "clash:CODECS", lambda: [clash])]
     monkeypatch.setattr(importlib.metadata, "entry_points",
-                        lambda group=None: eps if group == registry.PLUGIN_GROUP else [])
-    monkeypatch.setattr(registry, "_PLUGINS_LOADED", False)
-    monkeypatch.setattr(registry, "PLUGIN_ERRORS", [])
+                        lambda group=None: eps if group == plugins.PLUGIN_GROUP else [])
+    monkeypatch.setattr(plugins, "_PLUGINS_LOADED", False)
+    monkeypatch.setattr(plugins, "PLUGIN_ERRORS", [])
     before = dict(registry._CODECS)
     with pytest.warns(RuntimeWarning, match="not loaded"):
         registry.load_plugins()
-    errors = dict(registry.PLUGIN_ERRORS)
+    errors = dict(plugins.PLUGIN_ERRORS)
     assert set(errors) == {"a-broken = no_such_module:X", "b-empty = empty:CODECS",
                            "c-clash = clash:CODECS"}
     assert "ImportError" in errors["a-broken = no_such_module:X"]
