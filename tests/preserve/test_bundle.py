@@ -209,3 +209,21 @@ def test_a_killed_bundle_process_resumes(tree, tmp_path):
         assert (p.stat().st_ino, p.stat().st_mtime_ns) == stamp
     _valid(pkg)
     assert not any(p.name.endswith(".part") for p in (pkg / "data").rglob("*"))
+
+
+@pytest.mark.corpus
+def test_tables_get_csv_access_copies_through_the_declared_hook(tmp_path):
+    src = CORPUS_ROOT / "ko" / "data" / "Data"
+    tables = sorted(src.glob("*.tbl")) if src.is_dir() else []
+    if not tables:
+        pytest.skip("no KO tables in the corpus")
+    pkg = tmp_path / "pkg"
+    assert B.bundle(str(src), str(pkg)).failed == 0
+    for p in tables:
+        rec = _record(pkg, p.name)
+        codec = registry.get_codec(rec["format"])
+        assert codec.to_csv is not None
+        assert [a["kind"] for a in rec["access"]] == ["csv"]
+        doc = registry.decode(p.read_bytes(), path=str(p))
+        assert (pkg / rec["access"][0]["path"]).read_bytes() == codec.to_csv(doc).encode("utf-8")
+    _valid(pkg)
