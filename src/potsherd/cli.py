@@ -120,7 +120,8 @@ def cmd_formats(args) -> int:
     if args.json:
         print(json.dumps(rows, indent=1))
         return 0
-    for fam in registry.FAMILIES:
+    # the built-in families, then those only plugins add
+    for fam in dict.fromkeys([*registry.FAMILIES, *(r["family"] for r in rows)]):
         fam_rows = [r for r in rows if r["family"] == fam]
         if not fam_rows:
             continue
@@ -128,8 +129,9 @@ def cmd_formats(args) -> int:
         for r in fam_rows:
             feats = r.get("features", {})
             can = ",".join(f for f in FEATURES if feats.get(f)) or "-"
+            origin = r.get("origin", "potsherd")
             print(f"  {r['name']:<16} {' '.join(r['extensions']):<24} {can:<30} "
-                  f"{r['description']}")
+                  f"{r['description']}" + (f"  [plugin: {origin}]" if origin != "potsherd" else ""))
         for line in _family_option_lines(fam, rows):
             print(line)
     return 0
@@ -460,7 +462,8 @@ def cmd_blender_addon(args) -> int:
 
 #: the commands cli.py adds itself (a family's hook adds the others)
 CORE_COMMANDS = ("example", "formats", "info", "dump", "build", "roundtrip", "validate",
-                 "convert", "render", "textures", "view", "layout", "blender-addon")
+                 "convert", "render", "textures", "view", "layout", "blender-addon",
+                 "identify", "signatures", "bundle")
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
@@ -524,6 +527,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     sp.add_argument("--json", action="store_true")
     common(sp)
     sp.set_defaults(func=cmd_validate)
+
+    from . import cli_preserve
+    cli_preserve.add_parsers(sub, common)
 
     sp = sub.add_parser("example", help="write small example files made by potsherd's own encoders")
     sp.add_argument("folder", help="where to write them")
