@@ -18,7 +18,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 from . import __version__, api, families, registry  # noqa: E402
 from .api import UsageError, display_path, parse_params  # noqa: E402
-from .core.errors import FormatError  # noqa: E402
+from .core.errors import FormatError, LimitError  # noqa: E402
 from .core.plainjson import plain_json  # noqa: E402
 
 __all__ = ["main", "build_parser", "UsageError", "parse_params", "read_doc", "iter_inputs"]
@@ -331,6 +331,8 @@ def cmd_render(args) -> int:
         raise IsADirectoryError(21, os.strerror(21), args.input)
     try:
         g = rend.Gltf(args.input)
+    except MemoryError:
+        raise LimitError(f"{args.input}: glTF data too large to render") from None
     except (ValueError, KeyError, IndexError, TypeError, struct.error) as e:
         raise FormatError(f"{args.input}: not a readable glTF ({type(e).__name__}: {e})") from None
     animations = len(g.json.get("animations", []))
@@ -342,6 +344,8 @@ def cmd_render(args) -> int:
         raise UsageError(f"--size {args.size}: use 16..4096 pixels")
     try:
         img = rend.render(args.input, animation=animation, time=args.time, size=args.size)
+    except MemoryError:
+        raise LimitError(f"{args.input}: glTF data too large to render") from None
     except (ValueError, KeyError, IndexError, TypeError, struct.error) as e:
         raise FormatError(f"{args.input}: cannot render ({type(e).__name__}: {e})") from None
     for note in img.info.get("notes", []):     # e.g. a KTX2 texture drawn untextured
