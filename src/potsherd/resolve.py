@@ -310,6 +310,36 @@ class Confinement:
         return data
 
 
+def read_spec(spec: str, confinement: Confinement, ref: str | None = None) -> bytes:
+    """The bytes of a found reference ``FILE`` or ``ARCHIVE::member``: the file
+    read by ``confinement``'s rule, members taken from it within its limits."""
+    from .containers import SEPARATOR, open_container
+    disk, *members = spec.split(SEPARATOR)
+    data = confinement.read(disk, ref)
+    where = disk
+    for name in members:
+        doc = open_container(data, where, confinement.limits)
+        data = doc.codec.read_member(doc, name)
+        where = f"{where}{SEPARATOR}{name}"
+    return data
+
+
+def decodes_as_image(data: bytes) -> bool:
+    """Does Pillow read ``data`` as an image (header and structure checked,
+    pixels not decoded)?  KTX2 (kept as data) is told by its magic.  A
+    referenced file is embedded as an image only when this holds."""
+    if bytes(data[:12]) == b"\xabKTX 20\xbb\r\n\x1a\n":
+        return True
+    import io
+    from PIL import Image as PILImage
+    try:
+        with PILImage.open(io.BytesIO(data)) as im:
+            im.verify()
+        return True
+    except Exception:  # noqa: BLE001 - anything Pillow refuses is not an image
+        return False
+
+
 def find_game_root(source: str | os.PathLike, markers: Iterable[str],
                    depth: int = GAME_TREE_DEPTH, need: int = 2) -> Path | None:
     """The nearest folder at or above ``source``'s folder that has at least

@@ -43,6 +43,7 @@ from .model import (Animation, Channel, Image, Material, Mesh, MorphTarget, Node
 from .gltf_access import GLB_MAGIC, GltfAccess, _kind, _to_float
 from . import gltf_draco
 from .gltf_instancing import Instancing, check_drawn
+from ..resolve import decodes_as_image
 from .gltf_uvsets import UvSets
 from .geometry import strip_or_fan_triangles
 from .xform import mat4_from_gltf
@@ -268,7 +269,7 @@ class _Reader(UvSets, Instancing, GltfAccess):
                     data = self.load_uri(uri, path + ".uri")
                 except FormatError as e:   # refused, missing or over the limits: a warning
                     self.warnings.append(f"images[{i}]: {e.message}; kept as a reference")
-            if data is not None and not _decodes_as_image(data):
+            if data is not None and not decodes_as_image(data):
                 # a referenced file is embedded only when it is an image
                 self.warnings.append(f"images[{i}]: {_short_uri(uri)!r} does not decode as an "
                                      "image; kept as a reference, not embedded")
@@ -743,21 +744,6 @@ class _Reader(UvSets, Instancing, GltfAccess):
 
 def _short_uri(uri: str) -> str:
     return uri if len(uri) <= 80 else uri[:60] + "..."
-
-
-def _decodes_as_image(data: bytes) -> bool:
-    """Does Pillow read ``data`` as an image (header and structure checked,
-    pixels not decoded)?  KTX2 (kept as data) is told by its magic."""
-    if data[:12] == b"\xabKTX 20\xbb\r\n\x1a\n":
-        return True
-    import io
-    from PIL import Image as PILImage
-    try:
-        with PILImage.open(io.BytesIO(data)) as im:
-            im.verify()
-        return True
-    except Exception:  # noqa: BLE001 - anything Pillow refuses is not an image
-        return False
 
 
 def _sniff_image(data: bytes) -> Optional[str]:

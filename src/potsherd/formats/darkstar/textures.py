@@ -21,7 +21,7 @@ import numpy as np
 from ...core.errors import FormatError, ValueFormatError
 from ...core.limits import DEFAULT_LIMITS, Limits
 from ...registry import Option
-from ...resolve import Listings
+from ...resolve import Confinement, Listings, is_regular_file, read_bounded, read_spec
 from .phoenix import (BMA_ADDITIVE, BMA_TRANSLUCENT, BMA_TRANSPARENT, bitmap_field, bitmap_head,
                       mip_levels, palette_colors)
 
@@ -74,9 +74,8 @@ def _archive_members(path: str, limits: Limits = DEFAULT_LIMITS) -> list[str]:
     """A volume's member names (read and decoded within ``limits``; none when
     it does not decode)."""
     from ... import registry
-    from ...containers import read_file_bytes
-    try:
-        doc = registry.decode(read_file_bytes(path, limits), path=path, limits=limits)
+    try:   # (listed below a root: opened without blocking, regular files only)
+        doc = registry.decode(read_bounded(path, limits), path=path, limits=limits)
         return doc.codec.member_names(doc) if hasattr(doc.codec, "member_names") else []
     except (FormatError, OSError):
         return []
@@ -85,11 +84,14 @@ def _archive_members(path: str, limits: Limits = DEFAULT_LIMITS) -> list[str]:
 def find_in_tree(name: str, roots: Iterable[str], limits: Limits = DEFAULT_LIMITS) -> str | None:
     """A file named ``name`` (case-insensitive) in the first root that has it."""
     want = name.replace("\\", "/").rsplit("/", 1)[-1].lower()
+    roots = [r for r in roots if r]
+    inside = Confinement(roots, limits)
     for root in roots:
-        if not root or not os.path.isdir(root):
+        if not os.path.isdir(root):
             continue
         for base, p in _tree_listing(os.path.abspath(root), limits):
-            if base == want:
+            if base == want and inside.allowed(p.split("::")[0]) and \
+                    is_regular_file(Path(p.split("::")[0])):
                 return p
     return None
 
@@ -98,8 +100,10 @@ def find_palettes(roots: Iterable[str], limits: Limits = DEFAULT_LIMITS) -> list
     out = []
     for root in roots:
         if root and os.path.isdir(root):
+            inside = Confinement([root], limits)   # (a link leaving the tree is not one)
             out.extend(p for base, p in _tree_listing(os.path.abspath(root), limits)
-                       if base.endswith(PALETTE_EXTS))
+                       if base.endswith(PALETTE_EXTS) and inside.allowed(p.split("::")[0])
+                       and is_regular_file(Path(p.split("::")[0])))
     return out
 
 
@@ -122,22 +126,27 @@ def search_roots(path: str, data_root: str | None = None) -> list[str]:
 # palettes
 
 
-def load_palette_doc(spec: str, limits: Limits | None = None):
+def load_palette_doc(spec: str, limits: Limits | None = None, found: bool = False):
     """A decoded palette file, read and decoded within ``limits`` (cached while
-    the file on disk is unchanged)."""
+    the file on disk is unchanged); ``found``: found in a tree, not named by
+    the user (read by the rule for referenced files)."""
     try:
         st = os.stat(spec.split("::")[0])
         stamp = (st.st_mtime_ns, st.st_size)
     except OSError:
         stamp = None
-    return _load_palette_doc(spec, stamp, limits or DEFAULT_LIMITS)
+    return _load_palette_doc(spec, stamp, limits or DEFAULT_LIMITS, found)
 
 
 @lru_cache(maxsize=16)
-def _load_palette_doc(spec: str, stamp: tuple | None, limits: Limits):
+def _load_palette_doc(spec: str, stamp: tuple | None, limits: Limits, found: bool = False):
     from ... import registry
     from ...containers import read_input
-    doc = registry.decode(read_input(spec, limits), path=spec, limits=limits)
+    if found:   # found in a game tree: the rule for referenced files
+        data = read_spec(spec, Confinement([os.path.dirname(spec.split("::")[0])], limits))
+    else:       # named by the user
+        data = read_input(spec, limits)
+    doc = registry.decode(data, path=spec, limits=limits)
     if doc.format not in ("pl98", "riffpal"):
         raise FormatError(f"{spec}: a {doc.format} file is not a palette")
     return doc
@@ -203,7 +212,7 @@ def bitmap_textures(doc, *, palette: str = "", mips: bool = False, data_root: st
         spec, pdoc = "its own RIFF chunk", own
     else:
         spec = choose_palette(src, palette, data_root or None, doc.limits)
-        pdoc = load_palette_doc(spec, doc.limits)
+        pdoc = load_palette_doc(spec, doc.limits, found=not palette)
     print(f"info  {src}: palette {spec}", file=sys.stderr)  # the choice is always said
     stem = os.path.splitext(os.path.basename(src.split("::")[-1]))[0]
     bitmaps = ([doc.root] if doc.format == "pbmp"
@@ -310,7 +319,8 @@ def resolve_bitmap(name: str, source: str, data_root: str | None = None,
 
 def material_texture(name: str, source: str, *, palette: str = "",
                      data_root: str | None = None, warnings: list | None = None,
-                     transparent: bool = False, limits: Limits | None = None):
+                     transparent: bool = False, limits: Limits | None = None,
+                     palette_found: bool = False):
     """``(PNG bytes, attribute, palette spec, (w, h))`` of a material bitmap, or None
     when it cannot be found or read (the reason goes to ``warnings``)."""
     import io
@@ -324,12 +334,16 @@ def material_texture(name: str, source: str, *, palette: str = "",
                             f"--data-root")
         return None
     try:
-        doc = registry.decode(read_input(spec, limits), path=spec, limits=limits)
+        doc = registry.decode(read_spec(spec, Confinement(search_roots(source, data_root),
+                                                          limits), name),
+                              path=spec, limits=limits)
         if doc.format != "pbmp":
             raise FormatError(f"{spec} is a {doc.format} file, not a Phoenix bitmap")
         own = embedded_palette(doc.root)  # a bitmap that carries its palette is drawn with it
         pspec = "" if own is not None else choose_palette(source, palette, data_root, limits)
-        colors = palette_for_bitmap(doc.root, own if own is not None else load_palette_doc(pspec, limits))
+        colors = palette_for_bitmap(doc.root, own if own is not None else
+                                    load_palette_doc(pspec, limits,
+                                                     found=palette_found or not palette))
         rgba = bitmap_rgba(doc.root, colors)
         if transparent:  # the material says transparent: index 0 is clear, as the engine draws it
             rgba[..., 3][mip_levels(doc.root)[0] == 0] = 0
@@ -387,7 +401,7 @@ def texture_materials(scene, material_indices: list[int], source: str | None, *,
         if key not in images:
             got = material_texture(name, source, palette=pspec, data_root=data_root,
                                    warnings=scene.warnings, transparent=transparent,
-                                   limits=limits)
+                                   limits=limits, palette_found=not palette)
             if got is None:
                 images[key] = None
             else:
