@@ -88,7 +88,7 @@ def summary(path: str, data: bytes, doc) -> dict:
 
 
 def _error_line(path: str, reason: Any) -> str:
-    return f"potsherd: error: {display_path(path)}: {reason}"
+    return f"potsherd: error: {display_path(path)}: {api.printable(reason)}"
 
 
 # ----------------------------------------------------------------------------
@@ -300,7 +300,7 @@ def cmd_validate(args) -> int:
         elif rec["ok"]:
             print(f"{rec['path']}: {rec['format']} {rec['variant'] or ''} ok, "
                   f"{rec['opaque_bytes']} of {rec['bytes']} bytes opaque"
-                  + "".join(f"\n  warning: {w}" for w in rec["warnings"]))
+                  + "".join(f"\n  warning: {api.printable(w)}" for w in rec["warnings"]))
         else:
             e = rec["error"]
             print(f"{rec['path']}: INVALID {e['message']}"
@@ -349,7 +349,7 @@ def cmd_render(args) -> int:
     except (ValueError, KeyError, IndexError, TypeError, struct.error) as e:
         raise FormatError(f"{args.input}: cannot render ({type(e).__name__}: {e})") from None
     for note in img.info.get("notes", []):     # e.g. a KTX2 texture drawn untextured
-        print(f"potsherd: warning: {note}", file=sys.stderr)
+        print(f"potsherd: warning: {api.printable(note)}", file=sys.stderr)
     buf = io.BytesIO()
     img.save(buf, format="PNG")
     stream = api.summary_stream(args.output)
@@ -556,6 +556,8 @@ def main(argv: list[str] | None = None) -> int:
     """Run one command; exit codes: 0 success, 1 a data or file-system error,
     2 a usage error, 130 interrupted (Ctrl-C)."""
     _tolerant_streams()
+    from .core.fileio import Terminated, install_cleanup_signals
+    install_cleanup_signals()   # SIGTERM / SIGHUP remove temporary files like Ctrl-C
     if list(sys.argv[1:] if argv is None else argv) == ["--version"]:
         print(f"potsherd {__version__}")  # without building every family's parser
         return 0
@@ -570,10 +572,10 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         return args.func(args)
     except UsageError as e:
-        print(f"potsherd: {e}", file=sys.stderr)
+        print(f"potsherd: {api.printable(e)}", file=sys.stderr)
         return 2
     except FormatError as e:
-        print(f"potsherd: error: {e}", file=sys.stderr)
+        print(f"potsherd: error: {api.printable(e)}", file=sys.stderr)
         return 1
     except BrokenPipeError:
         # the reader went away: stop quietly, and keep Python's exit-time flush quiet too
@@ -586,6 +588,9 @@ def main(argv: list[str] | None = None) -> int:
         where = e.filename if e.filename is not None else "-"
         print(_error_line(where, e.strerror or e), file=sys.stderr)
         return 1
+    except Terminated as e:
+        print("potsherd: terminated", file=sys.stderr)
+        return 128 + e.signum
     except KeyboardInterrupt:
         print("potsherd: interrupted", file=sys.stderr)
         return 130
