@@ -385,7 +385,7 @@ class Resolver:
         if source:
             here = Path(os.path.realpath(os.fspath(source))).parent
             game = find_game_root(source, game_layout, depth) if game_layout else None
-            self.roots.extend([game, here] if game is not None and game != here else [here])
+            self.roots.extend([here, game] if game is not None and game != here else [here])
         self.confinement = Confinement(self.roots, self.limits)
         self._docs: dict[Path, Any] = {}
 
@@ -401,7 +401,7 @@ class Resolver:
         parts = ref_parts(ref, self.name_of)
         if not parts:
             return None
-        for k in range(len(parts) - 1):   # a path from a folder above a root (C:\client\...):
+        for k in range(len(parts)):   # then a path from a folder above a root (C:\client\...):
             for root in self.roots:         # its tail inside the roots, longest first
                 hit = self.listings.walk(root, parts[k:])
                 if self._ok(hit):

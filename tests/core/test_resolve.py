@@ -30,7 +30,7 @@ def test_windows_reference_found_case_insensitively_in_the_game_tree(tmp_path):
     # the parent folder is a root only because its layout says it is the client
     assert resolve.Resolver(source).find(b"item\\SWORD.N3PMESH") is None
     r = resolve.Resolver(source, game_layout=("Item", "UI"))
-    assert r.roots == [client, client / "ui"]
+    assert r.roots == [client / "ui", client]
     assert r.find(b"item\\SWORD.N3PMESH") == client / "Item" / "Sword.n3pmesh"
     assert r.find("C:\\client\\item\\sword.n3pmesh") == client / "Item" / "Sword.n3pmesh"
     assert r.find("Item/../Item/Sword.n3pmesh") is None   # no climbing out
