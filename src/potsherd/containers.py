@@ -119,6 +119,8 @@ def member_paths(names: list[str]) -> list[tuple[list[str], str | None]]:
     for name in names:
         why: list[str] = []
         raw = [p for p in name.replace("\\", "/").split("/")]
+        if name[:1] in ("/", "\\"):
+            why.append("leading separator dropped")
         parts = []
         for p in raw:
             if p in ("", "."):
@@ -163,8 +165,6 @@ def member_paths(names: list[str]) -> list[tuple[list[str], str | None]]:
             cand = _numbered(base, k)
         files.add(prefix + (cand.lower(),))
         final = folders + [cand]
-        if why or "/".join(final) != name.replace("\\", "/"):
-            out.append((final, "; ".join(dict.fromkeys(why)) or "path separators normalised"))
-        else:
-            out.append((final, None))
+        # (either slash is a separator: a stored "dir\\file" is no rename)
+        out.append((final, "; ".join(dict.fromkeys(why)) if why else None))
     return out

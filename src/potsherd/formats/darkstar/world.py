@@ -146,7 +146,7 @@ def cmd_extract(args) -> int:
             budget.charge(max(m.size, 0), m.block_offset, "the members")
         except FormatError as e:
             left = len(chosen) - n
-            print(f"FAIL  {left} member(s) from {printable(m.name)!r} on not written: "
+            print(f"FAIL  {left} member(s) from '{printable(m.name)}' on not written: "
                   f"{printable(e.message)}", file=sys.stderr)
             failed += left
             break
@@ -167,7 +167,7 @@ def cmd_extract(args) -> int:
         written += 1
         if why is not None:
             renamed += 1
-            print(f"renamed  {printable(m.name)!r} -> {display_path(os.path.join(*parts))} "
+            print(f"renamed  '{printable(m.name)}' -> {display_path(os.path.join(*parts))} "
                   f"({why})", file=sys.stderr)
         if not args.quiet:
             print(f"ok    {display_path(dest)}")
