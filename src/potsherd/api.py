@@ -268,17 +268,23 @@ class Entry:
         return self.skipped is None and self.error is None
 
 
-def walk_inputs(paths: Iterable[str], want=None) -> Iterator[Entry]:
+#: why a walk passes over a file whose name no codec claims
+UNKNOWN_NAME = "with no codec for their name"
+
+
+def walk_inputs(paths: Iterable[str], want=None, *, report_unwanted: bool = False
+                ) -> Iterator[Entry]:
     """Files named, and the regular files under named folders (sorted).
 
     Walks never follow a symbolic link to a folder (so a link loop cannot
     trap them), follow links to regular files, skip FIFOs, devices, sockets
     and dangling or looping links with the reason, and report an unreadable
     folder as an error.  ``want(path)`` filters walked files by name (files
-    named explicitly are always yielded)."""
+    named explicitly are always yielded); with ``report_unwanted`` the others are
+    yielded as skipped (:data:`UNKNOWN_NAME`), so a command can count them."""
     for p in paths:
         if p != STDIO and os.path.isdir(p) and not _is_link_loop(p):
-            yield from _walk_folder(p, want)
+            yield from _walk_folder(p, want, report_unwanted)
         else:
             yield Entry(p)
 
@@ -291,7 +297,7 @@ def _is_link_loop(p: str) -> bool:
         return True
 
 
-def _walk_folder(top: str, want) -> Iterator[Entry]:
+def _walk_folder(top: str, want, report_unwanted: bool = False) -> Iterator[Entry]:
     errors: list[OSError] = []
     for root, dirs, files in os.walk(top, onerror=errors.append):
         while errors:
@@ -307,6 +313,8 @@ def _walk_folder(top: str, want) -> Iterator[Entry]:
         for name in names:
             full = os.path.join(root, name)
             if want is not None and not want(full):
+                if report_unwanted:
+                    yield Entry(full, skipped=UNKNOWN_NAME)
                 continue
             reason = _not_regular(full)
             yield Entry(full, skipped=reason) if reason else Entry(full)

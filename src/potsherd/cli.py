@@ -6,6 +6,7 @@ round-trip, or a document that cannot be built), 2 a usage error.
 from __future__ import annotations
 
 import argparse
+import collections
 import json
 import os
 import sys
@@ -20,6 +21,7 @@ from . import __version__, api, families, registry  # noqa: E402
 from .api import UsageError, display_path, parse_params  # noqa: E402
 from .core.errors import FormatError, LimitError  # noqa: E402
 from .core.plainjson import plain_json  # noqa: E402
+from .core.wording import tally  # noqa: E402
 
 __all__ = ["main", "build_parser", "UsageError", "parse_params", "read_doc", "iter_inputs"]
 
@@ -37,14 +39,28 @@ def iter_inputs(paths: list[str], *, skip_unknown: bool) -> Iterator[str]:
             yield entry.path
 
 
-def _walk(paths: list[str], *, json_out: bool = False) -> Iterator[api.Entry]:
-    """Walk inputs for ``roundtrip``/``validate``: skipped names are listed on
-    stderr; files and failures are yielded to the command."""
-    for entry in api.walk_inputs(paths, registry.known_extension):
+def _walk(paths: list[str], skipped: collections.Counter) -> Iterator[api.Entry]:
+    """Walk inputs for ``roundtrip``/``validate``: files and failures are yielded to
+    the command, what is passed over is counted by reason in ``skipped`` (special
+    files and links are also listed on stderr one by one; files whose name no codec
+    claims are only counted: a game folder holds many)."""
+    for entry in api.walk_inputs(paths, registry.known_extension, report_unwanted=True):
         if entry.skipped is not None:
-            print(f"skip  {api.display_path(entry.path)}: {entry.skipped}", file=sys.stderr)
+            skipped[entry.skipped] += 1
+            if entry.skipped != api.UNKNOWN_NAME:
+                print(f"skip  {api.display_path(entry.path)}: {entry.skipped}", file=sys.stderr)
             continue
         yield entry
+
+
+def _walk_summary(done: str, checked: int, skipped: collections.Counter, paths: list[str]) -> int:
+    """Print a folder command's last line (what it did, and what it skipped by reason);
+    1 when nothing at all was checked, so an empty or foreign folder is not a success."""
+    print(done + (f"; {tally(skipped)}" if skipped else ""))
+    if not checked:
+        print(_error_line(" ".join(paths), "no file of a format potsherd reads"), file=sys.stderr)
+        return 1
+    return 0
 
 
 def _os_error(e: OSError) -> dict:
@@ -120,21 +136,38 @@ def cmd_formats(args) -> int:
 
 
 def _option_line(o: dict) -> str:
-    default = f" (default {o['default']})" if o.get("default") is not None else ""
-    return f"{o['name']}={o['type'].upper()}  {o['help']}{default}"
+    """``name=TYPE  help (default X)``: the default once, and only when it says something
+    (an option whose help already names its default, or whose default is empty, adds none)."""
+    default = o.get("default")
+    shown = "" if default is None or default == "" or "default" in o["help"] else \
+        f" (default {_plain_value(default)})"
+    return f"{o['name']}={o['type'].upper()}  {o['help']}{shown}"
+
+
+def _plain_value(value: Any) -> str:
+    """A value as a user types it on the command line (``1``/``0`` for booleans)."""
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    return str(value)
+
+
+#: the two directions of ``convert``, by the manifest key that declares their options
+OPTION_KINDS = (("export_options", "convert --option (export) for"),
+                ("import_options", "convert --option (import into) for"))
 
 
 def _family_option_lines(family: str, rows: list[dict], indent: str = "    ") -> list[str]:
-    """The glTF export options of one family's codecs, grouped by identical sets."""
-    groups: dict = {}
-    for r in rows:
-        if r["family"] == family and r.get("export_options"):
-            key = json.dumps(r["export_options"], sort_keys=True)
-            groups.setdefault(key, (r["export_options"], []))[1].append(r["name"])
+    """The export and import options of one family's codecs, grouped by identical sets."""
     lines = []
-    for opts, names in groups.values():
-        lines.append(f"{indent[:-2]}convert --option for {', '.join(names)}:")
-        lines += [f"{indent}{_option_line(o)}" for o in opts]
+    for key, title in OPTION_KINDS:
+        groups: dict = {}
+        for r in rows:
+            if r["family"] == family and r.get(key):
+                group = json.dumps(r[key], sort_keys=True)
+                groups.setdefault(group, (r[key], []))[1].append(r["name"])
+        for opts, names in groups.values():
+            lines.append(f"{indent[:-2]}{title} {', '.join(names)}:")
+            lines += [f"{indent}{_option_line(o)}" for o in opts]
     return lines
 
 
@@ -222,7 +255,8 @@ def _first_diff(a: bytes, b: bytes) -> int:
 
 def cmd_roundtrip(args) -> int:
     ok = bad = 0
-    for entry in _walk(args.files):
+    skipped: collections.Counter = collections.Counter()
+    for entry in _walk(args.files, skipped):
         path = entry.path
         rec: dict[str, Any] = {"path": display_path(path)}
         if entry.error is not None:
@@ -260,14 +294,17 @@ def cmd_roundtrip(args) -> int:
             print(f"FAIL  {shown}: {e['message']}{where}" + (f" [{e['path']}]" if "path" in e else ""))
         else:
             print(f"DIFF  {shown}: first difference at offset {rec['first_difference']}")
-    if not args.json:
-        print(f"{ok} byte-exact, {bad} failed")
-    return 0 if bad == 0 else 1
+    if args.json:
+        return 0 if bad == 0 and ok else 1
+    status = _walk_summary(f"{ok} byte-exact, {bad} failed", ok + bad, skipped, args.files)
+    return 1 if bad else status
 
 
 def cmd_validate(args) -> int:
     status = 0
-    for entry in _walk(args.files):
+    valid = invalid = 0
+    skipped: collections.Counter = collections.Counter()
+    for entry in _walk(args.files, skipped):
         path = entry.path
         rec: dict[str, Any] = {"path": display_path(path)}
         try:
@@ -295,10 +332,13 @@ def cmd_validate(args) -> int:
             rec.update(ok=False, error=_os_error(e) if e.strerror else
                        {"error": "OSError", "message": str(e)})
             status = 1
+        valid += rec["ok"]
+        invalid += not rec["ok"]
         if args.json:
             print(json.dumps(rec, ensure_ascii=False))
         elif rec["ok"]:
-            print(f"{rec['path']}: {rec['format']} {rec['variant'] or ''} ok, "
+            variant = " ".join(f"{k}={v}" for k, v in rec["variant"].items())
+            print(f"{rec['path']}: {rec['format']}{' ' + variant if variant else ''} ok, "
                   f"{rec['opaque_bytes']} of {rec['bytes']} bytes opaque"
                   + "".join(f"\n  warning: {api.printable(w)}" for w in rec["warnings"]))
         else:
@@ -307,7 +347,10 @@ def cmd_validate(args) -> int:
                   + (f" at offset {e['offset']}" if "offset" in e else "")
                   + (f" [{e['path']}]" if "path" in e else "")
                   + (f", declared at {e['defined_at']}" if "defined_at" in e else ""))
-    return status
+    if args.json:
+        return status if valid + invalid else 1
+    return max(status, _walk_summary(f"{valid} valid, {invalid} invalid", valid + invalid,
+                                     skipped, args.files))
 
 
 def cmd_example(args) -> int:
@@ -402,9 +445,22 @@ def cmd_layout(args) -> int:
     return 0
 
 
+def cmd_blender_addon(args) -> int:
+    """Build the Blender extension zip from the installed package."""
+    from .blender.build import BuildError, build_addon
+    try:
+        built = build_addon(args.output, platforms=args.platform, wheels_dir=args.wheels)
+    except BuildError as e:
+        raise FormatError(str(e)) from None
+    print(f"{display_path(built['path'])}: {built['bytes']} bytes, "
+          f"{len(built['wheels'])} wheels for {', '.join(built['platforms'])}",
+          file=api.summary_stream(args.output))
+    return 0
+
+
 #: the commands cli.py adds itself (a family's hook adds the others)
 CORE_COMMANDS = ("example", "formats", "info", "dump", "build", "roundtrip", "validate",
-                 "convert", "render", "textures", "view", "layout")
+                 "convert", "render", "textures", "view", "layout", "blender-addon")
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
@@ -538,6 +594,17 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     sp.add_argument("--source", action="store_true", help="also print the generated fast-path code")
     sp.set_defaults(func=cmd_layout)
 
+    sp = sub.add_parser("blender-addon", help="build the Blender extension zip (Blender 4.2+, "
+                                              "and a legacy add-on for Blender 3.x)")
+    sp.add_argument("-o", "--output", required=True, metavar="ZIP")
+    sp.add_argument("--platform", action="append", metavar="NAME",
+                    help="a Blender platform to bundle wheels for (repeatable; default all: "
+                         "linux-x64, windows-x64, macos-arm64, macos-x64)")
+    sp.add_argument("--wheels", metavar="DIR",
+                    help="folder of dependency wheels to bundle; wheels missing there are "
+                         "downloaded into it with pip (default ~/.cache/potsherd/wheels)")
+    sp.set_defaults(func=cmd_blender_addon)
+
     for hook in registry.cli_hooks(command):
         hook(sub, common)
     return p
@@ -572,7 +639,7 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         return args.func(args)
     except UsageError as e:
-        print(f"potsherd: {api.printable(e)}", file=sys.stderr)
+        print(f"potsherd: error: {api.printable(e)}", file=sys.stderr)
         return 2
     except FormatError as e:
         print(f"potsherd: error: {api.printable(e)}", file=sys.stderr)

@@ -57,7 +57,7 @@ FAMILIES: tuple[Family, ...] = (
            ("dts", "darkstar-world"), cli_hook="potsherd.formats.darkstar.world:add_cli",
            cli_commands=("ls", "extract"), docs="docs/formats/darkstar.md"),
     Family("fbx", "Autodesk FBX", "potsherd.formats.fbx", ("fbx",), docs="docs/formats/fbx.md"),
-    Family("trle", "Tomb Raider Level Editor", "potsherd.formats.trle", ("tr4wad",),
+    Family("trle", "Tomb Raider Level Editor", "potsherd.formats.trle", ("tr4wad", "trlevels"),
            cli_hook="potsherd.formats.trle.cli:add_cli", cli_commands=("trle",),
            docs="docs/formats/trle.md"),
 )

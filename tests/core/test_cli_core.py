@@ -112,7 +112,8 @@ def test_validate_names_the_row_that_declares_the_failing_field(tmp_path, capsys
     cut = tmp_path / "cut.pstest"
     cut.write_bytes(sample()[:10])  # inside `vals`
     assert main(["validate", str(cut)]) == 1
-    line = capsys.readouterr().out.strip()
+    line, summary_line = capsys.readouterr().out.strip().splitlines()
+    assert summary_line == "0 valid, 1 invalid"
     want = LAYOUT.record("thing").fields[2].defined_at
     assert want and "test_cli_core.py:" in want  # this file's LAYOUT literal
     assert line.endswith(f"[thing.vals], declared at {want}"), line

@@ -3,6 +3,7 @@ fields, round-trip, and export to glTF textured and lit."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 import struct
 
 import numpy as np
@@ -169,3 +170,149 @@ def test_mutated_interior_trees_raise_only_format_errors(tmp_path):
         except FormatError:
             refused += 1
     assert 0 < refused < 150
+
+
+# ----------------------------------------------------------------------------
+# older and mission versions: ITRGeometry v4, ITRLighting v4, ITRMissionLighting v7
+
+
+def test_version_4_geometry_decodes_every_byte_into_its_leaf_list():
+    g = decode(we.dig_v4_bytes(), "x.dig")
+    assert g.codec.opaque_bytes(g) == 0 and g.root["version"] == 4
+    p = g.root["payload"]
+    assert p["nLeaves"] == 3 and "solidLeaves" not in p and "emptyLeaves" not in p
+    leaves = p["leaves"]
+    assert leaves.dtype.itemsize == 48
+    assert leaves["flags"].tolist() == [2, 1, 0] and leaves["reserved"].tolist() == [0x4211D0, 0, 0]
+    assert leaves["surfaceIndex"].tolist() == [0, 3, 0] and leaves["planeCount"].tolist() == [0, 1, 0]
+    assert leaves["maxZ"].tolist() == [2.0, 2.0, 2.0]
+    # the rest is laid out as in version 7: same surfaces, vertices, points
+    g7 = decode(we.dig_bytes(), "y.dig").root["payload"]
+    for key in ("surfaces", "vertices", "points3", "points2", "planes"):
+        assert p[key].tobytes() == g7[key].tobytes(), key
+    # a leaf count past the bytes left is refused at the leaf table, not read
+    bad = bytearray(we.dig_v4_bytes())
+    at = bad.index(struct.pack("<8i", 6, 0, 3, 0, 24, 8, 4, 6))
+    bad[at + 8:at + 12] = struct.pack("<i", 10**6)
+    with pytest.raises(potsherd.FormatError) as e:
+        potsherd._registry.decode(bytes(bad), path="bad.dig")
+    assert "leaves" in str(e.value)
+
+
+def test_version_4_lighting_has_no_huffman_tables():
+    lt = decode(we.dil_v4_bytes(), "x.dil")
+    assert lt.codec.opaque_bytes(lt) == 0 and lt.root["version"] == 4
+    lp = lt.root["payload"]
+    assert "huffmanCompressed" not in lp and lp["nMapData"] == 16
+    assert lp["surfaces"]["mapIndex"].tolist()[:3] == [-1, 0, 8]
+
+
+def test_mission_lighting_keeps_its_index_stream_raw():
+    lt = decode(we.mission_dil_bytes(), "m.dil")
+    assert lt.format == "dil"
+    lp = lt.root["payload"]
+    assert lp["nIndexEntries"] == 2 and bytes(lp["indexStream"]) == bytes([0xC6, 0x48, 0, 0x33])
+    assert lt.codec.opaque_bytes(lt) == 4          # the LZH bytes only
+    assert lp["huffmanNodes"]["indexOne"].tolist() == [-2]
+
+
+def _v4_interior(tmp_path):
+    files = dict(we.interior_files())
+    files["cube-0.dig"], files["cube-0.dil"] = we.dig_v4_bytes(), we.dil_v4_bytes()
+    for name, data in files.items():
+        (tmp_path / name).write_bytes(data)
+    return tmp_path / "cube.dis"
+
+
+def test_interior_of_version_4_parts_exports_lit(tmp_path):
+    scene = document_scene(potsherd.read(_v4_interior(tmp_path)), {"ambient": 0.0})
+    assert scene.extras["lighting"] == "cube-0.dil"
+    assert not [w for w in scene.warnings if "light" in w]
+    colours = {}
+    for prim in scene.meshes[0].primitives:
+        for c in np.unique(np.round(prim.colors.astype(np.float64), 4), axis=0):
+            colours[tuple(c.tolist())] = 1
+    # surface 0 white, surface 1 the raw red/green/blue/white map, surface 2 the grey map
+    assert (1.0, 0.0, 0.0) in colours and (0.0, 1.0, 0.0) in colours
+    assert (round(8 / 15, 4),) * 3 in colours
+
+
+CORPUS_GARAGE = Path(__file__).resolve().parents[2].parent / "shared" / "corpus" / \
+    "darkstar-world" / "gameobjects.vol"
+
+
+@pytest.mark.skipif(not CORPUS_GARAGE.is_dir(), reason="Darkstar world corpus absent")
+def test_garage_with_version_4_levels_exports_with_light_maps(tmp_path):
+    """hgaragee's volume holds version-4 geometry (-03, -04) and lighting (-001, -030 ...)
+    that its .dis does not name; pointing the names at them (same lengths) exports them lit."""
+    import shutil
+    for p in CORPUS_GARAGE.glob("hgaragee*"):
+        shutil.copy(p, tmp_path / p.name)
+    dis = (CORPUS_GARAGE / "hgaragee.dis").read_bytes()
+    dis = dis.replace(b"hGarageE-00.dig", b"hGarageE-03.dig").replace(
+        b"hGarageE-000.dil", b"hGarageE-030.dil").replace(b"hGarageE-010.dil", b"hGarageE-011.dil")
+    (tmp_path / "v4.dis").write_bytes(dis)
+    doc = potsherd.read(tmp_path / "v4.dis")
+    for lod, (geometry, lighting, surfaces) in enumerate([("hGarageE-03.dig", "hGarageE-030.dil", 40),
+                                                          ("hGarageE-01.dig", "hGarageE-011.dil", 68)]):
+        scene = document_scene(doc, {"lod": lod})
+        assert (scene.extras["geometry"], scene.extras["lighting"]) == (geometry, lighting)
+        assert not [w for w in scene.warnings if "light" in w], scene.warnings
+        cols = np.concatenate([p.colors for p in scene.meshes[0].primitives])
+        assert cols.std() > 0.1            # light maps, not one flat colour
+        lt = potsherd.read(tmp_path / lighting.lower())
+        assert len(lt.root["payload"]["surfaces"]) == surfaces
+
+
+TRIBES_MISSIONS = CORPUS_GARAGE.parents[1] / "tribes" / "base" / "missions"
+
+
+def _corpus_interior_parts():
+    from potsherd.formats.darkstar.volumes import list_members, member_bytes
+    out = [(p.name, p.read_bytes()) for p in sorted(CORPUS_GARAGE.glob("*.di[lg]"))]
+    for vol in sorted(TRIBES_MISSIONS.glob("*.vol")):
+        doc = potsherd.read(vol)
+        out += [(m.name, member_bytes(doc, m)) for m in list_members(doc)
+                if m.name.lower().endswith((".dil", ".dig"))]
+    return out
+
+
+@pytest.mark.skipif(not CORPUS_GARAGE.is_dir() or not TRIBES_MISSIONS.is_dir(),
+                    reason="Darkstar world / Tribes corpus absent")
+def test_every_corpus_dil_and_dig_round_trips_decoded():
+    """Every .dil/.dig of the corpus (Starsiege v4 and v7, Tribes mission lighting)
+    round-trips through both JSON forms; nothing is opaque but the mission lighting's
+    LZH index stream."""
+    parts = _corpus_interior_parts()
+    versions = set()
+    for name, data in parts:
+        doc = decode(data, name)
+        block = doc.root
+        versions.add((bytes(block["className"]).decode(), block["version"]))
+        lp = block["payload"]
+        assert isinstance(lp, dict), name
+        lzh = len(lp["indexStream"]) if "indexStream" in lp else 0
+        assert doc.codec.opaque_bytes(doc) == lzh, name
+    assert len(parts) >= 140
+    # mission lighting's own surfaces index its own map data (no table needed)
+    from potsherd.formats.darkstar.interiors import light_map
+    for name, data in parts:
+        lp = potsherd._registry.decode(data, path=name).root["payload"]
+        if "indexStream" in lp:
+            budget = [1 << 22]
+            lit = [light_map(lp, i, budget) for i in range(len(lp["surfaces"]))]
+            assert all(m is not None for m, k in zip(lit, lp["surfaces"]["mapIndex"]) if k >= 0), name
+    assert versions == {("ITRGeometry", 4), ("ITRGeometry", 7), ("ITRLighting", 4),
+                        ("ITRLighting", 7), ("ITRMissionLighting", 7)}
+
+
+def test_interior_lit_by_mission_lighting(tmp_path):
+    files = dict(we.interior_files())
+    files["cube-0.dil"] = we.mission_dil_bytes()
+    for name, data in files.items():
+        (tmp_path / name).write_bytes(data)
+    scene = document_scene(potsherd.read(tmp_path / "cube.dis"), {"ambient": 0.0})
+    assert scene.extras["lighting"] == "cube-0.dil"
+    assert not [w for w in scene.warnings if "light" in w]
+    cols = np.concatenate([p.colors for p in scene.meshes[0].primitives])
+    assert (np.isclose(cols, [1.0, 0.0, 0.0]).all(axis=1)).any()    # surface 1's red texel

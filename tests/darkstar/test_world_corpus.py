@@ -22,7 +22,7 @@ if not WORLD.is_dir():
 
 FILES = sorted(p for p in WORLD.rglob("*") if p.is_file() and p.name != "SOURCES.txt")
 EXPECTED = {".bmp": "pbmp", ".pba": "pbma", ".ppl": "pl98", ".dis": "dis", ".dig": "dig",
-            ".dil": "dil", ".dts": "dts"}
+            ".dil": "dil", ".dts": "dts", ".dml": "dml"}
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: f"{p.parent.name}/{p.name}")
@@ -42,8 +42,8 @@ def test_sample_counts():
     kinds = {}
     for p in FILES:
         kinds[p.suffix.lower()] = kinds.get(p.suffix.lower(), 0) + 1
-    assert kinds == {".pba": 3, ".pal": 2, ".dts": 8, ".dig": 9, ".dil": 3, ".dis": 3,
-                     ".bmp": 11, ".ppl": 4}
+    assert kinds == {".pba": 3, ".pal": 2, ".dts": 8, ".dig": 14, ".dil": 14, ".dis": 4,
+                     ".bmp": 11, ".ppl": 4, ".dml": 1}
 
 
 def test_volume_of_the_sample_lists_and_extracts_every_member(tmp_path):
@@ -81,3 +81,10 @@ def test_shapes_with_bitmaps_in_their_tree_export_textured(name, textured):
         assert any("textures drawn with palette" in w for w in scene.warnings)
         img = scene.images[0]
         assert img.data[:8] == b"\x89PNG\r\n\x1a\n"
+        # their PiDX (1, 2, 9) is held by no palette of this sample (the Starsiege world
+        # palettes are not in it): grey, said once per index, never another palette
+        assert {i.extras["palette"] for i in scene.images} == {"grey ramp"}
+        missing = {i.extras["paletteIndex"] for i in scene.images}
+        assert missing <= {1, 2, 9}
+        for index in missing:
+            assert sum(f"no palette with index {index} " in w for w in scene.warnings) == 1

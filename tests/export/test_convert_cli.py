@@ -131,8 +131,8 @@ def test_convert_folder(tmp_path, toy_codecs, capsys, jobs):
                  for p in (tmp_path / "dst").rglob("*") if p.is_file())
     assert out == ["a/b/three.glb", "a/two.glb", "one.glb"]          # no partial files
     assert "3 of 6 files converted to glb" in err
-    assert "1 files skipped" in err
-    assert "convert: 1 files hold nothing to export:\n" in err
+    assert "1 file skipped" in err
+    assert "convert: 1 file holds nothing to export:\n" in err
     assert "empty.testcube: an empty cube has nothing to export" in err
     assert "convert: 2 files failed:" in err
     assert f"{tmp_path / 'src' / 'a' / 'bad.testcube'}: MagicError: not a test cube" in err
@@ -223,7 +223,7 @@ def test_convert_validate_flag(tmp_path, toy_codecs, capsys):
     assert "validate: 3 files, 0 errors, 0 warnings (Khronos glTF validator 2." in err
     src = tmp_path / "src" / "one.testcube"
     assert main(["convert", str(src), str(tmp_path / "one.glb"), "--validate"]) == 0
-    assert "validate: 1 files, 0 errors" in capsys.readouterr().err
+    assert "validate: 1 file, 0 errors" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("jobs", [1, 2])

@@ -12,6 +12,7 @@ import re
 from typing import Any, Iterator
 
 from .errors import FormatError
+from .expr import source_text
 from .fastpath import fast_layout
 from .layout import Array, Choice, Field, Layout, Record
 
@@ -32,7 +33,7 @@ def _condition(f: Field) -> str:
     src = f.cond_src
     if src in (None, "always"):
         return ""
-    return f"  if {src if isinstance(src, str) else json.dumps(src)}"
+    return f"  if {source_text(src)}"
 
 
 def _field_line(f: Field, indent: str) -> str:

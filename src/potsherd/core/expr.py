@@ -15,6 +15,8 @@ record outward, then among the parameters (:class:`Scope`).
 """
 from __future__ import annotations
 
+import json
+
 import math
 from typing import Any, Callable
 
@@ -252,3 +254,11 @@ def linear_count(e: Any) -> tuple[str, int] | None:
             if k > 0:
                 return (names[0], k)
     return None
+
+
+def source_text(src: Any) -> str:
+    """An expression as it is written in a layout table: a name or number as itself, an
+    operator as its compact JSON (``{"product":["vertexCount",8]}``), never a Python repr."""
+    if isinstance(src, str):
+        return src
+    return json.dumps(src, separators=(",", ":"), ensure_ascii=False)

@@ -24,6 +24,7 @@ from typing import Any, Iterator
 
 from .. import api
 from ..api import UsageError, display_path
+from ..core.wording import count
 from ..core.errors import FormatError
 from ..core.fileio import remove_temporaries
 from ..errors import NoGeometryError
@@ -535,8 +536,9 @@ def validate_outputs(paths: list, stream=None) -> int:
         print(f"validate: cannot validate: {e}", file=err)
         return 2
     bad = [r for r in reports if r["errors"]]
-    print(f"validate: {len(reports)} files, {sum(r['errors'] for r in reports)} errors, "
-          f"{sum(r['warnings'] for r in reports)} warnings (Khronos glTF validator "
+    print(f"validate: {count(len(reports), 'file')}, "
+          f"{count(sum(r['errors'] for r in reports), 'error')}, "
+          f"{count(sum(r['warnings'] for r in reports), 'warning')} (Khronos glTF validator "
           f"{reports[0].get('validator_version') if reports else '-'})", file=err)
     for r in bad:
         print(format_report(r, limit=5), file=err)
@@ -566,8 +568,8 @@ def convert_folder(src_dir: str, dst_dir: str, target: str, options: dict, *,
             print(f"convert: skip {display_path(p)}: {r}", file=err)
     if not plan:
         print(f"convert: nothing to convert to {what} in {display_path(src_dir)} "
-              + (f"({len(skipped)} glTF files without an original)" if like_dir is not None
-                 else f"({len(skipped)} files of formats without a {target} conversion)"),
+              + (f"({count(len(skipped), 'glTF file')} without an original)" if like_dir is not None
+                 else f"({count(len(skipped), 'file')} of formats without a {target} conversion)"),
               file=err)
         for p, r in skipped if like_dir is not None else ():
             print(f"  {display_path(p)}: {r}", file=err)
@@ -601,7 +603,7 @@ def convert_folder(src_dir: str, dst_dir: str, target: str, options: dict, *,
 
     def interrupted() -> int:
         print(("\n" if progress.tty else "")
-              + f"potsherd: interrupted after {progress.done} of {len(plan)} files; written "
+              + f"potsherd: interrupted after {progress.done} of {count(len(plan), 'file')}; written "
                 "files are complete, no partial files were left", file=err)
         return 130
 
@@ -621,27 +623,27 @@ def convert_folder(src_dir: str, dst_dir: str, target: str, options: dict, *,
         return interrupted()
     finally:
         results.close()
-    print(f"convert: {len(written)} of {len(plan)} files converted to {what} in "
+    print(f"convert: {len(written)} of {count(len(plan), 'file')} converted to {what} in "
           f"{display_path(dst_dir)}"
           + (f" ({len(warned)} with warnings)" if warned else "")
-          + (f"; {len(skipped)} files skipped (format has no {target} conversion)"
+          + (f"; {count(len(skipped), 'file')} skipped (format has no {target} conversion)"
              if skipped and like_dir is None else ""), file=err)
     if skipped and like_dir is not None:
-        print(f"convert: {len(skipped)} glTF files skipped:", file=err)
+        print(f"convert: {count(len(skipped), 'glTF file')} skipped:", file=err)
         for src, msg in sorted(skipped):
             print(f"  {display_path(src)}: {msg}", file=err)
     if warned:
-        print(f"convert: {len(warned)} files converted with warnings:", file=err)
+        print(f"convert: {count(len(warned), 'file')} converted with warnings:", file=err)
         for src, ws in sorted(warned):
             more = f" (+{len(ws) - 3} more)" if len(ws) > 3 else ""
             print(f"  {display_path(src)}: {'; '.join(ws[:3])}{more}", file=err)
     if not_exported:
-        print(f"convert: {len(not_exported)} files hold nothing to export:", file=err)
+        print(f"convert: {count(len(not_exported), 'file')} {'holds' if len(not_exported) == 1 else 'hold'} nothing to export:", file=err)
         for src, msg in sorted(not_exported):
             print(f"  {display_path(src)}: {msg}", file=err)
     rc = 0
     if failures:
-        print(f"convert: {len(failures)} files failed:", file=err)
+        print(f"convert: {count(len(failures), 'file')} failed:", file=err)
         for src, msg in sorted(failures):
             print(f"  {display_path(src)}: {msg}", file=err)
         rc = 1

@@ -618,7 +618,7 @@ def main(argv: list | None = None) -> int:
         img = render(a.input, animation=anim, time=a.time, size=a.size,
                      views=tuple(a.view) if a.view else tuple(VIEWS))
     for note in img.info.get("notes", []):
-        print(f"note: {note}", file=sys.stderr)
+        print(f"potsherd: warning: {note}", file=sys.stderr)
     buf = io.BytesIO()  # written atomically, like every potsherd output
     img.save(buf, format=Image.registered_extensions().get(os.path.splitext(a.output)[1].lower(), "PNG"))
     from ..core.fileio import atomic_write

@@ -14,6 +14,7 @@ import os
 import re
 import sys
 
+from ..core.wording import count
 from .. import api
 from ..core.errors import FormatError
 from ..core.fileio import atomic_write
@@ -150,5 +151,5 @@ def run(args) -> int:
             written += 1
             if not getattr(args, "quiet", False):
                 print(f"ok    {dest}")
-    print(f"{written} PNG written from {files} files, {failed} failed")
+    print(f"{written} PNG written from {count(files, 'file')}, {failed} failed")
     return 0 if failed == 0 else 1

@@ -13,6 +13,8 @@ import subprocess
 from pathlib import Path
 from typing import Iterable
 
+from ..core.wording import count
+
 
 class ValidatorUnavailable(RuntimeError):
     """Node or the gltf-validator package is not installed."""
@@ -71,8 +73,8 @@ def validate_gltf(path: str | os.PathLike, *, max_issues: int = 100) -> dict:
 
 def format_report(report: dict, limit: int = 10) -> str:
     """Human summary: counts, then the first ``limit`` errors/warnings."""
-    lines = [f"{report['file']}: {report['errors']} errors, {report['warnings']} warnings, "
-             f"{report['infos']} infos"]
+    lines = [f"{report['file']}: {count(report['errors'], 'error')}, "
+             f"{count(report['warnings'], 'warning')}, {count(report['infos'], 'info')}"]
     shown = [m for m in report.get("messages", []) if m["severity"] in ("error", "warning")]
     for m in shown[:limit]:
         lines.append(f"  {m['severity']}: {m['code']} {m.get('pointer') or ''}: {m['message']}")

@@ -10,6 +10,7 @@ from ..expr import Scope, compile_expr
 from ..stream import Reader, Writer
 from .jsonio import JsonCtx, _jerr, _np_from_json, _np_to_json
 from .storages import Storage
+from ..expr import source_text
 
 
 def encode_each(item: Storage, values: list, w: Writer, s: Scope) -> None:
@@ -52,7 +53,7 @@ class Array(Storage):
             self.min_size = max(count, 0) * item.min_size
 
     def describe(self) -> str:
-        return f"array[{self.count_src}] of {self.item.describe()}"
+        return f"array[{source_text(self.count_src)}] of {self.item.describe()}"
 
     def _n(self, s: Scope, expr) -> int:
         n = expr(s)

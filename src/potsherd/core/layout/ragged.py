@@ -42,6 +42,7 @@ from .jsonio import JsonCtx, _jerr, _np_from_json, _np_to_json, table_from_colum
 from .records import Record
 from .storages import Bytes, Group, Prim, Storage
 from .tables import records_from_json
+from ..expr import source_text
 
 
 def _floats_keeping_nan_bits(a: np.ndarray) -> Any:
@@ -385,7 +386,7 @@ class RaggedTable(Array):
         return self._plan
 
     def describe(self) -> str:
-        return f"ragged[{self.count_src}] of {self.item.describe()}"
+        return f"ragged[{source_text(self.count_src)}] of {self.item.describe()}"
 
     # --- decode -------------------------------------------------------
     def decode(self, r: Reader, s: Scope) -> Any:

@@ -12,6 +12,7 @@ from ..stream import Reader, Writer
 from .arrays import encode_each
 from .jsonio import JsonCtx, _jerr, hex_to_bytes
 from .storages import Storage
+from ..expr import source_text
 
 
 def bounded_reader(r: Reader, start: int, n: int) -> Reader:
@@ -54,7 +55,7 @@ class Sized(Storage):
 
     def describe(self) -> str:
         what = f"{self.item.describe()}..." if self.repeat else self.item.describe()
-        return f"sized[{self.size_src}] of {what}"
+        return f"sized[{source_text(self.size_src)}] of {what}"
 
     def byte_count(self, s: Scope) -> int:
         n = self.size_expr(s)

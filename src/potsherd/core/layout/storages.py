@@ -12,6 +12,7 @@ from ..expr import Scope, compile_expr
 from ..stream import Reader, Writer, cached_struct
 from ..values import (F32NaN, F64NaN, RawString, f32_from_bits, f32_to_bits, f64_from_bits, f64_to_bits)
 from .jsonio import JsonCtx, _jerr, hex_to_bytes, text_or_hex, text_or_hex_back
+from ..expr import source_text
 
 
 # ----------------------------------------------------------------------------
@@ -281,7 +282,7 @@ class Bytes(Storage):
             self.size = self.min_size = max(count, 0)
 
     def describe(self) -> str:
-        return f"bytes[{self.count_src}]"
+        return f"bytes[{source_text(self.count_src)}]"
 
     def decode(self, r: Reader, s: Scope) -> Any:
         n = _byte_count(self.count(s), r.pos)

@@ -43,6 +43,7 @@ from .jsonio import JsonCtx, _jerr, _np_to_json, table_from_columns
 from .storages import PRIMS, Bytes, Group, Prim, Storage
 from .arrays import Array, encode_each
 from .records import Record
+from ..expr import source_text
 
 # ----------------------------------------------------------------------------
 # struct format strings
@@ -199,7 +200,7 @@ class Table(Array):
         return self._dtype
 
     def describe(self) -> str:
-        return f"table[{self.count_src}] of {self.item.describe()}"
+        return f"table[{source_text(self.count_src)}] of {self.item.describe()}"
 
     def decode(self, r: Reader, s: Scope) -> Any:
         return r.array(self.table_dtype, self._n(s, self.count), self.item.describe())

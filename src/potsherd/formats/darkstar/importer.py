@@ -250,7 +250,10 @@ def texture_bitmaps(scene: Scene, palette: str | None, out_dir: str = "", *,
     from ...scene.ops import base_color_picture
     from .phoenix import BMP, palette_colors
     from .textures import image_to_bitmap, load_palette_doc
-    colors = palette_colors(load_palette_doc(palette))
+    pdoc = load_palette_doc(palette)
+    colors = palette_colors(pdoc)
+    held = ({int(p["paletteIndex"]) for p in pdoc.root["palettes"]} if pdoc.format == "pl98"
+            else set())
     out, done = [], set()
     for name, m in textured:
         if name.lower() in done or name in keep:
@@ -268,8 +271,15 @@ def texture_bitmaps(scene: Scene, palette: str | None, out_dir: str = "", *,
             scene.warnings.append(f"{name}: {w}x{h} resized to {pw}x{ph} (power of two)")
             pic = pic.convert("RGBA").resize((pw, ph), PILImage.LANCZOS)
         levels = min(pw, ph).bit_length()          # down to 1 pixel on the short side
-        data = image_to_bitmap(np.asarray(pic.convert("RGBA")), colors, mips=levels,
-                               dither=dither)
+        # an image exported from a bitmap keeps its palette index (PiDX) when the
+        # palette holds it: drawn back with that sub-palette, as the engine draws it
+        pidx = (img.extras or {}).get("paletteIndex") if img is not None else None
+        if isinstance(pidx, int) and not isinstance(pidx, bool) and pidx in held:
+            data = image_to_bitmap(np.asarray(pic.convert("RGBA")), palette_colors(pdoc, pidx),
+                                   mips=levels, dither=dither, palette_index=pidx)
+        else:
+            data = image_to_bitmap(np.asarray(pic.convert("RGBA")), colors, mips=levels,
+                                   dither=dither)
         out.append((name, BMP.decode(data)))
     return out
 

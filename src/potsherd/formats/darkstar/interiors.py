@@ -72,7 +72,9 @@ def light_map(lp: dict, surface: int, budget: list[int]) -> np.ndarray | None:
 
     ``mapIndex`` < 0: one colour (its low 16 bits); bit 30 set: Huffman-coded
     (one bit per tree step, least significant bit first) at that offset of the
-    map data; else raw little-endian u16 colours there."""
+    map data; else raw little-endian u16 colours there.  Mission lighting's own
+    surfaces index its map data the same way (its LZH index table serves the
+    interior's base lighting indices, ``ITRMissionLighting::getLightMap``)."""
     s = lp["surfaces"]
     w, h = int(s["mapSizeX"][surface]), int(s["mapSizeY"][surface])
     index = int(s["mapIndex"][surface])
@@ -157,13 +159,14 @@ def _pick_lod(doc, state: int, lod: int, roots: list[str], warnings: list[str],
 
 def to_scene(doc, *, state: int = 0, lod: int = 0, palette: str = "", lighting: bool = True,
              ambient: float = 0.4, data_root: str | None = None, source_path: str | None = None,
-             **_: Any) -> Scene:
+             volumes: tuple[str, ...] = (), **_: Any) -> Scene:
     """An interior state's level of detail as one mesh: its surfaces' polygons
     (fans) grouped by material, texture coordinates placed in each material
     bitmap by the surface's texture offset and size, light maps baked into
     vertex colours (sampled at the vertices; the engine adds the mission's
     ambient light at run time, so ``ambient`` is added here: colour = ambient +
-    (1 - ambient) * light map), materials from its ``.dml``."""
+    (1 - ambient) * light map), materials from its ``.dml``; ``volumes`` (a
+    mission's world volumes) are searched for palettes after the bitmap's own."""
     from .geometry import name_text
     from .textures import search_roots, texture_materials
     source = source_path or doc.source or "interior.dis"
@@ -178,10 +181,11 @@ def to_scene(doc, *, state: int = 0, lod: int = 0, palette: str = "", lighting: 
     lp = None
     if lighting and 0 <= lstate < len(names["lighting"]):
         ldoc = _load(names["lighting"][lstate], roots, "lighting", scene.warnings, limits)
-        lp = None if ldoc is None else _payload_of(ldoc, b"ITRLighting")
+        lp = None if ldoc is None else (_payload_of(ldoc, b"ITRLighting")
+                                        or _payload_of(ldoc, b"ITRMissionLighting"))
         if ldoc is not None and lp is None:
-            scene.warnings.append(f"{names['lighting'][lstate]} holds no ITRLighting v6-v7 "
-                                  f"block: lighting ignored")
+            scene.warnings.append(f"{names['lighting'][lstate]} holds no ITRLighting v4, v6-v7 "
+                                  f"block (nor ITRMissionLighting 7): lighting ignored")
         if lp is not None:
             if len(lp["surfaces"]) != len(g["surfaces"]):
                 scene.warnings.append(f"lighting has {len(lp['surfaces'])} surfaces, geometry "
@@ -250,7 +254,7 @@ def to_scene(doc, *, state: int = 0, lod: int = 0, palette: str = "", lighting: 
                                                       extras={"itr_material": mi, "map": name,
                                                               "flags": flags}))
     textured = texture_materials(scene, list(material_of.values()), source, palette=palette,
-                                 data_root=data_root, limits=limits)
+                                 data_root=data_root, limits=limits, volumes=volumes)
     for mi, scene_mat in material_of.items():
         sel_t = mats[tri_s] == mi
         used = np.unique(tris[sel_t])

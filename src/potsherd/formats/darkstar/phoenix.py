@@ -49,8 +49,9 @@ MAX_PREAMBLE = 64
 MAX_MIPS = 9
 
 TEXTURE_OPTIONS = (
-    Option("palette", str, "palette file (.ppl/.pal, or ARCHIVE::member); default: the first "
-                           "found in the bitmap's game tree", ""),
+    Option("palette", str, "palette file (.ppl/.pal, or ARCHIVE::member); default: the PL98 "
+                           "sub-palette the bitmap's PiDX names, from its volume, its world's "
+                           "volumes, its game tree or --data-root", ""),
     Option("mips", bool, "also write every mip level", False),
     Option("data_root", str, "game data folder searched for palettes", ""),
 )

@@ -373,7 +373,7 @@ def to_scene(doc: Any, *, detail: int | None = 0, bounds: bool = False, skin: bo
     from .textures import texture_materials  # material .bmp files -> textures (palette lookup)
     texture_materials(scene, materials, options.get("source_path") or doc.source,
                       palette=options.get("palette") or "", data_root=options.get("data_root"),
-                      limits=doc.limits)
+                      limits=doc.limits, volumes=options.get("volumes") or ())
 
     node_map: dict[int, int] = {}
     for i in order:

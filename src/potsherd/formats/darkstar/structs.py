@@ -13,7 +13,8 @@ plus a ``payload`` list per class giving the order of a block's payload.
   (:class:`potsherd.core.layout.Table`): all records in one ``numpy.frombuffer``
   call (a structured array; JSON is a column per key, name slots shown as text
   by :class:`SlotColumn`);
-* ``blocks``/``block`` become nested PERS blocks (the ``pers`` storage).
+* ``blocks``/``block`` become nested PERS blocks (the ``pers`` storage);
+* ``field`` + ``tail`` keeps the rest of the payload raw (a ``tail`` storage).
 """
 from __future__ import annotations
 
@@ -172,6 +173,8 @@ def _rows_from(cdef: dict, version: str, pers: Storage, cls: str = "",
         if "blocks" in entry:
             add((entry["field"], {"kind": "array", "count": entry["blocks"], "item": pers},
                  "always"), entry)
+        elif "tail" in entry:  # the rest of the payload, kept raw (counted as opaque)
+            add((entry["field"], {"kind": "tail"}, "always"), entry)
         elif "block" in entry:
             add((entry["field"], pers, entry["block"]), entry)
         elif "field" in entry:

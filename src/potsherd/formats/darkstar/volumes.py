@@ -159,18 +159,25 @@ class VolumeCodec(TreeCodec):
         return TEXTURE_OPTIONS
 
     def textures(self, doc, **options: Any) -> list:
-        """Every bitmap and bitmap array inside the volume, as PNG (palette as for
-        a loose bitmap: named, or the first in the volume's tree, volume included)."""
+        """Every bitmap and bitmap array inside the volume, as PNG, each drawn with
+        the palette its PiDX names (one palette look-up for the whole volume)."""
         from ... import registry
-        from .textures import bitmap_textures
+        from .textures import PaletteFinder, bitmap_textures, windows_bitmap_textures
         out = []
         src = doc.source or "volume.vol"
+        options["finder"] = PaletteFinder(
+            f"{src}::member", palette=options.get("palette") or "",
+            data_root=options.get("data_root") or None, limits=doc.limits, warnings=doc.warnings)
         for m in list_members(doc):
             if not m.name.lower().endswith((".bmp", ".pba")):
                 continue
             path = f"{src}::{m.name}"
             try:
-                member = registry.decode(member_bytes(doc, m), path=path, limits=doc.limits or DEFAULT_LIMITS)
+                data = member_bytes(doc, m)
+                if data[:2] == b"BM":  # a Windows bitmap, drawn by the same palette rule
+                    out.extend(windows_bitmap_textures(data, path, **options))
+                    continue
+                member = registry.decode(data, path=path, limits=doc.limits or DEFAULT_LIMITS)
                 out.extend(bitmap_textures(member, **options))
             except FormatError as e:
                 doc.warnings.append(f"{m.name}: {e}")

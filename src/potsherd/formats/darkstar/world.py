@@ -34,12 +34,14 @@ WORLD_LAYOUT = _world_layout()
 
 INTERIOR_OPTIONS = (
     Option("state", int, "interior state to export", 0),
-    Option("palette", str, "palette file for the textures (.ppl/.pal; default: the first "
-                           "found in the interior's tree)", ""),
+    Option("palette", str, "palette file for the textures (.ppl/.pal; default: for each "
+                           "bitmap the PL98 sub-palette its PiDX names)", ""),
     Option("lighting", bool, "apply the .dil light maps as vertex colours", True),
     Option("ambient", float, "ambient light added to the light maps (the engine adds the "
                              "mission's at run time)", 0.4),
     Option("lod", int, "level of detail of the state (0 = finest)", 0),
+    Option("data_root", str, "game data folder (or volumes) searched for the geometry, "
+           "lighting, material list, bitmaps and palettes"),
 )
 
 
@@ -68,20 +70,23 @@ class InteriorPartCodec(DarkstarCodec):
     name is still told apart from a shape)."""
 
     def __init__(self, name: str, extensions: tuple[str, ...], description: str,
-                 class_name: bytes) -> None:
-        super().__init__(name, extensions, description, (class_name.decode("ascii"),))
-        self.class_name = class_name
+                 *class_names: bytes) -> None:
+        super().__init__(name, extensions, description,
+                         tuple(c.decode("ascii") for c in class_names))
+        self.class_names = class_names
 
     def sniff(self, data: bytes) -> bool:
-        n = len(self.class_name)
-        return (data.startswith(b"PERS") and len(data) >= 10 + n
-                and int.from_bytes(data[8:10], "little") == n and data[10:10 + n] == self.class_name)
+        if not data.startswith(b"PERS") or len(data) < 10:
+            return False
+        n = int.from_bytes(data[8:10], "little")
+        return data[10:10 + n] in self.class_names
 
 
-DIG = InteriorPartCodec("dig", (".dig",), "Darkstar interior geometry (PERS ITRGeometry v7: BSP, "
-                    "surfaces, points, planes)", b"ITRGeometry")
-DIL = InteriorPartCodec("dil", (".dil",), "Darkstar interior lighting (PERS ITRLighting v6-v7: "
-                    "light states, light maps)", b"ITRLighting")
+DIG = InteriorPartCodec("dig", (".dig",), "Darkstar interior geometry (PERS ITRGeometry v4, v7: "
+                    "BSP, surfaces, points, planes)", b"ITRGeometry")
+DIL = InteriorPartCodec("dil", (".dil",), "Darkstar interior lighting (PERS ITRLighting v4, v6-v7, "
+                    "ITRMissionLighting v7: light states, light maps)", b"ITRLighting",
+                        b"ITRMissionLighting")
 
 # bitmaps and bitmap arrays extract their images to PNG through the palette machinery
 BMP.textures = PBA.textures = bitmap_textures

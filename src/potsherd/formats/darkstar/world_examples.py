@@ -137,6 +137,44 @@ def dil_bytes(build_id: int = 77) -> bytes:
     return _pers("ITRLighting", 7, payload)
 
 
+def dig_v4_bytes(build_id: int = 77) -> bytes:
+    """The cube of :func:`dig_bytes` as ITRGeometry version 4: one list of
+    48-byte leaves (an outside leaf, a solid and an empty one) where version 7
+    has its solid and empty lists."""
+    v7 = dig_bytes(build_id)
+    at = v7.index(P("<9i", 6, 0, 0, 0, 0, 24, 8, 4, 6))
+    head = v7[at - 32:at]                       # buildId, textureScale, box
+    rest = v7[at + 36:]                         # surfaces ... footer
+    surfaces, tail = rest[:6 * 20], rest[6 * 20:]
+    box = (-1.0, -1.0, 0.0, 1.0, 1.0, 2.0)
+    leaves = (P("<2H2I2H2I6f", 2, 0, 0, 0x4211D0, 0, 0, 0, 0, *box)
+              + P("<2H2I2H2I6f", 1, 0, 0, 0, 2, 1, 3, 4, *box)
+              + P("<2H2I2H2I6f", 0, 1, 5, 0, 6, 0, 0, 0, *box))
+    payload = head + P("<8i", 6, 0, 3, 0, 24, 8, 4, 6) + surfaces + leaves + tail
+    return _pers("ITRGeometry", 4, payload)
+
+
+def dil_v4_bytes(build_id: int = 77) -> bytes:
+    """ITRLighting version 4 for the cube: no Huffman flag or tables, so every
+    map is raw (surface 1 the 2x2 map of :func:`dil_bytes`, surface 2 another)."""
+    raw_map = P("<4H", 0x0F00, 0x00F0, 0x000F, 0xFFFF)
+    second = P("<4H", 0x0888, 0x0888, 0x0888, 0x0888)
+    surfaces = [(-1, 0, 0, 2, 2, 0, 0), (0, 0, 0, 2, 2, 0, 0), (len(raw_map), 0, 0, 2, 2, 0, 0),
+                (-0x10000 | 0x0F00, 0, 0, 1, 1, 0, 0), (-0x10000 | 0x00F0, 0, 0, 1, 1, 0, 0),
+                (-0x10000 | 0x000F, 0, 0, 1, 1, 0, 0)]
+    payload = (P("<3i", build_id, 4, 0) + P("<5i", 0, 0, 0, 6, 16)
+               + b"".join(P("<i2h4B", *s) for s in surfaces) + raw_map + second + P("<I", 0))
+    return _pers("ITRLighting", 4, payload)
+
+
+def mission_dil_bytes(build_id: int = 77) -> bytes:
+    """ITRMissionLighting v7: the payload of :func:`dil_bytes`, an index-table
+    size and its (here made-up) LZH stream bytes, kept as stored."""
+    v7 = dil_bytes(build_id)
+    payload = v7[len(b"PERS") + 4 + 2 + 12 + 4:] + P("<i", 2) + bytes([0xC6, 0x48, 0x00, 0x33])
+    return _pers("ITRMissionLighting", 7, payload)
+
+
 def dis_bytes(prefix: str = "cube") -> bytes:
     """An ITRs shape: one state, one LOD naming ``<prefix>-0.dig`` and
     ``<prefix>-0.dil``, material list ``<prefix>.dml``."""
@@ -177,7 +215,9 @@ def seed_files() -> dict[str, bytes]:
     """One small file per world codec (fuzz seeds)."""
     return {"example.bmp": bitmap_bytes(), "example.pba": pba_bytes(), "example.ppl": pl98_bytes(translucent=False),
             "example.pal": riff_pal_bytes(), "example.dis": dis_bytes(), "example.dig": dig_bytes(),
-            "example.dil": dil_bytes(), "example.vol": build_volume(
+            "example.dil": dil_bytes(), "example-v4.dig": dig_v4_bytes(),
+            "example-v4.dil": dil_v4_bytes(), "example-mission.dil": mission_dil_bytes(),
+            "example.vol": build_volume(
                 [("a.bmp", bitmap_bytes(4, 4, mips=1)), ("b.dis", dis_bytes())])}
 
 
