@@ -52,10 +52,12 @@ class Family:
 
 FAMILIES: tuple[Family, ...] = (
     Family("ko", "Knight Online (N3 engine)", "potsherd.formats.ko", ("ko",),
+           cli_hook="potsherd.formats.ko.cli:add_cli", cli_commands=("table",),
            docs="docs/formats/knight-online.md"),
     Family("darkstar", "Dynamix Darkstar / 3Space", "potsherd.formats.darkstar",
-           ("dts", "darkstar-world"), cli_hook="potsherd.formats.darkstar.world:add_cli",
-           cli_commands=("ls", "extract"), docs="docs/formats/darkstar.md"),
+           ("dts", "darkstar-world", "tribes"),
+           cli_hook="potsherd.formats.darkstar.world:add_cli",
+           cli_commands=("ls", "extract", "heightmap"), docs="docs/formats/darkstar.md"),
     Family("fbx", "Autodesk FBX", "potsherd.formats.fbx", ("fbx",), docs="docs/formats/fbx.md"),
     Family("trle", "Tomb Raider Level Editor", "potsherd.formats.trle", ("tr4wad", "trlevels"),
            cli_hook="potsherd.formats.trle.cli:add_cli", cli_commands=("trle",),

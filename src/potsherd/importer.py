@@ -133,6 +133,12 @@ def scene_to_files(scene: Any, dst: str | os.PathLike, codec: Codec, *,
             raise EncodeError(f"{codec.name} from_scene made a document that does not encode "
                               f"({os.path.basename(path)}): {e}") from None
         encoded.append((path, data))
+    side = pairs[0][1].meta.get("import_sidecar") if isinstance(pairs[0][1].meta, dict) else None
+    if isinstance(side, dict) and side:
+        # what the format has no room for (TR's unit scale), for the export to read back
+        import json
+        from .scene.import_prep import sidecar_path
+        encoded.insert(1, (sidecar_path(dst), json.dumps(side, sort_keys=True).encode()))
     # every file staged, then renamed as one set (OUT last): an interruption
     # leaves all the old files or all the new ones
     atomic_write_all(encoded[1:] + encoded[:1])
