@@ -16,7 +16,7 @@ import sys
 from typing import Any
 
 from .core.errors import EncodeError, FormatError
-from .core.fileio import atomic_write
+from .core.fileio import atomic_write_all
 from .errors import NoImportError, SceneImportError
 from .core.limits import DEFAULT_LIMITS, Limits
 from .document import Document
@@ -139,8 +139,9 @@ def scene_to_files(scene: Any, dst: str | os.PathLike, codec: Codec, *,
         import json
         from .scene.import_prep import sidecar_path
         encoded.insert(1, (sidecar_path(dst), json.dumps(side, sort_keys=True).encode()))
-    for path, data in encoded[1:] + encoded[:1]:         # OUT last
-        atomic_write(path, data)
+    # every file staged, then renamed as one set (OUT last): an interruption
+    # leaves all the old files or all the new ones
+    atomic_write_all(encoded[1:] + encoded[:1])
     return {"path": dst, "bytes": len(encoded[0][1]), "format": codec.name,
             "files": [(p, len(d)) for p, d in encoded], "warnings": list(scene.warnings)}
 
@@ -189,10 +190,11 @@ def run_cli(args: Any, target: str) -> int:
         summary = scene_to_files(scene, args.output, codec, like=like, options=options)
     except OptionError as e:
         raise UsageError(str(e)) from None
+    from .api import display_path, printable
     for w in summary["warnings"]:
-        print(f"potsherd: warning: {w}", file=sys.stderr)
+        print(f"potsherd: warning: {printable(w)}", file=sys.stderr)
     for path, size in summary["files"]:
-        print(f"{path}: {size} bytes", flush=True)
+        print(f"{display_path(path)}: {size} bytes", flush=True)
     return 0
 
 

@@ -699,7 +699,7 @@ def run(args) -> int:
     stream = api.summary_stream(output)
     summary = convert_file(args.input, output, target, settings)
     for w in summary.get("warnings", []):
-        print(f"potsherd: warning: {w}", file=sys.stderr)
+        print(f"potsherd: warning: {api.printable(w)}", file=sys.stderr)
     print(f"{display_path(output)}: {summary['bytes']} bytes", flush=True,
           file=stream)
     if getattr(args, "validate", False) and target in GLTF_TARGETS and output != api.STDIO:
