@@ -386,6 +386,8 @@ ZONE_OPTIONS = (
            "same name beside the .gtd; 0: none)"),
     Option("lights", str, "zone lights (.glo) as KHR_lights_punctual lights (default: the .glo "
            "of the same name beside the .gtd; 0: none)"),
+    Option("colormap", str, "colour map (.tct) on the tiles without a tile texture (default: the "
+           ".tct of the same name beside the .gtd; 0: none, a plain colour)"),
 )
 
 for _codec in CODECS:
