@@ -388,6 +388,7 @@ ZONE_OPTIONS = (
            "of the same name beside the .gtd; 0: none)"),
     Option("colormap", str, "colour map (.tct) on the tiles without a tile texture (default: the "
            ".tct of the same name beside the .gtd; 0: none, a plain colour)"),
+    Option("grass", bool, "the gtd's grass as points (textures named by misc\\grass\\*.grs)", True),
 )
 
 for _codec in CODECS:

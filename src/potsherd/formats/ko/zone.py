@@ -461,6 +461,38 @@ def load_colour_map(doc: Any, scene: Scene, resolver: Resolver, src: str | None,
     return None if img is None else (img, path.name)
 
 
+def add_grass(doc: Any, scene: Scene, resolver: Resolver, root: int, options: dict) -> dict:
+    """The gtd's grass as points under a node named ``grass`` (zone_grass.py);
+    ``grass=0``: none.  The .grs that names the kinds' textures is
+    ``misc\\grass\\<the gtd's grass name>.grs`` in the client tree, else the
+    ``elmorad_start.grs`` the engine reads."""
+    if not _flag(options.get("grass"), True):
+        return {}
+    from .zone_grass import grass_kinds, grass_mesh
+    n, heights, _ = _height_grid(doc, scene)
+    mask = np.frombuffer(bytes(doc.root.get("grass") or b""), np.uint8)
+    if len(mask) != n * n or not mask.any():
+        return {}
+    grs = None
+    name = _cstr(doc.root.get("zoneName"))
+    refs = ([f"misc\\grass\\{name}.grs"] if name else []) + ["misc\\grass\\elmorad_start.grs"]
+    found = next((r for r in refs if resolver.find(r) is not None), None)
+    if found is None:
+        scene.warnings.append(f"grass: {' / '.join(refs)} not found; kinds placed without "
+                              "texture names")
+    else:
+        grs = resolver.load(found, scene, "grass file")
+        if grs is not None and grs.format != "grs":
+            scene.warnings.append(f"grass: {found} is a {grs.format} file, not a .grs")
+            grs = None
+    mesh, summary = grass_mesh(mask, heights, TILE_SIZE, grass_kinds(grs), scene)
+    if mesh is not None:
+        scene.add_node(name="grass", parent=root, mesh=mesh,
+                       extras={**summary, "source": found or "",
+                               "note": "5 boards a tile at fixed spots (the engine's are random)"})
+    return summary
+
+
 def _side_file(resolver: Resolver, src: str | None, given: Any, ext: str) -> Path | None:
     """A zone side file: the one an option names, none for 0/false, else the
     file of the gtd's name with ``ext`` beside it."""
@@ -603,6 +635,9 @@ def scene_zone(doc: Any, **options: Any) -> Scene:
         scene.warnings.append(f"terrain: {len(lightmaps)} lightmaps not exported")
     summary["lightmapTiles"] = add_lightmap(doc, scene, resolver, root, src, options)
     summary["lights"] = add_zone_lights(scene, resolver, root, src, options)
+    grass = add_grass(doc, scene, resolver, root, options)
+    if grass:
+        summary["grass"] = grass
 
     want_objects = _flag(options.get("objects"), True)
     want_collision = _flag(options.get("collision"), False)
