@@ -438,3 +438,27 @@ def test_fast_csv_reading_takes_quoted_lines_and_refuses_an_open_quote():
     # a short line: the reader's error naming the row
     with pytest.raises(ValueFormatError, match=r"row 2 \(line 3\) has 1 cells"):
         T.from_csv("c0:int,c1:int\r\n1,2\r\n3\r\n")
+
+
+@pytest.mark.parametrize("cell, message", [
+    ("x", "row 2 (line 3), column 1 (c1:byte): not an integer"),
+    ("256", "row 2 (line 3), column 1 (c1:byte): out of range 0..255"),
+    ("", "row 2 (line 3), column 1 (c1:byte): not an integer"),
+    (" 7", None),                                   # the csv module's int() takes spaces
+])
+def test_batched_integer_columns_still_name_the_bad_cell(cell, message):
+    text = f"c0:int,c1:byte,c2:short\r\n1,2,3\r\n4,{cell},6\r\n7,8,9\r\n"
+    if message is None:
+        assert T.from_csv(text).root["columns"][1].tolist() == [2, 7, 8]
+        return
+    with pytest.raises(ValueFormatError) as e:
+        T.from_csv(text)
+    assert message in e.value.message and e.value.path == "csv.rows[1].c1"
+
+
+def test_batched_integer_columns_give_each_column_its_values():
+    text = "c0:int,c1:byte,c2:string,c3:short\r\n-1,2,a,-3\r\n4,255,b,32767\r\n"
+    cols = T.from_csv(text).root["columns"]
+    assert cols[0].tolist() == [-1, 4] and cols[1].tolist() == [2, 255]
+    assert cols[3].tolist() == [-3, 32767] and cols[3].dtype == np.dtype("<i2")
+    assert cols[2] == [b"a", b"b"]

@@ -665,8 +665,9 @@ def _quoted(cells: list[str], delimiter: str) -> list[str]:
     joined = "".join(cells)
     if not any(ch in joined for ch in special):      # (the usual column: nothing to quote)
         return cells
-    return [('"' + c.replace('"', '""') + '"') if any(ch in c for ch in special) else c
-            for c in cells]
+    d = delimiter
+    return [('"' + c.replace('"', '""') + '"')
+            if (d in c or '"' in c or "\r" in c or "\n" in c) else c for c in cells]
 
 
 def to_csv(doc: Document, delimiter: str = ",") -> str:
@@ -726,9 +727,12 @@ _BOUNDS = {np.dtype(t).char: (int(np.iinfo(t).min), int(np.iinfo(t).max))
            for t in ("i1", "u1", "<i2", "<u2", "<i4", "<u4")}
 
 
-def _int_column(cells: list[str], dt: np.dtype, j: int, name: str) -> np.ndarray:
+def _int_column(cells: list[str], dt: np.dtype, j: int, name: str,
+                wide: np.ndarray | None = None) -> np.ndarray:
+    """``wide``: the cells already parsed (the batched pass over every integer column)."""
     # (a value beyond int64 saturates in the C pass and fails the range check below)
-    wide = _fast_numbers(cells, np.int64)
+    if wide is None:
+        wide = _fast_numbers(cells, np.int64)
     if wide is None:
         try:
             wide = np.fromiter(map(int, cells), np.int64, len(cells))
@@ -846,6 +850,17 @@ def _from_columns(types: list[int], by_col: list, *, like: Document | None,
     if like is not None and like.root.get("columnTypes") == types:
         like_cols = like.root["columns"]
     cols: list[Any] = []
+    # every integer column's text parsed in one C pass (the per-column pass and
+    # its checks run only when this one cannot be trusted)
+    ints = [j for j, t in enumerate(types) if t != STRING and TYPES[t][1].kind != "f"]
+    batch: dict[int, np.ndarray] = {}
+    nrow = len(by_col[0]) if by_col else 0
+    if texts and len(ints) > 1 and nrow:
+        import itertools
+        flat = _fast_numbers(list(itertools.chain.from_iterable(by_col[j] for j in ints)),
+                             np.int64)
+        if flat is not None:
+            batch = dict(zip(ints, flat.reshape(len(ints), nrow)))
     for j, t in enumerate(types):
         cells = by_col[j] if texts else [
             c if c.__class__ is str else repr(c) if isinstance(c, float) else str(c)
@@ -857,7 +872,7 @@ def _from_columns(types: list[int], by_col: list, *, like: Document | None,
         if TYPES[t][1].kind == "f":
             cols.append(_float_column(cells, TYPES[t][1], j, names[j]))
         else:
-            cols.append(_int_column(cells, TYPES[t][1], j, names[j]))
+            cols.append(_int_column(cells, TYPES[t][1], j, names[j], batch.get(j)))
     root = TableRoot(columnTypes=types, columns=cols)
     p = dict(like.params) if like is not None else {"cipher": 1}
     p.update(params or {})
