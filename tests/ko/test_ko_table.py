@@ -373,3 +373,92 @@ def test_corpus_item_table_values():
 def test_bad_parameters_are_format_errors(params, message):
     with pytest.raises(FormatError, match=message):
         T.CODEC.decode(table_bytes(), **params)
+
+
+# ----------------------------------------------------------------------------
+# the column-wise CSV paths agree with the cell-by-cell ones
+
+
+_CELL_BYTES = st.lists(st.sampled_from([b"a", b"Z", b",", b'"', b"\n", b"\r", b" ", b"hex:",
+                                        "검".encode("cp949"), b"\xff", b"\x81", b"\x00", b"9"]),
+                       max_size=5).map(b"".join)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(_CELL_BYTES, min_size=1, max_size=8), st.sampled_from(["cp949", "cp950"]))
+def test_column_cells_equal_cell_by_cell_text(col, enc):
+    assert T._column_cells(col, enc) == [T._cell_text(s, enc) for s in col]
+
+
+def _reader_doc(text, delimiter=","):
+    """from_csv's answer computed through the csv module alone (the reference)."""
+    import csv
+    import io
+    try:
+        rows = list(csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, strict=True))
+    except csv.Error as e:
+        raise ValueFormatError(f"not readable as {'TSV' if delimiter == chr(9) else 'CSV'}: {e}",
+                               path="csv") from None
+    return T.from_rows(rows, texts=True)
+
+
+_CSV_CELL = st.lists(st.sampled_from(["1", "7", "-2", '"', ",", "\t", " ", "\r", "\n", "x",
+                                      "검", "hex:41", "\r\n"]), max_size=4).map("".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(_CSV_CELL, _CSV_CELL), min_size=0, max_size=6),
+       st.sampled_from([",", "\t"]), st.booleans())
+def test_fast_csv_reading_equals_the_csv_reader(lines, delimiter, end):
+    """Any text (quotes, delimiters, lone CR/LF inside and outside quotes): the
+    fast column split gives the csv reader's document or the same error."""
+    text = f"c0:int{delimiter}c1:string\r\n" + "".join(
+        f"{a}{delimiter}{b}\r\n" for a, b in lines)
+    if not end:
+        text = text[:-2]
+    try:
+        want = _reader_doc(text, delimiter)
+    except FormatError as e:
+        with pytest.raises(FormatError) as got:
+            T.from_csv(text, delimiter=delimiter)
+        assert got.value.message == e.message
+        return
+    got = T.from_csv(text, delimiter=delimiter)
+    assert got.encode() == want.encode()
+
+
+def test_fast_csv_reading_takes_quoted_lines_and_refuses_an_open_quote():
+    text = 'c0:int,c1:string\r\n1,"a,b"\r\n2,plain\r\n3,"say ""hi"""\r\n'
+    types, cols = T._plain_columns(text, ",")
+    assert types == [5, 7] and cols == [["1", "2", "3"], ["a,b", "plain", 'say "hi"']]
+    # an open quote spans lines for the csv module: the fast path steps aside
+    assert T._plain_columns('c0:int,c1:string\r\n1,"a\r\nb"\r\n', ",") is None
+    doc = T.from_csv('c0:int,c1:string\r\n1,"a\r\nb"\r\n')
+    assert doc.root["columns"][1] == [b"a\r\nb"]
+    # a short line: the reader's error naming the row
+    with pytest.raises(ValueFormatError, match=r"row 2 \(line 3\) has 1 cells"):
+        T.from_csv("c0:int,c1:int\r\n1,2\r\n3\r\n")
+
+
+@pytest.mark.parametrize("cell, message", [
+    ("x", "row 2 (line 3), column 1 (c1:byte): not an integer"),
+    ("256", "row 2 (line 3), column 1 (c1:byte): out of range 0..255"),
+    ("", "row 2 (line 3), column 1 (c1:byte): not an integer"),
+    (" 7", None),                                   # the csv module's int() takes spaces
+])
+def test_batched_integer_columns_still_name_the_bad_cell(cell, message):
+    text = f"c0:int,c1:byte,c2:short\r\n1,2,3\r\n4,{cell},6\r\n7,8,9\r\n"
+    if message is None:
+        assert T.from_csv(text).root["columns"][1].tolist() == [2, 7, 8]
+        return
+    with pytest.raises(ValueFormatError) as e:
+        T.from_csv(text)
+    assert message in e.value.message and e.value.path == "csv.rows[1].c1"
+
+
+def test_batched_integer_columns_give_each_column_its_values():
+    text = "c0:int,c1:byte,c2:string,c3:short\r\n-1,2,a,-3\r\n4,255,b,32767\r\n"
+    cols = T.from_csv(text).root["columns"]
+    assert cols[0].tolist() == [-1, 4] and cols[1].tolist() == [2, 255]
+    assert cols[3].tolist() == [-3, 32767] and cols[3].dtype == np.dtype("<i2")
+    assert cols[2] == [b"a", b"b"]

@@ -385,6 +385,9 @@ ZONE_OPTIONS = (
            "same name beside the .gtd; 0: none)"),
     Option("lights", str, "zone lights (.glo) as KHR_lights_punctual lights (default: the .glo "
            "of the same name beside the .gtd; 0: none)"),
+    Option("colormap", str, "colour map (.tct) on the tiles without a tile texture (default: the "
+           ".tct of the same name beside the .gtd; 0: none, a plain colour)"),
+    Option("grass", bool, "the gtd's grass as points (textures named by misc\\grass\\*.grs)", True),
 )
 
 for _codec in CODECS:

@@ -122,10 +122,24 @@ def info_n3chr(doc: Document, enc: str) -> dict:
     return out
 
 
+def _item(doc: Document) -> dict:
+    """The item table row of an item file read from disk (items.py), as
+    ``{"item": {...}}``; empty when there is none."""
+    if not doc.source:
+        return {}
+    from .items import item_row
+    from ...core.errors import FormatError
+    try:
+        row = item_row(str(doc.source), limits=doc.limits)
+    except (FormatError, OSError) as e:
+        return {"item": {"error": str(e)}}
+    return {"item": row} if row else {}
+
+
 def info_n3cpart(doc: Document, enc: str) -> dict:
     r = doc.root
     return {"name": _s(r["name"], enc), "texture": _s(r["texture"], enc),
-            "skins": _s(r["geometry"], enc)}
+            "skins": _s(r["geometry"], enc), **_item(doc)}
 
 
 def info_n3cplug(doc: Document, enc: str) -> dict:
@@ -139,6 +153,7 @@ def info_n3cplug(doc: Document, enc: str) -> dict:
     if "vmesh" in r:
         m = r["vmesh"]
         out["vmesh"] = {"vertices": int(m["vertexCount"]), "faces": int(m["indexCount"]) // 3}
+    out.update(_item(doc))
     return out
 
 

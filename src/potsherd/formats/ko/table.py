@@ -587,6 +587,28 @@ def _cell_text(s: bytes, enc: str) -> str:
     return HEX_PREFIX + s.hex()
 
 
+def _column_cells(col: list, enc: str) -> list[str]:
+    """A string column's cells (as :func:`_cell_text`), in one decode of the
+    whole column when it can be trusted: the cells joined by ``\\n`` decode
+    strictly to as many ``\\n`` as there are joins (no cell swallowed a
+    separator as a trail byte), the text encodes back to the same bytes (the
+    code page's trail bytes are never 0x0A, so each cell does alone) and none
+    needs ``hex:``.  Otherwise cell by cell."""
+    raw = b"\n".join(col)
+    n = len(col)
+    if n and raw.count(b"\n") == n - 1:
+        try:
+            text = raw.decode(enc)
+        except UnicodeDecodeError:
+            text = None
+        if (text is not None and text.count("\n") == n - 1
+                and ("\n" + text).find("\n" + HEX_PREFIX) < 0
+                and text.replace("\n", "").isprintable()
+                and (raw.isascii() or text.encode(enc) == raw)):
+            return text.split("\n")
+    return [_cell_text(bytes(s), enc) for s in col]
+
+
 def _float_cells(a: np.ndarray) -> list[str]:
     """Shortest round-trip decimals; NaNs as their bit pattern (``0x7fc00000``)."""
     out = a.astype(str).tolist()
@@ -614,7 +636,7 @@ def _columns_text(doc: Document) -> tuple[list[list], list[str]]:
     convs: list[str] = []
     for t, c in zip(types, doc.root["columns"]):
         if t == STRING:
-            cols.append([_cell_text(bytes(s), enc) for s in c])
+            cols.append(_column_cells(c, enc))
             convs.append("%s")
             continue
         a = np.asarray(c)
@@ -639,8 +661,12 @@ def to_rows(doc: Document) -> list[list]:
 def _quoted(cells: list[str], delimiter: str) -> list[str]:
     """CSV quoting (the csv module's minimal rule) of a column of text cells."""
     special = (delimiter, '"', "\r", "\n")
-    return [('"' + c.replace('"', '""') + '"') if any(ch in c for ch in special) else c
-            for c in cells]
+    joined = "".join(cells)
+    if not any(ch in joined for ch in special):      # (the usual column: nothing to quote)
+        return cells
+    d = delimiter
+    return [('"' + c.replace('"', '""') + '"')
+            if (d in c or '"' in c or "\r" in c or "\n" in c) else c for c in cells]
 
 
 def to_csv(doc: Document, delimiter: str = ",") -> str:
@@ -700,9 +726,12 @@ _BOUNDS = {np.dtype(t).char: (int(np.iinfo(t).min), int(np.iinfo(t).max))
            for t in ("i1", "u1", "<i2", "<u2", "<i4", "<u4")}
 
 
-def _int_column(cells: list[str], dt: np.dtype, j: int, name: str) -> np.ndarray:
+def _int_column(cells: list[str], dt: np.dtype, j: int, name: str,
+                wide: np.ndarray | None = None) -> np.ndarray:
+    """``wide``: the cells already parsed (the batched pass over every integer column)."""
     # (a value beyond int64 saturates in the C pass and fails the range check below)
-    wide = _fast_numbers(cells, np.int64)
+    if wide is None:
+        wide = _fast_numbers(cells, np.int64)
     if wide is None:
         try:
             wide = np.fromiter(map(int, cells), np.int64, len(cells))
@@ -758,8 +787,14 @@ def _string_column(cells, enc: str, j: int, name: str, old: list | None) -> list
     """Text cells as stored bytes (``hex:`` cells as their bytes); an empty cell
     keeps the original's stored length when that was <= 0 (``old``: the
     original column)."""
+    joined = "\n".join(cells)
     try:
-        out = [c.encode(enc) for c in cells]
+        if joined.count("\n") == len(cells) - 1 and len(cells):
+            # one encode for the column (the code page never writes 0x0A in a
+            # character other than LF, so the split gives each cell's bytes)
+            out = joined.encode(enc).split(b"\n")
+        else:
+            out = [c.encode(enc) for c in cells]
     except UnicodeEncodeError:
         for i, c in enumerate(cells):
             try:
@@ -768,7 +803,9 @@ def _string_column(cells, enc: str, j: int, name: str, old: list | None) -> list
                 raise _cell_error(i, j, name, f"character {c[e.start]!r} is not in the {enc} "
                                   "code page", c) from None
         raise
-    for i in [i for i, c in enumerate(cells) if c[:4] == HEX_PREFIX]:
+    hexes = [i for i, c in enumerate(cells) if c[:4] == HEX_PREFIX] \
+        if ("\n" + joined).find("\n" + HEX_PREFIX) >= 0 else []
+    for i in hexes:
         try:
             out[i] = bytes.fromhex(cells[i][len(HEX_PREFIX):])
         except ValueError:
@@ -799,13 +836,30 @@ def from_rows(rows: list[list], *, like: Document | None = None,
         if len(r) != ncol:
             raise ValueFormatError(f"row {i + 1} (line {i + 2}) has {len(r)} cells, the header "
                                    f"{ncol}", path=f"csv.rows[{i}]")
+    by_col = list(zip(*body)) if body else [()] * ncol
+    return _from_columns(types, by_col, like=like, encoding=encoding, params=params, texts=texts)
+
+
+def _from_columns(types: list[int], by_col: list, *, like: Document | None,
+                  encoding: str | None, params: dict | None, texts: bool) -> Document:
+    """:func:`from_rows` once the cells are gathered column by column."""
     enc = encoding or (CODEC.encoding_of(like) if like is not None else CP_DEFAULT)
     names = header(types)
-    by_col = list(zip(*body)) if body else [()] * ncol
     like_cols = None
     if like is not None and like.root.get("columnTypes") == types:
         like_cols = like.root["columns"]
     cols: list[Any] = []
+    # every integer column's text parsed in one C pass (the per-column pass and
+    # its checks run only when this one cannot be trusted)
+    ints = [j for j, t in enumerate(types) if t != STRING and TYPES[t][1].kind != "f"]
+    batch: dict[int, np.ndarray] = {}
+    nrow = len(by_col[0]) if by_col else 0
+    if texts and len(ints) > 1 and nrow:
+        import itertools
+        flat = _fast_numbers(list(itertools.chain.from_iterable(by_col[j] for j in ints)),
+                             np.int64)
+        if flat is not None:
+            batch = dict(zip(ints, flat.reshape(len(ints), nrow)))
     for j, t in enumerate(types):
         cells = by_col[j] if texts else [
             c if c.__class__ is str else repr(c) if isinstance(c, float) else str(c)
@@ -817,7 +871,7 @@ def from_rows(rows: list[list], *, like: Document | None = None,
         if TYPES[t][1].kind == "f":
             cols.append(_float_column(cells, TYPES[t][1], j, names[j]))
         else:
-            cols.append(_int_column(cells, TYPES[t][1], j, names[j]))
+            cols.append(_int_column(cells, TYPES[t][1], j, names[j], batch.get(j)))
     root = TableRoot(columnTypes=types, columns=cols)
     p = dict(like.params) if like is not None else {"cipher": 1}
     p.update(params or {})
@@ -836,12 +890,60 @@ def from_csv(text: str, *, delimiter: str = ",", like: Document | None = None,
     """A table document from CSV / TSV text (see :func:`from_rows`)."""
     if text.startswith("\ufeff"):
         text = text[1:]
+    fast = _plain_columns(text, delimiter)
+    if fast is not None:
+        return _from_columns(*fast, like=like, encoding=encoding, params=params, texts=True)
     try:
         rows = list(csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, strict=True))
     except csv.Error as e:
         raise ValueFormatError(f"not readable as {'TSV' if delimiter == chr(9) else 'CSV'}: {e}",
                                path="csv") from None
     return from_rows(rows, like=like, encoding=encoding, params=params, texts=True)
+
+
+def _plain_columns(text: str, delimiter: str) -> tuple[list[int], list] | None:
+    """The cells column by column without a per-row pass over the text: every
+    line ends in CR LF (no lone CR or LF, no empty line, so no quoted cell
+    spans lines); a line without a quote is split on its delimiters (all such
+    lines in one split), the few with quotes are read by the csv module one
+    line at a time (a quote left open there is an error, so the line ends
+    where the whole-text reader would end it).  None when any of this does not
+    hold or a line has the wrong cell count: the csv reader then reads the
+    text and names the bad row."""
+    if "\0" in text or not text.endswith("\r\n"):
+        return None
+    body = text[:-2]
+    n_crlf = body.count("\r\n")
+    if body.count("\r") != n_crlf or body.count("\n") != n_crlf:
+        return None
+    lines = body.split("\r\n")
+    if "" in lines:
+        return None
+    quoted: dict[int, list[str]] = {}
+    if '"' in body:
+        for i in [i for i, line in enumerate(lines) if '"' in line]:
+            try:
+                quoted[i] = next(csv.reader([lines[i]], delimiter=delimiter, strict=True))
+            except (csv.Error, StopIteration):
+                return None
+    head = quoted[0] if 0 in quoted else lines[0].split(delimiter)
+    ncol = len(head)
+    per = ncol - 1
+    filler = delimiter * per
+    for i, cells in quoted.items():
+        if len(cells) != ncol:
+            return None
+        lines[i] = filler
+    if any(n != per for n in map(str.count, lines, [delimiter] * len(lines))):
+        return None
+    types = _parse_header(head)
+    flat = delimiter.join(lines[1:]).split(delimiter) if len(lines) > 1 else []
+    cols = [flat[j::ncol] for j in range(ncol)]
+    for i, cells in quoted.items():
+        if i:
+            for j, c in enumerate(cells):
+                cols[j][i - 1] = c
+    return types, cols
 
 
 def as_structured(doc: Document) -> np.ndarray:

@@ -43,6 +43,7 @@ from ... import resolve
 from ...core.errors import FormatError
 from ...core.limits import DEFAULT_LIMITS, Limits
 from ...scene import Image, Material, Mesh, Primitive, Scene, TextureRef, flip_winding, weld
+from ...scene.model import CLAMP_TO_EDGE
 from ...scene.xform import mirror_x
 from .text import text
 from .scene import Materials, Resolver, _transform_trs, add_shape
@@ -186,8 +187,11 @@ class TileImages:
         return self._images[t]
 
 
-def terrain_mesh(doc: Any, scene: Scene, resolver: Resolver, lod: int = 0) -> tuple[int, dict]:
-    """The terrain as one mesh with a primitive per tile texture; (mesh, extras)."""
+def terrain_mesh(doc: Any, scene: Scene, resolver: Resolver, lod: int = 0,
+                 colour_map: tuple[int, str] | None = None) -> tuple[int, dict]:
+    """The terrain as one mesh with a primitive per tile texture; (mesh, extras).
+    ``colour_map``: (scene image, source name) of the zone's joined colour map
+    (zone_colormap.py), drawn on the tiles without a tile texture."""
     n, heights, words = _height_grid(doc, scene)
     step = 1 << max(int(lod), 0)
     while step > 1 and (n - 1) // step < 1:
@@ -249,7 +253,16 @@ def terrain_mesh(doc: Any, scene: Scene, resolver: Resolver, lod: int = 0) -> tu
             keys.append(dir2[tri_corners // 4])
         first, local = weld(*keys)
         corners = tri_corners[first]
-        if t < 0:
+        uvs = None
+        if t < 0 and colour_map is not None:
+            from .zone_colormap import colormap_uv
+            mat = Material(name="colour map",
+                           base_color_texture=TextureRef(image=colour_map[0], wrap_s=CLAMP_TO_EDGE,
+                                                         wrap_t=CLAMP_TO_EDGE),
+                           extras={"terrain": "colour map", "source": colour_map[1],
+                                   "notApplied": "Misc\\Terrain_Base.bmp detail texture"})
+            uvs = [colormap_uv(cx.reshape(-1)[corners], cz.reshape(-1)[corners], n)]
+        elif t < 0:
             mat = Material(name="colour map", base_color=COLOR_MAP_FALLBACK,
                            extras={"terrain": "colour map (not stored in the .gtd)"})
         else:
@@ -261,7 +274,8 @@ def terrain_mesh(doc: Any, scene: Scene, resolver: Resolver, lod: int = 0) -> tu
                 missing.add(t)
             else:
                 mat.base_color_texture = TextureRef(image=img)
-        uvs = [uv[corners]]
+        if uvs is None:
+            uvs = [uv[corners]]
         if t2 >= 0:
             mat.extras["overlay"] = tiles.describe(t2)
             img2 = tiles.image(t2)
@@ -279,6 +293,7 @@ def terrain_mesh(doc: Any, scene: Scene, resolver: Resolver, lod: int = 0) -> tu
     extras = {"mapSize": n, "lod": int(lod), "sampleStep": step, "tileSize": TILE_SIZE,
               "tiles": int(len(key)), "texturedTiles": textured,
               "colourMapTiles": int((key < 0).sum()), "tileCount": tiles.count,
+              "colourMap": colour_map[1] if colour_map is not None else None,
               "tileSources": tiles.sources}
     extras["overlaidTiles"] = int((over >= 0).sum())
     if missing:
@@ -422,6 +437,62 @@ def add_lightmap(doc: Any, scene: Scene, resolver: Resolver, root: int, src: str
     return tiles
 
 
+def load_colour_map(doc: Any, scene: Scene, resolver: Resolver, src: str | None,
+                    options: dict) -> tuple[int, str] | None:
+    """The zone's .tct colour map as one image (zone_colormap.py): the file of
+    ``--option colormap=FILE``, else the .tct of the gtd's name beside it
+    (``colormap=0``: none, the tiles keep a plain colour).  (image, name) or None."""
+    path = _side_file(resolver, src, options.get("colormap"), ".tct")
+    if path is None:
+        return None
+    from ... import registry
+    from .zone_colormap import colormap_image
+    try:
+        tct = registry.decode(resolver.read(path, path.name), path=str(path),
+                              limits=resolver.limits)
+    except (FormatError, OSError) as e:
+        scene.warnings.append(f"colour map: {path.name}: {e}")
+        return None
+    if tct.format != "tct":
+        scene.warnings.append(f"colour map: {path.name} is a {tct.format} file, not a .tct")
+        return None
+    n = _height_grid(doc, scene)[0]
+    img = colormap_image(tct, n, scene, f"{path.stem}_colormap")
+    return None if img is None else (img, path.name)
+
+
+def add_grass(doc: Any, scene: Scene, resolver: Resolver, root: int, options: dict) -> dict:
+    """The gtd's grass as points under a node named ``grass`` (zone_grass.py);
+    ``grass=0``: none.  The .grs that names the kinds' textures is
+    ``misc\\grass\\<the gtd's grass name>.grs`` in the client tree, else the
+    ``elmorad_start.grs`` the engine reads."""
+    if not _flag(options.get("grass"), True):
+        return {}
+    from .zone_grass import grass_kinds, grass_mesh
+    n, heights, _ = _height_grid(doc, scene)
+    mask = np.frombuffer(bytes(doc.root.get("grass") or b""), np.uint8)
+    if len(mask) != n * n or not mask.any():
+        return {}
+    grs = None
+    name = _cstr(doc.root.get("zoneName"))
+    refs = ([f"misc\\grass\\{name}.grs"] if name else []) + ["misc\\grass\\elmorad_start.grs"]
+    found = next((r for r in refs if resolver.find(r) is not None), None)
+    if found is None:
+        scene.warnings.append(f"grass: {' / '.join(refs)} not found; kinds placed without "
+                              "texture names")
+    else:
+        grs = resolver.load(found, scene, "grass file")
+        if grs is not None and grs.format != "grs":
+            scene.warnings.append(f"grass: {found} is a {grs.format} file, not a .grs")
+            grs = None
+    mesh, summary = grass_mesh(mask, heights, TILE_SIZE, grass_kinds(grs), scene)
+    if mesh is not None:
+        scene.add_node(name="grass", parent=root, mesh=mesh,
+                       extras={**summary, "source": found or "",
+                               "note": "5 boards a tile at fixed spots (the engine's are random)"})
+    return summary
+
+
 def _side_file(resolver: Resolver, src: str | None, given: Any, ext: str) -> Path | None:
     """A zone side file: the one an option names, none for 0/false, else the
     file of the gtd's name with ``ext`` beside it."""
@@ -543,7 +614,7 @@ def scene_zone(doc: Any, **options: Any) -> Scene:
     scene = Scene(name=os.path.basename(src) if src else "zone")
     resolver = Resolver(src, options.get("data_root"), limits=doc.limits,
                         given=(options.get("opd"), options.get("lightmap"),
-                               options.get("lights")))
+                               options.get("lights"), options.get("colormap")))
     mats = Materials(scene, resolver)
     try:
         lod = max(int(options.get("lod") or 0), 0)
@@ -552,16 +623,21 @@ def scene_zone(doc: Any, **options: Any) -> Scene:
     name = _cstr(doc.root["zoneName"]) or (text(doc.root.get("name")) if "name" in doc.root else "")
     root = scene.add_node(name=name or "zone")
 
-    mesh, extras = terrain_mesh(doc, scene, resolver, lod)
+    mesh, extras = terrain_mesh(doc, scene, resolver, lod,
+                                load_colour_map(doc, scene, resolver, src, options))
     scene.add_node(name="terrain", parent=root, mesh=mesh, extras=extras)
     summary: dict = {"terrain": {k: extras[k] for k in ("mapSize", "tiles", "texturedTiles",
                                                           "colourMapTiles")}}
+    summary["terrain"]["colourMap"] = extras.get("colourMap")
     summary["water"] = add_water(doc, scene, mats, root)
     lightmaps = doc.root.get("lightmaps") or []
     if lightmaps:  # every real gtd stores none, and newer engines refuse them
         scene.warnings.append(f"terrain: {len(lightmaps)} lightmaps not exported")
     summary["lightmapTiles"] = add_lightmap(doc, scene, resolver, root, src, options)
     summary["lights"] = add_zone_lights(scene, resolver, root, src, options)
+    grass = add_grass(doc, scene, resolver, root, options)
+    if grass:
+        summary["grass"] = grass
 
     want_objects = _flag(options.get("objects"), True)
     want_collision = _flag(options.get("collision"), False)
