@@ -58,7 +58,7 @@ FAMILIES: tuple[Family, ...] = (
            cli_commands=("ls", "extract"), docs="docs/formats/darkstar.md"),
     Family("fbx", "Autodesk FBX", "potsherd.formats.fbx", ("fbx",), docs="docs/formats/fbx.md"),
     Family("trle", "Tomb Raider Level Editor", "potsherd.formats.trle", ("tr4wad",),
-           cli_hook="potsherd.formats.trle.cli:add_cli", cli_commands=("trle",),
+           cli_hook="potsherd.cli.trle:add_cli", cli_commands=("trle",),
            docs="docs/formats/trle.md"),
 )
 

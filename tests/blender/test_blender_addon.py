@@ -20,7 +20,7 @@ import pytest
 import potsherd
 from corpus_paths import CORPUS_ROOT, ROOT
 from potsherd.blender import build
-from potsherd.export.convert import convert_file
+from potsherd.convert import convert_file
 
 BLENDER = shutil.which("blender")
 pytestmark = [pytest.mark.blender, pytest.mark.slow,

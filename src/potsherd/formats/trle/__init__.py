@@ -2,10 +2,9 @@
 
 ``layouts`` holds the record tables, ``codecs`` the codecs, ``model`` the
 derived views (skeleton, keyframe angles, commands, pixels), ``moveables`` the
-WadMerger-style cut (``extract``) and paste (``insert``) of one moveable, and
-``cli`` the ``potsherd trle`` subcommands.
+WadMerger-style cut (``extract``) and paste (``insert``) of one moveable; the
+``potsherd trle`` subcommands live in :mod:`potsherd.cli.trle`.
 """
 from .codecs import CODECS
-from .cli import add_cli
 
-__all__ = ["CODECS", "add_cli"]
+__all__ = ["CODECS"]

@@ -22,12 +22,12 @@ import sys
 import time
 from typing import Any, Iterator
 
-from .. import api
-from ..api import UsageError, display_path
-from ..core.wording import count
-from ..core.errors import FormatError
-from ..core.fileio import remove_temporaries
-from ..errors import NoGeometryError
+from . import api
+from .api import UsageError, display_path
+from .core.wording import count
+from .core.errors import FormatError
+from .core.fileio import remove_temporaries
+from .errors import NoGeometryError
 
 GLTF_TARGETS = ("glb", "gltf")
 
@@ -70,7 +70,7 @@ def convert_file(src: str, dst: str, target: str, options: dict) -> dict:
     limits = api.make_limits(**(options.get("limits") or {}))
     given = options.get("scene_options") or {}
     if target not in GLTF_TARGETS and _is_gltf_name(src):     # a folder import
-        from .. import importer
+        from . import importer
         like = (options.get("like_of") or {}).get(src)
         try:
             summary = importer.import_gltf(src, dst, format=target or None, like=like,
@@ -83,14 +83,14 @@ def convert_file(src: str, dst: str, target: str, options: dict) -> dict:
                              params=options.get("params"))
     if target in GLTF_TARGETS:
         opts = api.scene_options(doc.codec, given, strict=options.get("strict_options", True))
-        from . import gltf
+        from .export import gltf
         scene = gltf.document_scene(doc, opts)
         _check_geometry(src, scene)
         summary = api.export_gltf(doc, dst, binary=(target == "glb"), options=None,
                                   scene=scene)
         summary["in_bytes"] = len(data)
         return summary
-    from .. import importer
+    from . import importer
     if importer.goes_through_scene(doc, target):       # e.g. IN.n3chr OUT.fbx
         summary = importer.convert_via_scene(doc, dst, target, given,
                                              version=options.get("target_version"))
@@ -129,7 +129,7 @@ def _worker(src: str, dst: str, target: str, options: dict) -> tuple:
     """Convert one file and never raise: ``(status, summary-or-error-text)`` with
     status "ok", "failed", "skipped" (a valid file with nothing to export) or
     "fatal" (an OS error such as a full disk that stops the batch)."""
-    from .gltf import NoSceneError
+    from .export.gltf import NoSceneError
     try:
         return "ok", convert_file(src, dst, target, options)
     except NoSceneError as e:
@@ -279,7 +279,7 @@ def _is_gltf_name(path: str) -> bool:
 
 def _import_codec(target: str) -> Any:
     """The codec a folder import writes for ``target``, or None when it cannot import."""
-    from .. import importer
+    from . import importer
     try:
         return importer.target_codec("out." + target, target)
     except (importer.OptionError, FormatError):
@@ -288,7 +288,7 @@ def _import_codec(target: str) -> Any:
 
 def _can_reach(path: str, target: str) -> bool:
     """Whether any codec claiming this extension can produce ``target``."""
-    from .. import registry
+    from . import registry
     cands = registry.codecs_claiming(path)
     if target in GLTF_TARGETS:
         return any(c.to_scene is not None for c in cands)
@@ -309,7 +309,7 @@ class Originals:
     ``x.n3pmesh`` lie side by side, and that name finds ``x.n3chr``."""
 
     def __init__(self, root: str, target: str) -> None:
-        from .. import registry
+        from . import registry
         self.root = root
         codecs = [c for c in registry.codecs() if c.from_scene is not None]
         if target:
@@ -323,7 +323,7 @@ class Originals:
 
     def _entries(self, folder: str) -> tuple:
         """({(stem, ext): path} of importable files, {stem: [other game files]})."""
-        from .. import registry
+        from . import registry
         if folder not in self.listings:
             found: dict = {}
             others: dict = {}
@@ -377,7 +377,7 @@ def _walk_files(src_dir: str, wanted, notes: list) -> Iterator[str]:
 def plan_folder_walk(src_dir: str, dst_dir: str, target: str) -> tuple:
     """:func:`plan_folder` plus what the walk skipped or could not read:
     ``(plan, skipped, walk_notes)`` with walk notes ``(path, reason, is_error)``."""
-    from .. import registry
+    from . import registry
     jobs, skipped, notes = [], [], []
     # (a game-format target that imports: the tree's glTF files are walked too)
     import_codec = _import_codec(target) if target not in GLTF_TARGETS else None
@@ -445,7 +445,7 @@ def plan_like(src_dir: str, dst_dir: str, target: str, like_dir: str) -> tuple:
 def _check_batch_options(plan: list, given: dict, target: str = "",
                          like_of: dict | None = None) -> None:
     """Every option name must be declared by some format the batch will convert."""
-    from .. import registry
+    from . import registry
     if not given:
         return
     exts = {os.path.splitext(src)[1].lower() for src, _ in plan}
@@ -526,7 +526,7 @@ class Progress:
 
 def validate_outputs(paths: list, stream=None) -> int:
     """Run the Khronos validator on written glTF files; 0 when none has errors."""
-    from .validate import ValidatorUnavailable, format_report, validate_many
+    from .export.validate import ValidatorUnavailable, format_report, validate_many
     err = stream or sys.stderr
     try:
         reports = []
@@ -683,7 +683,7 @@ def run(args) -> int:
     if not target:
         raise UsageError("say the target with --to (glb, gltf, binary, ascii) or an output "
                          "file extension")
-    from .. import importer
+    from . import importer
     if target not in GLTF_TARGETS and importer.is_gltf_path(args.input):
         return importer.run_cli(args, target)      # glTF -> a game format
     output = args.output

@@ -17,11 +17,11 @@ from typing import Any, Iterator
 # with --jobs worker processes.  A value the user set is kept.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-from . import __version__, api, families, registry  # noqa: E402
-from .api import UsageError, display_path, parse_params  # noqa: E402
-from .core.errors import FormatError  # noqa: E402
-from .core.plainjson import plain_json  # noqa: E402
-from .core.wording import tally  # noqa: E402
+from .. import __version__, api, families, registry  # noqa: E402
+from ..api import UsageError, display_path, parse_params  # noqa: E402
+from ..core.errors import FormatError  # noqa: E402
+from ..core.plainjson import plain_json  # noqa: E402
+from ..core.wording import tally  # noqa: E402
 
 __all__ = ["main", "build_parser", "UsageError", "parse_params", "read_doc", "iter_inputs"]
 
@@ -203,7 +203,7 @@ def cmd_info(args) -> int:
 
 
 def cmd_dump(args) -> int:
-    from .core.gcpolicy import collector_paused
+    from ..core.gcpolicy import collector_paused
     data, doc = read_doc(args.file, args)
     size = len(data)
     del data                      # the document holds what it needs
@@ -214,7 +214,7 @@ def cmd_dump(args) -> int:
 def _dump(doc, args) -> int:
     indent = None if args.compact else 2
     if args.output and args.output != api.STDIO:
-        from .core.fileio import atomic_open
+        from ..core.fileio import atomic_open
         import io
         with atomic_open(args.output) as f:
             text = io.TextIOWrapper(f, encoding="utf-8", newline="\n")
@@ -228,8 +228,8 @@ def _dump(doc, args) -> int:
 
 
 def cmd_build(args) -> int:
-    from . import from_json
-    from .core.gcpolicy import collector_paused
+    from .. import from_json
+    from ..core.gcpolicy import collector_paused
     raw = api.read_input(args.document)
     with collector_paused(len(raw)):  # (parsing and loading allocate many small acyclic objects)
         doc = from_json(raw)
@@ -267,7 +267,7 @@ def cmd_roundtrip(args) -> int:
                 rec.update(format=doc.format, bytes=len(data))
                 out = doc.encode()
                 if args.via_json:
-                    from . import from_json
+                    from .. import from_json
                     out = from_json(json.loads(json.dumps(doc.to_json(args.via_json)))).encode()
                 if out == data:
                     rec["ok"] = True
@@ -354,14 +354,14 @@ def cmd_validate(args) -> int:
 
 
 def cmd_example(args) -> int:
-    from .examples import write_examples
+    from ..examples import write_examples
     for path in write_examples(args.folder):
         print(path)
     return 0
 
 
 def cmd_convert(args) -> int:
-    from .export import convert as conv
+    from .. import convert as conv
     return conv.run(args)
 
 
@@ -369,7 +369,7 @@ def cmd_render(args) -> int:
     """Draw a glTF to PNG headlessly (four views, back faces magenta) to check conventions."""
     import io
     import struct
-    from .export import render as rend
+    from ..export import render as rend
     if os.path.isdir(args.input):
         raise IsADirectoryError(21, os.strerror(21), args.input)
     try:
@@ -399,7 +399,7 @@ def cmd_render(args) -> int:
 
 def cmd_view(args) -> int:
     """Serve the viewer for a file or folder on localhost until Ctrl-C."""
-    from .view import serve
+    from ..view import serve
     if not os.path.exists(args.path):
         raise UsageError(f"{args.path}: no such file or folder")
     try:
@@ -410,14 +410,14 @@ def cmd_view(args) -> int:
 
 
 def cmd_textures(args) -> int:
-    from .export import textures
+    from ..export import textures
     return textures.run(args)
 
 
 def cmd_layout(args) -> int:
     """The record tree of a layout-driven format, with where each field is declared."""
-    from .core import describe
-    from .core.layout import Layout
+    from ..core import describe
+    from ..core.layout import Layout
     try:
         codec = registry.get_codec(args.format_name)
     except FormatError as e:
@@ -443,7 +443,7 @@ def cmd_layout(args) -> int:
 
 def cmd_blender_addon(args) -> int:
     """Build the Blender extension zip from the installed package."""
-    from .blender.build import BuildError, build_addon
+    from ..blender.build import BuildError, build_addon
     try:
         built = build_addon(args.output, platforms=args.platform, wheels_dir=args.wheels)
     except BuildError as e:

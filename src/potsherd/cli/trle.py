@@ -12,12 +12,12 @@ import json
 import os
 import sys
 
-from ... import api
-from ...core.errors import FormatError
-from ...core.fileio import atomic_write
+from .. import api
+from ..core.errors import FormatError
+from ..core.fileio import atomic_write
 
 
-from .catalog import moveable_id as _moveable_id  # noqa: E402  (kept for callers)
+from ..formats.trle.catalog import moveable_id as _moveable_id  # noqa: E402  (kept for callers)
 
 
 def _limits(args):
@@ -31,11 +31,11 @@ def _read(path: str, args, fmt: str | None = None):
 
 
 def cmd_extract(args) -> int:
-    from ...document import Document
-    from .moveables import extract
+    from ..document import Document
+    from ..formats.trle.moveables import extract
     wad = _read(args.wad, args, "tr4wad")
     if args.moveable.lower() == "all":
-        from .catalog import moveable_name
+        from ..formats.trle.catalog import moveable_name
         os.makedirs(args.output, exist_ok=True)
         ids = [int(m["object_id"]) for m in wad.root["moveables"]]
         for oid in ids:
@@ -55,8 +55,8 @@ def cmd_extract(args) -> int:
 
 
 def cmd_insert(args) -> int:
-    from ...document import Document
-    from .moveables import empty_wad, insert
+    from ..document import Document
+    from ..formats.trle.moveables import empty_wad, insert
     if args.wad == "-":
         root = empty_wad()
     else:
@@ -78,9 +78,9 @@ def cmd_insert(args) -> int:
 def _insert_gltf(args, root: dict) -> int:
     """A glTF moveable into the wad: a moveable of the same object id is replaced,
     keeping its state changes, dispatches, commands and id where the glTF has none."""
-    from ...document import Document
-    from ...scene.gltf_read import read_gltf
-    from .codecs import WAD
+    from ..document import Document
+    from ..scene.gltf_read import read_gltf
+    from ..formats.trle.codecs import WAD
     scene = read_gltf(args.trwad, limits=_limits(args))
     options = {}
     if getattr(args, "object_id", None) is not None:
@@ -100,7 +100,7 @@ def _insert_gltf(args, root: dict) -> int:
 
 def _sibling(path: str, ext: str) -> str | None:
     """The file beside ``path`` with its stem and extension ``ext`` (any case)."""
-    from ...resolve import Listings
+    from ..resolve import Listings
     hit = Listings().sibling(path, ext)
     return str(hit) if hit is not None else None
 
@@ -113,7 +113,7 @@ def write_companions(wad_path: str, out_path: str, old: dict, new: dict,
     ``.sam`` and ``.swd`` are copied; ``.was`` (one name line per object,
     moveables first) gets a line for a moveable the wad did not have, when its
     first lines name the wad's moveables as expected (else it is left out)."""
-    from .catalog import moveable_name
+    from ..formats.trle.catalog import moveable_name
     if wad_path == "-":
         return ["companion files: none (the wad was new)"]
     notes = []
@@ -175,7 +175,7 @@ def cmd_textures(args) -> int:
 
 
 def cmd_skeleton(args) -> int:
-    from . import model
+    from ..formats.trle import model
     doc = _read(args.file, args)
     if doc.format == "trwad":
         r = doc.root
@@ -183,7 +183,7 @@ def cmd_skeleton(args) -> int:
             raise FormatError("this .trwad holds no single moveable")
         bones = model.skeleton(r["link_words"], r["moveable"]["mesh_count"])
     elif doc.format == "tr4wad":
-        from .moveables import find_moveable
+        from ..formats.trle.moveables import find_moveable
         r = doc.root
         if args.moveable is None:
             raise FormatError("a wad needs --moveable ID")
