@@ -35,34 +35,6 @@ GLTF_TARGETS = ("glb", "gltf")
 FATAL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS})
 
 
-def _target_of(args) -> str:
-    if args.to:
-        return args.to.lower().lstrip(".")
-    ext = os.path.splitext(args.output)[1].lstrip(".").lower()
-    return ext
-
-
-def settings_from_args(args) -> dict:
-    """What a conversion needs from the command line, as plain data for workers:
-    limits, ``format``, layout ``params``, the family options as text
-    (``--option`` plus ``--lod``/``--detail``/``--data-root``), and the FBX
-    re-encoding settings."""
-    given = api.parse_options(getattr(args, "option", None))
-    for flag, name in (("lod", "lod"), ("detail", "detail"), ("data_root", "data_root")):
-        value = getattr(args, flag, None)
-        if value is not None:
-            given.setdefault(name, value)
-    return {
-        "limits": {k: getattr(args, k, None) for k in
-                   ("max_depth", "max_elements", "max_inflated", "max_input")},
-        "format": getattr(args, "format", None),
-        "params": api.parse_params(getattr(args, "param", None)),
-        "scene_options": given,
-        "target_version": getattr(args, "target_version", None),
-        "param": list(getattr(args, "param", None) or []),
-    }
-
-
 def convert_file(src: str, dst: str, target: str, options: dict) -> dict:
     """Convert one file; returns a summary dict.  Raises FormatError on bad data,
     :class:`~potsherd.api.UsageError` for an undeclared option, OSError for the
@@ -86,7 +58,7 @@ def convert_file(src: str, dst: str, target: str, options: dict) -> dict:
         from .export import gltf
         scene = gltf.document_scene(doc, opts)
         _check_geometry(src, scene)
-        summary = api.export_gltf(doc, dst, binary=(target == "glb"), options=None,
+        summary = export_gltf(doc, dst, binary=(target == "glb"), options=None,
                                   scene=scene)
         summary["in_bytes"] = len(data)
         return summary
@@ -103,6 +75,25 @@ def convert_file(src: str, dst: str, target: str, options: dict) -> dict:
                                      "param": options.get("param"), **given})
     api.write_output(dst, out)
     return {"path": dst, "bytes": len(out), "in_bytes": len(data), "warnings": []}
+
+
+def export_gltf(doc: Any, out_path: str, *, binary: bool = True,
+                options: dict | None = None, scene: Any = None) -> dict:
+    """Export a decoded document (or its already converted ``scene``) to glTF;
+    ``-`` writes a .glb to standard output."""
+    from .export import gltf
+    if scene is None:
+        scene = gltf.document_scene(doc, options)
+    if out_path == api.STDIO:
+        if not binary:
+            raise UsageError("a .gltf needs a file beside its .bin: write a .glb to "
+                             "standard output (--to glb)")
+        data = gltf.glb_bytes(*gltf.scene_to_gltf(scene, True))
+        api.write_output(api.STDIO, data)
+        return {"path": api.STDIO, "bytes": len(data), "nodes": len(scene.nodes),
+                "meshes": len(scene.meshes), "animations": len(scene.animations),
+                "warnings": list(scene.warnings)}
+    return gltf.write_exported(scene, out_path, binary=binary)
 
 
 def _check_geometry(src: str, scene) -> None:
@@ -657,48 +648,3 @@ def _in_process(plan: list, target: str, options: dict, started) -> Iterator[tup
         started(src)
         status, res = _worker(src, dst, target, options)
         yield src, status, res
-
-
-def run(args) -> int:
-    settings = settings_from_args(args)
-    if args.timeout is not None and args.timeout <= 0:
-        raise UsageError(f"--timeout {args.timeout:g}: give a positive number of seconds")
-    is_folder = args.input != api.STDIO and os.path.isdir(args.input)
-    if is_folder:
-        if os.path.exists(args.output) and not os.path.isdir(args.output):
-            raise UsageError(f"{display_path(args.output)} exists and is not a folder")
-        like_dir = getattr(args, "like", None)
-        if like_dir is not None and not os.path.isdir(like_dir):
-            raise UsageError("with a folder input, --like names the folder of the originals "
-                             "the glTF files were exported from")
-        if like_dir is not None and (args.to or "").lower().lstrip(".") in GLTF_TARGETS:
-            raise UsageError("--like is for importing glTF files back into game formats")
-        if not args.to and like_dir is None:
-            raise UsageError("folder conversion needs --to (e.g. --to glb)")
-        return convert_folder(args.input, args.output, _target_of(args) if args.to else "",
-                              settings, jobs=args.jobs or 0,
-                              validate=bool(getattr(args, "validate", False)),
-                              timeout=args.timeout, like_dir=like_dir)
-    target = _target_of(args)
-    if not target:
-        raise UsageError("say the target with --to (glb, gltf, binary, ascii) or an output "
-                         "file extension")
-    from . import importer
-    if target not in GLTF_TARGETS and importer.is_gltf_path(args.input):
-        return importer.run_cli(args, target)      # glTF -> a game format
-    output = args.output
-    if output != api.STDIO and os.path.isdir(output):
-        if args.input == api.STDIO:
-            raise UsageError("reading standard input: name the output file, not a folder")
-        stem = os.path.splitext(os.path.basename(args.input))[0]
-        ext = ("." + target) if target in GLTF_TARGETS else os.path.splitext(args.input)[1]
-        output = os.path.join(output, stem + ext)
-    stream = api.summary_stream(output)
-    summary = convert_file(args.input, output, target, settings)
-    for w in summary.get("warnings", []):
-        print(f"potsherd: warning: {w}", file=sys.stderr)
-    print(f"{display_path(output)}: {summary['bytes']} bytes", flush=True,
-          file=stream)
-    if getattr(args, "validate", False) and target in GLTF_TARGETS and output != api.STDIO:
-        return validate_outputs([output])
-    return 0

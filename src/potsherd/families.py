@@ -54,7 +54,7 @@ FAMILIES: tuple[Family, ...] = (
     Family("ko", "Knight Online (N3 engine)", "potsherd.formats.ko", ("ko",),
            docs="docs/formats/knight-online.md"),
     Family("darkstar", "Dynamix Darkstar / 3Space", "potsherd.formats.darkstar",
-           ("dts", "darkstar-world"), cli_hook="potsherd.formats.darkstar.world:add_cli",
+           ("dts", "darkstar-world"), cli_hook="potsherd.cli.darkstar:add_cli",
            cli_commands=("ls", "extract"), docs="docs/formats/darkstar.md"),
     Family("fbx", "Autodesk FBX", "potsherd.formats.fbx", ("fbx",), docs="docs/formats/fbx.md"),
     Family("trle", "Tomb Raider Level Editor", "potsherd.formats.trle", ("tr4wad",),

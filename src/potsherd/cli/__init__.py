@@ -26,8 +26,7 @@ from ..core.wording import tally  # noqa: E402
 __all__ = ["main", "build_parser", "UsageError", "parse_params", "read_doc", "iter_inputs"]
 
 
-limits_from_args = api.limits_from_args
-read_doc = api.read_doc_args
+from .inputs import limits_from_args, read_doc  # noqa: E402
 
 
 def iter_inputs(paths: list[str], *, skip_unknown: bool) -> Iterator[str]:
@@ -361,7 +360,7 @@ def cmd_example(args) -> int:
 
 
 def cmd_convert(args) -> int:
-    from .. import convert as conv
+    from . import convert as conv
     return conv.run(args)
 
 
@@ -410,7 +409,7 @@ def cmd_view(args) -> int:
 
 
 def cmd_textures(args) -> int:
-    from ..export import textures
+    from . import textures
     return textures.run(args)
 
 

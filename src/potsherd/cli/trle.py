@@ -15,19 +15,17 @@ import sys
 from .. import api
 from ..core.errors import FormatError
 from ..core.fileio import atomic_write
+from .inputs import limits_from_args, read_doc
 
 
 from ..formats.trle.catalog import moveable_id as _moveable_id  # noqa: E402  (kept for callers)
 
 
-def _limits(args):
-    return api.make_limits(**{k: getattr(args, k, None) for k in
-                              ("max_depth", "max_elements", "max_inflated", "max_input")})
+_limits = limits_from_args
 
 
 def _read(path: str, args, fmt: str | None = None):
-    return api.read_doc(path, limits=_limits(args), format=getattr(args, "format", None) or fmt,
-                        params=api.parse_params(getattr(args, "param", None)))[1]
+    return read_doc(path, args, fmt)[1]
 
 
 def cmd_extract(args) -> int:

@@ -1,5 +1,6 @@
-"""The Darkstar world codecs (bitmaps, palettes, volumes, interiors) and their
-commands: ``potsherd ls ARCHIVE`` and ``potsherd extract ARCHIVE -o DIR``.
+"""The Darkstar world codecs (bitmaps, palettes, volumes, interiors); their
+commands ``potsherd ls ARCHIVE`` and ``potsherd extract ARCHIVE -o DIR`` are in
+:mod:`potsherd.cli.darkstar`.
 
 Interiors: ``.dis`` (``ITRs`` shape: states, levels of detail naming their
 ``.dig`` geometry and ``.dil`` lighting files) is a layout-table record
@@ -10,18 +11,15 @@ by the same PERS machinery as shapes.
 from __future__ import annotations
 
 import os
-import sys
 from importlib import resources
 from typing import Any
 
-from ...core.errors import FormatError
-from ...core.fileio import atomic_write
 from ...core.layout import Layout
 from ...registry import LayoutCodec, Option
 from .codecs import DarkstarCodec
 from .phoenix import BMP, PBA, CODECS as PHOENIX_CODECS
 from .textures import bitmap_textures
-from .volumes import VOL, list_members, member_bytes
+from .volumes import VOL
 
 
 def _world_layout() -> Layout:
@@ -93,82 +91,9 @@ BMP.textures = PBA.textures = bitmap_textures
 WORLD_CODECS = [*PHOENIX_CODECS, VOL, DIS, DIG, DIL]
 
 
-# ----------------------------------------------------------------------------
-# commands
-
-
-def _open_archive(path: str, args):
-    from ...api import read_doc_args
-    _, doc = read_doc_args(path, args)
-    if not hasattr(doc.codec, "read_member"):
-        raise FormatError(f"{path}: a {doc.format} file is not an archive")
-    return doc
-
-
-def cmd_ls(args) -> int:
-    """List an archive's members: size, compression, name."""
-    import json
-    doc = _open_archive(args.archive, args)
-    members = list_members(doc)
-    if args.json:
-        for m in members:
-            print(json.dumps({"name": m.name, "size": m.size, "compression": m.compression,
-                              "offset": m.block_offset}))
-    else:
-        for m in members:
-            print(f"{m.size:10d}  {m.compression:5s}  {m.name}")
-        print(f"{len(members)} members, {sum(m.size for m in members)} bytes")
-    return 0
-
-
 def _safe_member_path(out_dir: str, name: str) -> str:
     """Where a member is written: inside ``out_dir`` whatever its name says."""
     parts = [p for p in name.replace("\\", "/").split("/") if p not in ("", ".", "..")]
     if not parts:
         parts = ["member"]
     return os.path.join(out_dir, *parts)
-
-
-def cmd_extract(args) -> int:
-    """Write members (all, or those named) into a folder, bytes as stored."""
-    doc = _open_archive(args.archive, args)
-    members = list_members(doc)
-    wanted = {n.lower() for n in args.members}
-    failed = written = 0
-    for m in members:
-        if wanted and m.name.lower() not in wanted:
-            continue
-        try:
-            data = member_bytes(doc, m)
-        except FormatError as e:
-            print(f"FAIL  {m.name}: {e}", file=sys.stderr)
-            failed += 1
-            continue
-        dest = _safe_member_path(args.output, m.name)
-        os.makedirs(os.path.dirname(dest) or ".", exist_ok=True)
-        atomic_write(dest, data)
-        written += 1
-        if not args.quiet:
-            print(f"ok    {dest}")
-    missing = wanted - {m.name.lower() for m in members}
-    for n in sorted(missing):
-        print(f"FAIL  {n}: no such member", file=sys.stderr)
-        failed += 1
-    print(f"{written} members written, {failed} failed")
-    return 0 if failed == 0 else 1
-
-
-def add_cli(subparsers, common) -> None:
-    sp = subparsers.add_parser("ls", help="list the members of an archive (.vol)")
-    sp.add_argument("archive")
-    sp.add_argument("--json", action="store_true", help="one JSON object per member")
-    common(sp)
-    sp.set_defaults(func=cmd_ls)
-
-    sp = subparsers.add_parser("extract", help="extract archive members (.vol) into a folder")
-    sp.add_argument("archive")
-    sp.add_argument("members", nargs="*", help="member names (default: all)")
-    sp.add_argument("-o", "--output", required=True, help="output folder")
-    sp.add_argument("-q", "--quiet", action="store_true")
-    common(sp)
-    sp.set_defaults(func=cmd_extract)
