@@ -147,8 +147,8 @@ def test_the_zip_holds_the_addon_its_manifest_and_the_wheels(addon_zip):
         own = next(n for n in names if "/potsherd-" in n)
         import io
         with zipfile.ZipFile(io.BytesIO(z.read(own))) as w:
-            cli = w.read("potsherd/cli.py")
-    assert cli == (Path(potsherd.__file__).parent / "cli.py").read_bytes()
+            cli = w.read("potsherd/cli/__init__.py")
+    assert cli == (Path(potsherd.__file__).parent / "cli" / "__init__.py").read_bytes()
 
 
 def _glb_json(path: Path) -> dict:
