@@ -18,8 +18,48 @@ FAMILY = "trle"
 
 
 def seed_documents() -> dict:
-    """Extra encoder-made seeds: JSON documents (or bytes) by name."""
-    return {}
+    """Extra encoder-made seeds: JSON documents (or bytes) by name.  The game
+    levels (2+ MB in the corpus) get minimal levels of each engine: every count
+    zero, TR4/TR5 with their zlib chunks, one TRNG-encrypted."""
+    return {f"{name}.{ext}": (lambda name=name: minimal_level(name))
+            for name, ext in (("tr1", "phd"), ("tr2", "tr2"), ("tr3", "tr2"), ("tr4", "tr4"),
+                              ("tr5", "trc"), ("tr4c", "tr4"))}
+
+
+def minimal_level(engine: str) -> bytes:
+    """A level of ``engine`` whose counts are all zero (the content record read
+    from zeros, its trailing padding dropped), re-encoded by the codec."""
+    import struct
+    import zlib
+    from potsherd.core.limits import DEFAULT_LIMITS
+    from potsherd.formats.trle import trng
+    from potsherd.formats.trle.levels import LEVEL_LAYOUT
+
+    def content(record: str) -> bytes:
+        root, _, _ = LEVEL_LAYOUT.decode(record, bytes(4096), {}, DEFAULT_LIMITS, [])
+        root["extra"] = b"\x00" * 6
+        end = b"\x00" if record.startswith("tr5") else b""
+        root["sprite_marker"], root["texture_marker"] = b"SPR" + end, b"TEX" + end
+        return LEVEL_LAYOUT.encode(record, root, {})
+
+    def chunk(raw: bytes) -> bytes:
+        z = zlib.compress(raw, 6)
+        return struct.pack("<II", len(raw), len(z)) + z
+
+    version = {"tr1": 0x20, "tr2": 0x2D, "tr3": 0xFF180038}
+    if engine in version:
+        root, _, _ = LEVEL_LAYOUT.decode(f"{engine}level", struct.pack("<I", version[engine])
+                                         + bytes(20000), {}, DEFAULT_LIMITS, [])
+        root.pop("extra", None)
+        return LEVEL_LAYOUT.encode(f"{engine}level", root, {})
+    import hashlib
+    pixels = b"".join(hashlib.sha256(bytes([i])).digest() for i in range(8))  # incompressible
+    head = b"TR4\x00" + struct.pack("<3H", 0, 0, 0) + chunk(pixels) * 3
+    if engine == "tr5":
+        level = content("tr5_level_data")
+        return head + bytes(32) + struct.pack("<II", len(level), len(level)) + level + bytes(4)
+    out = head + chunk(content("tr4_level_data") + pixels) + bytes(4)
+    return trng.encrypt(out) if engine == "tr4c" else out
 
 
 def shrink_document(doc):

@@ -25,7 +25,9 @@ def _names_read(module_name: str) -> set:
 
 #: modules besides ``formats.<family>.scene`` whose converters a codec's ``to_scene`` calls
 MORE_SCENE_MODULES = {"ko": ("potsherd.formats.ko.zone",),
-                      "darkstar": ("potsherd.formats.darkstar.interiors",)}
+                      "darkstar": ("potsherd.formats.darkstar.interiors",
+                                   "potsherd.formats.darkstar.terrain_scene",
+                                   "potsherd.formats.darkstar.mission_scene")}
 
 
 @pytest.mark.parametrize("family", registry.FAMILIES)

@@ -89,14 +89,19 @@ def test_ls_and_extract(tmp_path, capsys):
     assert main(["extract", str(vol), "missing", "-o", str(dest)]) == 1
 
 
-def test_compressed_members_list_but_do_not_extract():
+def test_compressed_members_list_but_lz_and_bad_lzh_do_not_extract():
     data = bytearray(packed_volume(FILES))
     footer = struct.unpack_from("<I", data, 4)[0]
     idx = data.index(b"voli", footer) + 8
-    data[idx + 16] = 3                                            # a.txt: LZH
+    data[idx + 16] = 2                                            # a.txt: LZ
+    doc = potsherd._registry.decode(bytes(data), path="x.vol")
+    assert list_members(doc)[0].compression == "lz"
+    with pytest.raises(FormatError, match="lz-compressed"):
+        doc.codec.read_member(doc, "a.txt")
+    data[idx + 16] = 3               # LZH, but "hello" is no LZH stream of 5 bytes
     doc = potsherd._registry.decode(bytes(data), path="x.vol")
     assert list_members(doc)[0].compression == "lzh"
-    with pytest.raises(FormatError, match="lzh-compressed"):
+    with pytest.raises(FormatError, match="LZH stream ends"):
         doc.codec.read_member(doc, "a.txt")
 
 

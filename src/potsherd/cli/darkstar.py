@@ -1,5 +1,6 @@
-"""``potsherd ls ARCHIVE`` and ``potsherd extract ARCHIVE -o DIR``: the Darkstar
-volume commands (the codecs are in :mod:`potsherd.formats.darkstar.world`)."""
+"""``potsherd ls ARCHIVE``, ``potsherd extract ARCHIVE -o DIR`` and ``potsherd
+heightmap``: the Darkstar volume and terrain commands (the codecs are in
+:mod:`potsherd.formats.darkstar.world`)."""
 from __future__ import annotations
 
 import os
@@ -64,6 +65,24 @@ def cmd_extract(args) -> int:
     return 0 if failed == 0 else 1
 
 
+def cmd_heightmap(args) -> int:
+    """Terrain heights to a 16-bit PNG, or (with --like) a PNG back into a .dtb."""
+    from ..containers import read_input
+    from ..formats.darkstar.terrain_heightmap import heightmap_png, import_heightmap
+    if args.like:
+        _, like = read_doc(args.like, args)
+        png = read_input(args.input)
+        out = import_heightmap(png, like).encode()
+    else:
+        _, doc = read_doc(args.input, args)
+        if doc.format != "dtb":
+            raise FormatError(f"{args.input}: a {doc.format} file is not a terrain block (.dtb)")
+        out = heightmap_png(doc)
+    atomic_write(args.output, out)
+    print(f"{args.output}: {len(out)} bytes")
+    return 0
+
+
 def add_cli(subparsers, common) -> None:
     sp = subparsers.add_parser("ls", help="list the members of an archive (.vol)")
     sp.add_argument("archive")
@@ -78,3 +97,11 @@ def add_cli(subparsers, common) -> None:
     sp.add_argument("-q", "--quiet", action="store_true")
     common(sp)
     sp.set_defaults(func=cmd_extract)
+
+    sp = subparsers.add_parser("heightmap", help="terrain block (.dtb) heights to a 16-bit PNG, "
+                               "or a PNG back into a .dtb with --like")
+    sp.add_argument("input", help="a .dtb (or X.ted::X#0.dtb) to export, or a PNG to import")
+    sp.add_argument("-o", "--output", required=True, help="PNG or .dtb to write")
+    sp.add_argument("--like", help="the original .dtb whose other fields the import keeps")
+    common(sp)
+    sp.set_defaults(func=cmd_heightmap)

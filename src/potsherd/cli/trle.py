@@ -1,6 +1,7 @@
 """``potsherd trle``: cut and paste moveables, export textures.
 
     potsherd trle extract WAD --moveable ID -o out.trwad
+    potsherd trle extract LEVEL.tr4 --moveable ID -o out.trwad   (TR1-TR5 levels too)
     potsherd trle extract WAD --moveable all -o folder/
     potsherd trle insert WAD in.trwad -o new.wad
     potsherd trle textures FILE -o dir/
@@ -28,10 +29,32 @@ def _read(path: str, args, fmt: str | None = None):
     return read_doc(path, args, fmt)[1]
 
 
+LEVEL_EXTENSIONS = (".phd", ".tr2", ".tr4", ".trc")
+
+
+def _read_wad_or_level(path: str, args):
+    """A wad, or a game level (by extension or detection) converted to a wad root
+    (:mod:`.levelwad`), its conversion warnings printed."""
+    from ..document import Document
+    fmt = getattr(args, "format", None)
+    is_level = (fmt or "").endswith("level") or (
+        not fmt and os.path.splitext(path)[1].lower() in LEVEL_EXTENSIONS)
+    if not is_level:
+        return _read(path, args, "tr4wad")
+    from ..formats.trle.levelwad import wad_root
+    doc = _read(path, args)
+    if not doc.format.endswith("level"):
+        raise FormatError(f"{path}: a {doc.format} file, not a level or a wad")
+    root, warnings = wad_root(doc)
+    for w in warnings:
+        print(f"potsherd: warning: {w}", file=sys.stderr)
+    return Document("tr4wad", root, {"mesh_pad": 1})
+
+
 def cmd_extract(args) -> int:
     from ..document import Document
     from ..formats.trle.moveables import extract
-    wad = _read(args.wad, args, "tr4wad")
+    wad = _read_wad_or_level(args.wad, args)
     if args.moveable.lower() == "all":
         from ..formats.trle.catalog import moveable_name
         os.makedirs(args.output, exist_ok=True)
@@ -201,8 +224,9 @@ def add_cli(subparsers, common) -> None:
     sub = p.add_subparsers(dest="trle_command", metavar="TRLE_COMMAND")
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
 
-    sp = sub.add_parser("extract", help="write one moveable of a wad as a .trwad (WadMerger layout)")
-    sp.add_argument("wad")
+    sp = sub.add_parser("extract", help="write one moveable of a wad or a game level (TR1-TR5) "
+                                        "as a .trwad (WadMerger layout)")
+    sp.add_argument("wad", help="a TR4 .wad, or a level (.phd .tr2 .tr4 .trc)")
     sp.add_argument("--moveable", required=True,
                     help="object id or TR4 slot name (e.g. 0, LARA); 'all': every moveable "
                          "into the folder given by -o")

@@ -13,3 +13,13 @@ __all__ = ["CODECS", "DTS", "DML"]
 from .world import WORLD_CODECS  # noqa: E402
 
 CODECS = CODECS + WORLD_CODECS
+
+# Tribes worlds: terrain grid files and blocks (the members of a .ted volume).
+from .terrain import TERRAIN_CODECS  # noqa: E402
+
+CODECS = CODECS + TERRAIN_CODECS
+
+# Tribes missions (.mis): the object tree of a mission, kept byte for byte.
+from .mission_codec import MISSION_CODECS  # noqa: E402
+
+CODECS = CODECS + MISSION_CODECS

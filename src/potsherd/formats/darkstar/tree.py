@@ -18,7 +18,7 @@ from ...core.errors import EncodeError, JsonFormatError
 from ...core.layout import JsonCtx, _np_from_json, _np_to_json, hex_to_bytes
 
 #: dtypes a tree array may have (anything else in JSON is refused)
-ARRAY_DTYPES = {"|u1", "<u2", "<i2", "<u4", "<i4", "<f4"}
+ARRAY_DTYPES = {"|u1", "|i1", "<u2", "<i2", "<u4", "<i4", "<f4"}
 #: deepest tree accepted from JSON
 MAX_DEPTH = 64
 

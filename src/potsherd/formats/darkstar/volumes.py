@@ -254,17 +254,21 @@ def find_member(doc, name: str) -> Member:
 
 
 def member_bytes(doc, m: Member) -> bytes:
-    """A member's bytes exactly as the archive holds them (uncompressed members
-    are the file itself; compressed ones are refused)."""
+    """A member's bytes: uncompressed members as stored, RLE and LZH members
+    expanded (the LZ kind is refused)."""
     b = _block_offsets(doc).get(m.block_offset)
     if b is None:
         raise FormatError(f"member {m.name!r}: no block at offset {m.block_offset}",
                           offset=m.block_offset, path=f"voli[{m.index}].blockOffset")
     if m.compression == "rle":
         return rle_decode(b["data"], m.size, f"voli[{m.index}]")
+    if m.compression == "lzh":
+        from .lzh import decode as lzh_decode
+        limits = getattr(doc, "limits", None) or DEFAULT_LIMITS
+        return lzh_decode(b["data"], m.size, limits=limits, path=f"voli[{m.index}]")[0]
     if m.compression != "none":
         raise FormatError(f"member {m.name!r} is {m.compression}-compressed; potsherd extracts "
-                          f"uncompressed and RLE members only", path=f"voli[{m.index}]")
+                          f"uncompressed, RLE and LZH members only", path=f"voli[{m.index}]")
     if m.size > len(b["data"]):
         raise TruncatedError(f"member {m.name!r}: index says {m.size} bytes, its block holds "
                              f"{len(b['data'])}", offset=m.block_offset,
@@ -329,9 +333,17 @@ def rle_encode(data: bytes) -> bytes:
     return bytes(out)
 
 
-def build_volume(files: list[tuple[str, bytes]], tag: str = "PVOL") -> bytes:
-    """A new uncompressed volume holding ``files`` (name, bytes) in order, laid
-    out as the engine writes one (dword-aligned blocks, names, 17-byte index)."""
+def build_volume(files: list[tuple[str, bytes]], tag: str = "PVOL",
+                 compress: str = "none") -> bytes:
+    """A new volume holding ``files`` (name, bytes) in order, laid out as the
+    engine writes one (dword-aligned blocks, names, 17-byte index); members
+    stored uncompressed, or LZH-compressed with ``compress="lzh"``."""
+    if compress not in ("none", "lzh"):
+        raise EncodeError(f"volume members are written uncompressed or LZH, not {compress!r}")
+    sizes = [len(d) for _, d in files]
+    if compress == "lzh":
+        from .lzh import encode as lzh_encode
+        files = [(name, lzh_encode(d)) for name, d in files]
     blocks, offsets, off = [], [], 8
     for name, data in files:
         pad = bytes((-len(data)) % 4)
@@ -346,8 +358,8 @@ def build_volume(files: list[tuple[str, bytes]], tag: str = "PVOL") -> bytes:
     items = {"id": np.zeros(len(files), "<u4"),
              "nameOffset": np.array(name_offsets, "<i4"),
              "blockOffset": np.array(offsets, "<u4"),
-             "size": np.array([len(d) for _, d in files], "<u4"),
-             "compressType": np.zeros(len(files), "u1")}
+             "size": np.array(sizes, "<u4"),
+             "compressType": np.full(len(files), 3 if compress == "lzh" else 0, "u1")}
     footer = [{"tag": "vols", "sizeWord": len(strings), "strings": strings,
                "pad": bytes(len(strings) & 1)},
               {"tag": "voli", "sizeWord": ITEM_DTYPE.itemsize * len(files), "items": items,

@@ -218,7 +218,17 @@ def seed_files() -> dict[str, bytes]:
             "example.dil": dil_bytes(), "example-v4.dig": dig_v4_bytes(),
             "example-v4.dil": dil_v4_bytes(), "example-mission.dil": mission_dil_bytes(),
             "example.vol": build_volume(
-                [("a.bmp", bitmap_bytes(4, 4, mips=1)), ("b.dis", dis_bytes())])}
+                [("a.bmp", bitmap_bytes(4, 4, mips=1)), ("b.dis", dis_bytes())]),
+            **terrain_seed_files()}
+
+
+def terrain_seed_files() -> dict[str, bytes]:
+    """Tribes world seeds: terrain blocks (LZH and row-coded), a grid file, a
+    mission and an LZH-compressed volume."""
+    from .terrain_examples import MISSION_TEXT, gblk_bytes, gfil_bytes
+    return {"example.dtb": gblk_bytes(5, n=4), "example-v2.dtb": gblk_bytes(2, n=4),
+            "example.dtf": gfil_bytes(1), "example.mis": MISSION_TEXT,
+            "example-lzh.vol": build_volume([("a.dtf", gfil_bytes(1))], compress="lzh")}
 
 
 _ = BLOCK  # the PERS machinery decodes the .dig/.dil seeds
