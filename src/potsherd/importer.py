@@ -132,6 +132,12 @@ def scene_to_files(scene: Any, dst: str | os.PathLike, codec: Codec, *,
             raise EncodeError(f"{codec.name} from_scene made a document that does not encode "
                               f"({os.path.basename(path)}): {e}") from None
         encoded.append((path, data))
+    side = pairs[0][1].meta.get("import_sidecar") if isinstance(pairs[0][1].meta, dict) else None
+    if isinstance(side, dict) and side:
+        # what the format has no room for (TR's unit scale), for the export to read back
+        import json
+        from .scene.import_prep import sidecar_path
+        encoded.insert(1, (sidecar_path(dst), json.dumps(side, sort_keys=True).encode()))
     for path, data in encoded[1:] + encoded[:1]:         # OUT last
         atomic_write(path, data)
     return {"path": dst, "bytes": len(encoded[0][1]), "format": codec.name,

@@ -14,6 +14,7 @@ direction accepts are declared as :class:`Option` tuples (``export_options``,
 from __future__ import annotations
 
 import os
+import threading
 from typing import Any, Iterable, NamedTuple
 
 from .core.errors import (FormatError, InternalDecodeError, JsonFormatError, LimitError,
@@ -344,30 +345,47 @@ def register(codec: Codec) -> Codec:
     return codec
 
 
+#: one family import at a time: a second thread waits for the table to be whole instead of
+#: reading it half-filled (the viewer decodes on several threads); re-entrant, since a
+#: family's modules may look codecs up while it is being imported
+_LOAD_LOCK = threading.RLock()
+#: families whose codecs are all registered (``_FAMILIES_LOADED`` is marked on entry)
+_FAMILIES_DONE: set[str] = set()
+_COMPLETE = False
+
+
 def _load() -> None:
-    global _LOADED
-    if _LOADED:
+    global _LOADED, _COMPLETE
+    if _COMPLETE:
         return
-    _LOADED = True
-    partial = bool(_FAMILIES_LOADED)
-    for fam in _families.FAMILIES:
-        _load_family(fam)
-    if partial:  # the table in the order a load of every family at once gives
-        family_codecs = [c.name for fam in _families.FAMILIES for c in fam.codecs()]
-        order = dict.fromkeys([n for n in _EARLY if n in _CODECS] + family_codecs
-                              + list(_CODECS))
-        table = dict(_CODECS)
-        _CODECS.clear()
-        _CODECS.update((n, table[n]) for n in order)
-        _DETECT_INDEX.clear()
+    with _LOAD_LOCK:
+        if _LOADED:         # loaded, or being loaded by this very thread
+            return
+        _LOADED = True
+        partial = bool(_FAMILIES_LOADED)
+        for fam in _families.FAMILIES:
+            _load_family(fam)
+        if partial:  # the table in the order a load of every family at once gives
+            family_codecs = [c.name for fam in _families.FAMILIES for c in fam.codecs()]
+            order = dict.fromkeys([n for n in _EARLY if n in _CODECS] + family_codecs
+                                  + list(_CODECS))
+            table = dict(_CODECS)
+            _CODECS.clear()
+            _CODECS.update((n, table[n]) for n in order)
+            _DETECT_INDEX.clear()
+        _COMPLETE = True
 
 
 def _load_family(fam: Any) -> None:
-    if fam.name in _FAMILIES_LOADED:
+    if fam.name in _FAMILIES_DONE:
         return
-    _FAMILIES_LOADED.add(fam.name)
-    for c in fam.codecs():
-        register(c)
+    with _LOAD_LOCK:
+        if fam.name in _FAMILIES_LOADED:
+            return
+        _FAMILIES_LOADED.add(fam.name)
+        for c in fam.codecs():
+            register(c)
+        _FAMILIES_DONE.add(fam.name)
 
 
 _MANIFEST_INDEX: dict[str, dict[str, set]] = {}
@@ -397,7 +415,7 @@ def _load_sole_family(kind: str, key: str) -> None:
     imports neither the KO nor the Darkstar nor the TRLE modules (a sixth of
     a short process's start).  Detection gives the same codec as with every
     family loaded: only the codecs claiming an extension are ever compared."""
-    if _LOADED or _SOLE_FAMILY.get((kind, key)) in _FAMILIES_LOADED:
+    if _COMPLETE or _SOLE_FAMILY.get((kind, key)) in _FAMILIES_DONE:
         return  # (read per file: a loaded family costs one look-up)
     fams = _manifest_index()[kind].get(key, ())
     if len(fams) == 1:

@@ -28,6 +28,21 @@ def test_missing_wrapper_is_reported(monkeypatch, tmp_path):
         v.validator_command()
 
 
+def test_an_installed_package_without_the_validator_says_so(monkeypatch, tmp_path):
+    """Outside a checkout the message names no path inside site-packages (issue 41)."""
+    monkeypatch.setattr(v.shutil, "which", lambda name: "/usr/bin/node")
+    monkeypatch.delenv("POTSHERD_GLTF_VALIDATOR", raising=False)
+    monkeypatch.setattr(v, "_packaged_dir", lambda: tmp_path / "pkg" / "_vendor" / "gltf-validator")
+    monkeypatch.setattr(v, "_repo_tool_dir", lambda: tmp_path / "tools" / "gltf-validator")
+    with pytest.raises(v.ValidatorUnavailable, match="built without the glTF validator") as e:
+        v.validator_command()
+    assert str(tmp_path) not in str(e.value)
+    packaged = tmp_path / "pkg" / "_vendor" / "gltf-validator"     # negative control
+    (packaged / "node_modules" / "gltf-validator").mkdir(parents=True)
+    (packaged / "validate.js").write_text("")
+    assert v.validator_command() == ["/usr/bin/node", str(packaged / "validate.js")]
+
+
 @pytest.mark.skipif(not v.validator_available(), reason="gltf-validator not installed")
 def test_validator_reports_a_wrong_bounding_box(tmp_path):
     path = tmp_path / "cube.gltf"

@@ -92,7 +92,7 @@ def test_table_after_a_partial_load_is_in_the_all_at_once_order():
 def fresh_registry():
     """The registry as a new process has it; restored afterwards."""
     saved = (dict(registry._CODECS), registry._LOADED, set(registry._FAMILIES_LOADED),
-             list(registry._EARLY))
+             list(registry._EARLY), registry._COMPLETE, set(registry._FAMILIES_DONE))
     yield
     registry._CODECS.clear()
     registry._CODECS.update(saved[0])
@@ -100,13 +100,17 @@ def fresh_registry():
     registry._FAMILIES_LOADED.clear()
     registry._FAMILIES_LOADED.update(saved[2])
     registry._EARLY[:] = saved[3]
+    registry._COMPLETE = saved[4]
+    registry._FAMILIES_DONE.clear()
+    registry._FAMILIES_DONE.update(saved[5])
     registry._DETECT_INDEX.clear()
 
 
 def _reset() -> None:
     registry._CODECS.clear()
-    registry._LOADED = False
+    registry._LOADED = registry._COMPLETE = False
     registry._FAMILIES_LOADED.clear()
+    registry._FAMILIES_DONE.clear()
     registry._EARLY.clear()
     registry._DETECT_INDEX.clear()
 

@@ -115,6 +115,28 @@ def test_character_with_nothing_resolvable_is_an_error_naming_data_root(tmp_path
     assert "hero_body.n3cpart" in str(e.value)
 
 
+def test_character_missing_parts_exports_what_exists_with_one_warning(tmp_path):
+    """mob_harppy.n3chr (issue 38): its part is missing from the client but its
+    skeleton exists: the export keeps the skeleton, naming the missing files once."""
+    (tmp_path / "chr").mkdir()
+    joint = s(b"root") + f32(0, 0, 0) + f32(0, 0, 0, 1) + f32(1, 1, 1) + i32(0, 0, 0, 0) + i32(0)
+    (tmp_path / "chr" / "nowhere.n3joint").write_bytes(joint)
+    path = tmp_path / "chr" / "hero.n3chr"
+    path.write_bytes(chr_bytes([b"item\\hero_body.n3cpart", b"item\\hero_legs.n3cpart"]))
+    doc = potsherd.read(path)
+    sc = doc.codec.to_scene(doc, source_path=str(path))
+    assert [n.name for n in sc.nodes] == ["hero", "root"] and not sc.meshes
+    missing = [w for w in sc.warnings if "missing" in w]
+    assert len(missing) == 1 and not any(w.endswith("not found") for w in sc.warnings)
+    assert "hero_body.n3cpart" in missing[0] and "hero_legs.n3cpart" in missing[0]
+    assert "nowhere.n3anim" in missing[0] and "skeleton of 1 joints" in missing[0]
+    # negative control: without the skeleton nothing resolves: refused, naming the folders
+    (tmp_path / "chr" / "nowhere.n3joint").unlink()
+    with pytest.raises(FormatError, match="searched case-insensitively under") as e:
+        doc.codec.to_scene(doc, source_path=str(path))
+    assert str(tmp_path / "chr") in str(e.value) and "nowhere.n3joint" in str(e.value)
+
+
 def test_duplicate_joint_and_clip_names_are_made_unique():
     path = CORPUS / "Chr" / "mob_kenta.n3chr"
     if not path.is_file():

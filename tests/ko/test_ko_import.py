@@ -359,14 +359,21 @@ def test_like_reproduces_every_exportable_corpus_character_set(tmp_path):
     files = sorted(KO.rglob("*.n3chr")) if KO.is_dir() else []
     if not files:
         pytest.skip("KO corpus absent")
-    exact = unresolvable = 0
+    exact = unresolvable = partial = 0
     for path in files:
         orig = potsherd.read(path)
         try:
-            scene = via_glb(export(path), tmp_path)
+            exported = export(path)
         except UnresolvedReferencesError:
             unresolvable += 1
             continue
+        if not exported.meshes:
+            # a skeleton (and clips) whose parts are all missing: exported, with the
+            # missing files named, but there is no character set to rebuild from it
+            assert any("referenced files missing" in w for w in exported.warnings)
+            partial += 1
+            continue
+        scene = via_glb(exported, tmp_path)
         out = orig.codec.from_scene(scene, like=orig, out_name=path.name)
         res = Resolver(str(path), None)
         for name, doc in out:
@@ -375,7 +382,7 @@ def test_like_reproduces_every_exportable_corpus_character_set(tmp_path):
             assert original is not None, name
             assert doc.encode() == Path(original).read_bytes(), (path.name, name)
         exact += 1
-    assert (exact, unresolvable) == (5, 11)
+    assert (exact, unresolvable + partial) == (5, 11) and partial >= 1
 
 
 def test_character_without_skeleton_is_refused():

@@ -44,9 +44,14 @@ def sphere():
     return sphere_without_unused(24, 48)
 
 
-@pytest.fixture(scope="module")
-def sphere_pm(sphere):
-    return build_progressive(*sphere)
+@pytest.fixture(scope="module", params=["python", "compiled"])
+def sphere_pm(sphere, request):
+    """The reference generator's collapses, and the compiled simplifier's order
+    replayed into the same records (what imports use): every test below holds
+    for both."""
+    if request.param == "compiled":
+        pytest.importorskip("fast_simplification")
+    return build_progressive(*sphere, order=request.param)
 
 
 def test_a_big_mesh_replays_exactly_and_every_level_is_valid(sphere, sphere_pm):
@@ -194,3 +199,28 @@ def test_uv_quadrics_keep_a_bent_texture_map(fraction):
         build_progressive(pos, tris, attributes=uv), n))
     without = texture_error(pos, uv, level_with_triangles(build_progressive(pos, tris), n))
     assert with_uv < 0.001 and without > 2.5 * with_uv, (with_uv, without)
+
+
+def test_the_compiled_order_is_the_simplifiers_and_keeps_the_shape_as_well(sphere):
+    """The compiled order is replayed, not ignored: its records differ from the
+    reference's, and its levels sink at most about twice as deep."""
+    pytest.importorskip("fast_simplification")
+    pos, tris = sphere
+    ref = build_progressive(pos, tris, order="python")
+    fast = build_progressive(pos, tris, order="compiled")
+    assert not np.array_equal(ref.collapses, fast.collapses)
+    for share in (0.5, 0.25):
+        depth = [sagitta(pos, p.order[idx[:ni]].reshape(-1, 3))
+                 for p in (ref, fast) for nv, ni, idx in [replay(p, int(len(pos) * share))]]
+        assert depth[1] <= 2.5 * depth[0] + 0.005, (share, depth)
+
+
+def test_compiled_schedule_names_positions_not_seam_copies(sphere):
+    """Its pairs are (removed, kept) position labels, never a position onto itself."""
+    pytest.importorskip("fast_simplification")
+    pos, tris = sphere
+    _, label = np.unique(pos, axis=0, return_inverse=True)
+    label = label.reshape(-1)
+    sched = pmgen.compiled_schedule(pos, tris, label)
+    assert len(sched) > len(np.unique(label)) // 2
+    assert (sched[:, 0] != sched[:, 1]).all() and sched.max() <= label.max()

@@ -393,7 +393,7 @@ def test_non_finite_heights_and_collision_points_are_drawn_at_zero(zone, tmp_pat
 
 def test_gtd_declares_its_export_options():
     codec = potsherd.read(gtd_bytes(), format="gtd").codec
-    assert [o.name for o in codec.export_options] == ["opd", "objects", "collision"]
+    assert [o.name for o in codec.export_options] == ["opd", "objects", "collision", "lightmap", "lights"]
 
 
 def test_convert_cli_writes_one_glb(zone, tmp_path):

@@ -221,3 +221,28 @@ def test_a_ragged_table_is_a_record_of_its_columns(served):
     assert kids["count"]["preview"] == [1, 3, 0] and kids["joints"]["preview"] == [7, 1, 2, 3]
     start, end = tree["span"]
     assert data[start:start + 12] == struct.pack("<3f", 1, 2, 3) and end == len(data) - 3 * 16
+
+
+def test_a_record_array_is_a_table_of_columns_paged_by_rows(served):
+    """Record arrays answer as columns (name, type) and a page of rows, never as numpy's
+    dtype text; ``offset`` pages through the rows."""
+    base, root = served
+    doc = potsherd.read(root / "cube.n3pmesh")
+    rows = np.zeros(130, dtype=doc.root["collapses"].dtype)
+    rows["indicesToLose"] = np.arange(130)
+    rows["padding"] = b"ab\x00"
+    doc.root["collapses"], doc.root["collapseCount"] = rows, 130
+    (root / "table.n3pmesh").write_bytes(potsherd.write(doc))
+    status, body = get_json(base + "/api/doc?path=table.n3pmesh")
+    top = next(c for c in body["tree"]["children"] if c["name"] == "collapses")
+    assert top["kind"] == "table" and top["count"] == 130 and "rows" not in top
+    assert [c["name"] for c in top["columns"]][:2] == ["indicesToLose", "indicesToChange"]
+    assert {c["name"]: c["type"] for c in top["columns"]}["padding"] == "V3"
+    assert top["itemSize"] == 24 and "dtype" not in top
+    status, body = get_json(base + "/api/doc?path=table.n3pmesh&node=/root/collapses&offset=120")
+    t = body["tree"]
+    assert status == 200 and t["offset"] == 120 and t["more"] == 0 and len(t["rows"]) == 10
+    assert t["rows"][0][0] == 120 and t["rows"][0][-1] == "ab"
+    first = get_json(base + "/api/doc?path=table.n3pmesh&node=/root/collapses")[1]["tree"]
+    assert len(first["rows"]) == 100 and first["more"] == 30
+    assert "('" not in json.dumps(first)

@@ -399,11 +399,15 @@ def cmd_render(args) -> int:
 def cmd_view(args) -> int:
     """Serve the viewer for a file or folder on localhost until Ctrl-C."""
     from ..view import serve
+    from ..view.server import RemoteBindRefused
     if not os.path.exists(args.path):
         raise UsageError(f"{args.path}: no such file or folder")
     try:
         return serve(args.path, host=args.host, port=args.port,
-                     open_browser=not args.no_browser, limits=limits_from_args(args))
+                     open_browser=not args.no_browser, limits=limits_from_args(args),
+                     allow_remote=args.allow_remote)
+    except RemoteBindRefused as e:
+        raise UsageError(str(e)) from None
     except OSError as e:
         raise FormatError(f"cannot serve on {args.host}:{args.port}: {e.strerror or e}") from None
 
@@ -575,9 +579,12 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
     sp = sub.add_parser("view", help="browse files in a local web viewer: 3D, structure, hex")
     sp.add_argument("path", help="a file or a folder (a game tree)")
-    sp.add_argument("--port", type=int, default=8765, help="TCP port (0: any free port)")
+    sp.add_argument("--port", type=int, default=0, help="TCP port (default 0: a random free port)")
     sp.add_argument("--host", default="127.0.0.1",
                     help="address to bind (default 127.0.0.1: this machine only)")
+    sp.add_argument("--allow-remote", action="store_true",
+                    help="allow a --host that other machines reach; every request then needs "
+                         "the token printed at start-up (see SECURITY.md)")
     sp.add_argument("--no-browser", action="store_true", help="do not open a browser")
     common(sp, params=False)
     sp.set_defaults(func=cmd_view)

@@ -469,8 +469,71 @@ class _Writer:
                         if not 0 <= n.skin < len(self.scene.skins):
                             raise EncodeError(f"skin {n.skin} does not exist", path=f"nodes[{i}]")
                         d["skin"] = int(n.skin)
+            if n.camera is not None:
+                if not 0 <= n.camera < len(self.scene.cameras):
+                    raise EncodeError(f"camera {n.camera} does not exist", path=f"nodes[{i}]")
+                d["camera"] = int(n.camera)
+            if n.light is not None:
+                if not 0 <= n.light < len(self.scene.lights):
+                    raise EncodeError(f"light {n.light} does not exist", path=f"nodes[{i}]")
+                d["extensions"] = {"KHR_lights_punctual": {"light": int(n.light)}}
+                self.extensions.add("KHR_lights_punctual")
             if n.extras:
                 d["extras"] = _jsonable(n.extras)
+            out.append(d)
+        return out
+
+    def cameras(self) -> list:
+        """glTF perspective cameras (a non-finite or non-positive value is
+        replaced by a default, with a warning)."""
+        out = []
+        for ci, c in enumerate(self.scene.cameras):
+            where = f"cameras[{ci}]"
+            yfov = float(c.yfov)
+            if not (math.isfinite(yfov) and 0 < yfov < math.pi):
+                self.warn(where, f"field of view {yfov} replaced by 60 degrees")
+                yfov = math.radians(60.0)
+            znear = float(c.znear)
+            if not (math.isfinite(znear) and znear > 0):
+                self.warn(where, f"near plane {znear} replaced by 0.1")
+                znear = 0.1
+            persp: dict = {"yfov": yfov, "znear": znear}
+            if c.zfar is not None and math.isfinite(float(c.zfar)) and float(c.zfar) > znear:
+                persp["zfar"] = float(c.zfar)
+            if c.aspect is not None and math.isfinite(float(c.aspect)) and float(c.aspect) > 0:
+                persp["aspectRatio"] = float(c.aspect)
+            d: dict = {"type": "perspective", "perspective": persp}
+            if c.name:
+                d["name"] = c.name
+            if c.extras:
+                d["extras"] = _jsonable(c.extras)
+            out.append(d)
+        return out
+
+    def lights(self) -> list:
+        """KHR_lights_punctual lights."""
+        out = []
+        for li, lt in enumerate(self.scene.lights):
+            if lt.type not in ("point", "spot", "directional"):
+                raise EncodeError(f"light type {lt.type!r}", path=f"lights[{li}]")
+            color = [min(max(float(x), 0.0), 1e30) if math.isfinite(float(x)) else 1.0
+                     for x in lt.color]
+            d: dict = {"type": lt.type, "color": color}
+            if math.isfinite(float(lt.intensity)) and float(lt.intensity) >= 0:
+                d["intensity"] = float(lt.intensity)
+            if lt.range is not None and lt.type != "directional" and \
+                    math.isfinite(float(lt.range)) and float(lt.range) > 0:
+                d["range"] = float(lt.range)
+            if lt.type == "spot":
+                outer = float(lt.outer_cone)
+                outer = min(max(outer if math.isfinite(outer) else math.pi / 4, 1e-4), math.pi / 2)
+                inner = float(lt.inner_cone)
+                inner = min(max(inner if math.isfinite(inner) else 0.0, 0.0), outer * 0.999)
+                d["spot"] = {"innerConeAngle": inner, "outerConeAngle": outer}
+            if lt.name:
+                d["name"] = lt.name
+            if lt.extras:
+                d["extras"] = _jsonable(lt.extras)
             out.append(d)
         return out
 
@@ -612,11 +675,15 @@ class _Writer:
             scene["extras"] = _jsonable(sc.extras)
         gl["scene"] = 0
         gl["scenes"] = [scene]
+        cameras = self.cameras()
         for key, val in (("nodes", nodes), ("meshes", meshes), ("materials", materials),
                          ("textures", textures), ("samplers", samplers), ("images", images),
-                         ("skins", skins), ("animations", animations)):
+                         ("skins", skins), ("animations", animations), ("cameras", cameras)):
             if val:
                 gl[key] = val
+        if self.scene.lights:
+            gl.setdefault("extensions", {})["KHR_lights_punctual"] = {"lights": self.lights()}
+            self.extensions.add("KHR_lights_punctual")
         if self.accessors:
             gl["accessors"] = self.accessors
         if self.views:

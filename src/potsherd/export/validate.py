@@ -1,8 +1,10 @@
 """Run the official Khronos glTF validator (npm ``gltf-validator``) on files.
 
-The validator is JavaScript; ``tools/gltf-validator/validate.js`` wraps it.
-Install once with ``npm ci --prefix tools/gltf-validator`` (Node >= 14).
-Set ``POTSHERD_GLTF_VALIDATOR`` to another ``validate.js`` to override.
+The validator is JavaScript run with the user's ``node`` (Node >= 14).  An installed
+package carries it (``potsherd/_vendor/gltf-validator``, copied at build time by
+``setup.py``); a checkout uses ``tools/gltf-validator`` after
+``npm ci --prefix tools/gltf-validator``.  ``POTSHERD_GLTF_VALIDATOR`` names another
+``validate.js`` (with ``node_modules/gltf-validator`` beside it) to override both.
 """
 from __future__ import annotations
 
@@ -25,17 +27,44 @@ def _repo_tool_dir() -> Path:
     return Path(__file__).resolve().parents[3] / "tools" / "gltf-validator"
 
 
+def _packaged_dir() -> Path:
+    # src/potsherd/export/validate.py -> potsherd/_vendor/gltf-validator (a built package)
+    return Path(__file__).resolve().parents[1] / "_vendor" / "gltf-validator"
+
+
+def _script() -> Path:
+    """The ``validate.js`` to run: the override, the packaged copy, the checkout's."""
+    env = os.environ.get("POTSHERD_GLTF_VALIDATOR")
+    if env:
+        return Path(env)
+    for folder in (_packaged_dir(), _repo_tool_dir()):
+        if (folder / "node_modules" / "gltf-validator").is_dir():
+            return folder / "validate.js"
+    return _repo_tool_dir() / "validate.js"
+
+
 def validator_command() -> list:
     """``[node, validate.js]``, or raise :class:`ValidatorUnavailable` saying what is missing."""
     node = shutil.which("node") or shutil.which("nodejs")
     if node is None:
-        raise ValidatorUnavailable("node is not installed (needed for the Khronos glTF validator)")
-    script = Path(os.environ.get("POTSHERD_GLTF_VALIDATOR") or _repo_tool_dir() / "validate.js")
-    if not script.is_file():
-        raise ValidatorUnavailable(f"validator wrapper {script} not found")
-    if not (script.parent / "node_modules" / "gltf-validator").is_dir():
         raise ValidatorUnavailable(
-            f"npm package gltf-validator not installed; run: npm ci --prefix {script.parent}")
+            "node is not installed; the Khronos glTF validator is JavaScript and runs with "
+            "Node.js 14 or later: install it (e.g. apt install nodejs, or from nodejs.org) "
+            "and put node on PATH")
+    script = _script()
+    override = bool(os.environ.get("POTSHERD_GLTF_VALIDATOR"))
+    checkout = (script.parent / "package-lock.json").is_file()
+    if override or checkout:
+        if not script.is_file():
+            raise ValidatorUnavailable(f"validator wrapper {script} not found")
+        if not (script.parent / "node_modules" / "gltf-validator").is_dir():
+            raise ValidatorUnavailable("npm package gltf-validator not installed; run: "
+                                       f"npm ci --prefix {script.parent}")
+    elif not (script.parent / "node_modules" / "gltf-validator").is_dir():
+        raise ValidatorUnavailable("this potsherd package was built without the glTF "
+                                   "validator (npm was missing at build time); reinstall from "
+                                   "a source tree with npm available, or set "
+                                   "POTSHERD_GLTF_VALIDATOR to a validate.js")
     return [node, str(script)]
 
 

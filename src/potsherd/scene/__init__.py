@@ -61,8 +61,8 @@ Scene; :mod:`.ops` has world matrices, fixed-rate animation sampling,
 world-space triangle sets, rigid parts by dominant joint and vertex welding.
 """
 from .model import (CLAMP_TO_EDGE, LINEAR_FILTER, LINEAR_MIPMAP_LINEAR, MIRRORED_REPEAT,
-                    NEAREST, REPEAT, Animation, Channel, Image, Material, Mesh, MorphTarget,
-                    Node, Primitive, Scene, Skin, TextureRef)
+                    NEAREST, REPEAT, Animation, Camera, Channel, Image, Light, Material, Mesh,
+                    MorphTarget, Node, Primitive, Scene, Skin, TextureRef)
 from .xform import (IDENTITY_QUAT, Y_DOWN_TO_Y_UP, Y_DOWN_Z_FORWARD_TO_GLTF, Z_UP_TO_Y_UP,
                     Z_UP_Y_FORWARD_TO_GLTF,
                     decompose_matrix, mat4_from_gltf, mat4_to_gltf, matrix_to_quat, mirror_z, mirror_z_matrix,
@@ -76,6 +76,7 @@ from .ops import (frame_times, sample_channel, sample_node_trs, skin_matrices,
                   split_by_dominant_joint, triangle_sets, weld_primitive, world_matrices)
 
 __all__ = [
+    "Camera", "Light",
     "Scene", "Node", "Mesh", "Primitive", "MorphTarget", "Material", "TextureRef", "Image",
     "Skin", "Animation", "Channel",
     "NEAREST", "LINEAR_FILTER", "LINEAR_MIPMAP_LINEAR", "REPEAT", "CLAMP_TO_EDGE",

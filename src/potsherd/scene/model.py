@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -173,6 +174,37 @@ class Node:
     mesh: Optional[int] = None
     skin: Optional[int] = None
     extras: dict = field(default_factory=dict)
+    camera: Optional[int] = None         #: index into Scene.cameras (looks along -Z)
+    light: Optional[int] = None          #: index into Scene.lights (KHR_lights_punctual)
+
+
+@dataclass
+class Camera:
+    """A perspective camera (glTF ``cameras``): vertical field of view in
+    radians; ``aspect`` None lets the viewer choose; ``zfar`` None is infinite."""
+
+    yfov: float
+    znear: float
+    zfar: Optional[float] = None
+    aspect: Optional[float] = None
+    name: str = ""
+    extras: dict = field(default_factory=dict)
+
+
+@dataclass
+class Light:
+    """A punctual light (``KHR_lights_punctual``): ``type`` "point", "spot" or
+    "directional"; linear RGB ``color``; ``range`` None is unlimited; spot cone
+    half-angles in radians."""
+
+    type: str
+    color: tuple = (1.0, 1.0, 1.0)
+    intensity: float = 1.0
+    range: Optional[float] = None
+    inner_cone: float = 0.0
+    outer_cone: float = math.pi / 4
+    name: str = ""
+    extras: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -235,6 +267,8 @@ class Scene:
     animations: list = field(default_factory=list)
     extras: dict = field(default_factory=dict)
     warnings: list = field(default_factory=list)
+    cameras: list = field(default_factory=list)     #: list[Camera]
+    lights: list = field(default_factory=list)      #: list[Light]
 
     # ---- builders: append and return the new index ------------------------
     def add_node(self, node: Node | None = None, *, parent: int | None = None,
@@ -271,6 +305,14 @@ class Scene:
     def add_animation(self, animation: Animation) -> int:
         self.animations.append(animation)
         return len(self.animations) - 1
+
+    def add_camera(self, camera: Camera) -> int:
+        self.cameras.append(camera)
+        return len(self.cameras) - 1
+
+    def add_light(self, light: Light) -> int:
+        self.lights.append(light)
+        return len(self.lights) - 1
 
     def unique_names(self, *kinds: str) -> "Scene":
         """Make names unique within each list (``nodes``, ``meshes``, ``skins``,

@@ -18,6 +18,7 @@ from ..core.spans import SpanMap
 from ..core.values import F32NaN, F64NaN, RawString
 
 PAGE = 200          #: children listed per request
+TABLE_PAGE = 100    #: rows of a table (record array) listed per request
 PREVIEW = 16        #: values shown inline for a numeric array
 BYTES_PREVIEW = 64  #: bytes shown inline for an opaque field
 
@@ -41,6 +42,27 @@ def _scalar(v: Any) -> Any:
         f = float(v)
         return f if math.isfinite(f) else repr(f)
     return str(v)
+
+
+def _type_name(dt: np.dtype) -> str:
+    """A column's type as the layouts spell it: ``i4``, ``f4[3]``, ``u1``, ``V3``."""
+    if dt.subdtype is not None:
+        base, shape = dt.subdtype
+        return f"{_type_name(base)}[{'×'.join(str(n) for n in shape)}]"
+    return dt.str.lstrip("<>|=")
+
+
+def _cell(x: Any) -> Any:
+    """One table cell as JSON: numbers, lists for sub-arrays, text or hex for bytes."""
+    if isinstance(x, np.ndarray):
+        return [_cell(e) for e in x.tolist()]
+    if isinstance(x, (list, tuple)):
+        return [_cell(e) for e in x]
+    if isinstance(x, (bytes, bytearray, memoryview)):
+        b = bytes(x)
+        text = b.rstrip(b"\0")
+        return text.decode("latin-1") if text and all(32 <= c < 127 for c in text) else b.hex()
+    return _scalar(x)
 
 
 def _bytes_value(b: bytes, encoding: str) -> dict:
@@ -114,6 +136,20 @@ class DocTree:
     def _describe(self, v: Any, name: str, path: str, span: tuple | None, *,
                   expand: bool, offset: int = 0, page: int = PAGE) -> dict:
         out: dict = {"name": name, "path": path, "span": list(span) if span else None}
+        if isinstance(v, np.ndarray) and v.dtype.names is not None and v.ndim == 1:
+            # a record array is a table: its columns by name and type, rows a page at a time
+            out["kind"] = "table"
+            out["columns"] = [{"name": n, "type": _type_name(v.dtype.fields[n][0])}
+                              for n in v.dtype.names]
+            out["count"] = int(v.shape[0])
+            if span and v.shape[0]:
+                out["itemSize"] = (span[1] - span[0]) // v.shape[0]
+            if expand:
+                rows = v[offset:offset + TABLE_PAGE]
+                out["offset"] = offset
+                out["rows"] = [[_cell(c) for c in row] for row in rows.tolist()]
+                out["more"] = max(0, int(v.shape[0]) - offset - len(rows))
+            return out
         if isinstance(v, np.ndarray):
             out["kind"] = "array"
             out["dtype"] = str(v.dtype)

@@ -182,13 +182,25 @@ def name_text(raw: bytes, encoding: str = "latin-1") -> str:
 
 
 def nearest_normals(n: np.ndarray) -> np.ndarray:
-    """Index of the nearest table normal per row (Euclidean, lowest index on a tie)."""
-    n = np.asarray(n, np.float64)
+    """Index of the nearest table normal per row (Euclidean, lowest index on a tie).
+
+    Each distinct direction once; a matrix product finds its three nearest
+    candidates and the exact distances (the ones a plain search computes, so
+    ties break the same) decide among them."""
+    n = np.asarray(n, np.float64).reshape(-1, 3)
     length = np.linalg.norm(n, axis=1, keepdims=True)
     unit = np.where(length > 0, n / np.where(length > 0, length, 1), 0.0)
+    if not len(unit):
+        return np.zeros(0, np.uint8)
+    uniq, inverse = np.unique(unit, axis=0, return_inverse=True)
     table = NORMALS.astype(np.float64)
-    out = np.empty(len(unit), np.uint8)
-    for a in range(0, len(unit), 4096):          # (rows, 256, 3) at a time, memory bounded
-        d = ((unit[a:a + 4096, None, :] - table[None, :, :]) ** 2).sum(axis=2)
-        out[a:a + 4096] = np.argmin(d, axis=1)
-    return out
+    table_sq = (table * table).sum(axis=1)
+    best = np.empty(len(uniq), np.int64)
+    for a in range(0, len(uniq), 16384):          # (rows, 256) at a time, memory bounded
+        u = uniq[a:a + 16384]
+        approx = table_sq[None, :] - 2.0 * (u @ table.T)
+        cand = np.argpartition(approx, 2, axis=1)[:, :3]
+        exact = ((u[:, None, :] - table[cand]) ** 2).sum(axis=2)
+        low = exact.min(axis=1, keepdims=True)
+        best[a:a + 16384] = np.where(exact == low, cand, len(table)).min(axis=1)
+    return best[inverse.reshape(-1)].astype(np.uint8)

@@ -48,6 +48,11 @@ from ...scene.finite import require_finite
 from ...scene.geometry import flattened_triangles, weld
 from ...scene.ops import from_time_zero
 from .geometry import name_text, nearest_normals
+from ...scene.import_prep import Holds, prepare
+
+#: what a shape stores of a glTF (scene.import_prep): a normal per vertex (the
+#: engine's table), morph targets as mesh frames, no vertex colours
+IMPORT_HOLDS = Holds("dts", normals=True, vertex_colors=False, morph_targets=True)
 from .model import NodeM, ObjectM, ShapeModel, shape_model
 from .pers import LAYOUT
 from .import_like import adopt_unchanged, keep_unexported, _like_scenes, _reusable_meshes
@@ -692,7 +697,7 @@ def shape_from_scene(scene: Scene, *, like: Document | None = None, version: Any
     """A ``.dts`` document from ``scene`` (see the module docstring)."""
     v = _version(version, like)
     require_finite(scene)
-    scene = from_time_zero(scene)
+    scene = from_time_zero(prepare(scene, IMPORT_HOLDS))
     try:
         model = shape_model(scene, version=v)
     except FormatError:

@@ -183,14 +183,33 @@ def weight_keys(c: Any) -> tuple[np.ndarray, np.ndarray]:
     return times, np.round(w * WEIGHT_STEPS) / WEIGHT_STEPS
 
 
-def _one_hot_frame(w: np.ndarray) -> np.ndarray:
+def _one_hot_frame(w: np.ndarray, rest_held: bool = False) -> np.ndarray:
     """Per row of rounded weights: the mesh frame it is (0 for none, k + 1 for
-    target k alone at weight 1), or -1 for a blend."""
+    target k alone at weight 1), or -1 for a blend.  With ``rest_held`` frame 0
+    is the shape at the default weights (:func:`_rest_shape`), so no weight at
+    all is a blend too."""
     if not w.shape[1]:
         return np.zeros(len(w), np.int64)
     nonzero = (w != 0).sum(axis=1)
     top = np.argmax(w, axis=1)
-    return np.where(nonzero == 0, 0, np.where((nonzero == 1) & (w.max(axis=1) == 1), top + 1, -1))
+    return np.where(nonzero == 0, -1 if rest_held else 0,
+                    np.where((nonzero == 1) & (w.max(axis=1) == 1), top + 1, -1))
+
+
+def _rest_shape(scene: Scene, node: int) -> Any:
+    """The default morph weights ``node`` shows at rest when any is non-zero (a
+    Blender shape key left at 0.5), else None: the shape's first mesh frame,
+    drawn when no sequence plays, must be that shape (glTF's rest), not the
+    base mesh."""
+    if not 0 <= node < len(scene.nodes):
+        return None
+    nd = scene.nodes[node]
+    if nd.mesh is None or not 0 <= nd.mesh < len(scene.meshes):
+        return None
+    w = default_morph_weights(nd, scene.meshes[nd.mesh])
+    if w is None or not np.any(np.asarray(w, np.float64) != 0):
+        return None
+    return w
 
 
 def _blends(scene: Scene, warnings: list) -> dict[int, tuple[dict, list]]:
@@ -204,7 +223,7 @@ def _blends(scene: Scene, warnings: list) -> dict[int, tuple[dict, list]]:
             if c.path != "weights" or not 0 <= c.node < len(scene.nodes) or not len(c.times):
                 continue
             _, w = weight_keys(c)
-            for row in w[_one_hot_frame(w) < 0]:
+            for row in w[_one_hot_frame(w, _rest_shape(scene, c.node) is not None) < 0]:
                 rows.setdefault(c.node, {}).setdefault(row.tobytes(), row)
     out: dict[int, tuple[dict, list]] = {}
     for node, seen in rows.items():
@@ -241,11 +260,11 @@ def _geometry_pieces(scene: Scene, worlds: list, warnings: list,
         # morph targets that nothing animates, held at non-zero default weights
         # (a Blender shape key left at 0.5): the mesh is the shape a viewer shows.
         # Zero weights keep the targets as mesh frames (the export's own form).
-        rest_weights = None
+        rest_weights = held = None
         if "weights" not in animated.get(hi, ()):
-            w = default_morph_weights(node, mesh)
-            if w is not None and np.any(np.asarray(w, np.float64) != 0):
-                rest_weights = w
+            rest_weights = _rest_shape(scene, hi)
+        else:                      # animated: frame 0 is the rest shape, no weight a blend
+            held = _rest_shape(scene, hi)
         skin = scene.skins[node.skin] if node.skin is not None and 0 <= node.skin < len(scene.skins) else None
         for pi, prim in enumerate(mesh.primitives):
             if prim.mode != 4 or prim.positions is None or len(prim.positions) == 0:
@@ -264,7 +283,8 @@ def _geometry_pieces(scene: Scene, worlds: list, warnings: list,
                 frames = morphed(prim, rest_weights, pos)[0][None]
             else:                                    # the mesh frames
                 rows = blends[hi][1] if hi in blends else []
-                frames = np.stack([pos] + [pos + np.asarray(t.positions, np.float64)
+                frames = np.stack([pos if held is None else morphed(prim, held, pos)[0]]
+                                  + [pos + np.asarray(t.positions, np.float64)
                                            for t in prim.targets
                                            if t.positions is not None and len(t.positions) == n]
                                   + [morphed(prim, w, pos)[0] for w in rows])
@@ -592,7 +612,7 @@ def _sequence(scene: Scene, a: Any, node_index: dict, object_of_scene_node: dict
                 continue
             c = chans["weights"]
             times, w = weight_keys(c)
-            frame = _one_hot_frame(w)            # a blend: its frame after the targets'
+            frame = _one_hot_frame(w, _rest_shape(scene, sn) is not None)   # a blend: after the targets'
             blend_of = blends[sn][0] if sn in blends else {}
             frame[frame < 0] = [w.shape[1] + 1 + blend_of[r.tobytes()] for r in w[frame < 0]]
             keys = seq.object_keys.setdefault(obj, [None, None, None])

@@ -89,6 +89,8 @@ class _FbxCodec(Codec):
                 return doc
             scene.warnings.append(f"differs from the original ({why}): written anew from the "
                                   "glTF; what only the original FBX holds is not kept")
+        from ...scene.import_prep import Holds, prepare
+        scene = prepare(scene, Holds("fbx", normals=True, vertex_colors=True, morph_targets=True))
         return scene_to_fbx(scene, version=int(options.get("version") or 7400),
                             binary=self.name == "fbx", fps=float(options.get("fps") or 30.0),
                             embed_textures=bool(options.get("embed_textures", True)))

@@ -280,18 +280,45 @@ class _Builder:
         return idx
 
     def material_textures(self, mo: _Object) -> list:
-        """(texture, material property) pairs; a layered texture stands for its first layer."""
+        """(texture, material property) pairs.  A layered texture stands for its
+        first layer that shows a picture; so does a map that is a node graph (a
+        3ds Max OSL bitmap, a shader graph, a Physical/OpenPBR material's map:
+        a Texture with no file or clip of its own and textures connected into
+        it): the bitmap behind it, as ufbx resolves them."""
         out = []
         for tid, prop in self.children[mo.id]:
             tex = self.objects.get(tid)
             if tex is None or prop is None:
                 continue
-            if tex.kind == "LayeredTexture":
-                layers = self.linked(tex.id, "Texture")
-                tex = layers[0] if layers else None
+            if tex.kind in ("LayeredTexture", "Texture"):
+                tex = self._bitmap(tex)
             if tex is not None and tex.kind == "Texture":
                 out.append((tex, prop))
         return out
+
+    def _bitmap(self, tex: _Object, depth: int = 0) -> _Object | None:
+        """``tex`` when it shows a picture itself (a file name or a clip), else
+        the first texture connected into it that does (breadth first, a few
+        levels: graphs are shallow, and a cycle must not hang); without one, a
+        plain texture is itself and a layered texture its first layer."""
+        from .scene_materials import _file_names
+        seen = {tex.id}
+        level = [tex]
+        first = None
+        for _ in range(8):
+            nxt = []
+            for t in level:
+                if t.kind == "Texture" and (_file_names(t) or self.linked(t.id, "Video")):
+                    return t
+                first = first or (t if t.kind == "Texture" else None)
+                for c in self.linked(t.id):
+                    if c.kind in ("Texture", "LayeredTexture") and c.id not in seen:
+                        seen.add(c.id)
+                        nxt.append(c)
+            if not nxt:
+                break
+            level = nxt
+        return tex if tex.kind == "Texture" else first
 
     # ------------------------------------------------------------------
     def mesh(self, g: _Object, model: _Object) -> tuple[int | None, int | None]:

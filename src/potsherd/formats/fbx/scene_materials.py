@@ -56,6 +56,9 @@ _SLOTS = {
     "occlusion": {"ao_map", "tex_ao_map", "ambientocclusion", "ambient_occlusion",
                   "ao", "occlusion"},
 }
+#: parameter names node-graph maps keep their bitmap's file name under (last ``|`` part)
+_FILE_PARAMETERS = {"filename", "file_name", "filepath", "file", "sourcemap", "bitmap",
+                    "texturefilename"}
 _BLENDER_SLOTS = {"shininessexponent": "roughness", "reflectionfactor": "metallic"}
 #: metallic and roughness values of the PBR materials (3ds Max, Stingray, standardSurface)
 _PBR_SCALARS = {
@@ -335,6 +338,12 @@ def _file_names(obj: Any) -> list[str]:
     for prop in ("RelPath", "Path"):
         vals = obj.props.get(prop)
         if vals and isinstance(vals[0], bytes):
+            out.append(vals[0])
+    # a node-graph map (3ds Max OSL bitmap, shader graph) names its file in a
+    # parameter: ``3dsMax|params|Filename``, ``...|filename``, ``...|sourceMap``
+    for prop, vals in obj.props.items():
+        last = str(prop).rsplit("|", 1)[-1].lower()
+        if last in _FILE_PARAMETERS and vals and isinstance(vals[0], bytes) and vals[0]:
             out.append(vals[0])
     names = []
     for n in out:

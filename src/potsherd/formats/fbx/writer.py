@@ -371,7 +371,10 @@ class _FbxWriter(AnimationParts):
             props = [_p("ShadingModel", "KString", "", "", _s("Phong")),
                      _p_vec("DiffuseColor", "Color", "", "A", bc[:3]),
                      _p("DiffuseFactor", "Number", "", "A", _d(1)),
-                     _p_vec("EmissiveColor", "Color", "", "A", m.emissive),
+                     _p_vec("EmissiveColor", "Color", "", "A", m.emissive
+                            if m.emissive_texture is None
+                            or 0 <= m.emissive_texture.image < len(self.scene.images)
+                            else (0.0, 0.0, 0.0)),
                      _p("EmissiveFactor", "Number", "", "A", _d(1)),
                      _p("TransparencyFactor", "Number", "", "A", _d(1 - opacity)),
                      _p("Opacity", "double", "Number", "", _d(opacity))]
@@ -384,6 +387,14 @@ class _FbxWriter(AnimationParts):
             if t is not None and 0 <= t.image < len(self.scene.images):
                 tid = self.texture(t, videos)
                 self.op(tid, mid, "DiffuseColor")
+            # the emissive map goes with its factor: a factor alone (white for a
+            # mapped glow) would light the whole surface
+            e = m.emissive_texture
+            if e is not None and 0 <= e.image < len(self.scene.images):
+                self.op(self.texture(e, videos), mid, "EmissiveColor")
+            elif e is not None and any(m.emissive):
+                self.warnings.append(f"material {m.name!r}: emissive map not found; "
+                                     "its factor dropped")
             if m.unlit or m.alpha_mode == "MASK":
                 self.warnings.append(f"material {m.name!r}: "
                                      f"{'unlit' if m.unlit else 'alpha mask'} is not "

@@ -37,6 +37,7 @@ from ...registry import LayoutCodec, Option
 from .info import (info_fxb, info_gtd, info_n3anim, info_n3chr, info_n3cpart, info_n3cplug,
                    info_n3cskins, info_n3fxplug, info_n3joint, info_n3pmesh, info_n3shape,
                    info_n3sky, info_opd, info_uif)
+from .info import info_glo, info_n3camera, info_n3light, info_n3scene, info_n3vmesh, info_opdext
 from .info import replay_pmesh  # noqa: F401  (imported from here by callers)
 from .sniff import check_fxb, foreign_gtd, foreign_opd, foreign_shape, foreign_uif
 from .text import CP_DEFAULT, CP_TAIWAN, text_encoding_for
@@ -120,9 +121,24 @@ def _scene_importer(name: str):
             from .importer import IMPORTERS  # imported when first used (it is large)
             fn = IMPORTERS[name]
         require_finite(scene)
+        if name in IMPORT_HOLDS:
+            from ...scene.import_prep import prepare
+            scene = prepare(scene, IMPORT_HOLDS[name])
         return fn(from_time_zero(scene), like=like, out_name=out_name, **options)
     from_scene.__doc__ = f"A neutral scene (glTF import) as {name} file(s)."
     return from_scene
+
+
+def _holds(name: str, names_morph_loss: bool = True):
+    from ...scene.import_prep import Holds
+    return Holds(name, normals=True, vertex_colors=False, morph_targets=False,
+                 names_morph_loss=names_morph_loss)
+
+
+#: what each KO mesh format stores of a glTF (scene.import_prep): normals, no vertex
+#: colours, no morph targets (the importers with ``_warn_static`` name those)
+IMPORT_HOLDS = {n: _holds(n, n != "n3shape" and n != "n3chr")
+                for n in ("n3pmesh", "n3cskins", "n3cpart", "n3cplug", "n3shape", "n3chr")}
 
 
 class KoCodec(LayoutCodec):
@@ -231,6 +247,47 @@ class KoCodec(LayoutCodec):
         return out
 
 
+class TltCodec(KoCodec):
+    """``.tlt`` light maps: the patch grid size and the number of patches stored
+    are not in the file (the grid is the gtd's); they follow from the offset
+    table, whose first non-zero entry is the end of the table (4 + 4 n^2), or,
+    with no light map at all, the file is the bare table."""
+
+    def decode(self, data: bytes, *, limits: Limits = DEFAULT_LIMITS, **params: Any) -> Document:
+        if "patchCount" not in params or "patchBlocks" not in params:
+            found = tlt_grid(data)
+            if found is not None:
+                params = {"patchCount": found[0], "patchBlocks": found[1], **params}
+        return super().decode(data, limits=limits, **params)
+
+
+def tlt_grid(data: bytes) -> tuple[int, int] | None:
+    """(patches per side, patches stored) of a light-map file, or None: the
+    smallest side whose table's least non-zero offset is the table's end (or,
+    with none, whose table is the whole file), with no negative offset and
+    every offset inside the file.  Prefix minima and maxima make each side an
+    O(1) test (a file of n bytes costs O(n), whatever it holds)."""
+    import numpy as np
+    n = len(data)
+    if n < 8:
+        return None
+    words = np.frombuffer(data, "<i4", (n - 4) // 4, 4).astype(np.int64)
+    big = np.int64(1) << 40
+    low = np.minimum.accumulate(np.where(words > 0, words, big))
+    high = np.maximum.accumulate(words)
+    negative = np.maximum.accumulate(words < 0)
+    present = np.cumsum(words > 0)
+    side = 1
+    while side * side <= len(words):
+        k = side * side - 1
+        end = 4 + 4 * side * side
+        if not negative[k] and high[k] < n and (
+                (present[k] and low[k] == end) or (not present[k] and end == n)):
+            return side, int(present[k])
+        side += 1
+    return None
+
+
 # ----------------------------------------------------------------------------
 # the codecs
 
@@ -277,6 +334,36 @@ CODECS = [
     KoCodec("uif", "uif", extensions=[".uif"], info=info_uif, foreign=foreign_uif,
             allow_trailing=False, parameters=("fileVersion", "spacingPresent", "type"),
             description="Knight Online UI layout"),
+    # tool-side and zone side files (docs/formats/knight-online.md, "Other client files")
+    KoCodec("n3vmesh", "n3vmesh", extensions=[".n3vmesh"], info=info_n3vmesh,
+            allow_trailing=False, description="Knight Online collision / climb mesh (CN3VMesh)"),
+    KoCodec("n3light", "n3light", extensions=[".n3light"], info=info_n3light,
+            allow_trailing=False, description="Knight Online light (CN3Light)"),
+    KoCodec("n3camera", "n3camera", extensions=[".n3camera"], info=info_n3camera,
+            variants=[{"cameraLayout": 0}, {"cameraLayout": 1}], parameters=("cameraLayout",),
+            description="Knight Online camera (CN3Camera)"),
+    KoCodec("n3scene", "n3scene", extensions=[".n3scene"], info=info_n3scene,
+            allow_trailing=False, description="Knight Online scene (CN3Scene)"),
+    KoCodec("gmd", "gmd", extensions=[".gmd"], allow_trailing=False,
+            description="Knight Online zone game-map data (zone id + comment)"),
+    KoCodec("gev", "gev", extensions=[".gev"], allow_trailing=False,
+            description="Knight Online zone events (rectangles and types)"),
+    KoCodec("glo", "glo", extensions=[".glo"], info=info_glo, allow_trailing=False,
+            description="Knight Online zone lights (CN3Light list)"),
+    KoCodec("grs", "grs", extensions=[".grs"], allow_trailing=False,
+            description="Knight Online grass kinds (ids and textures)"),
+    KoCodec("flag", "flag", extensions=[".flag", ".gfo"], allow_trailing=False,
+            description="Knight Online zone flags (.flag, .gfo)"),
+    KoCodec("opdext", "opdext", extensions=[".opdext"], allow_trailing=False, info=info_opdext,
+            parameters=("gridCell",),
+            description="Knight Online collision data of newer zones (.opdext)"),
+    KoCodec("opdsub", "opdsub", extensions=[".opdsub"], allow_trailing=False,
+            description="Knight Online object placement sub-table"),
+    TltCodec("tlt", "tlt", extensions=[".tlt"], allow_trailing=False,
+             parameters=("patchCount", "patchBlocks"),
+             description="Knight Online zone light maps (per-patch NTF tiles)"),
+    KoCodec("ens", "ens", extensions=[".ens"],
+            description="Knight Online zone environment sounds (header only known)"),
 ]
 
 
@@ -295,9 +382,37 @@ ZONE_OPTIONS = (
     Option("opd", str, "object placement file (default: the .opd of the same name beside the .gtd)"),
     Option("objects", bool, "place the .opd's objects (0: terrain and water only)", True),
     Option("collision", bool, "add the .opd's collision triangles as an invisible mesh", False),
+    Option("lightmap", str, "light map (.tlt) drawn over the terrain (default: the .tlt of the "
+           "same name beside the .gtd; 0: none)"),
+    Option("lights", str, "zone lights (.glo) as KHR_lights_punctual lights (default: the .glo "
+           "of the same name beside the .gtd; 0: none)"),
 )
 
 for _codec in CODECS:
     if _codec.name == "gtd":
         _codec.to_scene = _zone_to_scene
         _codec.export_options = ZONE_OPTIONS
+
+
+# ----------------------------------------------------------------------------
+# lights, cameras and scenes (scene_lights.py): KHR_lights_punctual and glTF cameras
+
+
+def _lights_exporter(fn_name: str):
+    def to_scene(doc: Document, **options: Any):
+        from . import scene_lights  # imported when first used
+        return getattr(scene_lights, fn_name)(doc, **options)
+    to_scene.__doc__ = f"The document as a neutral scene ({fn_name})."
+    return to_scene
+
+
+_LIGHT_EXPORTS = {"n3light": ("scene_light", (_DATA_ROOT,)),
+                  "glo": ("scene_glo", (_DATA_ROOT,)),
+                  "n3camera": ("scene_camera", (_DATA_ROOT,)),
+                  "n3scene": ("scene_n3scene", (_LOD, _DATA_ROOT, _FX)),
+                  "n3vmesh": ("scene_vmesh", ())}
+for _codec in CODECS:
+    if _codec.name in _LIGHT_EXPORTS:
+        _fn, _opts = _LIGHT_EXPORTS[_codec.name]
+        _codec.to_scene = _lights_exporter(_fn)
+        _codec.export_options = _opts

@@ -58,6 +58,11 @@ from ...scene.xform import decompose_matrix, inverse_affine, mirror_x, trs_to_ma
 from .import_material import edited_texture, material_record, texture_file
 from .text import text
 from .pmgen import build_progressive, replay
+
+#: collapse order of imported progressive meshes: the compiled simplifier's
+#: (fast_simplification), replayed into the engine's records; ``pmgen``'s own
+#: ("python") stays the reference the tests compare it with
+PM_ORDER = "compiled"
 from .wire import record_table
 from .import_base import (F32_MAX, ImportError_, MAX_VERTICES, PMESH_LOD_DISTANCES,
                           PMESH_LOD_FRACTIONS, SKIN_LOD_FRACTIONS, _file_stem, _no_lod,
@@ -236,7 +241,7 @@ def pmesh_root(geo: Geometry, name: str, *, progressive: bool,
     verts = np.concatenate([geo.positions, geo.normals, geo.uvs], axis=1).astype(np.float32)
     tris = geo.triangles
     if progressive and len(tris):
-        p = build_progressive(geo.positions, tris, attributes=geo.uvs)
+        p = build_progressive(geo.positions, tris, attributes=geo.uvs, order=PM_ORDER)
         verts = verts[p.order]
         indices, collapses, changes = p.indices, p.collapses, p.index_changes
         min_v, min_i = p.min_vertices, p.min_indices
@@ -327,21 +332,35 @@ def _skin_lod(geo: Geometry, tris: np.ndarray, name: str) -> dict:
     rec["vertexIndices"] = premap[corners].astype(np.uint16)
     rec["uvs"] = geo.uvs[vert_sel[ufirst]].astype(np.float32).reshape(-1)
     rec["uvIndices"] = uremap[corners].astype(np.uint16)
-    bindings = []
-    for v in pos_src.tolist():
-        if geo.joints is None:
-            j, w = np.zeros(1, np.int32), np.ones(1, np.float32)
-        else:
-            live = geo.weights[v] > 0
-            j = geo.joints[v][live].astype(np.int32)
-            w = geo.weights[v][live].astype(np.float32)
-        b = {"origin": [float(x) for x in geo.positions[v]], "count": len(j),
-             "pointerPlaceholders": b"\x00" * 8, "joints": j}
-        if len(j) > 1:
-            b["weights"] = w
-        bindings.append(b)
-    rec["bindings"] = bindings
+    rec["bindings"] = _bindings(geo, pos_src)
     return rec
+
+
+def _bindings(geo: Geometry, verts: np.ndarray) -> Ragged:
+    """The skin bindings of ``verts`` as one ragged table (arrays, not a record
+    per vertex): each vertex's joints of non-zero weight, in their order, and
+    their weights when there are several (joint 0 alone without a skin)."""
+    table = _BINDING_TABLE()
+    n = len(verts)
+    rows = np.zeros(n, table.plan.dtype)
+    rows["origin"] = np.asarray(geo.positions, np.float32)[verts]
+    if geo.joints is None:
+        rows["count"] = 1
+        return Ragged(rows, {"joints": np.zeros(n, np.int32),
+                             "weights": np.zeros(0, np.float32)}, table)
+    w = np.asarray(geo.weights)[verts]
+    live = w > 0
+    count = live.sum(axis=1)
+    rows["count"] = count
+    joints = np.asarray(geo.joints)[verts][live].astype(np.int32)   # row-major: vertex order
+    weights = w[live & (count > 1)[:, None]].astype(np.float32)
+    return Ragged(rows, {"joints": joints, "weights": weights}, table)
+
+
+def _BINDING_TABLE():
+    """The layout's ragged table of n3cskin bindings."""
+    from .wire import LAYOUT
+    return next(f.storage for f in LAYOUT.records["n3cskin"].fields if f.name == "bindings")
 
 
 def skins_root(geo: Geometry, name: str, *, progressive: bool,
@@ -351,7 +370,7 @@ def skins_root(geo: Geometry, name: str, *, progressive: bool,
     names = lod_names or [name] * 4
     lods = []
     if progressive and len(geo.triangles):
-        p = build_progressive(geo.positions, geo.triangles, attributes=geo.uvs)
+        p = build_progressive(geo.positions, geo.triangles, attributes=geo.uvs, order=PM_ORDER)
         for k, f in enumerate(SKIN_LOD_FRACTIONS):
             nv, ni, idx = replay(p, max(int(round(f * geo.vertex_count)), 3) if k else None)
             tris = p.order[idx[:ni]].reshape(-1, 3)

@@ -234,3 +234,64 @@ def info_uif(doc: Document, enc: str) -> dict:
     return {"textEncoding": enc, "nodes": counter[0], "tree": tree}
 
 
+
+
+# ----------------------------------------------------------------------------
+# tool-side and zone side files
+
+
+def _plain_transform_info(t: dict, enc: str) -> dict:
+    return {"name": _s(t["name"], enc), "position": [float(x) for x in t["position"]],
+            "keys": [int(k["count"]) for k in t["keys"]]}
+
+
+_LIGHT_TYPES = {1: "point", 2: "spot", 3: "directional"}
+
+
+def _light_info(lt: dict, enc: str) -> dict:
+    d = lt["light"]
+    return {**_plain_transform_info(lt["transform"], enc),
+            "type": _LIGHT_TYPES.get(int(d["type"]), int(d["type"])),
+            "number": int(d["number"]), "on": bool(d["on"]),
+            "diffuse": [round(float(x), 4) for x in d["diffuse"]]}
+
+
+def info_n3vmesh(doc: Document, enc: str) -> dict:
+    r = doc.root
+    n = int(r["indexCount"]) if int(r["indexCount"]) > 0 else max(int(r["vertexCount"]), 0)
+    return {"name": _s(r["name"], enc), "vertices": int(r["vertexCount"]),
+            "indexed": int(r["indexCount"]) > 0, "triangles": n // 3}
+
+
+def info_n3light(doc: Document, enc: str) -> dict:
+    return _light_info(doc.root, enc)
+
+
+def info_n3camera(doc: Document, enc: str) -> dict:
+    r = doc.root
+    c = r["camera"]
+    return {**_plain_transform_info(r["transform"], enc),
+            "at": [float(x) for x in r["at"]], "fov": float(c["fov"]),
+            "near": float(c["nearPlane"]), "far": float(c["farPlane"]),
+            "fog": bool(r["fogUse"])}
+
+
+def info_n3scene(doc: Document, enc: str) -> dict:
+    r = doc.root
+    return {"frames": [float(r["frameStart"]), float(r["frameEnd"])],
+            **{k: [_s(x, enc) for x in r[k]] for k in ("cameras", "lights", "shapes",
+                                                         "characters")}}
+
+
+def info_glo(doc: Document, enc: str) -> dict:
+    return {"version": int(doc.root["version"]),
+            "lights": [_light_info(lt, enc) for lt in doc.root["lights"]]}
+
+
+def info_opdext(doc: Document, enc: str) -> dict:
+    r = doc.root
+    cells = r["cells"]
+    return {"version": int(r["version"]), "name": _s(r["name"], enc),
+            "size": [float(r["width"]), float(r["height"])],
+            "collisionTriangles": int(r["triangleCount"]), "cells": len(cells),
+            "cellsUsed": sum(1 for c in cells if c["flags"])}

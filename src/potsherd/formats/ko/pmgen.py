@@ -115,8 +115,11 @@ def _attribute_quadrics(pos: np.ndarray, attrs: np.ndarray, tris: np.ndarray) ->
 
 def _open_edges(edges: np.ndarray) -> np.ndarray:
     """Which of ``edges`` (E, 2) only one face uses."""
-    _, inverse, counts = np.unique(np.sort(edges, axis=1), axis=0, return_inverse=True,
-                                   return_counts=True)
+    if not len(edges):
+        return np.zeros(0, bool)
+    e = np.sort(edges, axis=1).astype(np.int64)
+    key = e[:, 0] * (int(e[:, 1].max()) + 1) + e[:, 1]       # one integer per undirected edge
+    _, inverse, counts = np.unique(key, return_inverse=True, return_counts=True)
     return counts[inverse.reshape(-1)] == 1
 
 
@@ -289,14 +292,21 @@ def _candidates(m: _Mesh, q: np.ndarray, vs: list, scale2: float) -> list[tuple[
 
 def build_progressive(positions: np.ndarray, triangles: np.ndarray,
                       coincident: np.ndarray | None = None,
-                      attributes: np.ndarray | None = None) -> Progressive:
+                      attributes: np.ndarray | None = None,
+                      order: str = "python") -> Progressive:
     """Collapse ``triangles`` (T, 3) over ``positions`` (V, 3) down to nothing and
     lay the result out as the engine expects.  ``coincident`` (V,) labels
     vertices at the same position (collapsed together); default: by position.
     A triangle with all three corners at one position cannot collapse (the
     importer drops triangles degenerate by position first).  ``attributes``
     (V, k), the UVs, add their quadrics: a collapse then costs what it does to
-    the texture map too (none given: geometry alone decides)."""
+    the texture map too (none given: geometry alone decides).
+
+    ``order``: ``"python"`` (the reference: every collapse chosen here, by the
+    quadrics above) or ``"compiled"``: the collapse order of the compiled
+    quadric simplifier (:func:`compiled_schedule`), replayed position by
+    position with the same bookkeeping and seam rule, then the greedy choice
+    for whatever it left (falls back to ``"python"`` without the package)."""
     pos = np.asarray(positions, np.float64)
     tris = np.asarray(triangles, np.int64).reshape(-1, 3)
     nv_total = len(pos)
@@ -322,12 +332,14 @@ def build_progressive(positions: np.ndarray, triangles: np.ndarray,
         attrs = attrs * np.sqrt(scale2)
     m = _Mesh(pos, tris, label, groups, attrs)
     # --- engine bookkeeping state -------------------------------------------------
-    pos_of = np.arange(nv_total)            # vertex id -> position in the vertex buffer
-    vert_at = np.arange(nv_total)           # position -> vertex id
-    slot_of = np.arange(len(tris))          # triangle id -> slot in the index buffer
-    tri_at = np.arange(len(tris))           # slot -> triangle id
+    # (Python lists: the loop reads and writes single items, which numpy does slowly)
+    lab = label.tolist()                    # vertex id -> position label
+    pos_of = list(range(nv_total))          # vertex id -> position in the vertex buffer
+    vert_at = list(range(nv_total))         # position -> vertex id
+    slot_of = list(range(len(tris)))        # triangle id -> slot in the index buffer
+    tri_at = list(range(len(tris)))         # slot -> triangle id
     live_v, live_t = nv_total, len(tris)
-    refcount = np.bincount(tris.reshape(-1), minlength=nv_total)
+    refcount = np.bincount(tris.reshape(-1), minlength=nv_total).tolist()
     records: list[dict] = []                # creation order
     changes: list[tuple[int, int]] = []     # (triangle id, corner)
 
@@ -348,17 +360,17 @@ def build_progressive(positions: np.ndarray, triangles: np.ndarray,
         live_t -= 1
 
     # vertices no triangle uses never take part (the caller welds them away)
-    for v in np.flatnonzero(refcount == 0)[::-1].tolist():
-        swap_vertex_to_end(int(v))
+    for v in [v for v, r in enumerate(refcount) if r == 0][::-1]:
+        swap_vertex_to_end(v)
 
     version = np.zeros(len(groups), np.int64)      # per position
-    alive_v = refcount > 0
+    alive_v = [r > 0 for r in refcount]
 
     def representatives(vs) -> list[int]:
         """The first live copy of each position of ``vs``, once, in ``vs`` order."""
         out, seen = [], set()
         for v in vs:
-            g = label[v]
+            g = lab[v]
             if g not in seen:
                 seen.add(g)
                 rep = next((c for c in groups[g] if alive_v[c]), None)
@@ -366,32 +378,30 @@ def build_progressive(positions: np.ndarray, triangles: np.ndarray,
                     out.append(rep)
         return out
 
-    counter = itertools.count()     # ties pop in insertion order (deterministic)
-    heap = [(cost, next(counter), a, b, 0) for cost, a, b in
-            _candidates(m, q, representatives(np.flatnonzero(alive_v).tolist()), scale2)]
-    heapq.heapify(heap)
 
     def collapse(a: int, b: int, partner: bool = False) -> None:
         """Vertex ``a`` onto ``b`` with the engine's bookkeeping."""
         first_change = len(changes)
         swap_vertex_to_end(a)
         dying, moved = [], []
-        at_b = label[b]
-        for t in sorted(m.vert_tris[a], key=lambda t: slot_of[t]):
-            if any(label[v] == at_b for v in m.corners[t]):   # b or a copy of it
+        at_b = lab[b]
+        corners = m.corners
+        for t in sorted(m.vert_tris[a], key=slot_of.__getitem__):
+            x, y, z = corners[t]
+            if lab[x] == at_b or lab[y] == at_b or lab[z] == at_b:   # b or a copy of it
                 dying.append(t)
             else:
                 moved.append(t)
         for t in dying:
             kill_triangle(t)
-            m.alive_tri[t] = False
             for v in m.corners[t]:
                 m.vert_tris[v].discard(t)
                 refcount[v] -= 1
         for t in moved:
-            k = m.corners[t].index(a)
-            m.tris[t, k] = b
-            m.corners[t][k] = b
+            k = corners[t].index(a)
+            if tracking:
+                m.tris[t, k] = b
+            corners[t][k] = b
             changes.append((t, k))
             m.vert_tris[a].discard(t)
             m.vert_tris[b].add(t)
@@ -403,7 +413,7 @@ def build_progressive(positions: np.ndarray, triangles: np.ndarray,
         for t in dying:
             touched.update(m.corners[t])
         touched.discard(a)
-        for v in sorted(touched, key=lambda v: pos_of[v]):
+        for v in sorted(touched, key=pos_of.__getitem__):
             if alive_v[v] and refcount[v] == 0:
                 swap_vertex_to_end(v)
                 alive_v[v] = False
@@ -413,31 +423,27 @@ def build_progressive(positions: np.ndarray, triangles: np.ndarray,
                         "verticesToLose": lost,
                         "indexChangesOffset": first_change if n_changes else 0,
                         "collapseTo": b, "partner": partner})
+        if not tracking:            # (a replayed order needs no fresh costs)
+            return
         # b's quadric and the faces of b's neighbours changed, and so did those of
         # the vertices that lost a face (touched)
         around = (touched | m.neighbours(b) | {b}) - {a}
         for v in around:
-            version[label[v]] += 1
+            version[lab[v]] += 1
         dirty.update(around)
         dirty.discard(a)
 
     def refresh() -> None:
         """New candidates of the positions recent collapses changed (one batch)."""
         # a dead vertex still names its position: its copies may live on
-        vs = representatives(sorted(dirty, key=lambda v: pos_of[v]))
+        vs = representatives(sorted(dirty, key=pos_of.__getitem__))
         dirty.clear()
         for c, v, w in _candidates(m, q, vs, scale2):
-            heapq.heappush(heap, (c, next(counter), v, w, version[label[v]]))
+            heapq.heappush(heap, (c, next(counter), v, w, version[lab[v]]))
 
-    dirty: set = set()
-    while heap or dirty:
-        if len(dirty) >= min(REFRESH_BATCH, (live_v >> 5) or 1) or not heap:
-            refresh()
-            continue
-        cost, _, a, b, va = heapq.heappop(heap)
-        ga, gb = label[a], label[b]
-        if not alive_v[b] or version[ga] != va:
-            continue
+    def collapse_position(a: int, b: int) -> None:
+        """Every copy of a's position onto b's (see the loop below)."""
+        ga, gb = lab[a], lab[b]
         # every copy of a's position goes to a live copy of b's position it shares
         # a face with (keeping its side of a seam), else onto b, or another copy
         # of it should b have died: the position collapses whole, so no stopping
@@ -451,9 +457,11 @@ def build_progressive(positions: np.ndarray, triangles: np.ndarray,
             if not (pending and targets):
                 break
             pick = None
+            vert_tris = m.vert_tris
             for i, c in enumerate(pending):
-                nb = m.neighbours(c)
-                pick = next(((i, t) for t in targets if t in nb), None)
+                faces = vert_tris[c]             # (neighbours: they share a face)
+                pick = next(((i, t) for t in targets if not faces.isdisjoint(vert_tris[t])),
+                            None)
                 if pick:
                     break
             if pick is None:
@@ -471,9 +479,42 @@ def build_progressive(positions: np.ndarray, triangles: np.ndarray,
                 m.attr_q[target] += m.attr_q[pending[i]]
             collapse(pending.pop(i), target, partner=done > 0)
             done += 1
-        if not done:
+        if done:
+            q[gb] += q[ga]
+
+    dirty: set = set()
+    tracking = False
+    schedule = compiled_schedule(pos, tris, label) if order == "compiled" else None
+    if schedule is not None:
+        first_live = [g[0] for g in groups]
+        for ga, gb in schedule.tolist():
+            a, b = first_live[ga], first_live[gb]
+            if not alive_v[a]:
+                a = next((c for c in groups[ga] if alive_v[c]), None)
+                if a is None:
+                    continue
+                first_live[ga] = a
+            if not alive_v[b]:
+                b = next((c for c in groups[gb] if alive_v[c]), None)
+                if b is None:
+                    continue
+                first_live[gb] = b
+            collapse_position(a, b)
+    tracking = True
+    m.tris = np.array(m.corners, np.int64).reshape(-1, 3)     # (the replay kept only the lists)
+
+    counter = itertools.count()     # ties pop in insertion order (deterministic)
+    heap = [(cost, next(counter), a, b, 0) for cost, a, b in
+            _candidates(m, q, representatives(np.flatnonzero(alive_v).tolist()), scale2)]
+    heapq.heapify(heap)
+    while heap or dirty:
+        if len(dirty) >= min(REFRESH_BATCH, (live_v >> 5) or 1) or not heap:
+            refresh()
             continue
-        q[gb] += q[ga]
+        cost, _, a, b, va = heapq.heappop(heap)
+        if not alive_v[b] or version[lab[a]] != va:
+            continue
+        collapse_position(a, b)
 
     if live_t:  # only a triangle with its three corners at one position stays
         raise ValueError(f"progressive mesh generation left {live_t} triangles uncollapsed "
@@ -481,19 +522,54 @@ def build_progressive(positions: np.ndarray, triangles: np.ndarray,
 
     # --- lay out in file terms ------------------------------------------------------
     final_idx = np.empty(len(tris) * 3, np.int64)
-    final_tris = m.tris  # dead triangles keep their corners from the moment they died
-    final_idx.reshape(-1, 3)[:] = pos_of[final_tris[tri_at]]
-    change_pos = np.array([slot_of[t] * 3 + k for t, k in changes], np.int64)
+    final_tris = np.array(m.corners, np.int64).reshape(-1, 3)   # dead ones as they died
+    pos_arr, slot_arr = np.asarray(pos_of, np.int64), np.asarray(slot_of, np.int64)
+    final_idx.reshape(-1, 3)[:] = pos_arr[final_tris[np.asarray(tri_at, np.int64)]]
+    ch = np.asarray(changes, np.int64).reshape(-1, 2)
+    change_pos = slot_arr[ch[:, 0]] * 3 + ch[:, 1]
     in_file_order = records[::-1]   # file order is creation order reversed
     out = np.zeros(len(in_file_order), record_table("collapse").dtype)   # padding stays zero
     for name in ("indicesToLose", "indicesToChange", "verticesToLose", "indexChangesOffset"):
         out[name] = [r[name] for r in in_file_order]
-    out["collapseTo"] = pos_of[np.array([r["collapseTo"] for r in in_file_order], np.int64)]
+    out["collapseTo"] = pos_arr[np.array([r["collapseTo"] for r in in_file_order], np.int64)]
     # a record is flagged when the one before it in file order was a partner collapse
     out["shouldCollapse"][1:] = [int(r["partner"]) for r in in_file_order[:-1]]
-    return Progressive(order=vert_at.copy(), indices=final_idx, collapses=out,
+    return Progressive(order=np.asarray(vert_at, np.int64), indices=final_idx, collapses=out,
                        index_changes=change_pos.astype(np.int32), min_vertices=live_v,
                        min_indices=live_t * 3)
+
+
+def _simplifier_pairs(points: np.ndarray, faces: np.ndarray) -> np.ndarray | None:
+    """(K, 2) ``(removed, kept)`` indices of ``points`` in the order the compiled
+    quadric simplifier (``fast_simplification``, Fast-Quadric-Mesh-Simplification)
+    collapses ``faces`` towards nothing, or None without the package."""
+    try:
+        import fast_simplification
+    except ImportError:
+        return None
+    if not len(faces):
+        return np.zeros((0, 2), np.int64)
+    used = np.unique(faces)
+    remap = np.full(len(points), -1, np.int64)
+    remap[used] = np.arange(len(used))
+    _, _, pairs = fast_simplification.simplify(
+        np.ascontiguousarray(points[used], np.float64), remap[faces].astype(np.int32),
+        target_count=1, agg=7.0, return_collapses=True)
+    pairs = np.asarray(pairs, np.int64).reshape(-1, 2)
+    return used[pairs[:, ::-1]]
+
+
+def compiled_schedule(pos: np.ndarray, tris: np.ndarray, label: np.ndarray) -> np.ndarray | None:
+    """(K, 2) position collapses ``(removed, kept)`` in the simplifier's order
+    (:func:`_simplifier_pairs`), or None without the package.  It is given the
+    vertices as they are, so UV and normal seams are open edges to it, which its
+    border quadrics keep until late; its vertex collapses become collapses of
+    their positions (``label``)."""
+    pairs = _simplifier_pairs(pos, np.asarray(tris, np.int64).reshape(-1, 3))
+    if pairs is None:
+        return None
+    out = label[pairs]
+    return out[out[:, 0] != out[:, 1]]
 
 
 def replay(p: Progressive, target_vertices: int | None = None) -> tuple[int, int, np.ndarray]:

@@ -629,49 +629,84 @@ def add_rig(scene: Scene, resolver: Resolver, ref: Any) -> tuple[list, list, int
     return joints, nodes, skin
 
 
+def _load_noting(resolver: Resolver, scene: Scene, ref: Any, what: str, missing: list):
+    """``resolver.load`` whose "not found" warning goes into ``missing`` instead
+    (scene_chr reports every missing file in one warning)."""
+    before = len(scene.warnings)
+    doc = resolver.load(ref, scene, what)
+    if doc is None and text(ref):
+        added = scene.warnings[before:]
+        del scene.warnings[before:]
+        scene.warnings.extend(w for w in added if not w.endswith("not found"))
+        missing.append(f"{what} {text(ref)!r}")
+    return doc
+
+
 def scene_chr(doc: Any, **options: Any) -> Scene:
+    """The character: skeleton, parts, plugs and clips, each as far as its files
+    are found; the missing ones are named in one warning.  Only when nothing at
+    all resolves is the export refused, naming what was searched where."""
     scene, resolver, mats = _scene(doc, options)
     r = doc.root
-    # the character itself: a node carrying its references (always present, so a
-    # character whose files are missing still makes a valid, if empty, scene)
+    name = text(r["transform"]["name"]) or "the character"
+    # the character itself: a node carrying its references
     scene.add_node(name=text(r["transform"]["name"]) or "character", **_transform_trs(r["transform"]),
                    extras={"joint": text(r["joint"]), "parts": [text(x) for x in r["parts"]],
                            "plugs": [text(x) for x in r["plugs"]],
                            "animation": text(r["animationControl"]),
                            "jointPartStarts": [int(x) for x in r["jointPartStarts"]],
                            "jointPartEnds": [int(x) for x in r["jointPartEnds"]]})
+    missing: list[str] = []
+    before = len(scene.warnings)
     joints, nodes, skin = add_rig(scene, resolver, r["joint"])
+    if not joints and text(r["joint"]) and any(w.endswith("not found")
+                                               for w in scene.warnings[before:]):
+        scene.warnings[before:] = [w for w in scene.warnings[before:] if not w.endswith("not found")]
+        missing.append(f"skeleton {text(r['joint'])!r}")
+    parts_found = 0
     for ref in r["parts"]:
-        pdoc = resolver.load(ref, scene, "part")
+        pdoc = _load_noting(resolver, scene, ref, "part", missing)
         if pdoc is None or pdoc.format != "n3cpart":
             continue
         p = pdoc.root
         mat = mats.get(p["material"], p["texture"], text(p["name"]) or "part")
-        sdoc = resolver.load(p["geometry"], scene, "skins")
+        sdoc = _load_noting(resolver, scene, p["geometry"], "skins", missing)
         if sdoc is None or sdoc.format != "n3cskins":
             continue
         mesh, _ = _skin_mesh(scene, sdoc.root["lods"][_lod(options)], mat, text(p["name"]) or text(ref),
                              skin is not None, len(nodes))
         if mesh is not None:
+            parts_found += 1
             scene.add_node(name=text(p["name"]) or text(ref), mesh=mesh, skin=skin,
                            extras={"lods": _lod_extras(sdoc.root)})
+    plugs_found = 0
     for ref in r["plugs"]:
-        pdoc = resolver.load(ref, scene, "plug")
+        pdoc = _load_noting(resolver, scene, ref, "plug", missing)
         if pdoc is None or not pdoc.format.startswith("n3cplug"):
             continue
+        plugs_found += 1
         j = int(pdoc.root["joint"])
         parent = nodes[j] if 0 <= j < len(nodes) else None
         add_plug(scene, resolver, mats, pdoc.root, parent, bool(options.get("fx_meshes")))
-    adoc = resolver.load(r["animationControl"], scene, "animation")
+    adoc = _load_noting(resolver, scene, r["animationControl"], "animation", missing)
+    clips = 0
     if adoc is not None and adoc.format == "n3anim" and joints:
+        n_before = len(scene.animations)
         add_clips(scene, adoc, joints, nodes)
-    if not scene.meshes:
-        missing = [w for w in scene.warnings if w.endswith("not found")]
+        clips = len(scene.animations) - n_before
+    if not scene.meshes and not joints and not plugs_found:
+        roots = [str(x) for x in getattr(resolver, "roots", [])]
         raise UnresolvedReferencesError(
-            f"{text(r['transform']['name']) or 'the character'}: none of its "
-            f"{len(r['parts'])} parts and {len(r['plugs'])} plugs has geometry that could be "
-            f"found ({'; '.join(missing[:3]) or 'no references'}); pass --data-root with the "
-            "client's data folder (the one holding Chr/ and Item/)", path="parts")
+            f"{name}: none of the files it references was found ({'; '.join(missing) or 'no references'}); "
+            f"searched case-insensitively under {', '.join(roots) or 'no folder (no source path)'}; "
+            "pass --data-root with the client's data folder (the one holding Chr/ and Item/)",
+            path="parts")
+    if missing:
+        found = [f"skeleton of {len(joints)} joints" if joints else "no skeleton",
+                 f"{clips} clips", f"{parts_found} of {len(r['parts'])} parts",
+                 f"{plugs_found} of {len(r['plugs'])} plugs"]
+        scene.warnings.append(f"{name}: {len(missing)} referenced files missing, exported "
+                              f"without them ({'; '.join(missing)}); exported {', '.join(found)}")
     return scene
 
 

@@ -327,9 +327,20 @@ class GttCodec(_TextureCodec):
         return out
 
 
+class TctCodec(GttCodec):
+    """Zone colour maps (``.tct``): CLyTerrain::MakeGameColorMap writes and
+    CN3Terrain::LoadColorMap reads the same NTF sequence as a ``.gtt`` (one
+    texture per colour-map cell, x outer, z inner)."""
+
+    name = "tct"
+    description = "Knight Online zone colour map (.tct): a sequence of NTF records"
+    extensions = (".tct",)
+
+
 DXT = DxtCodec()
 GTT = GttCodec()
-CODECS = [DXT, GTT]
+TCT = TctCodec()
+CODECS = [DXT, GTT, TCT]
 
 __all__ = ["CODECS", "DXT", "GTT", "DxtCodec", "GttCodec", "record_rgba", "record_info",
            "rgba_to_png", "NTF_STORAGE"]

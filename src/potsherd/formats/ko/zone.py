@@ -393,6 +393,70 @@ def find_opd(gtd_path: str | None, listings: resolve.Listings | None = None) -> 
     return (listings or resolve.Listings()).sibling(gtd_path, ".opd")
 
 
+def add_lightmap(doc: Any, scene: Scene, resolver: Resolver, root: int, src: str | None,
+                 options: dict) -> int:
+    """The zone's .tlt light map over the terrain (zone_lightmap.py): the file of
+    ``--option lightmap=FILE``, else the .tlt of the gtd's name beside it
+    (``lightmap=0``: none).  Returns the light-mapped tiles placed."""
+    path = _side_file(resolver, src, options.get("lightmap"), ".tlt")
+    if path is None:
+        return 0
+    from ... import registry
+    from .zone_lightmap import lightmap_mesh
+    try:
+        tlt = registry.decode(resolve.read_bounded(path, resolver.limits), path=str(path),
+                              limits=resolver.limits)
+    except (FormatError, OSError) as e:
+        scene.warnings.append(f"light map: {path.name}: {e}")
+        return 0
+    if tlt.format != "tlt":
+        scene.warnings.append(f"light map: {path.name} is a {tlt.format} file, not a .tlt")
+        return 0
+    _, heights, _ = _height_grid(doc, scene)
+    mesh = lightmap_mesh(tlt, heights, TILE_SIZE, scene)
+    if mesh is None:
+        return 0
+    tiles = int(scene.meshes[mesh].extras["lightmapTiles"])
+    scene.add_node(name="lightmap", parent=root, mesh=mesh,
+                   extras={"source": path.name, "tiles": tiles})
+    return tiles
+
+
+def _side_file(resolver: Resolver, src: str | None, given: Any, ext: str) -> Path | None:
+    """A zone side file: the one an option names, none for 0/false, else the
+    file of the gtd's name with ``ext`` beside it."""
+    if given is not None and str(given).strip().lower() in ("0", "false", "no", "off"):
+        return None
+    if given and str(given).strip().lower() not in ("1", "true", "yes", "on"):
+        return Path(str(given))
+    return resolver.listings.sibling(src, ext) if src else None
+
+
+def add_zone_lights(scene: Scene, resolver: Resolver, root: int, src: str | None,
+                    options: dict) -> int:
+    """The zone's .glo lights (KHR_lights_punctual, scene_lights.py) under one
+    node: ``--option lights=FILE``, else the .glo of the gtd's name beside it
+    (``lights=0``: none).  Returns the lights placed."""
+    path = _side_file(resolver, src, options.get("lights"), ".glo")
+    if path is None:
+        return 0
+    from ... import registry
+    from .scene_lights import add_light
+    try:
+        glo = registry.decode(resolve.read_bounded(path, resolver.limits), path=str(path),
+                              limits=resolver.limits)
+    except (FormatError, OSError) as e:
+        scene.warnings.append(f"lights: {path.name}: {e}")
+        return 0
+    if glo.format != "glo":
+        scene.warnings.append(f"lights: {path.name} is a {glo.format} file, not a .glo")
+        return 0
+    node = scene.add_node(name="lights", parent=root, extras={"source": path.name})
+    for rec in glo.root["lights"]:
+        add_light(scene, rec, node)
+    return len(glo.root["lights"])
+
+
 def load_opd(path: Path, scene: Scene, limits: Limits | None = None) -> Any:
     from ... import registry
     limits = limits or DEFAULT_LIMITS
@@ -489,6 +553,8 @@ def scene_zone(doc: Any, **options: Any) -> Scene:
     lightmaps = doc.root.get("lightmaps") or []
     if lightmaps:  # every real gtd stores none, and newer engines refuse them
         scene.warnings.append(f"terrain: {len(lightmaps)} lightmaps not exported")
+    summary["lightmapTiles"] = add_lightmap(doc, scene, resolver, root, src, options)
+    summary["lights"] = add_zone_lights(scene, resolver, root, src, options)
 
     want_objects = _flag(options.get("objects"), True)
     want_collision = _flag(options.get("collision"), False)

@@ -247,9 +247,15 @@ class TrwadCodec(LayoutCodec):
                 scene.warnings.append(
                     f"the glTF holds {len(held)} moveables; imported the first, "
                     f"{moveable_name(pick) or pick} (--option moveable=ID picks another)")
+        applied: dict = {}
         root = guarded_import(from_scene, scene, like=like.root if like is not None else None,
-                              **opts)
-        return Document(self.name, root, {"mesh_pad": 0}, b"", trwad_warnings(root))
+                              applied=applied, **opts)
+        doc = Document(self.name, root, {"mesh_pad": 0}, b"", trwad_warnings(root))
+        unit = applied.get("unit_scale")
+        if unit is not None and unit != 1.0 / 512.0:
+            # the file has no room for it: the sidecar carries it to the export
+            doc.meta["import_sidecar"] = {"unit_scale": float(unit)}
+        return doc
 
     def textures(self, doc: Document) -> list:
         return [(f"texture{i:04d}", model.image(model.bgr_block(t)))

@@ -108,8 +108,12 @@ class _Textures:
         return self.by_key[key]
 
     def solid(self, colour: tuple) -> int:
-        rgb = np.clip(np.round(np.asarray(colour[:3], np.float64) * 255), 0, 255)
-        return self.add(np.tile(rgb.astype(np.uint8), (4, 4, 1)))
+        key = tuple(float(c) for c in colour[:3])
+        solids = self.__dict__.setdefault("solids", {})
+        if key not in solids:
+            rgb = np.clip(np.round(np.asarray(key, np.float64) * 255), 0, 255)
+            solids[key] = self.add(np.tile(rgb.astype(np.uint8), (4, 4, 1)))
+        return solids[key]
 
     def bake(self, material: int | None, uv: np.ndarray) -> tuple[int, tuple]:
         """A texture holding the polygon's UV area, mapped onto the rectangle's
@@ -126,6 +130,11 @@ class _Textures:
             w = max(np.linalg.norm(px[1] - px[0]), np.linalg.norm(px[2] - px[3]), 1.0)
             h = max(np.linalg.norm(px[3] - px[0]), np.linalg.norm(px[2] - px[1]), 1.0)
         tw, th = int(min(math.ceil(w), MAX_BAKED)), int(min(math.ceil(h), MAX_BAKED))
+        # texels of the source the polygon covers, and those its block keeps
+        area = _polygon_area(px)
+        self.source_texels = getattr(self, "source_texels", 0.0) + area
+        kept = tw * th / (2.0 if len(uv) == 3 else 1.0)
+        self.kept_texels = getattr(self, "kept_texels", 0.0) + min(kept, area)
         if math.ceil(w) > MAX_BAKED or math.ceil(h) > MAX_BAKED:
             self.shrunk = getattr(self, "shrunk", 0) + 1
         s = (np.arange(tw) + 0.5) / tw
@@ -165,10 +174,34 @@ class _Textures:
             for i, (page, x, y) in zip(new, places):
                 self.items[i].update(x=x, y=y, page=page)
         if getattr(self, "shrunk", 0):
+            lost = 1.0 - self.kept_texels / self.source_texels if self.source_texels else 0.0
             self.warnings.append(f"{self.shrunk} polygon textures were shrunk to at most "
-                                 f"{MAX_BAKED}x{MAX_BAKED} pixels")
+                                 f"{MAX_BAKED}x{MAX_BAKED} pixels: {100 * lost:.0f}% of the "
+                                 f"{self.source_texels:.0f} source texels the baked polygons "
+                                 "cover are lost")
         if len(self.items) > 0x1000:
             raise ImportRefused(f"{len(self.items)} textures: a TR4 triangle can address "
                                 "only 4096")
         return [{k: it[k] for k in ("x", "y", "page", "flip_x", "w", "flip_y", "h", "pixels")}
                 for it in self.items]
+
+
+def _polygon_area(px: np.ndarray) -> float:
+    """Area of a polygon given by its corners in order (shoelace)."""
+    x, y = px[:, 0], px[:, 1]
+    return float(abs(np.dot(x, np.roll(y, -1)) - np.dot(y, np.roll(x, -1))) / 2)
+
+
+def affine_quad(pos: np.ndarray, uv: np.ndarray, image_size: tuple | None) -> bool:
+    """Whether a quad's texture is one affine map of its corners, so a
+    rectangle's texels drawn on it (the engine maps them affinely per triangle,
+    along either diagonal) show what its two glTF triangles show: the positions
+    and the UVs are both parallelograms (the UVs within half a texel)."""
+    p = np.asarray(pos, np.float64)
+    size = max(float(np.ptp(p, axis=0).max()), 1e-12)
+    if np.abs(p[0] + p[2] - p[1] - p[3]).max() > 1e-3 * size:
+        return False
+    scale = np.asarray(image_size if image_size else (1, 1), np.float64)
+    t = np.asarray(uv, np.float64) * scale
+    tol = 0.5 if image_size else 1e-4
+    return bool(np.abs(t[0] + t[2] - t[1] - t[3]).max() <= tol)

@@ -59,7 +59,7 @@ from typing import Any
 
 import numpy as np
 
-from ...scene import compute_normals, decompose_matrix, quat_to_matrix
+from ...scene import compute_normals, decompose_matrix, quat_to_matrix, weld
 from ...scene.finite import require_finite
 from ...scene.geometry import flattened_triangles
 from ...scene.ops import from_time_zero, triangle_sets, world_matrices
@@ -69,7 +69,13 @@ from .import_bounds import FPS, ImportRefused
 from .import_animation import _anim_base, _animations, mov_table
 from .import_animation import euler_yxz, rotation_words  # noqa: F401  (imported from here)
 from .import_same import pixel_corners, same_attributes, same_mesh, same_triangles
-from .import_textures import _Textures
+from .import_textures import _Textures, affine_quad
+from ...scene.import_prep import Holds, prepare
+
+#: what a moveable stores of a glTF (scene.import_prep): normals or, for vertex
+#: colours without normals, pre-lit shades; no morph targets
+IMPORT_HOLDS = Holds("trwad", normals=True, shades=True, vertex_colors=True,
+                     morph_targets=False)
 
 # A mesh's vertex count is a u16 but its normal (or, negated, shade) count, one per
 # vertex, an i16 (layouts/common.layout); its polygon count a u16.
@@ -82,9 +88,11 @@ _TRI = {(0, 1, 3): 0x0000, (1, 0, 2): 0x8000, (1, 2, 0): 0x2000, (0, 3, 1): 0xA0
         (2, 3, 1): 0x4000, (3, 2, 0): 0xC000, (3, 0, 2): 0x6000, (2, 1, 3): 0xE000}
 
 
-def from_scene(scene: Any, *, like: Any = None, out_name: str = "", **options: Any) -> dict:
+def from_scene(scene: Any, *, like: Any = None, out_name: str = "", applied: dict | None = None,
+               **options: Any) -> dict:
     """The ``.trwad`` root of the moveable in ``scene`` (see the module docstring).
-    ``like`` is a decoded ``.trwad`` root (or None) supplying what the glTF lacks."""
+    ``like`` is a decoded ``.trwad`` root (or None) supplying what the glTF lacks.
+    ``applied`` (a dict) is given the ``unit_scale`` chosen for a foreign scene."""
     given_unit = options.get("unit_scale")
     unit = float(given_unit or 1.0 / 512.0)
     rate = float(options.get("frame_rate") or FPS)
@@ -92,7 +100,7 @@ def from_scene(scene: Any, *, like: Any = None, out_name: str = "", **options: A
         raise ImportRefused(f"frame_rate must be positive, found {rate}")
     like = like if like and "moveable" in like else None
     require_finite(scene)
-    scene = from_time_zero(scene)
+    scene = from_time_zero(prepare(scene, IMPORT_HOLDS))
     if not scene.nodes:
         raise ImportRefused("the scene has no mesh to import")
     world = world_matrices(scene)
@@ -104,6 +112,8 @@ def from_scene(scene: Any, *, like: Any = None, out_name: str = "", **options: A
     else:
         if not given_unit:
             unit = _fitting_unit(scene, world, unit)
+        if applied is not None:
+            applied["unit_scale"] = unit
         to_tr = np.diag([-1.0 / unit, -1.0 / unit, 1.0 / unit, 1.0])
         hx = {}
     bones, parents = _bones(scene, holder)
@@ -187,7 +197,7 @@ def _fitting_unit(scene: Any, world: np.ndarray, unit: float) -> float:
     fitted = reach / 16384.0
     scene.warnings.append(f"the model reaches {reach:g} m, beyond the TR4 range at "
                           f"{unit:g} m per unit; imported at {fitted:g} m per unit "
-                          "(set unit_scale to choose)")
+                          "(set unit_scale to choose; kept beside the file for the export)")
     return fitted
 
 
@@ -436,7 +446,6 @@ def _mesh(scene: Any, frame: np.ndarray, to_tr: np.ndarray, parts: list, texture
     rot = inv[:3, :3] / np.linalg.norm(inv[:3, :3], axis=0)
     bx = scene.nodes[bone].extras if bone >= 0 else {}
     corner_pos, corner_uv, corner_key, tri_mat = [], [], [], []
-    vertex_keys: dict[tuple, int] = {}
     verts: list[tuple] = []
     normals: list[tuple] = []
     shades: list[int] = []
@@ -474,25 +483,36 @@ def _mesh(scene: Any, frame: np.ndarray, to_tr: np.ndarray, parts: list, texture
         keys = [np.concatenate([q, a], 1)[np.unique(tris)]
                 for (q, a), (_, tris) in zip(rounded, parts)]
         _check_vertex_count(len(np.unique(np.concatenate(keys), axis=0)), scene, bone)
+    # vertices merged by (position, shade or normal), numbered in order of first use
+    # by the triangles' corners (one array operation over every part's corners)
+    cols, corner_uvs, corner_qs, mats = [], [], [], []
     for (q, attr), (ts, tris) in zip(rounded, parts):
+        t = np.asarray(tris, np.int64).reshape(-1, 3)
+        c = t.reshape(-1)
+        key = np.zeros((len(c), 7), np.int64)
+        key[:, :3] = q[c]
+        key[:, 3] = attr.shape[1]
+        key[:, 4:4 + attr.shape[1]] = attr[c]
+        cols.append(key)
         uv = np.asarray(ts.uvs[0], np.float64) if ts.uvs else np.zeros((len(q), 2))
-        for tri in tris:
-            ids = []
-            for v in tri:
-                key = (int(q[v, 0]), int(q[v, 1]), int(q[v, 2]), *(int(a) for a in attr[v]))
-                if key not in vertex_keys:
-                    vertex_keys[key] = len(verts)
-                    verts.append(key[:3])
-                    if use_shades:
-                        shades.append(key[3] if len(key) == 4 else 0)
-                    else:
-                        normals.append(key[3:6] if len(key) == 6 else (0, -16384, 0))
-                ids.append(vertex_keys[key])
-            # glTF counter-clockwise (a, b, c) -> TR clockwise (a, c, b)
-            corner_key.append((ids[0], ids[2], ids[1]))
-            corner_uv.append(uv[[tri[0], tri[2], tri[1]]])
-            corner_pos.append(q[[tri[0], tri[2], tri[1]]])
-            tri_mat.append(ts.material)
+        order = t[:, [0, 2, 1]]          # glTF counter-clockwise (a, b, c) -> TR clockwise (a, c, b)
+        corner_uvs.append(uv[order])
+        corner_qs.append(q[order])
+        mats += [ts.material] * len(t)
+    if cols:
+        keys = np.concatenate(cols)
+        first, ids = weld(keys)
+        kv = keys[first]
+        verts = [tuple(r) for r in kv[:, :3].tolist()]
+        if use_shades:
+            shades = np.where(kv[:, 3] == 1, kv[:, 4], 0).tolist()
+        else:
+            normals = [tuple(r) for r in np.where((kv[:, 3] == 3)[:, None], kv[:, 4:7],
+                                                  [0, -16384, 0]).tolist()]
+        corner_key = [tuple(r) for r in ids.reshape(-1, 3)[:, [0, 2, 1]].tolist()]
+        corner_uv = list(np.concatenate(corner_uvs))
+        corner_pos = list(np.concatenate(corner_qs))
+        tri_mat = mats
     if like_mesh is not None and textures.carried:
         byte_colours = use_shades and any(np.asarray(ts.colors).dtype.kind in "ui"
                                           for ts, _ in parts if ts.colors is not None)
@@ -687,11 +707,17 @@ def _quad(scene: Any, k: tuple, uv: np.ndarray, pos: np.ndarray, material: int |
         if ours and textures.carried:
             return None
         p = pos.astype(np.float64)
-        n1 = np.cross(p[1] - p[0], p[2] - p[0])
-        n2 = np.cross(p[2] - p[0], p[3] - p[0])
-        l1, l2 = np.linalg.norm(n1), np.linalg.norm(n2)
-        if l1 == 0 or l2 == 0 or np.dot(n1, n2) / (l1 * l2) < 0.9999:
+        (x0, y0, z0), (x1, y1, z1), (x2, y2, z2), (x3, y3, z3) = p.tolist()
+        ax, ay, az, bx, by, bz = x1 - x0, y1 - y0, z1 - z0, x2 - x0, y2 - y0, z2 - z0
+        cx, cy, cz = x3 - x0, y3 - y0, z3 - z0
+        n1 = (ay * bz - az * by, az * bx - ax * bz, ax * by - ay * bx)
+        n2 = (by * cz - bz * cy, bz * cx - bx * cz, bx * cy - by * cx)
+        l1, l2 = math.sqrt(sum(v * v for v in n1)), math.sqrt(sum(v * v for v in n2))
+        if l1 == 0 or l2 == 0 or sum(a * b for a, b in zip(n1, n2)) / (l1 * l2) < 0.9999:
             return None      # not planar (or degenerate): keep two triangles
+        arr, _ = textures.image(material)
+        if arr is not None and not affine_quad(p, uv, (arr.shape[1], arr.shape[0])):
+            return None      # one rectangle would skew its texture: two triangles, each affine
         index, corners = textures.bake(material, uv)
         flags = 0
     return {"shape": 9, "vertices": np.asarray(k, np.uint16),

@@ -49,6 +49,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import math
+
 import numpy as np
 
 from ...core.errors import FormatError
@@ -72,13 +74,24 @@ _TRI = np.array([[[0, 1, 3], [1, 0, 2]],     # bits 12-14 = 0
 
 def to_scene(doc: Any, **options: Any) -> Scene:
     """A ``.trwad`` or ``.wad`` document as a scene (see the module docstring)."""
-    unit = float(options.get("unit_scale") or 1.0 / 512.0)
+    given = options.get("unit_scale")
+    if not given and doc.format == "trwad":
+        # the unit scale an import chose (the sidecar it wrote): import then export
+        # gives back the size the user imported
+        from ...scene.import_prep import read_sidecar
+        side = read_sidecar(doc.source).get("unit_scale")
+        if isinstance(side, (int, float)) and math.isfinite(side) and side > 0:
+            given = float(side)
+    unit = float(given or 1.0 / 512.0)
     spacing = float(options.get("spacing") if options.get("spacing") is not None else 2048)
     skinned = options.get("skin", True)
     skinned = skinned if isinstance(skinned, bool) else str(skinned).strip().lower() not in (
         "0", "false", "no", "off")
     wanted = options.get("moveable")
     scene = Scene(name=doc.source or doc.format)
+    if given and not options.get("unit_scale"):
+        scene.warnings.append(f"unit scale {given:g} m per unit, the import's, read from the "
+                              "file's .potsherd.json sidecar")
     if doc.format == "trwad":
         if "moveable" not in doc.root:
             raise FormatError("this .trwad holds no single moveable")

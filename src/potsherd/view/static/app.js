@@ -64,16 +64,28 @@ function renderFiles() {
 $('filter').oninput = renderFiles;
 $('family').onchange = renderFiles;
 
+function clearDocument() {
+  // one state per opened file: everything the previous file showed goes at once
+  state.doc = null; state.selected = null; state.hexBytes = new Uint8Array(0); state.hexStart = 0;
+  $('tree').textContent = '';
+  $('doc-summary').textContent = '';
+  $('warnings').textContent = '';
+  $('hex').textContent = '';
+  $('hex-range').textContent = '';
+  $('hex-field').textContent = '';
+  clear3d();
+}
+
 async function openFile(path) {
   clearError();
   state.file = path;
-  state.selected = null;
   history.replaceState(null, '', '#file=' + encodeURIComponent(path));
   $('current').textContent = path;
   renderFiles();
-  $('tree').textContent = '';
+  clearDocument();
   try {
     const doc = await api(`/api/doc?path=${q(path)}`);
+    if (state.file !== path) return;   // another file was opened meanwhile
     state.doc = doc;
     $('doc-summary').textContent = `${doc.format} (${doc.family}), ${doc.size} bytes` +
       (doc.opaque ? `, ${doc.opaque} bytes opaque` : '');
@@ -81,10 +93,12 @@ async function openFile(path) {
     $('tree').append(treeItem(doc.tree, true));
     await showHex(0);
   } catch (err) {
+    if (state.file !== path) return;
+    clearDocument();
     showError(`cannot open ${path}`, err);
     return;
   }
-  load3d(path);
+  if (state.file === path) load3d(path);
 }
 
 // ---------------------------------------------------------------- tree
@@ -94,6 +108,7 @@ function describe(n) {
     : `${n.value.size} bytes ${n.value.hex.slice(0, 32)}${n.value.size > 16 ? '…' : ''}`;
   if (n.kind === 'array') return `${n.dtype || n.code}[${(n.shape || [n.count]).join('×')}] ` +
     (n.preview || []).slice(0, 6).join(', ') + ((n.preview || []).length > 6 ? '…' : '');
+  if (n.kind === 'table') return `table[${n.count}] (${n.columns.map((c) => c.name).join(', ')})`;
   if (n.kind === 'node') return n.label;
   return `{${n.count}}`;
 }
@@ -103,7 +118,8 @@ function treeItem(n, expand = false) {
   const row = document.createElement('div');
   row.className = 'row';
   if (n.kind === 'bytes') row.classList.add('opaque');
-  const hasKids = n.count !== undefined && (n.kind === 'record' || n.kind === 'list' || n.kind === 'node');
+  const hasKids = n.count !== undefined && (n.kind === 'record' || n.kind === 'list' || n.kind === 'node' ||
+                                            (n.kind === 'table' && n.count > 0));
   const tw = document.createElement('span'); tw.className = 'twisty'; tw.textContent = hasKids ? '▸' : '';
   const name = document.createElement('span'); name.className = 'name'; name.textContent = n.name;
   const val = document.createElement('span'); val.className = 'val'; val.textContent = ' ' + describe(n);
@@ -118,7 +134,59 @@ function treeItem(n, expand = false) {
     if (hasKids) await toggle(li);
   };
   if (expand && n.children) fillChildren(li, n);
+  if (expand && n.rows) fillTable(li, n);
   return li;
+}
+function fillTable(li, n) {
+  // a record array as columns, a page of rows at a time; a row click selects its bytes
+  li.querySelector(':scope > ul')?.remove();
+  const ul = document.createElement('ul');
+  const holder = document.createElement('li');
+  const table = document.createElement('table');
+  table.className = 'records';
+  const head = table.createTHead().insertRow();
+  const th0 = document.createElement('th'); th0.textContent = '#'; head.append(th0);
+  for (const c of n.columns) {
+    const th = document.createElement('th');
+    th.textContent = c.name;
+    th.title = c.type;
+    head.append(th);
+  }
+  const body = table.createTBody();
+  n.rows.forEach((row, i) => {
+    const tr = body.insertRow();
+    const index = n.offset + i;
+    tr.dataset.index = index;
+    tr.insertCell().textContent = index;
+    for (const v of row) tr.insertCell().textContent = Array.isArray(v) ? v.join(', ') : String(v);
+    tr.onclick = (ev) => {
+      ev.stopPropagation();
+      body.querySelectorAll('tr.selected').forEach((r) => r.classList.remove('selected'));
+      tr.classList.add('selected');
+      const span = n.span && n.itemSize ? [n.span[0] + index * n.itemSize, n.span[0] + (index + 1) * n.itemSize] : null;
+      select(li, span);
+    };
+  });
+  const pager = document.createElement('div');
+  pager.className = 'pager';
+  const prev = document.createElement('button'); prev.type = 'button'; prev.textContent = '←';
+  const next = document.createElement('button'); next.type = 'button'; next.textContent = '→';
+  const label = document.createElement('span');
+  label.textContent = ` rows ${n.offset}–${n.offset + n.rows.length} of ${n.count} `;
+  prev.disabled = n.offset === 0; next.disabled = !n.more;
+  const go = async (offset, ev) => {
+    ev.stopPropagation();
+    const level = await api(`/api/doc?path=${q(state.file)}&node=${q(n.path)}&offset=${offset}`);
+    fillTable(li, level.tree);
+  };
+  prev.onclick = (ev) => go(Math.max(0, n.offset - 100), ev);
+  next.onclick = (ev) => go(n.offset + n.rows.length, ev);
+  pager.append(prev, label, next);
+  holder.append(pager, table);
+  ul.append(holder);
+  li.append(ul);
+  const tw = li.querySelector(':scope > .row > .twisty'); if (tw) tw.textContent = '▾';
+  li._loaded = true;
 }
 function fillChildren(li, n) {
   let ul = li.querySelector(':scope > ul');
@@ -149,7 +217,7 @@ async function toggle(li, open) {
     return;
   }
   const level = await api(`/api/doc?path=${q(state.file)}&node=${q(li.dataset.path)}`);
-  fillChildren(li, level.tree);
+  if (level.tree.kind === 'table') fillTable(li, level.tree); else fillChildren(li, level.tree);
 }
 function select(li, itemSpan) {
   document.querySelectorAll('#tree .row.selected').forEach((r) => r.classList.remove('selected'));
@@ -252,7 +320,7 @@ async function init3d() {
   } catch (err) {
     THREE = null;
     $('no3d').hidden = false;
-    $('no3d').textContent = `3D view unavailable (${err.message}); install three.js with npm ci --prefix tools/viewer`;
+    $('no3d').textContent = `3D view unavailable: three.js could not be loaded (${err.message}); the terminal running potsherd view says how to get it`;
   }
 }
 function frame() {
@@ -268,15 +336,23 @@ function frame() {
   renderer.render(scene, camera);
   if (model) state.framesDrawn++;
 }
-async function load3d(path, lod) {
+function clear3d() {
   if (!THREE) return;
   if (model) { scene.remove(model); model = null; }
   if (skeletonHelper) { scene.remove(skeletonHelper); skeletonHelper = null; }
   mixer = null; actions = []; state.modelLoaded = false; state.framesDrawn = 0;
   $('anim').length = 1;
+  $('no3d').hidden = true;
+  $('no3d').textContent = '';
+  $('status').textContent = '';
+}
+async function load3d(path, lod) {
+  if (!THREE || !state.doc) return;
+  clear3d();
   if (!state.doc.exportable) { $('no3d').hidden = false; $('no3d').textContent = `${state.doc.format} has no 3D view`; return; }
   $('no3d').hidden = true;
   try {
+    $('status').textContent = 'building the 3D view…';   // the tree and hex are already shown
     const buf = await api(`/api/glb?path=${q(path)}${lod ? `&lod=${lod}` : ''}`, 'bytes');
     const { GLTFLoader } = await import('three/addons/loaders/GLTFLoader.js');
     const gltf = await new GLTFLoader().parseAsync(buf, '');
@@ -297,8 +373,11 @@ async function load3d(path, lod) {
     scene.add(skeletonHelper);
     applyTextured();
     state.modelLoaded = true;
+    $('status').textContent = '';
     state.animations = gltf.animations.length;
   } catch (err) {
+    if (state.file !== path) return;
+    $('status').textContent = '';
     $('no3d').hidden = false;
     $('no3d').textContent = `no 3D view: ${err.message}`;
     if (err.status !== 422) showError('3D view', err);
