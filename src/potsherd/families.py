@@ -52,7 +52,7 @@ class Family:
 
 FAMILIES: tuple[Family, ...] = (
     Family("ko", "Knight Online (N3 engine)", "potsherd.formats.ko", ("ko",),
-           cli_hook="potsherd.formats.ko.cli:add_cli", cli_commands=("table",),
+           cli_hook="potsherd.cli.ko:add_cli", cli_commands=("table",),
            docs="docs/formats/knight-online.md"),
     Family("darkstar", "Dynamix Darkstar / 3Space", "potsherd.formats.darkstar",
            ("dts", "darkstar-world", "tribes"),
