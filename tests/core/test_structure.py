@@ -22,12 +22,10 @@ from __future__ import annotations
 
 import ast
 import collections
-import os
 from pathlib import Path
 
 import pytest
 
-import potsherd
 from potsherd import families
 
 SRC = Path(__file__).resolve().parents[2] / "src"
@@ -589,4 +587,3 @@ def test_control_the_real_rules_see_real_violations():
     assert find_cycles(g) == [sorted(list(g)[:3])]
     assert ("potsherd.api", "potsherd.export.gltf") in upward_imports(g, "potsherd")
     assert facade_imports(g, "potsherd") == ["potsherd.export.gltf"]
-    assert os.path.sep not in "".join(g)            # (names, not paths)
