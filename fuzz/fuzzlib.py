@@ -48,8 +48,11 @@ except ImportError:  # pragma: no cover
 
 REPO = Path(__file__).resolve().parents[1]
 CORPUS_ROOT = REPO.parent / "shared" / "corpus"
-#: corpus sub-folder of each family (the main one its descriptor names)
-FAMILY_CORPUS = {f.name: f.corpus[0] for f in potsherd_families.FAMILIES}
+#: corpus sub-folder of each family (the main one its descriptor names), plugins'
+#: families included (``potsherd.codecs`` entry points)
+registry.load_plugins()
+FAMILY_CORPUS = {f.name: f.corpus[0] if f.corpus else f.name
+                 for f in potsherd_families.all_families()}
 FAMILIES = tuple(FAMILY_CORPUS)
 
 #: the limits every fuzzed decode runs under: the defaults, except a smaller

@@ -35,9 +35,15 @@ sys.path.insert(0, str(HERE))
 ALL = ("core", "ko", "darkstar", "fbx", "trle")
 
 
+def _all_families() -> tuple[str, ...]:
+    """"core" and every registered family, those of installed plugins included."""
+    import fuzzlib
+    return ("core", *fuzzlib.FAMILIES)
+
+
 def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--family", default="all", help=f"one of {', '.join(ALL)}, or all")
+    p.add_argument("--family", default="all", help=f"one of {', '.join(ALL)} (or a family a plugin adds), or all")
     p.add_argument("--seconds", type=float, help="time budget per family")
     p.add_argument("--inputs", type=int, help="input budget per family")
     p.add_argument("--seed", type=int, default=0, help="random seed (plain engine)")
@@ -78,10 +84,11 @@ def _cap_memory(mb: int) -> None:
 
 
 def _families(name: str) -> list[str]:
+    every = _all_families()
     if name == "all":
-        return list(ALL)
-    if name not in ALL:
-        raise SystemExit(f"unknown family {name!r} (one of {', '.join(ALL)}, all)")
+        return list(every)
+    if name not in every:
+        raise SystemExit(f"unknown family {name!r} (one of {', '.join(every)}, all)")
     return [name]
 
 

@@ -2,7 +2,7 @@
 inputs, parse ``name=value`` items, check conversion options, write outputs,
 stream a document's JSON.
 
-The command line (``cli.py``) is argparse and printing on top of these; the
+The command line (``cli/``) is argparse and printing on top of these; the
 conversion and texture commands and the family command lines use them too, so
 no library module needs to import the command line.
 """
@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import errno
 import os
+import re
 import stat
 import sys
 from typing import IO, Any, Iterable, Iterator
@@ -31,11 +32,28 @@ class UsageError(Exception):
     """A mistake in how a command was called (exit code 2)."""
 
 
+#: characters a terminal acts on: C0/C1 controls, DEL, and the Unicode format
+#: characters that reorder or hide text (bidi overrides, line separators)
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2066-\u2069"
+                          "\ufeff]")
+
+
+def printable(text: Any) -> str:
+    """``text`` safe to print on a terminal: every control character (ANSI
+    escapes, newlines that would forge an output line, bidi overrides) shown
+    as ``\\xNN`` / ``\\uNNNN``.  Every name the command line prints from a
+    file (member names, paths, error messages) goes through here."""
+    text = str(text)
+    return _UNPRINTABLE.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100
+                            else f"\\u{ord(m.group()):04x}", text)
+
+
 def display_path(path: str | os.PathLike) -> str:
     """A path as printable text: names that are not valid UTF-8 (cp949 bytes,
-    say) show their undecodable bytes as ``\\xNN`` instead of failing to print."""
+    say) show their undecodable bytes as ``\\xNN`` instead of failing to print,
+    and control characters are escaped (:func:`printable`)."""
     raw = os.fsencode(path)
-    return raw.decode("utf-8", "backslashreplace")
+    return printable(raw.decode("utf-8", "backslashreplace"))
 
 
 def parse_params(items: Iterable[str] | None, flag: str = "--param") -> dict[str, Any]:
@@ -69,6 +87,8 @@ def parse_options(items: Iterable[str] | None, flag: str = "--option") -> dict[s
 def make_limits(**changes: int | None) -> Limits:
     """Default limits with the given (non-None) fields replaced."""
     changes = {k: v for k, v in changes.items() if v is not None}
+    if "max_inflated" in changes:   # a raised --max-inflated is the whole document's too
+        changes.setdefault("max_document_inflated", changes["max_inflated"])
     return DEFAULT_LIMITS.replace(**changes) if changes else DEFAULT_LIMITS
 
 

@@ -138,7 +138,7 @@ def _worker(src: str, dst: str, target: str, options: dict) -> tuple:
         return "failed", f"{type(e).__name__}: {e}"
 
 
-def _serve(conn, target: str, options: dict) -> None:
+def _serve(conn, target: str, options: dict, job=None) -> None:
     """Worker process body: convert the ``(src, dst)`` pairs received until
     ``None``.  Ctrl-C is the parent's to handle; SIGTERM (a timeout or an
     interrupted batch) unwinds so the atomic writer removes its temporary file."""
@@ -149,10 +149,11 @@ def _serve(conn, target: str, options: dict) -> None:
     signal.signal(signal.SIGTERM, _term)
     try:
         while True:
-            job = conn.recv()
-            if job is None:
+            item = conn.recv()
+            if item is None:
                 break
-            conn.send(_worker(job[0], job[1], target, options))
+            conn.send(_worker(item[0], item[1], target, options) if job is None
+                      else job(item[0], item[1], options))
     except (EOFError, BrokenPipeError):
         pass
     finally:
@@ -162,9 +163,9 @@ def _serve(conn, target: str, options: dict) -> None:
 class _Slot:
     """One worker process and the file it is converting."""
 
-    def __init__(self, ctx, target: str, options: dict) -> None:
+    def __init__(self, ctx, target: str, options: dict, job=None) -> None:
         self.conn, child = ctx.Pipe(duplex=True)
-        self.proc = ctx.Process(target=_serve, args=(child, target, options), daemon=True)
+        self.proc = ctx.Process(target=_serve, args=(child, target, options, job), daemon=True)
         self.proc.start()
         child.close()
         self.job: tuple | None = None
@@ -205,7 +206,7 @@ def _suppress():
 
 
 def run_in_workers(plan: list, target: str, options: dict, workers: int,
-                   timeout: float | None = None, started=None) -> Iterator[tuple]:
+                   timeout: float | None = None, started=None, job=None) -> Iterator[tuple]:
     """Convert ``plan`` [(src, dst)] in worker processes, yielding
     ``(src, status, result)`` as files finish.
 
@@ -213,13 +214,15 @@ def run_in_workers(plan: list, target: str, options: dict, workers: int,
     file still running after ``timeout`` seconds has its worker killed (and its
     temporary files removed) and is reported as failed, a fresh worker taking
     its place, so the batch goes on.  Closing the generator (a fatal error,
-    Ctrl-C) stops every worker."""
+    Ctrl-C) stops every worker.  ``job(src, dst, options) -> (status, result)``
+    replaces the conversion for other batch work (``potsherd bundle``); like
+    :func:`_worker` it must never raise."""
     # imported here: one-file conversions never start workers (5 ms of a short process)
     import multiprocessing
     import multiprocessing.connection
     ctx = multiprocessing.get_context("fork")
     pending = collections.deque(plan)
-    slots = [_Slot(ctx, target, options) for _ in range(max(1, min(workers, len(plan))))]
+    slots = [_Slot(ctx, target, options, job) for _ in range(max(1, min(workers, len(plan))))]
     try:
         while pending or any(s.job for s in slots):
             for i, slot in enumerate(slots):
@@ -229,7 +232,7 @@ def run_in_workers(plan: list, target: str, options: dict, workers: int,
                         slot.give(src, dst)
                     except OSError:                # the worker died while idle
                         slot.stop()
-                        slots[i] = slot = _Slot(ctx, target, options)
+                        slots[i] = slot = _Slot(ctx, target, options, job)
                         slot.give(src, dst)
                     if started is not None:
                         started(src)
@@ -245,7 +248,7 @@ def run_in_workers(plan: list, target: str, options: dict, workers: int,
                     slot.proc.join(1.0)
                     status, res = "failed", f"worker process died (exit code {slot.proc.exitcode})"
                     slot.stop()
-                    slots[slots.index(slot)] = _Slot(ctx, target, options)
+                    slots[slots.index(slot)] = _Slot(ctx, target, options, job)
                 yield src, status, res
             if timeout is not None:
                 now = time.monotonic()
@@ -253,7 +256,7 @@ def run_in_workers(plan: list, target: str, options: dict, workers: int,
                     if slot.job is not None and now - slot.t0 > timeout:
                         src = slot.job[0]
                         slot.stop()
-                        slots[i] = _Slot(ctx, target, options)
+                        slots[i] = _Slot(ctx, target, options, job)
                         yield src, "failed", f"timed out after {timeout:g} s (--timeout)"
     except BaseException:
         for slot in slots:

@@ -66,10 +66,19 @@ FAMILIES: tuple[Family, ...] = (
 
 NAMES: tuple[str, ...] = tuple(f.name for f in FAMILIES)
 
+#: families added by plugins (``potsherd.codecs`` entry points), filled by
+#: :func:`potsherd.registry.load_plugins`
+PLUGIN_FAMILIES: list[Family] = []
+
+
+def all_families() -> tuple[Family, ...]:
+    """The built-in families, then those plugins added (once loaded)."""
+    return FAMILIES + tuple(PLUGIN_FAMILIES)
+
 
 def family(name: str) -> Family:
     """The descriptor of a family by name (KeyError when unknown)."""
-    for f in FAMILIES:
+    for f in all_families():
         if f.name == name:
             return f
     raise KeyError(name)
@@ -88,7 +97,8 @@ def describe_codec(codec: Any) -> dict:
     def opts(options) -> list[dict]:
         return [{"name": o.name, "type": o.type.__name__, "help": o.help, "default": o.default}
                 for o in options]
-    return {"name": codec.name, "family": codec.family, "extensions": list(codec.extensions),
+    return {"name": codec.name, "family": codec.family, "origin": codec.origin,
+            "extensions": list(codec.extensions),
             "magic": codec.magic.hex() if codec.magic else None,
             "description": codec.description, "features": codec.features(),
             "export_options": opts(codec.export_options),

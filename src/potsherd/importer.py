@@ -15,7 +15,7 @@ import os
 from typing import Any
 
 from .core.errors import EncodeError, FormatError
-from .core.fileio import atomic_write
+from .core.fileio import atomic_write_all
 from .errors import NoImportError, SceneImportError
 from .core.limits import DEFAULT_LIMITS, Limits
 from .document import Document
@@ -138,8 +138,9 @@ def scene_to_files(scene: Any, dst: str | os.PathLike, codec: Codec, *,
         import json
         from .scene.import_prep import sidecar_path
         encoded.insert(1, (sidecar_path(dst), json.dumps(side, sort_keys=True).encode()))
-    for path, data in encoded[1:] + encoded[:1]:         # OUT last
-        atomic_write(path, data)
+    # every file staged, then renamed as one set (OUT last): an interruption
+    # leaves all the old files or all the new ones
+    atomic_write_all(encoded[1:] + encoded[:1])
     return {"path": dst, "bytes": len(encoded[0][1]), "format": codec.name,
             "files": [(p, len(d)) for p, d in encoded], "warnings": list(scene.warnings)}
 

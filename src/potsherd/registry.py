@@ -73,6 +73,42 @@ def coerce_options(declared: Iterable[Option], given: dict, *, what: str = "") -
     return out
 
 
+class ByteSequence(NamedTuple):
+    """Bytes a file of a format holds at a fixed place: starting at ``offset``
+    from the start of the file, or anywhere from ``offset`` to ``max_offset``."""
+
+    offset: int
+    data: bytes
+    max_offset: int | None = None
+
+    def matches(self, data: bytes) -> bool:
+        last = self.offset if self.max_offset is None else self.max_offset
+        if last == self.offset:
+            return data[self.offset:self.offset + len(self.data)] == self.data
+        return data.find(self.data, self.offset, last + len(self.data)) >= 0
+
+
+class Signature(NamedTuple):
+    """What identifies one version of a format by its bytes (every sequence
+    present), for ``potsherd identify`` and the DROID / FIDO signature files.
+
+    ``version`` is "" when the signature holds for every version; ``group``
+    names the versions that share a layout (one identifier entry per group,
+    "" : the version itself)."""
+
+    version: str
+    sequences: tuple[ByteSequence, ...]
+    group: str = ""
+
+    def matches(self, data: bytes) -> bool:
+        return all(s.matches(data) for s in self.sequences)
+
+    @property
+    def entry(self) -> str:
+        """The version label of the identifier entry this signature belongs to."""
+        return self.group or self.version
+
+
 class Codec:
     """Base class of a format codec.
 
@@ -109,6 +145,8 @@ class Codec:
     texture_options: tuple[Option, ...] = ()
     #: ``convert(doc, to, **options)``: a same-family transcode (FBX binary <-> ASCII), or None
     convert: Any = None
+    #: ``to_csv(doc) -> str``: a table's rows as CSV (access copies of tables), or None
+    to_csv: Any = None
     #: the three directions every byte-exact codec has; a codec lacking one says so
     can_read: bool = True
     can_write: bool = True
@@ -117,6 +155,26 @@ class Codec:
     #: read into memory only the document holds) and may keep views of it;
     #: ``potsherd.read(path)`` then reads into one (no copies of the arrays)
     private_input: bool = False
+    #: byte signatures (version words, magic) that identify the format's versions
+    #: (:class:`Signature`); None: the ``magic`` bytes at offset 0, for every version
+    signatures: tuple[Signature, ...] | None = None
+    #: where the codec comes from: "potsherd", or the distribution of a plugin
+    #: (set when it is loaded through the ``potsherd.codecs`` entry points)
+    origin: str = "potsherd"
+
+    def declared_signatures(self) -> tuple[Signature, ...]:
+        """The signatures identifiers match (the ``magic`` bytes unless declared)."""
+        if self.signatures is not None:
+            return tuple(self.signatures)
+        if self.magic:
+            return (Signature("", (ByteSequence(0, bytes(self.magic)),)),)
+        return ()
+
+    def format_version(self, doc: Document) -> str | None:
+        """The version of the format ``doc`` was read as (what ``info`` reports
+        as ``version``), as text; None when the format has one version."""
+        v = self.info(doc).get("version")
+        return None if v is None or v == "" else str(v)
 
     def features(self) -> dict[str, bool]:
         """What this codec can do, as ``potsherd formats`` shows it."""
@@ -362,7 +420,7 @@ def _load() -> None:
         if _LOADED:         # loaded, or being loaded by this very thread
             return
         _LOADED = True
-        partial = bool(_FAMILIES_LOADED)
+        partial = bool(_FAMILIES_LOADED) or bool(_CODECS)
         for fam in _families.FAMILIES:
             _load_family(fam)
         if partial:  # the table in the order a load of every family at once gives
@@ -373,7 +431,15 @@ def _load() -> None:
             _CODECS.clear()
             _CODECS.update((n, table[n]) for n in order)
             _DETECT_INDEX.clear()
+        load_plugins()   # after the built-ins: a plugin never shadows one
         _COMPLETE = True
+
+
+def load_plugins() -> None:
+    """Register the codecs of installed plugins, once (:mod:`potsherd.plugins`)."""
+    import sys
+    from . import plugins
+    plugins.load_plugins(sys.modules[__name__])
 
 
 def _load_family(fam: Any) -> None:
@@ -456,6 +522,7 @@ def format_rows() -> list[dict]:
 
     From the live codecs once they are loaded (so a codec registered at run time
     is listed), else from the generated manifest, without importing any family."""
+    load_plugins()
     if _LOADED:
         return [_families.describe_codec(c) for c in _CODECS.values()]
     rows = _families.read_manifest()

@@ -24,10 +24,13 @@ def _tree(tmp_path: Path) -> Path:
     return tmp_path / "client"
 
 
-def test_windows_reference_found_case_insensitively_up_the_tree(tmp_path):
+def test_windows_reference_found_case_insensitively_in_the_game_tree(tmp_path):
     client = _tree(tmp_path)
     source = client / "ui" / "x.n3chr"
-    r = resolve.Resolver(source)
+    # the parent folder is a root only because its layout says it is the client
+    assert resolve.Resolver(source).find(b"item\\SWORD.N3PMESH") is None
+    r = resolve.Resolver(source, game_layout=("Item", "UI"))
+    assert r.roots == [client / "ui", client]
     assert r.find(b"item\\SWORD.N3PMESH") == client / "Item" / "Sword.n3pmesh"
     assert r.find("C:\\client\\item\\sword.n3pmesh") == client / "Item" / "Sword.n3pmesh"
     assert r.find("Item/../Item/Sword.n3pmesh") is None   # no climbing out

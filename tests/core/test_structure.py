@@ -182,11 +182,11 @@ REPO = PKG_DIR.parent.parent
 #: the rooms, lowest first: a module may import its own room and the rooms below it
 ROOMS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("core", ("core", "_version", "errors")),
-    ("model", ("document", "families", "registry", "scene", "imaging", "containers",
-               "resolve", "examples", "api")),
+    ("model", ("document", "families", "plugins", "registry", "scene", "imaging",
+               "containers", "resolve", "examples", "api")),
     ("formats", ("formats",)),
     ("export", ("export",)),
-    ("verbs", ("importer", "convert")),
+    ("verbs", ("importer", "convert", "preserve")),
     ("interfaces", ("view", "blender", "", "cli", "__main__")),   # "": the package facade
 )
 

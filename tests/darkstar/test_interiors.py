@@ -207,13 +207,82 @@ def test_version_4_lighting_has_no_huffman_tables():
     assert lp["surfaces"]["mapIndex"].tolist()[:3] == [-1, 0, 8]
 
 
-def test_mission_lighting_keeps_its_index_stream_raw():
-    lt = decode(we.mission_dil_bytes(), "m.dil")
+def test_mission_lighting_index_table_is_decoded_into_rows():
+    data = we.mission_dil_bytes()
+    lt = decode(data, "m.dil")
     assert lt.format == "dil"
     lp = lt.root["payload"]
-    assert lp["nIndexEntries"] == 2 and bytes(lp["indexStream"]) == bytes([0xC6, 0x48, 0, 0x33])
-    assert lt.codec.opaque_bytes(lt) == 4          # the LZH bytes only
+    assert lp["nIndexEntries"] == 2
+    assert lp["index"]["rows"].tolist() == [(0, 0), (8, 8)]
+    assert lt.codec.opaque_bytes(lt) == 0          # the LZH stream is decoded
     assert lp["huffmanNodes"]["indexOne"].tolist() == [-2]
+    # the encoder reproduces this stream, so JSON carries only the rows
+    assert set(lt.to_json("readable")["root"]["payload"]["index"]) == {"rows"}
+
+
+def test_mission_lighting_stream_kept_while_unchanged_recompressed_when_edited():
+    from potsherd.formats.darkstar import lzh
+    data = we.mission_dil_bytes()
+    # the writer's last byte is never used by the reader: another value there
+    # gives a stream the encoder does not reproduce, holding the same rows
+    odd = data[:-1] + bytes([data[-1] ^ 0x5A])
+    doc = decode(odd, "m.dil")
+    j = doc.to_json("readable")["root"]["payload"]["index"]
+    assert bytes.fromhex(j["stream"]) == odd[-8:] and j["crc"] == doc.root["payload"]["index"]["crc"]
+    assert doc.root["payload"]["index"]["rows"].tolist() == [(0, 0), (8, 8)]
+    doc.root["payload"]["index"]["rows"]["destIndex"][1] = 4
+    out = doc.encode()
+    stream = lzh.encode(struct.pack("<4i", 0, 0, 8, 4))
+    head = len(odd) - 8                   # where the stream starts (the block before it unchanged)
+    assert out[head:head + len(stream)] == stream and out[8:head] == odd[8:head]
+    back = potsherd._registry.decode(out, path="m.dil").root["payload"]["index"]
+    assert back["rows"].tolist() == [(0, 0), (8, 4)] and back["stream"] == stream
+    # edited through JSON too: the stale stream (CRC of other rows) is not reused
+    j = doc.to_json("wire")
+    j["root"]["payload"]["index"] = {"rows": {"srcIndex": [0, 8], "destIndex": [0, 12]},
+                             "stream": odd[-8:].hex(), "crc": 1}
+    again = potsherd.from_json(json.dumps(j)).encode()
+    stream = lzh.encode(struct.pack("<4i", 0, 0, 8, 12))
+    assert again[head:head + len(stream)] == stream
+
+
+def test_mission_lighting_index_rows_and_count_must_agree():
+    from potsherd.core.errors import EncodeError, JsonFormatError
+    doc = potsherd._registry.decode(we.mission_dil_bytes(), path="m.dil")
+    lp = doc.root["payload"]
+    three = np.array([(0, 0), (8, 8), (9, 12)], dtype=lp["index"]["rows"].dtype)
+    lp["index"] = {"rows": three}
+    with pytest.raises(EncodeError) as e:
+        doc.encode()
+    assert "3 rows" in str(e.value) and "nIndexEntries" in str(e.value)
+    lp["nIndexEntries"] = 3              # with its count: a new stream of the three rows
+    back = potsherd._registry.decode(doc.encode(), path="m.dil").root["payload"]
+    assert back["index"]["rows"].tolist() == [(0, 0), (8, 8), (9, 12)]
+    # JSON that is not a table (or a stream without its CRC) is refused by path
+    j = doc.to_json("readable")
+    for bad in ({"rows": {"srcIndex": [0]}}, {"rows": three.tolist()},
+                {"rows": {"srcIndex": [0], "destIndex": [0]}, "stream": "00"},
+                {"rows": {"srcIndex": [0], "destIndex": [0]}, "stream": "00", "crc": -1}):
+        j["root"]["payload"]["index"] = bad
+        with pytest.raises(JsonFormatError) as e:
+            potsherd.from_json(json.dumps(j))
+        assert "index" in (e.value.path or ""), bad
+
+
+def test_hostile_mission_lighting_index_streams_are_format_errors():
+    from potsherd.core.errors import FormatError
+    data = we.mission_dil_bytes()
+    head = len(data) - 8 - 4              # the count, then the 8-byte stream
+    assert struct.unpack_from("<i", data, head)[0] == 2
+    cases = {"truncated": data[:-3], "count -1": data[:head] + struct.pack("<i", -1) + data[head + 4:],
+             "count huge": data[:head] + struct.pack("<i", 1 << 28) + data[head + 4:],
+             "count past the stream": data[:head] + struct.pack("<i", 40) + data[head + 4:]}
+    for what, bad in cases.items():
+        bad = bad[:4] + struct.pack("<I", len(bad) - 8) + bad[8:]   # the PERS size follows
+        with pytest.raises(FormatError) as e:
+            potsherd._registry.decode(bad, path="m.dil", format="dil")
+        assert e.value.offset is not None and e.value.offset >= head, what
+        assert "index" in str(e.value), what
 
 
 def _v4_interior(tmp_path):
@@ -277,28 +346,41 @@ def _corpus_interior_parts():
     return out
 
 
+@pytest.mark.corpus
 @pytest.mark.skipif(not CORPUS_GARAGE.is_dir() or not TRIBES_MISSIONS.is_dir(),
                     reason="Darkstar world / Tribes corpus absent")
 def test_every_corpus_dil_and_dig_round_trips_decoded():
     """Every .dil/.dig of the corpus (Starsiege v4 and v7, Tribes mission lighting)
-    round-trips through both JSON forms; nothing is opaque but the mission lighting's
-    LZH index stream."""
+    round-trips through both JSON forms with nothing opaque (the mission lighting's
+    LZH index table decoded into rows, its stream re-encoded or kept as stored)."""
     parts = _corpus_interior_parts()
     versions = set()
+    tables = reproduced = 0
     for name, data in parts:
         doc = decode(data, name)
         block = doc.root
         versions.add((bytes(block["className"]).decode(), block["version"]))
         lp = block["payload"]
         assert isinstance(lp, dict), name
-        lzh = len(lp["indexStream"]) if "indexStream" in lp else 0
-        assert doc.codec.opaque_bytes(doc) == lzh, name
+        assert doc.codec.opaque_bytes(doc) == 0, name
+        if "index" in lp:
+            rows = lp["index"]["rows"]
+            assert len(rows) == lp["nIndexEntries"], name
+            # the engine searches the table by halves: sorted, offsets inside mapData
+            assert (np.diff(rows["srcIndex"]) > 0).all(), name
+            assert ((rows["destIndex"] >= 0) & (rows["destIndex"] < lp["nMapData"])).all(), name
+            reproduced += "stream" not in doc.to_json("wire")["root"]["payload"]["index"]
+            tables += 1
     assert len(parts) >= 140
+    # every Tribes mission lighting file; the encoder gives back every stream,
+    # the 8 tables of 48 bytes (under F = 60, whose look-ahead reaches into the
+    # engine's uninitialised ring) included
+    assert tables == 117 and reproduced == 117
     # mission lighting's own surfaces index its own map data (no table needed)
     from potsherd.formats.darkstar.interiors import light_map
     for name, data in parts:
         lp = potsherd._registry.decode(data, path=name).root["payload"]
-        if "indexStream" in lp:
+        if "index" in lp:
             budget = [1 << 22]
             lit = [light_map(lp, i, budget) for i in range(len(lp["surfaces"]))]
             assert all(m is not None for m, k in zip(lit, lp["surfaces"]["mapIndex"]) if k >= 0), name

@@ -125,3 +125,100 @@ def test_engine_streams_reencode_byte_exactly():
     off += 4
     material, used = lzh.decode(dtb, size, off)
     assert lzh.encode(material) == dtb[off:off + used]
+
+
+def _reference_decode(stream: bytes, size: int) -> tuple[bytes, int]:
+    """The engine's reader written plainly (one bit at a time, a 4096-byte ring,
+    the tree update as in the engine), to check the fast decoder against:
+    returns the bytes and the stream bytes consumed (bits used, rounded up,
+    plus the one byte the reader holds ahead); ValueError when it runs out."""
+    freq, son, prnt = lzh._new_tree()
+    bits = "".join(f"{b:08b}" for b in stream) + "0" * 64
+    pos = 0
+
+    def bit() -> int:
+        nonlocal pos
+        if pos >= len(bits):
+            raise ValueError("runs out")
+        pos += 1
+        return int(bits[pos - 1])
+
+    ring = bytearray(b" " * (lzh.N - lzh.F) + bytes(lzh.F))
+    r = lzh.N - lzh.F
+    out = bytearray()
+    while len(out) < size:
+        c = son[lzh.R]
+        while c < lzh.T:
+            c = son[c + bit()]
+        c -= lzh.T
+        if freq[lzh.R] == lzh.MAX_FREQ:
+            lzh._reconst(freq, son, prnt)
+        k = prnt[c + lzh.T]
+        while True:          # the engine's update, step for step
+            freq[k] += 1
+            f = freq[k]
+            l = k + 1
+            if f > freq[l]:
+                while f > freq[l + 1]:
+                    l += 1
+                freq[k], freq[l] = freq[l], f
+                i = son[k]
+                prnt[i] = l
+                if i < lzh.T:
+                    prnt[i + 1] = l
+                j = son[l]
+                son[l] = i
+                prnt[j] = k
+                if j < lzh.T:
+                    prnt[j + 1] = k
+                son[k] = j
+                k = l
+            k = prnt[k]
+            if k == 0:
+                break
+        if c < 256:
+            run = [c]
+        else:
+            hi = sum(bit() << (7 - n) for n in range(8))
+            extra = lzh.D_LEN[hi] - 2
+            low = hi
+            for _ in range(extra):
+                low = (low << 1) | bit()
+            p = (lzh.D_CODE[hi] << 6) | (low & 0x3F)
+            src = (r - p - 1) % lzh.N
+            run = []
+            for n in range(min(c - 253, size - len(out))):
+                run.append(ring[(src + n) % lzh.N])
+                ring[r] = run[-1]
+                r = (r + 1) % lzh.N
+            out += bytes(run)
+            continue
+        out += bytes(run)
+        ring[r] = c
+        r = (r + 1) % lzh.N
+    used = (pos + 7) // 8 + 1
+    if used > len(stream):
+        raise ValueError("runs out")
+    return bytes(out), used
+
+
+@settings(max_examples=120, deadline=None)
+@given(st.binary(min_size=1, max_size=300), st.integers(1, 3000))
+def test_fast_decoder_agrees_with_the_plain_reader_on_any_stream(junk, size):
+    """Arbitrary bytes (hostile or not): the same output and the same consumed
+    count as the plain reader, or a refusal exactly when it runs out."""
+    try:
+        want = _reference_decode(junk, size)
+    except ValueError:
+        want = None
+    if want is None:
+        with pytest.raises(FormatError):
+            lzh.decode(junk, size)
+    else:
+        assert lzh.decode(junk, size) == want
+
+
+def test_fast_decoder_agrees_with_the_plain_reader_past_a_tree_rebuild():
+    data = bytes((i * 131 + (i >> 7) * 17) & 0xFF for i in range(40000))
+    stream = lzh.encode(data)
+    assert _reference_decode(stream, len(data)) == lzh.decode(stream, len(data)) == (data, len(stream))

@@ -19,7 +19,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 from .. import __version__, api, families, registry  # noqa: E402
 from ..api import UsageError, display_path, parse_params  # noqa: E402
-from ..core.errors import FormatError  # noqa: E402
+from ..core.errors import FormatError, LimitError  # noqa: E402
 from ..core.plainjson import plain_json  # noqa: E402
 from ..core.wording import tally  # noqa: E402
 
@@ -103,7 +103,7 @@ def summary(path: str, data: bytes, doc) -> dict:
 
 
 def _error_line(path: str, reason: Any) -> str:
-    return f"potsherd: error: {display_path(path)}: {reason}"
+    return f"potsherd: error: {display_path(path)}: {api.printable(reason)}"
 
 
 # ----------------------------------------------------------------------------
@@ -119,7 +119,8 @@ def cmd_formats(args) -> int:
     if args.json:
         print(json.dumps(rows, indent=1))
         return 0
-    for fam in registry.FAMILIES:
+    # the built-in families, then those only plugins add
+    for fam in dict.fromkeys([*registry.FAMILIES, *(r["family"] for r in rows)]):
         fam_rows = [r for r in rows if r["family"] == fam]
         if not fam_rows:
             continue
@@ -127,8 +128,9 @@ def cmd_formats(args) -> int:
         for r in fam_rows:
             feats = r.get("features", {})
             can = ",".join(f for f in FEATURES if feats.get(f)) or "-"
+            origin = r.get("origin", "potsherd")
             print(f"  {r['name']:<16} {' '.join(r['extensions']):<24} {can:<30} "
-                  f"{r['description']}")
+                  f"{r['description']}" + (f"  [plugin: {origin}]" if origin != "potsherd" else ""))
         for line in _family_option_lines(fam, rows):
             print(line)
     return 0
@@ -339,7 +341,7 @@ def cmd_validate(args) -> int:
             variant = " ".join(f"{k}={v}" for k, v in rec["variant"].items())
             print(f"{rec['path']}: {rec['format']}{' ' + variant if variant else ''} ok, "
                   f"{rec['opaque_bytes']} of {rec['bytes']} bytes opaque"
-                  + "".join(f"\n  warning: {w}" for w in rec["warnings"]))
+                  + "".join(f"\n  warning: {api.printable(w)}" for w in rec["warnings"]))
         else:
             e = rec["error"]
             print(f"{rec['path']}: INVALID {e['message']}"
@@ -373,6 +375,8 @@ def cmd_render(args) -> int:
         raise IsADirectoryError(21, os.strerror(21), args.input)
     try:
         g = rend.Gltf(args.input)
+    except MemoryError:
+        raise LimitError(f"{args.input}: glTF data too large to render") from None
     except (ValueError, KeyError, IndexError, TypeError, struct.error) as e:
         raise FormatError(f"{args.input}: not a readable glTF ({type(e).__name__}: {e})") from None
     animations = len(g.json.get("animations", []))
@@ -384,10 +388,12 @@ def cmd_render(args) -> int:
         raise UsageError(f"--size {args.size}: use 16..4096 pixels")
     try:
         img = rend.render(args.input, animation=animation, time=args.time, size=args.size)
+    except MemoryError:
+        raise LimitError(f"{args.input}: glTF data too large to render") from None
     except (ValueError, KeyError, IndexError, TypeError, struct.error) as e:
         raise FormatError(f"{args.input}: cannot render ({type(e).__name__}: {e})") from None
     for note in img.info.get("notes", []):     # e.g. a KTX2 texture drawn untextured
-        print(f"potsherd: warning: {note}", file=sys.stderr)
+        print(f"potsherd: warning: {api.printable(note)}", file=sys.stderr)
     buf = io.BytesIO()
     img.save(buf, format="PNG")
     stream = api.summary_stream(args.output)
@@ -457,9 +463,10 @@ def cmd_blender_addon(args) -> int:
     return 0
 
 
-#: the commands cli.py adds itself (a family's hook adds the others)
+#: the commands the cli package adds itself (a family's hook adds the others)
 CORE_COMMANDS = ("example", "formats", "info", "dump", "build", "roundtrip", "validate",
-                 "convert", "render", "textures", "view", "layout", "blender-addon")
+                 "convert", "render", "textures", "view", "layout", "blender-addon",
+                 "identify", "signatures", "bundle")
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
@@ -523,6 +530,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     sp.add_argument("--json", action="store_true")
     common(sp)
     sp.set_defaults(func=cmd_validate)
+
+    from . import preserve as cli_preserve
+    cli_preserve.add_parsers(sub, common)
 
     sp = sub.add_parser("example", help="write small example files made by potsherd's own encoders")
     sp.add_argument("folder", help="where to write them")
@@ -625,6 +635,8 @@ def main(argv: list[str] | None = None) -> int:
     """Run one command; exit codes: 0 success, 1 a data or file-system error,
     2 a usage error, 130 interrupted (Ctrl-C)."""
     _tolerant_streams()
+    from .core.fileio import Terminated, install_cleanup_signals
+    install_cleanup_signals()   # SIGTERM / SIGHUP remove temporary files like Ctrl-C
     if list(sys.argv[1:] if argv is None else argv) == ["--version"]:
         print(f"potsherd {__version__}")  # without building every family's parser
         return 0
@@ -639,10 +651,10 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         return args.func(args)
     except UsageError as e:
-        print(f"potsherd: error: {e}", file=sys.stderr)
+        print(f"potsherd: error: {api.printable(e)}", file=sys.stderr)
         return 2
     except FormatError as e:
-        print(f"potsherd: error: {e}", file=sys.stderr)
+        print(f"potsherd: error: {api.printable(e)}", file=sys.stderr)
         return 1
     except BrokenPipeError:
         # the reader went away: stop quietly, and keep Python's exit-time flush quiet too
@@ -655,6 +667,9 @@ def main(argv: list[str] | None = None) -> int:
         where = e.filename if e.filename is not None else "-"
         print(_error_line(where, e.strerror or e), file=sys.stderr)
         return 1
+    except Terminated as e:
+        print("potsherd: terminated", file=sys.stderr)
+        return 128 + e.signum
     except KeyboardInterrupt:
         print("potsherd: interrupted", file=sys.stderr)
         return 130

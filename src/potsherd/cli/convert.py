@@ -58,10 +58,11 @@ def run_import(args: Any, target: str) -> int:
         summary = scene_to_files(scene, args.output, codec, like=like, options=options)
     except OptionError as e:
         raise UsageError(str(e)) from None
+    from ..api import printable
     for w in summary["warnings"]:
-        print(f"potsherd: warning: {w}", file=sys.stderr)
+        print(f"potsherd: warning: {printable(w)}", file=sys.stderr)
     for path, size in summary["files"]:
-        print(f"{path}: {size} bytes", flush=True)
+        print(f"{display_path(path)}: {size} bytes", flush=True)
     return 0
 
 
@@ -102,7 +103,7 @@ def run(args) -> int:
     stream = api.summary_stream(output)
     summary = convert_file(args.input, output, target, settings)
     for w in summary.get("warnings", []):
-        print(f"potsherd: warning: {w}", file=sys.stderr)
+        print(f"potsherd: warning: {api.printable(w)}", file=sys.stderr)
     print(f"{display_path(output)}: {summary['bytes']} bytes", flush=True,
           file=stream)
     if getattr(args, "validate", False) and target in GLTF_TARGETS and output != api.STDIO:

@@ -8,8 +8,8 @@ import sys
 
 from ..core.errors import FormatError
 from ..core.fileio import atomic_write
-from ..formats.darkstar.volumes import list_members, member_bytes
-from ..formats.darkstar.world import _safe_member_path
+from ..core.limits import DEFAULT_LIMITS
+from ..formats.darkstar.volumes import block_map, list_members, member_bytes
 from .inputs import read_doc
 
 
@@ -21,8 +21,10 @@ def _open_archive(path: str, args):
 
 
 def cmd_ls(args) -> int:
-    """List an archive's members: size, compression, name."""
+    """List an archive's members: size, compression, name (control characters
+    escaped; ``--json`` escapes them as JSON does)."""
     import json
+    from ..api import printable
     doc = _open_archive(args.archive, args)
     members = list_members(doc)
     if args.json:
@@ -31,37 +33,69 @@ def cmd_ls(args) -> int:
                               "offset": m.block_offset}))
     else:
         for m in members:
-            print(f"{m.size:10d}  {m.compression:5s}  {m.name}")
+            print(f"{m.size:10d}  {printable(m.compression):5s}  {printable(m.name)}")
         print(f"{len(members)} members, {sum(m.size for m in members)} bytes")
     return 0
 
 
 def cmd_extract(args) -> int:
-    """Write members (all, or those named) into a folder, bytes as stored."""
-    doc = _open_archive(args.archive, args)
+    """Write members (all, or those named) into a folder, bytes as stored.
+
+    Names are made safe and unique first (:func:`potsherd.containers.member_paths`;
+    every change is reported); what is written in total is bounded by
+    ``Limits.document_budget`` of the archive's size (index entries may all
+    name one block), raised with ``--max-inflated``; a member that cannot be
+    written is reported and the others still are."""
+    from ..api import display_path, printable
+    from ..containers import member_paths
+    from ..core.compress import DocumentBudget
+    data, doc = read_doc(args.archive, args)
+    if not hasattr(doc.codec, "read_member"):
+        raise FormatError(f"{args.archive}: a {doc.format} file is not an archive")
     members = list_members(doc)
     wanted = {n.lower() for n in args.members}
-    failed = written = 0
-    for m in members:
-        if wanted and m.name.lower() not in wanted:
-            continue
+    chosen = [m for m in members if not wanted or m.name.lower() in wanted]
+    places = member_paths([m.name for m in chosen])
+    blocks = block_map(doc)                      # once: extraction linear in the members
+    budget = DocumentBudget((doc.limits or DEFAULT_LIMITS).document_budget(len(data)))
+    failed = written = renamed = 0
+    for n, (m, (parts, why)) in enumerate(zip(chosen, places)):
+        dest = os.path.join(args.output, *parts)
         try:
-            data = member_bytes(doc, m)
+            budget.charge(max(m.size, 0), m.block_offset, "the members")
         except FormatError as e:
-            print(f"FAIL  {m.name}: {e}", file=sys.stderr)
+            left = len(chosen) - n
+            print(f"FAIL  {left} member(s) from '{printable(m.name)}' on not written: "
+                  f"{printable(e.message)}", file=sys.stderr)
+            failed += left
+            break
+        try:
+            payload = member_bytes(doc, m, blocks)
+        except FormatError as e:
+            print(f"FAIL  {printable(m.name)}: {printable(e)}", file=sys.stderr)
             failed += 1
             continue
-        dest = _safe_member_path(args.output, m.name)
-        os.makedirs(os.path.dirname(dest) or ".", exist_ok=True)
-        atomic_write(dest, data)
+        try:
+            os.makedirs(os.path.dirname(dest) or ".", exist_ok=True)
+            atomic_write(dest, payload)
+        except OSError as e:      # a file where a folder must go, a full disk: the next one
+            print(f"FAIL  {printable(m.name)}: {display_path(dest)}: "
+                  f"{printable(e.strerror or e)}", file=sys.stderr)
+            failed += 1
+            continue
         written += 1
+        if why is not None:
+            renamed += 1
+            print(f"renamed  '{printable(m.name)}' -> {display_path(os.path.join(*parts))} "
+                  f"({why})", file=sys.stderr)
         if not args.quiet:
-            print(f"ok    {dest}")
+            print(f"ok    {display_path(dest)}")
     missing = wanted - {m.name.lower() for m in members}
-    for n in sorted(missing):
-        print(f"FAIL  {n}: no such member", file=sys.stderr)
+    for name in sorted(missing):
+        print(f"FAIL  {printable(name)}: no such member", file=sys.stderr)
         failed += 1
-    print(f"{written} members written, {failed} failed")
+    print(f"{written} members written" + (f" ({renamed} renamed)" if renamed else "")
+          + f", {failed} failed")
     return 0 if failed == 0 else 1
 
 

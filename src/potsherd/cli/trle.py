@@ -137,23 +137,32 @@ def write_companions(wad_path: str, out_path: str, old: dict, new: dict,
     from ..formats.trle.catalog import moveable_name
     if wad_path == "-":
         return ["companion files: none (the wad was new)"]
+    from ...resolve import Confinement
     notes = []
     out_stem = os.path.splitext(out_path)[0]
+    #: companions are read by the rule for referenced files: the wad's folder only
+    beside = Confinement([os.path.dirname(os.path.abspath(wad_path))])
     for ext in (".sfx", ".sam", ".swd"):
         src = _sibling(wad_path, ext)
         if src is None:
             continue
         target = out_stem + os.path.splitext(src)[1]
         if os.path.abspath(target) != os.path.abspath(src):
-            with open(src, "rb") as f:
-                atomic_write(target, f.read())
+            try:
+                data = beside.read(src, os.path.basename(src))
+            except FormatError as e:     # a link out of the folder, a FIFO, over the limit
+                notes.append(f"{target}: not written ({e.message})")
+                continue
+            atomic_write(target, data)
             notes.append(f"{target}: copied unchanged")
     src = _sibling(wad_path, ".was")
     if src is None:
         return notes
     target = out_stem + os.path.splitext(src)[1]
-    with open(src, "rb") as f:
-        text = f.read()
+    try:
+        text = beside.read(src, os.path.basename(src))
+    except FormatError as e:
+        return notes + [f"{target}: not written ({e.message})"]
     newline = b"\r\n" if b"\r\n" in text else b"\n"
     lines = text.split(newline)
     old_ids = [int(m["object_id"]) for m in old["moveables"]]

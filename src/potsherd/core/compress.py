@@ -13,6 +13,25 @@ from .errors import FormatError, LimitError
 from .limits import DEFAULT_LIMITS, Limits
 
 
+class DocumentBudget:
+    """What one document may still expand to, shared by all its compressed
+    payloads (:meth:`Limits.document_budget`): a file of many small bombs,
+    each under the per-payload limits, is refused once their sum passes it."""
+
+    __slots__ = ("total", "left")
+
+    def __init__(self, total: int) -> None:
+        self.total = total
+        self.left = total
+
+    def charge(self, n: int, offset: int | None = None, what: str = "compressed data") -> None:
+        if n > self.left:
+            raise LimitError(f"{what} would expand to more than {self.total} bytes in total for "
+                             f"this document (raise max_inflated / --max-inflated)", offset=offset,
+                             expected=f"<= {self.total}", found=self.total - self.left + n)
+        self.left -= n
+
+
 def inflation_budget(input_size: int, limits: Limits = DEFAULT_LIMITS) -> int:
     """Most bytes one payload may inflate to, for an input of ``input_size`` bytes."""
     return min(limits.max_inflated, limits.max_inflation_ratio * input_size + (1 << 20))

@@ -49,6 +49,69 @@ def atomic_write(path: str | os.PathLike, data: bytes) -> None:
         f.write(data)
 
 
+@contextlib.contextmanager
+def _signals_held() -> Iterator[None]:
+    """SIGINT, SIGTERM and SIGHUP held back (delivered when the block ends), so a
+    group of renames is not cut in the middle."""
+    import signal
+    import threading
+    sigs = {getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, n)}
+    block = getattr(signal, "pthread_sigmask", None)
+    if block is None or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = block(signal.SIG_BLOCK, sigs)
+    try:
+        yield
+    finally:
+        block(signal.SIG_SETMASK, old)
+
+
+def atomic_write_all(items: "list[tuple[str | os.PathLike, bytes]]") -> None:
+    """Write several files as one output (``.gltf`` + ``.bin`` + images, a
+    character and its parts): every temporary file is written first, then all
+    are renamed into place with interruptions held back, in the order given
+    (put the file that names the others last).  An interruption or error
+    before the renames leaves every old file and no temporary file."""
+    staged: list[tuple[str, str]] = []
+    streams: list[tuple[str, bytes]] = []
+    try:
+        for path, data in items:
+            path = os.fspath(path)
+            kind, real = output_target(path)
+            if kind == "stream":
+                streams.append((path, data))
+                continue
+            folder = os.path.dirname(os.path.abspath(real))
+            try:
+                os.makedirs(folder, exist_ok=True)
+                fd, tmp = tempfile.mkstemp(prefix=f"{TEMP_PREFIX}{os.getpid()}-",
+                                           suffix=TEMP_SUFFIX, dir=folder)
+            except OSError as e:
+                raise _named(e, path) from None
+            staged.append((tmp, real))
+            try:
+                mode = stat.S_IMODE(os.stat(real).st_mode)
+            except OSError:
+                mode = 0o666 & ~_umask()
+            os.chmod(tmp, mode)
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+        with _signals_held():
+            while staged:
+                tmp, real = staged[0]
+                os.replace(tmp, real)
+                staged.pop(0)
+    except BaseException:
+        for tmp, _ in staged:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+        raise
+    for path, data in streams:
+        with _open_stream(path) as f:
+            f.write(data)
+
+
 def output_target(path: str | os.PathLike) -> tuple[str, str]:
     """``(kind, real_path)`` for an output path: ``"file"`` (regular, or absent;
     ``real_path`` is the symlink's target when ``path`` is a link), or
@@ -156,6 +219,38 @@ def _named(e: OSError, path: str) -> OSError:
     """The same OS error, naming ``path``."""
     err = type(e)(e.errno, e.strerror or str(e), path)
     return err
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP, raised where the program is so that every ``finally``
+    and :func:`atomic_open`'s cleanup runs, as for Ctrl-C."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _terminate(signum, frame) -> None:
+    raise Terminated(signum)
+
+
+def install_cleanup_signals() -> None:
+    """Make SIGTERM and SIGHUP unwind like Ctrl-C (temporary files removed,
+    nothing half-renamed).  A signal the parent set to be ignored (``nohup``)
+    stays ignored; only the main thread can install handlers."""
+    import signal
+    import threading
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for name in ("SIGTERM", "SIGHUP"):
+        sig = getattr(signal, name, None)
+        if sig is None:
+            continue
+        try:
+            if signal.getsignal(sig) is signal.SIG_DFL:
+                signal.signal(sig, _terminate)
+        except (OSError, ValueError):
+            pass
 
 
 def remove_temporaries(folder: str | os.PathLike, pid: int) -> list[str]:

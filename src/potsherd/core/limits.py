@@ -22,6 +22,19 @@ class Limits:
     max_inflation_ratio: int = 1100
     #: largest input accepted at all (bytes)
     max_input: int = 1 << 32
+    #: most bytes one document may expand to in total (all its compressed arrays
+    #: inflated, all an archive's members extracted); None: ``max_inflated`` and
+    #: ``document_ratio`` x its size + 64 MiB, whichever is smaller
+    max_document_inflated: "int | None" = None
+    #: what a document may expand to per byte of its own size (see above)
+    document_ratio: int = 8
+
+    def document_budget(self, input_size: int) -> int:
+        """Most bytes a document of ``input_size`` bytes may expand to in total
+        (amplification: many small bombs under the per-payload limits)."""
+        if self.max_document_inflated is not None:
+            return self.max_document_inflated
+        return min(self.max_inflated, self.document_ratio * input_size + (64 << 20))
 
     def replace(self, **changes) -> "Limits":
         return dataclasses.replace(self, **changes)

@@ -23,7 +23,7 @@ import numpy as np
 
 from ..core.plainjson import plain_json
 from ..core.errors import EncodeError, FormatError
-from ..core.fileio import atomic_write
+from ..core.fileio import atomic_write, atomic_write_all
 from ..errors import NoSceneError, SceneExportError
 from ..scene.model import Scene
 from ..scene.ops import faces_apart
@@ -782,14 +782,17 @@ def write_gltf(scene: Scene, path: str | os.PathLike, *, external_images: bool =
         files = renamed
     text = json.dumps(gl, indent=1, ensure_ascii=False, allow_nan=False).encode("utf-8")
     total = len(text)
-    # payloads first, the .gltf last: an interrupted write leaves no .gltf
+    # every file staged first, then renamed as one set, the .gltf last: an
+    # interruption never leaves the old .gltf beside a new .bin
+    items = []
     if b:
-        atomic_write(os.path.join(folder, stem + ".bin"), b)
+        items.append((os.path.join(folder, stem + ".bin"), b))
         total += len(b)
     for name, data in (files or {}).items():
-        atomic_write(os.path.join(folder, name), data)
+        items.append((os.path.join(folder, name), data))
         total += len(data)
-    atomic_write(path, text)
+    items.append((path, text))
+    atomic_write_all(items)
     return total
 
 

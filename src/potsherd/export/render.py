@@ -29,7 +29,10 @@ from typing import Any
 import numpy as np
 from PIL import Image, ImageDraw
 
-from ..core.errors import LimitError
+from ..core.errors import FormatError, LimitError
+from ..core.limits import DEFAULT_LIMITS
+from ..scene.gltf_access import GltfAccess
+from ..scene.gltf_instancing import drawn_budget
 from ..scene.geometry import strip_or_fan_triangles
 from ..scene.gltf_read import GltfInstances, texture_transform
 from ..scene.ops import normal_matrices, skin_blend
@@ -49,8 +52,8 @@ class Gltf:
 
     def __init__(self, path: str) -> None:
         self.folder = os.path.dirname(os.path.abspath(path))
-        with open(path, "rb") as f:
-            data = f.read()
+        from ..containers import read_file_bytes
+        data = read_file_bytes(path, DEFAULT_LIMITS)   # the file named, within the input limit
         self.glb_bin = None
         if data[:4] == b"glTF":
             _, _, length = struct.unpack_from("<III", data, 0)
@@ -65,21 +68,23 @@ class Gltf:
                 pos += 8 + clen
         else:
             self.json = json.loads(data.decode("utf-8"))
+        # buffers and images by the reader's rule for referenced files (inside the
+        # glTF's folder tree, regular files, within the input limits)
+        self._access = GltfAccess(data, self.folder, DEFAULT_LIMITS)
         self.buffers = [self._load_uri(b.get("uri")) if "uri" in b else self.glb_bin
                         for b in self.json.get("buffers", [])]
         self._acc_cache: dict = {}
         self._image_cache: dict = {}
         self.instances = GltfInstances(data, self.folder)
-        #: vertices instanced copies may add (the reader's bound: 256 x the input + 64 KiB)
-        self.copy_budget = 256 * (65536 + len(data))
+        #: vertices instanced copies may add (the reader's bound)
+        self.copy_budget = drawn_budget(DEFAULT_LIMITS, len(data))
         #: what could not be drawn as the file asks (shown in the caption)
         self.notes: list = []
 
     def _load_uri(self, uri: str) -> bytes:
-        if uri.startswith("data:"):
-            return base64.b64decode(uri.split(",", 1)[1])
-        with open(os.path.join(self.folder, uri), "rb") as f:
-            return f.read()
+        if not isinstance(uri, str):
+            raise FormatError("a buffer or image uri must be a string", found=type(uri).__name__)
+        return self._access.load_uri(uri, "uri")
 
     def view_bytes(self, vi: int) -> bytes:
         v = self.json["bufferViews"][vi]
@@ -147,7 +152,13 @@ class Gltf:
         cache = self._image_cache
         if ii not in cache:
             im = self.json["images"][ii]
-            data = self.view_bytes(im["bufferView"]) if "bufferView" in im else self._load_uri(im["uri"])
+            try:
+                data = self.view_bytes(im["bufferView"]) if "bufferView" in im else \
+                    self._load_uri(im["uri"])
+            except FormatError as e:      # refused or missing: drawn untextured, said so
+                self.notes.append(f"image {ii}: {e.message}: drawn untextured")
+                cache[ii] = None
+                return None
             try:
                 cache[ii] = np.asarray(Image.open(io.BytesIO(data)).convert("RGBA"),
                                        dtype=np.float64) / 255.0

@@ -57,6 +57,8 @@ class GltfAccess:
         self.data = data
         self.folder = folder
         self.limits = limits
+        #: where referenced files may be read (made on the first external URI)
+        self.confinement = None
         self.bin_chunk: Optional[bytes] = None
         self.bin_offset = 0
         self.gl: dict = {}
@@ -205,33 +207,39 @@ class GltfAccess:
 
     # buffers ----------------------------------------------------------------------
     def load_uri(self, uri: str, path: str) -> bytes:
-        if uri.startswith("data:"):
+        """A buffer's or image's bytes: a data URI (bounded by the input it is
+        part of), or a relative file inside the glTF's folder tree, read by the
+        one rule for referenced files (:class:`potsherd.resolve.Confinement`)."""
+        if uri[:5].lower() == "data:":
             head, sep, payload = uri.partition(",")
             if not sep:
                 raise self.fail(path, "data URI without a comma")
+            if len(payload) > self.limits.max_input:
+                raise LimitError("data URI over the input limit", path=path,
+                                 expected=f"<= {self.limits.max_input}", found=len(payload))
             if head.endswith(";base64"):
                 try:
                     return base64.b64decode(payload, validate=False)
                 except (ValueError, TypeError) as e:
                     raise self.fail(path, f"bad base64 data URI: {e}") from None
             return urllib.parse.unquote_to_bytes(payload)
-        parsed = urllib.parse.urlsplit(uri)
-        if parsed.scheme or uri.startswith(("/", "\\")) or os.path.isabs(uri):
+        from ..resolve import ReferenceRefused, uri_path
+        rel = uri_path(uri)
+        if rel is None:
             raise self.fail(path, "only relative file URIs and data URIs are read", found=uri,
-                            cls=FormatError)
+                            cls=ReferenceRefused)
         if self.folder is None:
             raise self.fail(path, "external URI in a glTF given as bytes (no folder to read "
-                            "from)", found=uri, cls=FormatError)
-        file = os.path.join(self.folder, urllib.parse.unquote(uri))
+                            "from)", found=uri, cls=ReferenceRefused)
+        if self.confinement is None:
+            from ..resolve import Confinement
+            self.confinement = Confinement([self.folder], self.limits)
         try:
-            size = os.path.getsize(file)
-            if size > self.limits.max_input:
-                raise LimitError("external file over the input limit", path=path, found=size)
-            with open(file, "rb") as f:
-                return f.read()
-        except OSError as e:
-            raise self.fail(path, f"cannot read {uri!r}: {e.strerror or e}", cls=FormatError
-                            ) from None
+            return self.confinement.read(os.path.join(self.folder, rel), uri)
+        except LimitError as e:
+            raise LimitError(f"{uri!r}: {e.message}", path=path) from None
+        except ReferenceRefused as e:
+            raise ReferenceRefused(e.message, path=path, found=uri) from None
 
     def read_buffers(self) -> None:
         for i, b in enumerate(self.items("buffers")):

@@ -18,6 +18,18 @@ _INSTANCE_ATTRIBUTES = {"TRANSLATION": (3, (0.0, 0.0, 0.0)), "ROTATION": (4, (0.
                         "SCALE": (3, (1.0, 1.0, 1.0))}
 
 
+#: vertices as drawn (every node's mesh, every instance) per byte of input (+1 MiB):
+#: a few bytes per instance or per node can copy a big mesh, and importers bake
+#: every copy; stored geometry alone never comes near (at least 4 bytes a vertex)
+DRAWN_PER_BYTE = 16
+
+
+def drawn_budget(limits, input_size: int) -> int:
+    """Most vertices a glTF of ``input_size`` bytes may draw (instances x vertices,
+    nodes sharing a mesh x its vertices): the element limit, and 16 x the input."""
+    return min(limits.max_elements, DRAWN_PER_BYTE * (input_size + (1 << 20)))
+
+
 class Instancing(GltfAccess):
     """Reading and expanding a node's instances."""
 
@@ -80,8 +92,8 @@ class Instancing(GltfAccess):
         animation of the node's morph weights is given to each copy too.
 
         A few bytes per instance can copy a large mesh: the copies' vertices are
-        bounded by the element limit and by 256 x the input size (+64 KiB)."""
-        budget = min(self.limits.max_elements, 256 * (65536 + len(self.data)))
+        bounded by :func:`drawn_budget`, checked before any copy is made."""
+        budget = drawn_budget(self.limits, len(self.data))
         copied = 0
         for i in range(len(scene.nodes)):
             trs = self.instance_trs(i)
@@ -116,3 +128,18 @@ class Instancing(GltfAccess):
                 a.channels.extend(dataclasses.replace(c, node=k) for c in list(a.channels)
                                   if c.node == i and c.path == "weights"
                                   for k in range(first, len(scene.nodes)))
+
+
+def check_drawn(scene: Scene, limits, input_size: int) -> None:
+    """Refuse a scene whose nodes draw more vertices than :func:`drawn_budget`
+    (many nodes naming one big mesh amplify as instances do)."""
+    budget = drawn_budget(limits, input_size)
+    per_mesh = [sum(len(p.positions) for p in m.primitives) for m in scene.meshes]
+    drawn = 0
+    for i, n in enumerate(scene.nodes):
+        if n.mesh is not None and 0 <= n.mesh < len(per_mesh):
+            drawn += per_mesh[n.mesh]
+            if drawn > budget:
+                raise LimitError("the scene draws more vertices than the limit (nodes x "
+                                 "their meshes' vertices)", path=f"$.nodes[{i}].mesh",
+                                 expected=f"<= {budget}", found=drawn)

@@ -42,7 +42,8 @@ from .model import (Animation, Channel, Image, Material, Mesh, MorphTarget, Node
                     Scene, Skin, TextureRef)
 from .gltf_access import GLB_MAGIC, GltfAccess, _kind, _to_float
 from . import gltf_draco
-from .gltf_instancing import Instancing
+from .gltf_instancing import Instancing, check_drawn
+from ..resolve import decodes_as_image
 from .gltf_uvsets import UvSets
 from .geometry import strip_or_fan_triangles
 from .xform import mat4_from_gltf
@@ -193,6 +194,7 @@ class _Reader(UvSets, Instancing, GltfAccess):
         scene.animations = self.merge_per_node_animations(scene.animations)
         self.expand_instances(scene)
         self.pick_scene(scene)
+        check_drawn(scene, self.limits, len(self.data))
         unknown = sorted(set(used) - _UNDERSTOOD - set(_IMAGE_EXTENSIONS))
         if unknown:
             scene.extras.setdefault("extensionsUsed", unknown)
@@ -265,10 +267,14 @@ class _Reader(UvSets, Instancing, GltfAccess):
                 keep_uri = uri
                 try:
                     data = self.load_uri(uri, path + ".uri")
-                except LimitError:
-                    raise
-                except FormatError as e:
+                except FormatError as e:   # refused, missing or over the limits: a warning
                     self.warnings.append(f"images[{i}]: {e.message}; kept as a reference")
+            if data is not None and not decodes_as_image(data):
+                # a referenced file is embedded only when it is an image
+                self.warnings.append(f"images[{i}]: {_short_uri(uri)!r} does not decode as an "
+                                     "image; kept as a reference, not embedded")
+                data = None
+                keep_uri = keep_uri or (None if uri.startswith("data:") else uri)
         else:
             raise self.fail(path, "image has neither uri nor bufferView")
         if data is not None:
@@ -734,6 +740,10 @@ class _Reader(UvSets, Instancing, GltfAccess):
             anim.channels.append(Channel(node=node, path=tpath_name, times=times,
                                          values=values, interpolation=interp))
         return anim
+
+
+def _short_uri(uri: str) -> str:
+    return uri if len(uri) <= 80 else uri[:60] + "..."
 
 
 def _sniff_image(data: bytes) -> Optional[str]:

@@ -1,6 +1,7 @@
 """The ``dts`` and ``dml`` codecs: one top-level PERS block plus trailing bytes."""
 from __future__ import annotations
 
+import functools
 import struct
 from typing import Any
 
@@ -42,6 +43,29 @@ class DarkstarCodec(Codec):
         self.description = description
         #: the PERS classes a file of this format holds at its top (and nested)
         self.classes = classes
+
+    @functools.cached_property
+    def signatures(self) -> tuple:
+        """One signature per top-level class and version this reader has a
+        layout for: "PERS", the class name (an i16 length, the name, a pad to
+        even) and the i32 version word after it; then "PERS" + class name alone
+        for the versions kept raw (an identifier prefers the versioned entries).
+        The top classes are ``class_names`` when the codec has them (interior
+        parts), else the first of ``classes``."""
+        from ...registry import ByteSequence, Signature
+        tops = tuple(getattr(self, "class_names", ()) or (self.classes[0].encode("ascii"),))
+        out: list = []
+        for top in tops:
+            name = len(top).to_bytes(2, "little") + top
+            at = 10 + len(top) + (len(top) & 1)
+            head = (ByteSequence(0, TAG), ByteSequence(8, name))
+            # several top classes: each class's versions are entries of their own
+            slug = "" if len(tops) == 1 else "-" + top.decode("ascii").lower().replace(":", "")
+            out += [Signature(str(v), (*head, ByteSequence(at, v.to_bytes(4, "little"))),
+                              f"{v}{slug}" if slug else "")
+                    for v in sorted(v for (c, v) in BLOCK.payloads if c == top)]
+            out.append(Signature("", head))
+        return tuple(out)
 
     # --- bytes ----------------------------------------------------------
     def decode(self, data: bytes, *, limits: Limits = DEFAULT_LIMITS, **params: Any) -> Document:

@@ -43,7 +43,7 @@ def _load(name: str, roots: list[str], what: str, warnings: list[str],
     """A file the interior names, read and decoded within the interior's own
     limits (it is as hostile as the interior), or None with a warning."""
     from ... import registry
-    from ...containers import read_input
+    from ...resolve import Confinement, read_spec
     from .textures import find_in_tree
     if not name:
         return None
@@ -53,7 +53,8 @@ def _load(name: str, roots: list[str], what: str, warnings: list[str],
                         f"--data-root")
         return None
     try:
-        return registry.decode(read_input(spec, limits), path=spec, limits=limits)
+        data = read_spec(spec, Confinement(roots, limits), name)
+        return registry.decode(data, path=spec, limits=limits)
     except (FormatError, OSError) as e:
         warnings.append(f"{what} {name!r}: {e}")
         return None

@@ -15,10 +15,13 @@ which is how a parser finds where the next field starts.
 :func:`encode` follows the engine's encoder step for step (binary-tree match
 finder, the same tie-breaking, the same flush) so re-encoding an engine stream
 gives its bytes back; the engine's ring past the first 4036 bytes starts as
-uninitialised memory, which only matters for inputs under 60 bytes (modelled
-as zeros here).
+uninitialised heap memory, which only matters for inputs under 60 bytes
+(modelled as the MSVC debug heap's 0xCD fill, which reproduces every short
+stream of the corpus).
 """
 from __future__ import annotations
+
+import numpy as np
 
 from ...core.errors import FormatError, LimitError, TruncatedError
 from ...core.limits import DEFAULT_LIMITS, Limits
@@ -106,37 +109,6 @@ def _reconst(freq: list[int], son: list[int], prnt: list[int]) -> None:
             prnt[k] = prnt[k + 1] = i
 
 
-def _update(freq: list[int], son: list[int], prnt: list[int], c: int) -> None:
-    if freq[R] == MAX_FREQ:
-        _reconst(freq, son, prnt)
-    c = prnt[c + T]
-    while True:
-        freq[c] += 1
-        k = freq[c]
-        l = c + 1
-        if k > freq[l]:
-            l += 1
-            while k > freq[l]:
-                l += 1
-            l -= 1
-            freq[c] = freq[l]
-            freq[l] = k
-            i = son[c]
-            prnt[i] = l
-            if i < T:
-                prnt[i + 1] = l
-            j = son[l]
-            son[l] = i
-            prnt[j] = c
-            if j < T:
-                prnt[j + 1] = c
-            son[c] = j
-            c = l
-        c = prnt[c]
-        if c == 0:
-            break
-
-
 def max_output(compressed: int) -> int:
     """Most bytes a stream of ``compressed`` bytes can expand to."""
     return MAX_RATIO * compressed + F
@@ -167,51 +139,47 @@ def decode(data: bytes | bytearray | memoryview, size: int, offset: int = 0,
     if size == 0:
         return b"", 0
     freq, son, prnt = _new_tree()
-    ring = bytearray(N)
-    ring[:N - F] = b" " * (N - F)
-    r = N - F
-    out = bytearray(size)
-    n = 0
-    # bits are taken from a window refilled 32 at a time (8 zero bytes pad the end,
-    # as the engine's reader gets zeros there); how many stream bytes the
-    # engine's own reader consumed follows from the bits used: ceil(bits / 8) + 1
-    data = buf[offset:end] + bytes(8)
-    pos = 0
-    acc = 0         # the window; its low ``nb`` bits are unread
-    nb = 0
-    used = 0        # bits taken
+    # the output buffer is also the ring: a match of position p copies from
+    # p + 1 bytes back.  Its first N bytes stand for the engine's starting ring
+    # (output byte n sits at ring index (N - F + n) mod N): F uninitialised
+    # bytes (zeros), then N - F spaces.
+    out = bytearray(N + size)
+    out[F:N] = b" " * (N - F)
+    j = N
+    stop = N + size
+    # the stream as one byte per bit (numpy unpacks it once), so the tree walk
+    # takes a bit with one index; a position reads its 9..14 bits from the
+    # packed bytes.  Zero bytes pad the end, as the engine's reader gets zeros
+    # there; it consumed ceil(bits / 8) + 1 stream bytes.
+    # (no symbol takes more than 37 bits and each gives at least one byte, so
+    # only that much of what follows is unpacked)
+    packed = buf[offset:offset + min(avail, (37 * size + 7) // 8 + 2)] + bytes(8)
+    bits = np.unpackbits(np.frombuffer(packed, np.uint8)).tobytes()
+    # the walk past the stream's end: each symbol takes at most 23 bits (the
+    # tree is Huffman and its root weight stays under 0x8000, a Fibonacci
+    # bound) + 14 position bits, so a pad of 64 zero bits never runs out
+    limit = 8 * avail
+    p = 0
     d_code, d_len = D_CODE, D_LEN
     frombytes = int.from_bytes
-    while n < size:
-        if nb < 32:
-            acc = ((acc & ((1 << nb) - 1)) << 32) | frombytes(data[pos:pos + 4], "big")
-            pos += 4
-            nb += 32
-            if pos > avail + 8:
-                break
+    while j < stop:
+        if p > limit:
+            break
         # --- decodeChar: walk from the root, one bit per level
         c = son[R]
-        start = nb
         while c < T:
-            nb -= 1
-            c = son[c + ((acc >> nb) & 1)]
-            if nb == 0 and c < T:      # a code longer than the window (deep trees)
-                acc = frombytes(data[pos:pos + 4], "big")
-                pos += 4
-                nb = 32
-                start += 32
-        used += start - nb
+            c = son[c + bits[p]]
+            p += 1
         c -= T
-        # --- update (inlined: the hot loop)
+        # --- update (inlined: the hot loop): from the symbol's leaf up to the
+        # root (whose parent is 0; node 0 is only ever a leaf, never a parent)
         if freq[R] == MAX_FREQ:
             _reconst(freq, son, prnt)
         k = prnt[c + T]
         while True:
             f = freq[k] + 1
-            freq[k] = f
-            l = k + 1
-            if f > freq[l]:
-                l += 1
+            if f > freq[k + 1]:   # move it past the nodes of its old weight
+                l = k + 2
                 while f > freq[l]:
                     l += 1
                 l -= 1
@@ -221,57 +189,44 @@ def decode(data: bytes | bytearray | memoryview, size: int, offset: int = 0,
                 prnt[i] = l
                 if i < T:
                     prnt[i + 1] = l
-                j = son[l]
+                m = son[l]
                 son[l] = i
-                prnt[j] = k
-                if j < T:
-                    prnt[j + 1] = k
-                son[k] = j
-                k = l
-            k = prnt[k]
-            if k == 0:
+                prnt[m] = k
+                if m < T:
+                    prnt[m + 1] = k
+                son[k] = m
+                k = prnt[l]
+            else:
+                freq[k] = f
+                k = prnt[k]
+            if not k:
                 break
         if c < 256:
-            out[n] = c
-            ring[r] = c
-            r = (r + 1) & (N - 1)
-            n += 1
+            out[j] = c
+            j += 1
             continue
         # --- decodePosition: a byte through the tables, then 1..6 more bits
-        if nb < 16:
-            acc = ((acc & ((1 << nb) - 1)) << 32) | frombytes(data[pos:pos + 4], "big")
-            pos += 4
-            nb += 32
-        nb -= 8
-        i = (acc >> nb) & 0xFF
+        q = p >> 3
+        w = frombytes(packed[q:q + 3], "big") << (p & 7)    # 17+ bits from p
+        i = (w >> 16) & 0xFF
         extra = d_len[i] - 2
-        nb -= extra
-        i = (i << extra) | ((acc >> nb) & ((1 << extra) - 1))
-        used += 8 + extra
-        src = (r - ((d_code[i >> extra] << 6) | (i & 0x3F)) - 1) & (N - 1)
-        length = c - 255 + THRESHOLD
-        if length > size - n:
-            length = size - n
-        dist = (r - src) & (N - 1)
-        if src + length <= N and r + length <= N and dist >= length:
-            chunk = ring[src:src + length]
-            out[n:n + length] = chunk
-            ring[r:r + length] = chunk
-            n += length
-            r = (r + length) & (N - 1)
-            continue
-        for _ in range(length):
-            b = ring[src]
-            src = (src + 1) & (N - 1)
-            out[n] = b
-            n += 1
-            ring[r] = b
-            r = (r + 1) & (N - 1)
-    consumed = (used + 7) // 8 + 1
-    if n < size or consumed > avail:
+        p += 8 + extra
+        i = (w >> (16 - extra)) & ((1 << (8 + extra)) - 1)
+        back = ((d_code[i >> extra] << 6) | (i & 0x3F)) + 1
+        length = c - 253          # c - 255 + THRESHOLD
+        if length > stop - j:
+            length = stop - j
+        src = j - back
+        if back >= length:
+            out[j:j + length] = out[src:src + length]
+        else:                     # overlapping: the last ``back`` bytes repeat
+            out[j:j + length] = (out[src:j] * (length // back + 1))[:length]
+        j += length
+    consumed = (p + 7) // 8 + 1
+    if j < stop or consumed > avail:
         raise TruncatedError(f"LZH stream ends before its {size} bytes (needed "
                              f"{consumed} stream bytes, {avail} left)", offset=end, path=path)
-    return bytes(out), consumed
+    return bytes(out[N:]), consumed
 
 
 def encode(data: bytes | bytearray | memoryview) -> bytes:
@@ -283,10 +238,13 @@ def encode(data: bytes | bytearray | memoryview) -> bytes:
     putbuf = 0
     putlen = 0
     freq, son, prnt = _new_tree()
-    upd = _update
+    frombytes = int.from_bytes
     if L == 0:
         return b"\x00"
-    text = bytearray(N + F - 1)
+    # the ring past its first N - F spaces is uninitialised heap memory in the
+    # engine (``new``), which the MSVC debug heap fills with 0xCD: modelled so,
+    # the encoder gives back the engine's streams of fewer than F bytes too
+    text = bytearray(b"\xcd" * (N + F - 1))
     text[:N - F] = b" " * (N - F)
     lson = [NIL] * (N + 1)
     rson = [NIL] * (N + 257)
@@ -304,7 +262,9 @@ def encode(data: bytes | bytearray | memoryview) -> bytes:
         rson[r] = lson[r] = NIL
         mlen = 0
         mpos = state[1]
-        key = int.from_bytes(text[r + 1:r + F], "big")
+        key = None          # the 59 bytes after r as one integer, when needed
+        t1 = text[r + 1]
+        t2 = text[r + 2]
         while True:
             if cmp >= 0:
                 if rson[p] != NIL:
@@ -324,7 +284,19 @@ def encode(data: bytes | bytearray | memoryview) -> bytes:
                     state[0] = mlen
                     state[1] = mpos
                     return
-            x = key ^ int.from_bytes(text[p + 1:p + F], "big")
+            # the first differing byte: most nodes differ within two bytes
+            # (compared one by one), the rest through one integer XOR
+            c = text[p + 1]
+            if c != t1:
+                cmp = t1 - c
+                continue
+            c = text[p + 2]
+            if c != t2:
+                cmp = t2 - c
+                continue
+            if key is None:
+                key = frombytes(text[r + 1:r + F], "big")
+            x = key ^ frombytes(text[p + 1:p + F], "big")
             if x:
                 i = F - 1 - ((x.bit_length() - 1) >> 3)   # first differing index (1-based)
                 cmp = text[r + i] - text[p + i]
@@ -406,7 +378,35 @@ def encode(data: bytes | bytearray | memoryview) -> bytes:
             if k == R:
                 break
         put(j, i)
-        upd(freq, son, prnt, c)
+        # --- update, as in decode
+        if freq[R] == MAX_FREQ:
+            _reconst(freq, son, prnt)
+        k = prnt[c + T]
+        while True:
+            f = freq[k] + 1
+            if f > freq[k + 1]:
+                l = k + 2
+                while f > freq[l]:
+                    l += 1
+                l -= 1
+                freq[k] = freq[l]
+                freq[l] = f
+                i = son[k]
+                prnt[i] = l
+                if i < T:
+                    prnt[i + 1] = l
+                m = son[l]
+                son[l] = i
+                prnt[m] = k
+                if m < T:
+                    prnt[m + 1] = k
+                son[k] = m
+                k = prnt[l]
+            else:
+                freq[k] = f
+                k = prnt[k]
+            if not k:
+                break
 
     for i in range(1, F + 1):
         insert(r - i)

@@ -33,7 +33,7 @@ import numpy as np
 
 from ...core.errors import EncodeError, FormatError, LimitError, TruncatedError, ValueFormatError
 from ...core.stream import Reader, Writer, cached_struct
-from ...registry import Option
+from ...registry import ByteSequence, Option, Signature
 from .tree import need_array, need_bytes, need_dict, need_int, need_list, need_tag
 from .treecodec import TreeCodec, as_u8
 
@@ -430,6 +430,9 @@ class PL98Codec(TreeCodec):
 class RiffPaletteCodec(TreeCodec):
     """Microsoft RIFF ``PAL `` palettes: the chunks inside the RIFF form are kept
     in order (``data``: version, count, PALETTEENTRY colours, extra bytes)."""
+
+    #: "RIFF" alone is every RIFF file (WAV, AVI...): the form type says PAL
+    signatures = (Signature("", (ByteSequence(0, b"RIFF"), ByteSequence(8, b"PAL "))),)
 
     def decode_tree(self, r: Reader, warnings: list[str]) -> Any:
         tag = _tag(r.read(4))

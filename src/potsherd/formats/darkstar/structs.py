@@ -14,7 +14,9 @@ plus a ``payload`` list per class giving the order of a block's payload.
   call (a structured array; JSON is a column per key, name slots shown as text
   by :class:`SlotColumn`);
 * ``blocks``/``block`` become nested PERS blocks (the ``pers`` storage);
-* ``field`` + ``tail`` keeps the rest of the payload raw (a ``tail`` storage).
+* ``field`` + ``tail`` keeps the rest of the payload raw (a ``tail`` storage);
+* ``field`` + ``member`` + ``count`` + ``lzh`` is a table stored as one LZH
+  stream (:class:`.lzh_table.LzhTable`).
 """
 from __future__ import annotations
 
@@ -175,6 +177,10 @@ def _rows_from(cdef: dict, version: str, pers: Storage, cls: str = "",
                  "always"), entry)
         elif "tail" in entry:  # the rest of the payload, kept raw (counted as opaque)
             add((entry["field"], {"kind": "tail"}, "always"), entry)
+        elif "lzh" in entry:  # a table stored as one LZH stream, decoded into rows
+            from .lzh_table import LzhTable
+            m = members[entry["member"]]
+            add((entry["field"], LzhTable(entry["count"], m["format"], m["keys"]), "always"), m)
         elif "block" in entry:
             add((entry["field"], pers, entry["block"]), entry)
         elif "field" in entry:

@@ -25,7 +25,7 @@ import numpy as np
 from ...core.errors import FormatError, ValueFormatError
 from ...core.limits import DEFAULT_LIMITS, Limits
 from ...registry import Option
-from ...resolve import Listings, is_regular_file
+from ...resolve import Confinement, Listings, is_regular_file, read_bounded, read_spec
 from .phoenix import (BMA_ADDITIVE, BMA_TRANSLUCENT, BMA_TRANSPARENT, bitmap_field, bitmap_head,
                       mip_levels, palette_colors)
 
@@ -78,9 +78,8 @@ def _archive_members(path: str, limits: Limits = DEFAULT_LIMITS) -> list[str]:
     """A volume's member names (read and decoded within ``limits``; none when
     it does not decode)."""
     from ... import registry
-    from ...containers import read_file_bytes
-    try:
-        doc = registry.decode(read_file_bytes(path, limits), path=path, limits=limits)
+    try:   # (listed below a root: opened without blocking, regular files only)
+        doc = registry.decode(read_bounded(path, limits), path=path, limits=limits)
         return doc.codec.member_names(doc) if hasattr(doc.codec, "member_names") else []
     except (FormatError, OSError):
         return []
@@ -89,11 +88,14 @@ def _archive_members(path: str, limits: Limits = DEFAULT_LIMITS) -> list[str]:
 def find_in_tree(name: str, roots: Iterable[str], limits: Limits = DEFAULT_LIMITS) -> str | None:
     """A file named ``name`` (case-insensitive) in the first root that has it."""
     want = name.replace("\\", "/").rsplit("/", 1)[-1].lower()
+    roots = [r for r in roots if r]
+    inside = Confinement(roots, limits)
     for root in roots:
-        if not root or not os.path.isdir(root):
+        if not os.path.isdir(root):
             continue
         for base, p in _tree_listing(os.path.abspath(root), limits):
-            if base == want:
+            if base == want and inside.allowed(p.split("::")[0]) and \
+                    is_regular_file(Path(p.split("::")[0])):
                 return p
     return None
 
@@ -102,8 +104,10 @@ def find_palettes(roots: Iterable[str], limits: Limits = DEFAULT_LIMITS) -> list
     out = []
     for root in roots:
         if root and os.path.isdir(root):
+            inside = Confinement([root], limits)   # (a link leaving the tree is not one)
             out.extend(p for base, p in _tree_listing(os.path.abspath(root), limits)
-                       if base.endswith(PALETTE_EXTS))
+                       if base.endswith(PALETTE_EXTS) and inside.allowed(p.split("::")[0])
+                       and is_regular_file(Path(p.split("::")[0])))
     return out
 
 
@@ -126,22 +130,27 @@ def search_roots(path: str, data_root: str | None = None) -> list[str]:
 # palettes
 
 
-def load_palette_doc(spec: str, limits: Limits | None = None):
+def load_palette_doc(spec: str, limits: Limits | None = None, found: bool = False):
     """A decoded palette file, read and decoded within ``limits`` (cached while
-    the file on disk is unchanged)."""
+    the file on disk is unchanged); ``found``: found in a tree, not named by
+    the user (read by the rule for referenced files)."""
     try:
         st = os.stat(spec.split("::")[0])
         stamp = (st.st_mtime_ns, st.st_size)
     except OSError:
         stamp = None
-    return _load_palette_doc(spec, stamp, limits or DEFAULT_LIMITS)
+    return _load_palette_doc(spec, stamp, limits or DEFAULT_LIMITS, found)
 
 
 @lru_cache(maxsize=64)
-def _load_palette_doc(spec: str, stamp: tuple | None, limits: Limits):
+def _load_palette_doc(spec: str, stamp: tuple | None, limits: Limits, found: bool = False):
     from ... import registry
     from ...containers import read_input
-    doc = registry.decode(read_input(spec, limits), path=spec, limits=limits)
+    if found:   # found in a game tree: the rule for referenced files
+        data = read_spec(spec, Confinement([os.path.dirname(spec.split("::")[0])], limits))
+    else:       # named by the user
+        data = read_input(spec, limits)
+    doc = registry.decode(data, path=spec, limits=limits)
     if doc.format not in ("pl98", "riffpal"):
         raise FormatError(f"{spec}: a {doc.format} file is not a palette")
     return doc
@@ -321,7 +330,7 @@ class PaletteFinder:
         if got is None:
             got = {}
             try:
-                doc = load_palette_doc(spec, self.limits)
+                doc = load_palette_doc(spec, self.limits, found=spec != self.palette)
                 if doc.format == "pl98":
                     for i, p in enumerate(doc.root["palettes"]):
                         got.setdefault(int(p["paletteIndex"]), i)
@@ -337,7 +346,7 @@ class PaletteFinder:
 
     # --- the choice ----------------------------------------------------------
     def _sub_palette(self, spec: str, index: int | None) -> tuple[np.ndarray, int | None]:
-        doc = load_palette_doc(spec, self.limits)
+        doc = load_palette_doc(spec, self.limits, found=spec != self.palette)
         if doc.format != "pl98":
             rgb = palette_colors(doc)
             out = np.zeros((256, 4), np.uint8)
@@ -601,7 +610,6 @@ def material_texture(name: str, source: str, *, palette: str = "",
     own place when not given)."""
     import io
     from ... import registry
-    from ...containers import read_input
     limits = limits or DEFAULT_LIMITS  # the bitmap is found and read as the shape was
     spec = resolve_bitmap(name, source, data_root, limits)
     if spec is None:
@@ -610,7 +618,8 @@ def material_texture(name: str, source: str, *, palette: str = "",
                             f"--data-root")
         return None
     try:
-        data = read_input(spec, limits)
+        # found in the shape's tree: read by the rule for referenced files
+        data = read_spec(spec, Confinement(search_roots(source, data_root), limits), name)
         own = None
         if bytes(data[:2]) == b"BM":  # a Windows bitmap (the engine reads those too)
             bm, own = windows_bitmap(bytes(data), spec)

@@ -42,6 +42,14 @@ class TreeCodec(Codec):
     def sniff(self, data: bytes) -> bool:
         return any(data.startswith(m) for m in self.magics)
 
+    def declared_signatures(self) -> tuple:
+        """Every accepted magic is a signature (unless declared otherwise)."""
+        if self.signatures is not None:
+            return tuple(self.signatures)
+        from ...registry import ByteSequence, Signature
+        # an empty magic (a text format's) is no signature: it matches anything
+        return tuple(Signature("", (ByteSequence(0, m),)) for m in self.magics if m)
+
     # subclasses: decode_tree(r, warnings) -> tree ; encode_tree(tree) -> bytes
     def decode_tree(self, r: Reader, warnings: list[str]) -> Any:
         raise NotImplementedError

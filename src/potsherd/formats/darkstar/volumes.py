@@ -224,6 +224,11 @@ def _block_offsets(doc) -> dict[int, dict]:
     return out
 
 
+def block_map(doc) -> dict[int, dict]:
+    """Block offset -> block, for :func:`member_bytes` over many members."""
+    return _block_offsets(doc)
+
+
 def list_members(doc) -> list[Member]:
     strings, items = _index(doc)
     blocks = _block_offsets(doc)
@@ -253,10 +258,12 @@ def find_member(doc, name: str) -> Member:
     raise FormatError(f"no member {name!r} in this volume", path="members", found=name)
 
 
-def member_bytes(doc, m: Member) -> bytes:
+def member_bytes(doc, m: Member, blocks: dict | None = None) -> bytes:
     """A member's bytes: uncompressed members as stored, RLE and LZH members
-    expanded (the LZ kind is refused)."""
-    b = _block_offsets(doc).get(m.block_offset)
+    expanded (the LZ kind is refused).  ``blocks``: the archive's
+    :func:`block_map`, made once when many members are read (so extracting is
+    linear in the members, not quadratic)."""
+    b = (_block_offsets(doc) if blocks is None else blocks).get(m.block_offset)
     if b is None:
         raise FormatError(f"member {m.name!r}: no block at offset {m.block_offset}",
                           offset=m.block_offset, path=f"voli[{m.index}].blockOffset")

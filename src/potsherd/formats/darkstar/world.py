@@ -1,6 +1,6 @@
 """The Darkstar world codecs (bitmaps, palettes, volumes, interiors); their
-commands ``potsherd ls ARCHIVE`` and ``potsherd extract ARCHIVE -o DIR`` are in
-:mod:`potsherd.cli.darkstar`.
+commands ``potsherd ls ARCHIVE``, ``potsherd extract ARCHIVE -o DIR`` and
+``potsherd heightmap`` are in :mod:`potsherd.cli.darkstar`.
 
 Interiors: ``.dis`` (``ITRs`` shape: states, levels of detail naming their
 ``.dig`` geometry and ``.dil`` lighting files) is a layout-table record
@@ -10,7 +10,6 @@ by the same PERS machinery as shapes.
 """
 from __future__ import annotations
 
-import os
 from importlib import resources
 from typing import Any
 
@@ -89,11 +88,3 @@ DIL = InteriorPartCodec("dil", (".dil",), "Darkstar interior lighting (PERS ITRL
 BMP.textures = PBA.textures = bitmap_textures
 
 WORLD_CODECS = [*PHOENIX_CODECS, VOL, DIS, DIG, DIL]
-
-
-def _safe_member_path(out_dir: str, name: str) -> str:
-    """Where a member is written: inside ``out_dir`` whatever its name says."""
-    parts = [p for p in name.replace("\\", "/").split("/") if p not in ("", ".", "..")]
-    if not parts:
-        parts = ["member"]
-    return os.path.join(out_dir, *parts)

@@ -168,10 +168,13 @@ def dil_v4_bytes(build_id: int = 77) -> bytes:
 
 
 def mission_dil_bytes(build_id: int = 77) -> bytes:
-    """ITRMissionLighting v7: the payload of :func:`dil_bytes`, an index-table
-    size and its (here made-up) LZH stream bytes, kept as stored."""
+    """ITRMissionLighting v7: the payload of :func:`dil_bytes`, then its index
+    table (srcIndex -> destIndex pairs) as the engine writes it: a count and
+    one LZH stream."""
+    from .lzh import encode as lzh_encode
     v7 = dil_bytes(build_id)
-    payload = v7[len(b"PERS") + 4 + 2 + 12 + 4:] + P("<i", 2) + bytes([0xC6, 0x48, 0x00, 0x33])
+    payload = (v7[len(b"PERS") + 4 + 2 + 12 + 4:] + P("<i", 2)
+               + lzh_encode(P("<4i", 0, 0, 8, 8)))
     return _pers("ITRMissionLighting", 7, payload)
 
 

@@ -16,6 +16,7 @@ from typing import Any
 from ...core.errors import (CountError, EncodeError, FormatError, LimitError, MagicError,
                             TruncatedError, ValueFormatError)
 from ...core.limits import DEFAULT_LIMITS, Limits
+from ...core.compress import DocumentBudget
 from ...core.values import F32NaN, F64NaN, f32_from_bits, f32_to_bits, f64_from_bits, f64_to_bits
 from .model import (ARRAY_DTYPES, BLENDER_TIME, FOOTER_MAGIC, FbxArray, FbxNode, file_id,
                     footer_id)
@@ -94,12 +95,14 @@ class _PropSource:
     tree).  Everything read here was validated by :func:`_validate`, so
     building cannot fail."""
 
-    __slots__ = ("data", "order", "limits")
+    __slots__ = ("data", "order", "limits", "budget")
 
     def __init__(self, data: bytes, order: _Order, limits: Limits) -> None:
         self.data = data
         self.order = order
         self.limits = limits
+        #: what all the document's compressed arrays may inflate to together
+        self.budget = DocumentBudget(limits.document_budget(len(data)))
 
     @property
     def big_endian(self) -> bool:
@@ -115,7 +118,7 @@ class _PropSource:
         """The property list of the node record at ``record`` (validated at
         decode by :func:`_props_valid`, so this cannot raise)."""
         start, _, count = self.span(record)
-        return _build_props(self.data, start, count, self.order, self.limits)
+        return _build_props(self.data, start, count, self.order, self.limits, self.budget)
 
     def first_string(self, record: int) -> bytes | None:
         """The first property of the record at ``record`` when it is a string
@@ -408,7 +411,8 @@ def _path(data: bytes, null_len: int, stack: list, record: int | None = None) ->
     return "/" + "/".join(n.decode("latin-1") for n in names)
 
 
-def _build_props(data: bytes, pos: int, count: int, order: _Order, limits: Limits) -> list:
+def _build_props(data: bytes, pos: int, count: int, order: _Order, limits: Limits,
+                 budget: Any = None) -> list:
     """The ``count`` properties at ``pos`` of a list :func:`_validate` accepted:
     what :func:`_parse_props` builds, without re-checking (a third of the time
     of reading a scene's properties went to checks already made at decode)."""
@@ -439,7 +443,7 @@ def _build_props(data: bytes, pos: int, count: int, order: _Order, limits: Limit
             n, enc, clen = unpack_arr(data, pos + 1)
             append((code, FbxArray(code, count=n, encoding=enc,
                                    payload=data[pos + 13:pos + 13 + clen], offset=pos + 1,
-                                   big_endian=big_endian, limits=limits)))
+                                   big_endian=big_endian, limits=limits, budget=budget)))
             pos += 13 + clen
     return props
 

@@ -14,7 +14,7 @@ from ...core.errors import EncodeError, FormatError, JsonFormatError
 from ...core.limits import DEFAULT_LIMITS, Limits
 from ...core.spans import SpanMap
 from ...document import Document
-from ...registry import Codec, Option
+from ...registry import ByteSequence, Codec, Option, Signature
 from . import ascii as fbx_ascii
 from . import binary as fbx_binary
 from .jsonform import tree_from_json, tree_to_json
@@ -123,6 +123,18 @@ class FbxBinaryCodec(_FbxCodec):
     description = "Autodesk FBX, binary (header versions 3000-7700, either byte order)"
     magic = fbx_binary.MAGIC
     parameters = ("inflate",)
+    #: the byte-order byte (offset 22) and the version word after it, by layout:
+    #: node records with 32-bit offsets before 7500, 64-bit from it; other
+    #: versions match the magic alone
+    signatures = (
+        *(Signature(str(v), (ByteSequence(0, fbx_binary.MAGIC),
+                             ByteSequence(22, bytes([big]) + v.to_bytes(4, order))), group)
+          for group, versions in (("3000-7400", (3000, 5000, 5800, 6000, 6100, 7000, 7099,
+                                                 7100, 7200, 7300, 7400)),
+                                  ("7500-7700", (7500, 7600, 7700)))
+          for v in versions for big, order in ((0, "little"), (1, "big"))),
+        Signature("", (ByteSequence(0, fbx_binary.MAGIC),)),
+    )
 
     def decode(self, data: bytes, *, limits: Limits = DEFAULT_LIMITS, **params: Any) -> Document:
         """``inflate="eager"`` inflates (and so checks) every compressed array now
@@ -180,6 +192,10 @@ class FbxAsciiCodec(_FbxCodec):
     name = "fbx-ascii"
     description = "Autodesk FBX, ASCII (5.x, 6.x, 7.x), byte-exact"
     magic = b"; FBX"
+
+    #: the "; FBX" comment line (after a byte-order mark), else the header node's name
+    signatures = (Signature("", (ByteSequence(0, b"; FBX", 3),)),
+                  Signature("", (ByteSequence(0, b"FBXHeaderExtension:", 4096),)))
 
     def sniff(self, data: bytes) -> bool:
         return fbx_ascii.sniff_ascii(data)

@@ -11,7 +11,7 @@ ASCII properties use the lexical kinds ``s`` (string, decoded bytes), ``n``
 from __future__ import annotations
 
 import zlib
-from typing import Iterator
+from typing import Any, Iterator
 
 import numpy as np
 
@@ -149,13 +149,16 @@ class FbxArray:
     """
 
     __slots__ = ("code", "count", "encoding", "payload", "offset", "big_endian",
-                 "limits", "level", "_values", "_digest")
+                 "limits", "level", "_values", "_digest", "budget", "_charged")
 
     def __init__(self, code: str, values: np.ndarray | None = None, *, count: int | None = None,
                  encoding: int = 0, payload: bytes | None = None, offset: int | None = None,
                  big_endian: bool = False, limits: Limits = DEFAULT_LIMITS,
-                 level: int | None = None) -> None:
+                 level: int | None = None, budget: Any = None) -> None:
         self.code = code
+        #: the document's shared inflation budget (core.compress.DocumentBudget)
+        self.budget = budget
+        self._charged = False
         #: zlib level for recompression when there is no payload to reuse
         self.level = level
         self.encoding = encoding
@@ -192,6 +195,9 @@ class FbxArray:
         if n > self.limits.max_inflated:
             raise LimitError(f"array of {n} inflated bytes exceeds max_inflated",
                              offset=self.offset, found=n)
+        if self.budget is not None and not self._charged:
+            self.budget.charge(n, self.offset, "the compressed arrays")
+            self._charged = True
         d = zlib.decompressobj()
         try:
             out = d.decompress(self.payload or b"", n)

@@ -32,7 +32,9 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ...resolve import Listings
+from ...core.limits import DEFAULT_LIMITS
+from ...core.errors import FormatError
+from ...resolve import Confinement, Listings, decodes_as_image
 from ...scene import CLAMP_TO_EDGE, Image, Material, TextureRef
 
 #: biggest external image read (bytes)
@@ -89,7 +91,7 @@ class TextureFiles:
     """Finds the image file an FBX texture names, beside the FBX or under
     ``data_root``, without leaving those folders."""
 
-    def __init__(self, source_path: Any, data_root: Any) -> None:
+    def __init__(self, source_path: Any, data_root: Any, limits: Any = None) -> None:
         self.roots: list[Path] = []
         if source_path:
             try:
@@ -104,6 +106,12 @@ class TextureFiles:
             except (OSError, ValueError):
                 pass
         self._listings = Listings(MAX_INDEXED_FILES)
+        #: the one rule for reading what the FBX names (potsherd.resolve)
+        self.confinement = Confinement(self.roots, limits or DEFAULT_LIMITS)
+
+    def read(self, path: Path, name: str) -> bytes:
+        """A found texture file's bytes, opened race-free inside the roots."""
+        return self.confinement.read(path, name)
 
     def find(self, names: list[str]) -> Path | None:
         """The first existing file among ``names`` (relative or absolute, either
@@ -193,9 +201,9 @@ class MaterialBuilder:
         path = self.files.find(names)
         if path is not None:
             try:
-                return ("file", str(path)), path.read_bytes(), path.name
-            except OSError as e:
-                self.scene.warnings.append(f"texture {str(path)!r}: {e.strerror or e}")
+                return ("file", str(path)), self.files.read(path, path.name), path.name
+            except FormatError as e:     # refused (changed, not a file, over the limits)
+                self.scene.warnings.append(f"texture {path.name!r}: {e.message}")
                 return None
         shown = names[0] if names else tex.name
         if names and shown not in self.missing:
@@ -208,6 +216,10 @@ class MaterialBuilder:
         key, data, name = src
         if (key, role) in self.images:
             return self.images[(key, role)]
+        if key[0] == "file" and not decodes_as_image(data):   # a named file that is no image
+            self.scene.warnings.append(f"texture {name!r}: not an image; not embedded")
+            self.images[(key, role)] = None
+            return None
         if data[:8] == b"\x89PNG\r\n\x1a\n":
             im = Image(name=name, data=data, mime_type="image/png")
         elif data[:3] == b"\xff\xd8\xff":

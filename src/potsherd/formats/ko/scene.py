@@ -63,14 +63,24 @@ class UnresolvedReferencesError(FormatError):
 # reference resolution
 
 
+#: sub-folders of a Knight Online client's data folder: the nearest folder above
+#: a file with two of them is the client root its references are relative to
+CLIENT_LAYOUT = ("Chr", "ChrSelect", "Item", "Object", "Misc", "UI", "UI_US", "Zones", "DTex",
+                 "fx", "Intro", "N3Indoor", "symbol")
+
+
 class Resolver(resolve.Resolver):
     """Finds referenced client files (see :class:`potsherd.resolve.Resolver`): names
-    in the client's code page, warnings into the scene being built."""
+    in the client's code page, warnings into the scene being built.  The client
+    root is found by its layout (:data:`CLIENT_LAYOUT`), never by climbing
+    parent folders that do not have it; ``given`` are the option values the
+    user named as files (skeleton, animation)."""
 
     def __init__(self, source: str | None, data_root: str | None, *,
                  limits: Limits | None = None,
-                 listings: resolve.Listings | None = None) -> None:
-        super().__init__(source, data_root, limits=limits, listings=listings, name_of=text)
+                 listings: resolve.Listings | None = None, given: tuple = ()) -> None:
+        super().__init__(source, data_root, limits=limits, listings=listings, name_of=text,
+                         game_layout=CLIENT_LAYOUT, given=given)
 
     def load(self, ref: Any, scene: Scene, what: str):  # type: ignore[override]
         """The decoded document a reference names, or None (with a warning)."""
@@ -409,7 +419,8 @@ def add_clips(scene: Scene, anim_doc: Any, joints: list[Joint], nodes: list[int]
 def _scene(doc: Any, options: dict) -> tuple[Scene, Resolver, Materials]:
     src = options.get("source_path") or doc.source
     scene = Scene(name=os.path.basename(src) if src else doc.format)
-    resolver = Resolver(src, options.get("data_root"), limits=doc.limits)
+    resolver = Resolver(src, options.get("data_root"), limits=doc.limits,
+                        given=(options.get("skeleton"), options.get("animation")))
     return scene, resolver, Materials(scene, resolver)
 
 

@@ -858,3 +858,7 @@ def as_structured(doc: Document) -> np.ndarray:
         else:
             out[f"c{j}"] = c
     return out
+
+
+#: the codec's declared CSV hook (``potsherd bundle`` writes tables' access copies with it)
+TableCodec.to_csv = staticmethod(to_csv)

@@ -404,7 +404,7 @@ def add_lightmap(doc: Any, scene: Scene, resolver: Resolver, root: int, src: str
     from ... import registry
     from .zone_lightmap import lightmap_mesh
     try:
-        tlt = registry.decode(resolve.read_bounded(path, resolver.limits), path=str(path),
+        tlt = registry.decode(resolver.read(path, path.name), path=str(path),
                               limits=resolver.limits)
     except (FormatError, OSError) as e:
         scene.warnings.append(f"light map: {path.name}: {e}")
@@ -443,7 +443,7 @@ def add_zone_lights(scene: Scene, resolver: Resolver, root: int, src: str | None
     from ... import registry
     from .scene_lights import add_light
     try:
-        glo = registry.decode(resolve.read_bounded(path, resolver.limits), path=str(path),
+        glo = registry.decode(resolver.read(path, path.name), path=str(path),
                               limits=resolver.limits)
     except (FormatError, OSError) as e:
         scene.warnings.append(f"lights: {path.name}: {e}")
@@ -457,11 +457,16 @@ def add_zone_lights(scene: Scene, resolver: Resolver, root: int, src: str | None
     return len(glo.root["lights"])
 
 
-def load_opd(path: Path, scene: Scene, limits: Limits | None = None) -> Any:
+def load_opd(path: Path, scene: Scene, limits: Limits | None = None,
+             confinement: resolve.Confinement | None = None) -> Any:
+    """The decoded ``.opd`` at ``path``: read as named (an option), or through
+    ``confinement`` (the one found beside the gtd)."""
     from ... import registry
     limits = limits or DEFAULT_LIMITS
     try:
-        doc = registry.decode(resolve.read_bounded(path, limits), path=str(path), limits=limits)
+        data = confinement.read(path, path.name) if confinement is not None else \
+            resolve.read_bounded(path, limits)
+        doc = registry.decode(data, path=str(path), limits=limits)
     except (FormatError, OSError) as e:
         scene.warnings.append(f"objects: {path.name}: {e}")
         return None
@@ -536,7 +541,9 @@ def scene_zone(doc: Any, **options: Any) -> Scene:
         raise NotImplementedError("the gtd's layout is unknown (kept opaque)")
     src = options.get("source_path") or doc.source
     scene = Scene(name=os.path.basename(src) if src else "zone")
-    resolver = Resolver(src, options.get("data_root"), limits=doc.limits)
+    resolver = Resolver(src, options.get("data_root"), limits=doc.limits,
+                        given=(options.get("opd"), options.get("lightmap"),
+                               options.get("lights")))
     mats = Materials(scene, resolver)
     try:
         lod = max(int(options.get("lod") or 0), 0)
@@ -567,7 +574,8 @@ def scene_zone(doc: Any, **options: Any) -> Scene:
         elif not path.is_file():
             scene.warnings.append(f"objects: {path} not found")
         else:
-            opd_doc = load_opd(path, scene, resolver.limits)
+            opd_doc = load_opd(path, scene, resolver.limits,
+                               None if given else resolver.confinement)
     if opd_doc is not None and want_objects:
         stats = add_objects(opd_doc, scene, resolver, mats, root)
         summary["objects"] = stats

@@ -9,7 +9,7 @@ from ...core.errors import FormatError, JsonFormatError, MagicError
 from ...core.layout import JsonCtx, text_or_hex, text_or_hex_back
 from ...core.limits import DEFAULT_LIMITS, Limits
 from ...document import Document
-from ...registry import Codec, LayoutCodec
+from ...registry import ByteSequence, Codec, LayoutCodec, Signature
 from . import model
 from .catalog import moveable_name
 from .model import animation_ranges  # noqa: F401  (also imported from here)
@@ -44,6 +44,14 @@ class WadCodec(LayoutCodec):
         super().__init__("tr4wad", WAD_LAYOUT, "wad", family="trle", extensions=(".wad",),
                          magic=b"\x81\x00\x00\x00",
                          description="TRLE / TR4 object wad (v129, v130)")
+
+    #: the version word at offset 0, and the high half of the texture count
+    #: after it zero (meshes index textures with 16 bits): the version alone is
+    #: 129, a common first word (a Knight Online terrain's map size)
+    signatures = (Signature("129", (ByteSequence(0, b"\x81\x00\x00\x00"),
+                                    ByteSequence(6, b"\x00\x00"))),
+                  Signature("130", (ByteSequence(0, b"\x82\x00\x00\x00"),
+                                    ByteSequence(6, b"\x00\x00"))))
 
     def sniff(self, data: bytes) -> bool:
         return _u32(data) in (129, 130)
@@ -337,6 +345,11 @@ class SwdCodec(LayoutCodec):
     def __init__(self) -> None:
         super().__init__("tr4swd", SWD_LAYOUT, "swd", family="trle", extensions=(".swd",),
                          magic=b"\x81\x00\x00\x00", description="TRLE sprites (.swd)")
+
+    #: the wad's version word and a sprite count under 65536: the same bytes as
+    #: a wad's, so identifiers matching bytes alone name both
+    signatures = (Signature("", (ByteSequence(0, b"\x81\x00\x00\x00"),
+                                 ByteSequence(6, b"\x00\x00"))),)
 
     def sniff(self, data: bytes) -> bool:
         return False  # shares the wad's magic: by extension only

@@ -82,6 +82,16 @@ class LevelCodec(LayoutCodec):
         self.engine = engine
 
     # --- detection --------------------------------------------------
+    @property
+    def signatures(self) -> tuple:
+        """The version words ``version_ok`` accepts, as identifier signatures
+        (TR4 and TR5 share "TR4\\0" and TRNG's "TR4c": their chunks tell them apart)."""
+        from ...registry import ByteSequence, Signature
+        words = {1: (0x20,), 2: (0x2D,), 3: TR3_VERSIONS}.get(self.engine)
+        heads = ([w.to_bytes(4, "little") for w in words] if words is not None
+                 else [b"TR4\x00", b"TR4c"])
+        return tuple(Signature("", (ByteSequence(0, h),)) for h in heads)
+
     def version_ok(self, data: bytes) -> bool:
         v = int.from_bytes(data[:4], "little") if len(data) >= 4 else None
         if self.engine == 1:

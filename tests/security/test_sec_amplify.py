@@ -1,0 +1,182 @@
+"""Inputs that amplify are refused early and within a memory bound: instanced
+or shared geometry counts as drawn; an FBX's compressed arrays share one
+inflation budget; a volume's extracted bytes are bounded by its size and the
+extraction is linear in its members.  Run in subprocesses under a 2 GB
+address-space limit with timeouts."""
+from __future__ import annotations
+
+import json
+import struct
+import time
+import zlib
+
+import numpy as np
+import pytest
+
+from conftest import run_potsherd
+
+
+def instanced_glb(instances: int = 4000, vertices: int = 60000, nodes: bool = False) -> bytes:
+    """A glb drawing one ``vertices``-vertex mesh ``instances`` times, by
+    EXT_mesh_gpu_instancing (or by that many nodes naming the mesh)."""
+    rng = np.random.default_rng(1)
+    pos = rng.random((vertices, 3), dtype=np.float32)
+    tr = rng.random((instances, 3), dtype=np.float32)
+    blob = pos.tobytes() + tr.tobytes()
+    gl = {"asset": {"version": "2.0"}, "buffers": [{"byteLength": len(blob)}],
+          "bufferViews": [{"buffer": 0, "byteLength": pos.nbytes},
+                          {"buffer": 0, "byteOffset": pos.nbytes, "byteLength": tr.nbytes}],
+          "accessors": [{"bufferView": 0, "componentType": 5126, "count": vertices,
+                         "type": "VEC3", "min": [0, 0, 0], "max": [1, 1, 1]},
+                        {"bufferView": 1, "componentType": 5126, "count": instances,
+                         "type": "VEC3"}],
+          "meshes": [{"primitives": [{"attributes": {"POSITION": 0}}]}], "scene": 0}
+    if nodes:
+        gl["nodes"] = [{"mesh": 0, "translation": [float(i), 0.0, 0.0]} for i in range(instances)]
+        gl["scenes"] = [{"nodes": list(range(instances))}]
+    else:
+        gl["extensionsUsed"] = ["EXT_mesh_gpu_instancing"]
+        gl["nodes"] = [{"mesh": 0, "extensions": {"EXT_mesh_gpu_instancing": {
+            "attributes": {"TRANSLATION": 1}}}}]
+        gl["scenes"] = [{"nodes": [0]}]
+    j = json.dumps(gl).encode()
+    j += b" " * (-len(j) % 4)
+    blob += bytes(-len(blob) % 4)
+    return (b"glTF" + struct.pack("<II", 2, 28 + len(j) + len(blob)) + struct.pack("<I", len(j))
+            + b"JSON" + j + struct.pack("<I", len(blob)) + b"BIN\0" + blob)
+
+
+@pytest.mark.parametrize("target", ["n3shape", "dts", "trwad", "n3pmesh"])
+def test_instancing_bomb_is_refused_quickly(tmp_path, target):
+    src = tmp_path / "inst.glb"
+    src.write_bytes(instanced_glb())
+    t = time.monotonic()
+    proc = run_potsherd("convert", src, tmp_path / f"o.{target}", timeout=120)
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stderr.startswith(b"potsherd: error: ") and b"limit" in proc.stderr
+    assert b"EXT_mesh_gpu_instancing" in proc.stderr and b"found 240000000" in proc.stderr
+    assert time.monotonic() - t < 60
+    assert not (tmp_path / f"o.{target}").exists()
+
+
+def test_nodes_sharing_a_mesh_count_as_drawn(tmp_path):
+    src = tmp_path / "nodes.glb"
+    src.write_bytes(instanced_glb(4000, 60000, nodes=True))
+    proc = run_potsherd("convert", src, tmp_path / "o.n3shape", timeout=120)
+    assert proc.returncode == 1 and b"draws more vertices than the limit" in proc.stderr
+
+
+def test_drawn_budget_negative_control():
+    """A few instances of a small mesh read; the budget follows the input size."""
+    from potsherd.scene.gltf_read import read_gltf
+    scene = read_gltf(instanced_glb(50, 300))
+    assert sum(1 for n in scene.nodes if n.mesh is not None) == 50
+    from potsherd.core.limits import Limits
+    from potsherd.scene.gltf_instancing import drawn_budget
+    assert drawn_budget(Limits(), 1 << 20) == 16 * (2 << 20)
+    assert drawn_budget(Limits(max_elements=100), 1 << 20) == 100
+
+
+def fbx_bomb(arrays: int, count: int = 1 << 17) -> bytes:
+    """A binary FBX (7400) of ``arrays`` zlib arrays of ``count`` zero doubles each
+    (1 KiB stored, 1 MiB inflated: each under the per-array ratio)."""
+    comp = zlib.compress(bytes(count * 8), 9)
+    out = bytearray(b"Kaydara FBX Binary  \x00\x1a\x00" + struct.pack("<I", 7400))
+    start = len(out) + 13 + 7
+    kids = bytearray()
+    for _ in range(arrays):
+        prop = b"d" + struct.pack("<III", count, 1, len(comp)) + comp
+        end = start + len(kids) + 13 + 8 + len(prop)
+        kids += struct.pack("<IIIB", end, 1, len(prop), 8) + b"Vertices" + prop
+    end = len(out) + 13 + 7 + len(kids) + 13
+    out += struct.pack("<IIIB", end, 0, 0, 7) + b"Objects" + kids + bytes(13) + bytes(13)
+    return bytes(out)
+
+
+def test_fbx_arrays_share_one_inflation_budget():
+    import potsherd
+    from potsherd.core.errors import LimitError
+    from potsherd.core.limits import Limits
+    data = fbx_bomb(40)
+    doc = potsherd.read(data, limits=Limits(max_document_inflated=10 << 20))
+    arrays = [n.props[0][1] for n in doc.root.children[0].children]
+    for a in arrays[:10]:
+        assert len(a.values) == 1 << 17          # 10 MiB: within the budget
+    with pytest.raises(LimitError) as e:
+        arrays[10].values
+    assert "in total for this document" in str(e.value) and e.value.offset is not None
+    assert len(arrays[0].values) == 1 << 17      # an array already read stays read
+    # negative control: the default budget (8 x 41 KB + 64 MiB) holds all 40 MiB
+    doc = potsherd.read(data)
+    assert sum(len(n.props[0][1].values) for n in doc.root.children[0].children) == 40 << 17
+
+
+def test_fbx_dump_of_many_compressed_arrays_stays_bounded(tmp_path):
+    src = tmp_path / "bomb.fbx"
+    src.write_bytes(fbx_bomb(1500))                # 1.6 MB stored, 1.5 GiB inflated
+    out = tmp_path / "bomb.json"
+    proc = run_potsherd("dump", src, "-o", out, timeout=180)
+    assert proc.returncode == 0, proc.stderr
+    size = out.stat().st_size
+    assert size < 200 << 20, size                  # (was: 2 GB of base64, then out of memory)
+    doc = json.loads(out.read_text())
+    invalid = [c["props"][0][1] for c in doc["root"]["nodes"][0]["children"]
+               if "invalid" in c["props"][0][1]]
+    assert invalid and "in total for this document" in invalid[0]["invalid"]
+    back = tmp_path / "back.fbx"
+    assert run_potsherd("build", out, "-o", back, timeout=180).returncode == 0
+    assert back.read_bytes() == src.read_bytes()    # still lossless
+
+
+def vol_bomb(entries: int, block: int = 1 << 20) -> bytes:
+    """A volume whose ``entries`` index rows all name one ``block``-byte block."""
+    from potsherd.core.stream import Reader
+    from potsherd.formats.darkstar.volumes import VOL, build_volume
+    root = VOL.decode_tree(Reader(build_volume([("big.bin", bytes(block))])), [])
+    names = [f"m{i}.bin".encode() + b"\0" for i in range(entries)]
+    offsets = np.cumsum([0] + [len(n) for n in names[:-1]])
+    for b in root["footer"]:
+        if "strings" in b:
+            b["strings"] = b"".join(names)
+        if "items" in b:
+            b["items"] = {"id": np.zeros(entries, "<u4"), "nameOffset": offsets.astype("<i4"),
+                          "blockOffset": np.full(entries, 8, "<u4"),
+                          "size": np.full(entries, block, "<u4"),
+                          "compressType": np.zeros(entries, "u1")}
+    return VOL.encode_tree(root)
+
+
+def test_volume_extraction_is_bounded_by_the_archive_size(tmp_path):
+    src = tmp_path / "bomb.vol"
+    src.write_bytes(vol_bomb(1000))                # 1 MB claiming 1000 MiB
+    out = tmp_path / "x"
+    proc = run_potsherd("extract", src, "-q", "-o", out, timeout=120)
+    assert proc.returncode == 1
+    written = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
+    budget = 8 * src.stat().st_size + (64 << 20)
+    assert written <= budget and written >= budget - (1 << 20)
+    assert b"would expand to more than" in proc.stderr and b"--max-inflated" in proc.stderr
+    # the user raises the limit: everything
+    proc = run_potsherd("extract", src, "m1.bin", "m2.bin", "-q", "-o", tmp_path / "y",
+                        "--max-inflated", 3 << 20, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    proc = run_potsherd("extract", src, "m1.bin", "m2.bin", "m3.bin", "-q", "-o", tmp_path / "z",
+                        "--max-inflated", 2 << 20, timeout=120)
+    assert proc.returncode == 1 and len(list((tmp_path / "z").iterdir())) == 2
+
+
+def test_volume_extraction_is_linear_in_members(tmp_path, monkeypatch):
+    """The block map is made once, not once per member (8,000 members took 60 s)."""
+    import argparse
+    import potsherd.formats.darkstar.volumes as vols
+    from potsherd.formats.darkstar.world import cmd_extract
+    src = tmp_path / "many.vol"
+    src.write_bytes(vols.build_volume([(f"f{i}.txt", b"x" * (i % 7)) for i in range(3000)]))
+    calls = []
+    real = vols._block_offsets
+    monkeypatch.setattr(vols, "_block_offsets", lambda doc: calls.append(1) or real(doc))
+    args = argparse.Namespace(archive=str(src), members=[], output=str(tmp_path / "o"),
+                              quiet=True, format=None, param=None, max_depth=None,
+                              max_elements=None, max_inflated=None, max_input=None)
+    assert cmd_extract(args) == 0
+    assert len(calls) <= 2 and len(list((tmp_path / "o").iterdir())) == 3000
