@@ -7,6 +7,7 @@ nothing imported), each with a negative control: a small synthetic package that
 breaks the rule and must be caught.
 
 Rules:
+0. every import of a package module resolves (a move leaves none behind);
 1. no import cycles, of any length, counting imports inside functions too;
 2. imports go down the rooms (core < model < formats < export < verbs < interfaces);
 3. nothing below the command line imports ``potsherd.cli``;
@@ -243,6 +244,27 @@ def package_graph(pkg_dir: Path, pkg: str) -> dict[str, set[str]]:
     return graph
 
 
+def unresolved_imports(pkg_dir: Path, pkg: str) -> list[tuple[str, int, str]]:
+    """Imports of package modules that do not exist (a relative import left
+    pointing at a module's old place after a move, which only fails when that
+    line runs)."""
+    files = package_modules(pkg_dir, pkg)
+    bad = []
+    for mod, path in files.items():
+        is_pkg = path.name == "__init__.py"
+        for node in ast.walk(ast.parse(path.read_text("utf-8"), str(path))):
+            if isinstance(node, ast.ImportFrom) and node.level:
+                base = mod.split(".") if is_pkg else mod.split(".")[:-1]
+                base = base[:len(base) - (node.level - 1)]
+                target = ".".join(base + ([node.module] if node.module else []))
+                if target not in files:
+                    bad.append((mod, node.lineno, target))
+            elif isinstance(node, ast.Import):
+                bad += [(mod, node.lineno, a.name) for a in node.names
+                        if a.name.split(".")[0] == pkg and a.name not in files]
+    return bad
+
+
 def find_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     """The strongly connected components of more than one module (Tarjan, iterative)."""
     index: dict[str, int] = {}
@@ -378,6 +400,10 @@ def test_the_checker_reads_the_real_tree(graph):
     assert "potsherd.formats.trle.catalog" in graph["potsherd.cli.trle"]
 
 
+def test_every_package_import_resolves():
+    assert unresolved_imports(PKG_DIR, PKG) == []
+
+
 def test_no_import_cycles(graph):
     assert find_cycles(graph) == []
 
@@ -510,6 +536,14 @@ def test_control_a_three_module_cycle_through_a_lazy_import(tmp_path):
                            "core/c.py": "def f():\n    from ..core import a\n",
                            "core/d.py": "from . import a\n"})
     assert find_cycles(package_graph(pkg, "pkg")) == [["pkg.core.a", "pkg.core.b", "pkg.core.c"]]
+
+
+def test_control_an_import_left_at_a_moved_module(tmp_path):
+    pkg = _tree(tmp_path, {"cli/main.py": "def f():\n    from .core.fileio import x\n",
+                           "core/fileio.py": "", "api.py": "from .core import fileio\n",
+                           "view.py": "import pkg.gone\n"})
+    assert unresolved_imports(pkg, "pkg") == [("pkg.cli.main", 2, "pkg.cli.core.fileio"),
+                                              ("pkg.view", 1, "pkg.gone")]
 
 
 def test_control_an_upward_import_and_a_module_in_no_room(tmp_path):

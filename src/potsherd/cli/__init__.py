@@ -635,7 +635,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run one command; exit codes: 0 success, 1 a data or file-system error,
     2 a usage error, 130 interrupted (Ctrl-C)."""
     _tolerant_streams()
-    from .core.fileio import Terminated, install_cleanup_signals
+    from ..core.fileio import Terminated, install_cleanup_signals
     install_cleanup_signals()   # SIGTERM / SIGHUP remove temporary files like Ctrl-C
     if list(sys.argv[1:] if argv is None else argv) == ["--version"]:
         print(f"potsherd {__version__}")  # without building every family's parser

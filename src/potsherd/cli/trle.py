@@ -137,7 +137,7 @@ def write_companions(wad_path: str, out_path: str, old: dict, new: dict,
     from ..formats.trle.catalog import moveable_name
     if wad_path == "-":
         return ["companion files: none (the wad was new)"]
-    from ...resolve import Confinement
+    from ..resolve import Confinement
     notes = []
     out_stem = os.path.splitext(out_path)[0]
     #: companions are read by the rule for referenced files: the wad's folder only
