@@ -9,8 +9,9 @@ import pytest
 
 from potsherd import registry
 
-#: what ``document_scene`` passes itself (not a user option)
-INTERNAL = {"source_path"}
+#: what ``document_scene`` passes itself, and what a mission's export hands the interiors
+#: and shapes it places (the world's volumes, a list): not user options
+INTERNAL = {"source_path", "volumes"}
 READ = re.compile(r"""options(?:\.get\(|\[)\s*["'](\w+)["']""")
 
 
@@ -27,7 +28,8 @@ def _names_read(module_name: str) -> set:
 MORE_SCENE_MODULES = {"ko": ("potsherd.formats.ko.zone",),
                       "darkstar": ("potsherd.formats.darkstar.interiors",
                                    "potsherd.formats.darkstar.terrain_scene",
-                                   "potsherd.formats.darkstar.mission_scene")}
+                                   "potsherd.formats.darkstar.mission_scene"),
+                      "trle": ("potsherd.formats.trle.levelscene",)}
 
 
 @pytest.mark.parametrize("family", registry.FAMILIES)

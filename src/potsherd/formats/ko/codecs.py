@@ -40,7 +40,7 @@ from .info import (info_fxb, info_gtd, info_n3anim, info_n3chr, info_n3cpart, in
 from .info import info_glo, info_n3camera, info_n3light, info_n3scene, info_n3vmesh, info_opdext
 from .info import replay_pmesh  # noqa: F401  (imported from here by callers)
 from .sniff import check_fxb, foreign_gtd, foreign_opd, foreign_shape, foreign_uif
-from .text import CP_DEFAULT, CP_TAIWAN, text_encoding_for
+from .text import CP_DEFAULT, CP_TAIWAN, document_encoding
 from .text import KoString, text  # noqa: F401  (imported from here by callers)
 from .wire import LAYOUT
 
@@ -207,8 +207,7 @@ class KoCodec(LayoutCodec):
 
     # --- JSON -----------------------------------------------------------
     def encoding_of(self, doc: Document) -> str:
-        enc = doc.meta.get("text_encoding")
-        return enc if enc in (CP_DEFAULT, CP_TAIWAN) else text_encoding_for(doc.source)
+        return document_encoding(doc)
 
     def to_json(self, doc: Document, form: str = "wire") -> dict:
         enc = self.encoding_of(doc)

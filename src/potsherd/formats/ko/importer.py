@@ -251,12 +251,32 @@ def pmesh_root(geo: Geometry, name: str, *, progressive: bool,
         collapses, changes = record_table("collapse"), np.zeros(0, np.int32)
         min_v, min_i = len(verts), len(indices)
         lods = record_table("lod")
-    return {"name": _raw(name), "collapseCount": len(collapses), "changeCount": len(changes),
+    root = {"name": _raw(name), "collapseCount": len(collapses), "changeCount": len(changes),
             "vertexCount": len(verts), "indexCount": len(indices), "minVertexCount": min_v,
             "minIndexCount": min_i, "vertices": verts.reshape(-1),
             "indices": np.asarray(indices, np.uint16),
             "collapses": collapses, "indexChanges": np.asarray(changes, np.int32),
             "lodCount": len(lods), "lods": lods}
+    _lods_keep_triangles(root)
+    return root
+
+
+def _lods_keep_triangles(root: dict) -> None:
+    """Raise a LOD stop (all but the last, which means 'gone') that would draw no
+    triangle to the fewest vertices that still draw one: where a simplifier's order
+    empties a small mesh early, a fraction of its vertices can land past the last
+    triangle, and the engine would then show nothing at a middle distance."""
+    from .scene import pmesh_at_vertex_count
+    lods, n = root["lods"], int(root["vertexCount"])
+    for k in range(len(lods) - 1):
+        v = int(lods[k]["vertexCount"])
+        if v >= n or pmesh_at_vertex_count(root, v)[1] >= 3:
+            continue
+        lo, hi = v, n                   # triangles grow with vertices: the first that draws
+        while lo + 1 < hi:
+            mid = (lo + hi) // 2
+            lo, hi = (mid, hi) if pmesh_at_vertex_count(root, mid)[1] < 3 else (lo, mid)
+        lods[k]["vertexCount"] = hi
 
 
 def _same_pmesh_geometry(geo: Geometry, like: dict) -> bool:

@@ -18,7 +18,7 @@ from ...core.limits import DEFAULT_LIMITS, Limits
 from ...core.values import RawString
 from ...document import Document
 from ...registry import Codec
-from .text import CP_DEFAULT, CP_TAIWAN, KoString, text, text_encoding_for
+from .text import CP_DEFAULT, KoString, document_encoding, text
 
 _LINE = re.compile(rb"(.*?)(\r\n|\n|\r|$)", re.S)
 _KEY = re.compile(rb"^([^=]*?)([ \t]*=[ \t]*)(.*)$", re.S)
@@ -84,8 +84,7 @@ class KoTextCodec(Codec):
         return b"".join(out) + bytes(doc.trailing)
 
     def encoding_of(self, doc: Document) -> str:
-        enc = doc.meta.get("text_encoding")
-        return enc if enc in (CP_DEFAULT, CP_TAIWAN) else text_encoding_for(doc.source)
+        return document_encoding(doc)
 
     def to_json(self, doc: Document, form: str = "wire") -> dict:
         enc = self.encoding_of(doc)

@@ -45,7 +45,7 @@ from ...core.limits import DEFAULT_LIMITS, Limits
 from ...core.values import RawString
 from ...document import Document
 from ...registry import Codec
-from .text import CP_DEFAULT, CP_TAIWAN, KoString, text_encoding_for
+from .text import CP_DEFAULT, CP_TAIWAN, KoString, document_encoding
 
 # ----------------------------------------------------------------------------
 # column types
@@ -485,8 +485,7 @@ class TableCodec(Codec):
 
     # --- JSON ------------------------------------------------------------
     def encoding_of(self, doc: Document) -> str:
-        enc = doc.meta.get("text_encoding")
-        return enc if enc in (CP_DEFAULT, CP_TAIWAN) else text_encoding_for(doc.source)
+        return document_encoding(doc)
 
     def to_json(self, doc: Document, form: str = "wire") -> dict:
         enc = self.encoding_of(doc)

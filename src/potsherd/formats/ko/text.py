@@ -94,3 +94,8 @@ def text(v: Any, enc: str = CP_DEFAULT) -> str:
     return data.decode("latin-1")
 
 
+def document_encoding(doc) -> str:
+    """The code page of a document's texts: the one its JSON named (kept in ``meta``),
+    else the one its file name implies (``_tw`` files are cp950)."""
+    enc = doc.meta.get("text_encoding")
+    return enc if enc in (CP_DEFAULT, CP_TAIWAN) else text_encoding_for(doc.source)
