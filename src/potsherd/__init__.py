@@ -20,7 +20,7 @@ from .errors import (CountError, EncodeError, FormatError, InternalDecodeError,
 from .core.limits import DEFAULT_LIMITS, Limits
 from .document import Document
 
-__version__ = "0.1.0"
+from ._version import __version__  # noqa: E402  (one place, read by the library too)
 
 # The registry (and with it numpy and the layout engine) is imported by the
 # functions that need it, not here: ``potsherd --version`` and importing a
@@ -43,22 +43,7 @@ def read(source: str | os.PathLike | bytes, format: str | None = None, *,
     The document's arrays are writable and its own: bytes given are copied
     from; a file of a format that decodes in place (the KO formats) is read
     into fresh memory and its arrays are views of it."""
-    api = _API or _load_api()
-    if isinstance(source, (bytes, bytearray, memoryview)):
-        return api.registry.decode(bytes(source), format=format, limits=limits, **params)
-    path = os.fspath(source)
-    registry = api.registry
-    try:  # picked before reading when the name (or format) decides it
-        codec = registry.codec_before_reading(path, format)
-    except (UnknownFormatError, TypeError):
-        codec = None  # (the refusal comes after reading, as it always did)
-    if codec is None:
-        data = api.read_input(path, limits, stdio=False)
-        return registry.decode(data, format=format, path=path, limits=limits, **params)
-    # a codec taking a private buffer decodes the file in place: the document's
-    # arrays are views of memory only it holds, editable without copies
-    data = api.read_input(path, limits, stdio=False, private=codec.private_input)
-    return registry.decode_as(codec, data, path=path, limits=limits, **params)
+    return (_API or _load_api()).read_document(source, format, limits=limits, **params)
 
 
 _API = None
@@ -114,7 +99,8 @@ def import_gltf(src: Any, dst: str | os.PathLike, *, format: str | None = None,
 
 
 _LAZY_SUBMODULES = frozenset({"registry", "api", "cli", "containers", "core", "examples",
-                              "export", "imaging", "importer", "scene", "view"})
+                              "export", "imaging", "importer", "scene", "view",
+                              "convert"})
 
 
 def __getattr__(name: str) -> Any:

@@ -2,7 +2,7 @@
 inputs, parse ``name=value`` items, check conversion options, write outputs,
 stream a document's JSON.
 
-The command line (``cli.py``) is argparse and printing on top of these; the
+The command line (``cli/``) is argparse and printing on top of these; the
 conversion and texture commands and the family command lines use them too, so
 no library module needs to import the command line.
 """
@@ -93,18 +93,6 @@ def make_limits(**changes: int | None) -> Limits:
 
 
 LIMIT_FLAGS = ("max_depth", "max_elements", "max_inflated", "max_input")
-
-
-def limits_from_args(args: Any) -> Limits:
-    """The limits an argparse namespace asks for (``--max-input`` ...), for the
-    command modules of the families (which must not import the CLI module)."""
-    return make_limits(**{name: getattr(args, name, None) for name in LIMIT_FLAGS})
-
-
-def read_doc_args(path: str, args: Any):
-    """``(bytes, Document)`` of ``path`` with the limits, format and params of ``args``."""
-    return read_doc(path, limits=limits_from_args(args), format=getattr(args, "format", None),
-                    params=parse_params(getattr(args, "param", None)))
 
 
 #: how a file to read privately is opened: never waiting on a FIFO's writer
@@ -211,6 +199,25 @@ def _read_into(fd: int, buf) -> int:
         return os.readv(fd, [buf])
     with open(fd, "rb", buffering=0, closefd=False) as f:  # where readv is missing
         return f.readinto(buf) or 0
+
+
+def read_document(source: str | os.PathLike | bytes, format: str | None = None, *,
+                  limits: Limits = DEFAULT_LIMITS, **params: Any) -> Any:
+    """:func:`potsherd.read`: decode a file (path, never standard input) or bytes."""
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        return registry.decode(bytes(source), format=format, limits=limits, **params)
+    path = os.fspath(source)
+    try:  # picked before reading when the name (or format) decides it
+        codec = registry.codec_before_reading(path, format)
+    except (UnknownFormatError, TypeError):
+        codec = None  # (the refusal comes after reading, as it always did)
+    if codec is None:
+        data = read_input(path, limits, stdio=False)
+        return registry.decode(data, format=format, path=path, limits=limits, **params)
+    # a codec taking a private buffer decodes the file in place: the document's
+    # arrays are views of memory only it holds, editable without copies
+    data = read_input(path, limits, stdio=False, private=codec.private_input)
+    return registry.decode_as(codec, data, path=path, limits=limits, **params)
 
 
 def read_doc(path: str, *, limits: Limits = DEFAULT_LIMITS, format: str | None = None,
@@ -373,25 +380,6 @@ def scene_options(codec: registry.Codec, given: dict, *, strict: bool = True) ->
         return registry.coerce_options(declared, given, what=codec.name)
     except ValueError as e:
         raise UsageError(str(e)) from None
-
-
-def export_gltf(doc: Any, out_path: str, *, binary: bool = True,
-                options: dict | None = None, scene: Any = None) -> dict:
-    """Export a decoded document (or its already converted ``scene``) to glTF;
-    ``-`` writes a .glb to standard output."""
-    from .export import gltf
-    if scene is None:
-        scene = gltf.document_scene(doc, options)
-    if out_path == STDIO:
-        if not binary:
-            raise UsageError("a .gltf needs a file beside its .bin: write a .glb to "
-                             "standard output (--to glb)")
-        data = gltf.glb_bytes(*gltf.scene_to_gltf(scene, True))
-        write_output(STDIO, data)
-        return {"path": STDIO, "bytes": len(data), "nodes": len(scene.nodes),
-                "meshes": len(scene.meshes), "animations": len(scene.animations),
-                "warnings": list(scene.warnings)}
-    return gltf.write_exported(scene, out_path, binary=binary)
 
 
 # ----------------------------------------------------------------------------

@@ -61,7 +61,7 @@ EXAMPLES = {
 
 def write_examples(folder: str) -> list[str]:
     """Encode every example into ``folder``; returns the paths written."""
-    from . import from_json
+    from .registry import from_json
     from .core.fileio import atomic_write
     os.makedirs(folder, exist_ok=True)
     written = []

@@ -52,15 +52,15 @@ class Family:
 
 FAMILIES: tuple[Family, ...] = (
     Family("ko", "Knight Online (N3 engine)", "potsherd.formats.ko", ("ko",),
-           cli_hook="potsherd.formats.ko.cli:add_cli", cli_commands=("table",),
+           cli_hook="potsherd.cli.ko:add_cli", cli_commands=("table",),
            docs="docs/formats/knight-online.md"),
     Family("darkstar", "Dynamix Darkstar / 3Space", "potsherd.formats.darkstar",
            ("dts", "darkstar-world", "tribes"),
-           cli_hook="potsherd.formats.darkstar.world:add_cli",
+           cli_hook="potsherd.cli.darkstar:add_cli",
            cli_commands=("ls", "extract", "heightmap"), docs="docs/formats/darkstar.md"),
     Family("fbx", "Autodesk FBX", "potsherd.formats.fbx", ("fbx",), docs="docs/formats/fbx.md"),
     Family("trle", "Tomb Raider Level Editor", "potsherd.formats.trle", ("tr4wad", "trlevels"),
-           cli_hook="potsherd.formats.trle.cli:add_cli", cli_commands=("trle",),
+           cli_hook="potsherd.cli.trle:add_cli", cli_commands=("trle",),
            docs="docs/formats/trle.md"),
 )
 

@@ -12,7 +12,6 @@ leaves no half set and an interrupted one no OUT).
 from __future__ import annotations
 
 import os
-import sys
 from typing import Any
 
 from .core.errors import EncodeError, FormatError
@@ -149,8 +148,8 @@ def scene_to_files(scene: Any, dst: str | os.PathLike, codec: Codec, *,
 def _load_like(like: Any, limits: Limits) -> Document | None:
     if like is None or isinstance(like, Document):
         return like
-    from . import read
-    return read(like, limits=limits)
+    from .api import read_document
+    return read_document(like, limits=limits)
 
 
 def import_gltf(src: Any, dst: str | os.PathLike, *, format: str | None = None,
@@ -171,31 +170,6 @@ def import_gltf(src: Any, dst: str | os.PathLike, *, format: str | None = None,
     codec = target_codec(dst, format, like_doc)
     scene = read_gltf(src, limits=limits)
     return scene_to_files(scene, dst, codec, like=like_doc, options=options)
-
-
-def run_cli(args: Any, target: str) -> int:
-    """``potsherd convert IN.glb OUT.EXT``: the import branch of the command."""
-    from .api import UsageError, make_limits, parse_options
-    limits = make_limits(**{k: getattr(args, k, None) for k in
-                            ("max_depth", "max_elements", "max_inflated", "max_input")})
-    try:
-        options = parse_options(getattr(args, "option", None))
-        like = _load_like(getattr(args, "like", None), limits)
-        codec = target_codec(args.output, getattr(args, "to", None) or None, like)
-        if getattr(args, "target_version", None) is not None and \
-                any(o.name == "version" for o in codec.import_options):
-            options.setdefault("version", str(args.target_version))
-        from .scene.gltf_read import read_gltf
-        scene = read_gltf(args.input, limits=limits)
-        summary = scene_to_files(scene, args.output, codec, like=like, options=options)
-    except OptionError as e:
-        raise UsageError(str(e)) from None
-    from .api import display_path, printable
-    for w in summary["warnings"]:
-        print(f"potsherd: warning: {printable(w)}", file=sys.stderr)
-    for path, size in summary["files"]:
-        print(f"{display_path(path)}: {size} bytes", flush=True)
-    return 0
 
 
 def goes_through_scene(doc: Document, target: str) -> bool:

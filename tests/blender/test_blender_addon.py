@@ -20,7 +20,7 @@ import pytest
 import potsherd
 from corpus_paths import CORPUS_ROOT, ROOT
 from potsherd.blender import build
-from potsherd.export.convert import convert_file
+from potsherd.convert import convert_file
 
 BLENDER = shutil.which("blender")
 pytestmark = [pytest.mark.blender, pytest.mark.slow,
@@ -147,8 +147,8 @@ def test_the_zip_holds_the_addon_its_manifest_and_the_wheels(addon_zip):
         own = next(n for n in names if "/potsherd-" in n)
         import io
         with zipfile.ZipFile(io.BytesIO(z.read(own))) as w:
-            cli = w.read("potsherd/cli.py")
-    assert cli == (Path(potsherd.__file__).parent / "cli.py").read_bytes()
+            cli = w.read("potsherd/cli/__init__.py")
+    assert cli == (Path(potsherd.__file__).parent / "cli" / "__init__.py").read_bytes()
 
 
 def _glb_json(path: Path) -> dict:

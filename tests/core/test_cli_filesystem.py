@@ -669,7 +669,7 @@ def test_permission_denied_output_is_one_line_not_an_internal_error(tmp_path, cu
 
 
 def test_a_model_whose_references_are_missing_is_an_error():
-    from potsherd.export.convert import NoGeometryError, _check_geometry
+    from potsherd.convert import NoGeometryError, _check_geometry
     from potsherd.scene import Scene
     s = Scene(name="chr")
     s.add_node(name="character")

@@ -66,11 +66,11 @@ def test_listing_formats_imports_no_family_and_no_pillow(args):
 
 def test_family_commands_load_only_their_family():
     modules, _ = _imported_by(["trle", "--help"])
-    assert "potsherd.formats.trle.cli" in modules
+    assert "potsherd.cli.trle" in modules
     assert "potsherd.formats.darkstar" not in modules
     # negative control: the bare help lists every family's commands
     modules, stdout = _imported_by(["--help"])
-    assert "potsherd.formats.trle.cli" in modules and "extract" in stdout
+    assert "potsherd.cli.trle" in modules and "extract" in stdout
 
 
 def test_core_commands_are_the_parsers_own():

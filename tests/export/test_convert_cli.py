@@ -13,7 +13,7 @@ from potsherd import registry
 from potsherd.cli import main
 from potsherd.core.errors import FormatError, MagicError
 from potsherd.document import Document
-from potsherd.export.convert import Progress, convert_folder, plan_folder
+from potsherd.convert import Progress, convert_folder, plan_folder
 from potsherd.export.gltf import NoSceneError, document_scene, write_glb
 from potsherd.export.render import Gltf, render
 from potsherd.export.validate import validate_many, validator_available

@@ -1,6 +1,6 @@
 """``potsherd render IN.glb OUT.png``: the headless renderer behind the CLI.
 
-The same pixels as the Python API and ``python -m potsherd.export.render``;
+The same pixels as the Python API and ``python -m potsherd.cli.render``;
 ``--time``/``--animation``/``--size`` reach the renderer; bad inputs give an
 exit status and a message, never a traceback or a partial PNG.
 """
@@ -50,7 +50,7 @@ def test_render_writes_the_api_image(scenes, capsys):
 def test_module_entry_point_still_works(scenes):
     out = scenes / "module.png"
     cli_out = scenes / "cli.png"
-    proc = subprocess.run([sys.executable, "-m", "potsherd.export.render",
+    proc = subprocess.run([sys.executable, "-m", "potsherd.cli.render",
                            str(scenes / "quad.glb"), str(out), "--size", "48"],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr

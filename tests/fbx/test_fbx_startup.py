@@ -70,7 +70,7 @@ def test_a_folder_of_fbx_to_glb_imports_only_the_fbx_family(tmp_path):
     assert not [m for m in modules if m.startswith(OTHER_FAMILIES)], sorted(modules)
     # negative control: planning beside a file the KO family claims loads that family
     (src / "c.n3pmesh").write_bytes(b"\0" * 8)
-    planned = _run("import sys\nfrom potsherd.export.convert import plan_folder\n"
+    planned = _run("import sys\nfrom potsherd.convert import plan_folder\n"
                    f"plan, skipped = plan_folder({str(src)!r}, {str(out)!r}, 'glb')\n"
                    "print(len(plan), ' '.join(sorted(sys.modules)))").split()
     assert planned[0] == "3"

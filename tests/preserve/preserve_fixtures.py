@@ -26,7 +26,7 @@ EXPECTED = {
 def make_game_tree(root: Path) -> Path:
     """Write the tree of :data:`EXPECTED` (plus a text file) under ``root``."""
     from potsherd import examples
-    from potsherd.export.convert import convert_file
+    from potsherd.convert import convert_file
     from potsherd.formats.darkstar import world_examples
 
     (root / "models").mkdir(parents=True, exist_ok=True)

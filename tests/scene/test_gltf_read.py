@@ -431,7 +431,8 @@ def test_second_uv_set_texture_survives_a_single_uv_format(tmp_path):
     src = _uv_sets_quad(1, others=False)
     (tmp_path / "q.glb").write_bytes(src)
     import_gltf(tmp_path / "q.glb", tmp_path / "q.n3pmesh")
-    from potsherd.api import export_gltf, read_doc
+    from potsherd.api import read_doc
+    from potsherd.convert import export_gltf
     export_gltf(read_doc(str(tmp_path / "q.n3pmesh"))[1], str(tmp_path / "back.glb"))
     back = read_gltf(tmp_path / "back.glb")
     uvs = np.concatenate([t.uvs[0] for t in triangle_sets(back)])

@@ -169,7 +169,7 @@ def test_volume_extraction_is_linear_in_members(tmp_path, monkeypatch):
     """The block map is made once, not once per member (8,000 members took 60 s)."""
     import argparse
     import potsherd.formats.darkstar.volumes as vols
-    from potsherd.formats.darkstar.world import cmd_extract
+    from potsherd.cli.darkstar import cmd_extract
     src = tmp_path / "many.vol"
     src.write_bytes(vols.build_volume([(f"f{i}.txt", b"x" * (i % 7)) for i in range(3000)]))
     calls = []

@@ -23,7 +23,7 @@ import zipfile
 from importlib import metadata
 from pathlib import Path
 
-from .. import __version__
+from .._version import __version__
 from ..core.fileio import atomic_write
 
 ADDON_ID = "potsherd_blender"

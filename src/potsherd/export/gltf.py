@@ -651,7 +651,7 @@ class _Writer:
         return out
 
     def build(self) -> dict:
-        from .. import __version__
+        from .._version import __version__
         sc = self.scene
         self.check_tree()
         gl: dict = {"asset": {"version": "2.0", "generator": f"potsherd {__version__}"}}

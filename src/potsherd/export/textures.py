@@ -1,23 +1,25 @@
-"""``potsherd textures FILE|DIR ... -o DIR``: extract textures to PNG.
+"""Texture extraction to PNG (``potsherd textures FILE|DIR ... -o DIR``, whose
+printing is in :mod:`potsherd.cli.textures`).
 
 Works for every codec with a ``textures(doc)`` method (returning
 ``[(name, PIL.Image or PNG bytes), ...]``).  Folders are walked (files of
 unknown extension skipped); the output mirrors each input folder's structure.
 Walking a folder only visits files whose extension belongs to a codec with
 ``textures``; a file named explicitly is decoded and reported when its codec
-has none.  Exit status 1 when any file failed.
+has none.
 """
 from __future__ import annotations
 
 import io
 import os
 import re
-import sys
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator
 
-from ..core.wording import count
 from .. import api
 from ..core.errors import FormatError
 from ..core.fileio import atomic_write
+from ..core.limits import DEFAULT_LIMITS, Limits
 
 _UNSAFE = re.compile(r"[^\w.\- ]+", re.UNICODE)
 
@@ -44,14 +46,16 @@ def _has_texture_codec(path: str) -> bool:
 
 
 def _jobs(inputs: list[str]):
-    """(path, output subfolder, named explicitly) for every input file."""
+    """(path, output subfolder, named explicitly) for every input file; a path
+    the walk passes over comes as (path, reason, "skip") and an unreadable
+    folder as (path, error, None)."""
     from .. import registry
     for p in inputs:
         if os.path.isdir(p):
             for entry in api.walk_inputs([p], registry.known_extension):
                 fp = entry.path
                 if entry.skipped is not None:
-                    print(f"skip  {api.display_path(fp)}: {entry.skipped}", file=sys.stderr)
+                    yield fp, entry.skipped, "skip"
                     continue
                 if entry.error is not None:
                     yield fp, entry.error, None
@@ -64,79 +68,93 @@ def _jobs(inputs: list[str]):
             yield p, "", True
 
 
-def _texture_options(codec, args) -> dict:
-    """``--option``/``--data-root`` for codecs that declare ``texture_options``
-    (unknown names are a usage error); nothing for the others."""
+def texture_options(codec, given: dict, data_root: str | None = None) -> dict:
+    """The options for ``codec.textures`` from ``given`` (name -> text): checked
+    and typed against the codec's ``texture_options`` (unknown names are a usage
+    error); nothing for codecs that declare none.  ``data_root`` is passed to a
+    codec that declares it."""
     declared = codec.texture_options
-    given = {}
-    for item in getattr(args, "option", None) or []:
-        if "=" not in item:
-            from ..api import UsageError
-            raise UsageError(f"--option expects name=value, got {item!r}")
-        k, v = item.split("=", 1)
-        given[k.strip()] = v
     if not declared:
         return {}
     from ..registry import coerce_options
     from ..api import UsageError
     try:
-        opts = coerce_options(declared, given, what=codec.name)
+        opts = coerce_options(declared, dict(given), what=codec.name)
     except ValueError as e:
         raise UsageError(str(e)) from None
-    if getattr(args, "data_root", None) and any(o.name == "data_root" for o in declared):
-        opts["data_root"] = args.data_root
+    if data_root and any(o.name == "data_root" for o in declared):
+        opts["data_root"] = data_root
     return opts
 
 
-def run(args) -> int:
-    limits = api.make_limits(**{k: getattr(args, k, None) for k in
-                                ("max_depth", "max_elements", "max_inflated", "max_input")})
-    params = api.parse_params(getattr(args, "param", None))
-    out_dir = args.output
+@dataclass
+class TextureTally:
+    """What :func:`extract_textures` did: PNG files written, files with
+    textures, and failures (a file that does not decode, or a texture that
+    could not be drawn)."""
+
+    written: int = 0
+    files: int = 0
+    failed: int = 0
+
+
+def extract_textures(inputs: list[str], out_dir: str, *, limits: Limits = DEFAULT_LIMITS,
+                     format: str | None = None, params: dict | None = None,
+                     options_for: Callable[[Any], dict] | None = None,
+                     tally: TextureTally | None = None) -> Iterator[tuple[str, str, str]]:
+    """Extract the textures of files and folders to PNG files under ``out_dir``
+    (mirroring each input folder), yielding what happened as ``(event, path,
+    detail)``: ``walk-skip`` (a path the walk passed over), ``fail``,
+    ``skip`` (a file named explicitly whose format holds no textures), ``warn``,
+    ``none`` (a file holding no textures), ``ok`` (``path`` the PNG written).
+    ``options_for(codec)``: the options of that codec's ``textures`` (see
+    :func:`texture_options`).  Counts go to ``tally``."""
+    tally = TextureTally() if tally is None else tally
     if os.path.exists(out_dir) and not os.path.isdir(out_dir):
         raise NotADirectoryError(20, os.strerror(20), out_dir)
     try:
         os.makedirs(out_dir, exist_ok=True)
     except OSError as e:
         raise OSError(e.errno, e.strerror, out_dir) from None
-    files = written = failed = 0
     used: set[str] = set()
-    for path, sub, explicit in _jobs(args.inputs):
+    for path, sub, explicit in _jobs(inputs):
+        if explicit == "skip":
+            yield "walk-skip", path, sub
+            continue
         if explicit is None:      # an unreadable folder of the walk
-            print(f"FAIL  {api.display_path(path)}: {sub}", file=sys.stderr)
-            failed += 1
+            yield "fail", path, sub
+            tally.failed += 1
             continue
         try:
-            _, doc = api.read_doc(path, limits=limits, format=getattr(args, "format", None),
-                                  params=params)
+            _, doc = api.read_doc(path, limits=limits, format=format, params=params)
         except FormatError as e:
-            print(f"FAIL  {api.display_path(path)}: {e}", file=sys.stderr)
-            failed += 1
+            yield "fail", path, str(e)
+            tally.failed += 1
             continue
         except OSError as e:
-            print(f"FAIL  {api.display_path(path)}: {e.strerror or e}", file=sys.stderr)
-            failed += 1
+            yield "fail", path, str(e.strerror or e)
+            tally.failed += 1
             continue
         extract = doc.codec.textures
         if extract is None:
             if explicit:
-                print(f"skip  {path}: {doc.format} holds no textures", file=sys.stderr)
+                yield "skip", path, f"{doc.format} holds no textures"
             continue
-        files += 1
+        tally.files += 1
         before = len(doc.warnings)
         try:
-            images = extract(doc, **_texture_options(doc.codec, args))
+            images = extract(doc, **(options_for(doc.codec) if options_for else {}))
         except FormatError as e:
-            print(f"FAIL  {api.display_path(path)}: {e}", file=sys.stderr)
-            failed += 1
+            yield "fail", path, str(e)
+            tally.failed += 1
             continue
         for w in doc.warnings:
-            print(f"warn  {path}: {w}", file=sys.stderr)
+            yield "warn", path, w
         if len(doc.warnings) > before:  # extraction warns for each texture it cannot decode
-            failed += 1
+            tally.failed += 1
         if not images:
             if len(doc.warnings) == before:  # e.g. a sprite file with no sprites
-                print(f"none  {path}: {doc.format} file holds no textures", file=sys.stderr)
+                yield "none", path, f"{doc.format} file holds no textures"
             continue
         target_dir = os.path.join(out_dir, sub)
         os.makedirs(target_dir, exist_ok=True)
@@ -148,8 +166,5 @@ def run(args) -> int:
                 dest = f"{base}~{k}.png"
             used.add(os.path.normcase(dest))
             atomic_write(dest, _png_bytes(image))
-            written += 1
-            if not getattr(args, "quiet", False):
-                print(f"ok    {dest}")
-    print(f"{written} PNG written from {count(files, 'file')}, {failed} failed")
-    return 0 if failed == 0 else 1
+            tally.written += 1
+            yield "ok", dest, ""

@@ -15,7 +15,7 @@ Which access copies a file gets is read from its codec's declared hooks
 (``to_scene``, ``textures``, ``to_csv``), never from a list of formats.
 
 Each file is one job for the conversion batch's worker processes
-(:func:`potsherd.export.convert.run_in_workers`); a job writes the master, the
+(:func:`potsherd.convert.run_in_workers`); a job writes the master, the
 access copies and, last, the metadata record, each atomically.  A file whose
 record exists is finished: ``resume`` skips it.  The manifest is written at the
 end from the records (the hashes the jobs computed while copying), streamed, so
@@ -36,7 +36,7 @@ from typing import Any, Callable, Iterator
 
 import orjson
 
-from .. import __version__
+from .._version import __version__
 from ..core.errors import FormatError
 from ..core.fileio import TEMP_PREFIX, TEMP_SUFFIX, atomic_write
 from ..core.limits import DEFAULT_LIMITS, Limits
@@ -402,7 +402,7 @@ def _run(batch: list[str], package: str, options: dict, workers: int) -> Iterato
             yield (rel, *bundle_file(rel, package, options))
         return
     from .. import registry
-    from ..export.convert import run_in_workers
+    from ..convert import run_in_workers
     registry.codecs()   # imported once here: every batch's forked workers inherit them
     plan = [(chunk, package) for chunk in _chunks(batch, options["game_dir"])]
     for chunk, status, res in run_in_workers(plan, "bundle", options, workers,

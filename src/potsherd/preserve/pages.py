@@ -90,7 +90,8 @@ def page(codec: Codec, sample: str | None = None,
 
 
 def _cube_glb(folder: str) -> str:
-    from .. import examples, from_json
+    from .. import examples
+    from ..registry import from_json
     from ..export import gltf
     doc = from_json(examples.n3pmesh_cube_document())
     path = os.path.join(folder, ".cube.glb")

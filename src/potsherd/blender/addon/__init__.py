@@ -147,7 +147,7 @@ def declared_options(path: str, kind: str) -> set[str]:
 def import_file(context, path: str, options: dict, name: str | None = None):
     """Import one game file into a new collection; returns (collection, warnings)."""
     library()
-    from potsherd.export.convert import convert_file
+    from potsherd.convert import convert_file
     _numpy_for_old_gltf_io()
     path = os.path.abspath(path)
     with tempfile.TemporaryDirectory(prefix="potsherd-") as tmp:

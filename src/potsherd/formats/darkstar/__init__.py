@@ -10,7 +10,7 @@ from .codecs import CODECS, DML, DTS
 __all__ = ["CODECS", "DTS", "DML"]
 
 # Darkstar world files (bitmaps, palettes, volumes, interiors): their own modules.
-from .world import WORLD_CODECS, add_cli  # noqa: E402
+from .world import WORLD_CODECS  # noqa: E402
 
 CODECS = CODECS + WORLD_CODECS
 

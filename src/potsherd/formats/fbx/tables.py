@@ -71,7 +71,7 @@ def expand(sig: str, n: int) -> str | None:
 
 
 def main(argv: list[str]) -> int:
-    import potsherd
+    from ...api import read_document
     from .binary import MAGIC
     facts = p_facts = None
     files: list[str] = []
@@ -94,7 +94,7 @@ def main(argv: list[str]) -> int:
         with open(p, "rb") as f:
             data = f.read()
         if data.startswith(MAGIC):
-            trees.append(potsherd.read(data, format="fbx").root)
+            trees.append(read_document(data, format="fbx").root)
     table = build_table(trees, facts, p_facts)
     from ...core.fileio import atomic_write  # a half-written table would break every import
     atomic_write(out, (json.dumps(table, indent=0, sort_keys=False) + "\n").encode("utf-8"))

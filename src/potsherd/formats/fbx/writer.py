@@ -741,7 +741,7 @@ def scene_to_fbx(scene: Scene, *, version: int = 7400, binary: bool = True, fps:
     Output is deterministic (object ids count up; the creation time is fixed
     unless ``time_stamp`` is given).  Lossy choices go to ``scene.warnings``.
     """
-    from ... import __version__
+    from ..._version import __version__
     if not 7100 <= int(version) <= 7700:
         raise EncodeError(f"FBX {version} cannot be written from a scene: 7100-7700 only")
     if not (fps > 0 and math.isfinite(fps)):

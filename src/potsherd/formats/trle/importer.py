@@ -211,7 +211,7 @@ def _pick_holder(scene: Any, wanted: Any) -> int | None:
         return None
     if wanted is None:
         return found[0]
-    from .cli import _moveable_id
+    from .catalog import moveable_id as _moveable_id
     oid = _moveable_id(str(wanted))
     for i in found:
         if int(scene.nodes[i].extras["tr4_moveable"].get("object_id", -1)) == oid:

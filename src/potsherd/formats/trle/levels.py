@@ -19,7 +19,7 @@ from ...document import Document
 from ...registry import LayoutCodec, Option
 from . import trng
 from .layouts import _LayoutFiles
-from .levelstore import level_storages
+from .levelstore import level_data, level_storages  # noqa: F401  (level_data: also imported from here)
 from ...core.layout import Layout
 
 TR3_VERSIONS = (0xFF180038, 0xFF080038)
@@ -188,19 +188,6 @@ class LevelCodec(LayoutCodec):
         else:
             out["meshes"] = "raw" if isinstance(meshes, (bytes, bytearray)) else len(meshes)
         return out
-
-
-def level_data(root: dict) -> dict:
-    """The record holding rooms, meshes, items...: the root (TR1-TR3) or the
-    level chunk's content (TR4, TR5)."""
-    lvl = root.get("level")
-    if isinstance(lvl, dict) and "content" in lvl:
-        return lvl["content"]
-    if isinstance(lvl, dict):
-        return lvl
-    if isinstance(lvl, (bytes, bytearray)):   # TR5's level chunk kept raw
-        return {}
-    return root
 
 
 def level_warnings(engine: int, root: dict) -> list[str]:

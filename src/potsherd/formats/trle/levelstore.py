@@ -310,3 +310,16 @@ def level_storages() -> dict[str, Storage]:
             "per_layer_faces": PerLayer("tr5_layer_faces", ("rectangle_count", "triangle_count")),
             "per_layer_vertices": PerLayer("tr5_layer_vertices", ("vertex_count",)),
             "vertex_gap": VertexGap()}
+
+
+def level_data(root: dict) -> dict:
+    """The record holding rooms, meshes, items...: the root (TR1-TR3) or the
+    level chunk's content (TR4, TR5)."""
+    lvl = root.get("level")
+    if isinstance(lvl, dict) and "content" in lvl:
+        return lvl["content"]
+    if isinstance(lvl, dict):
+        return lvl
+    if isinstance(lvl, (bytes, bytearray)):   # TR5's level chunk kept raw
+        return {}
+    return root

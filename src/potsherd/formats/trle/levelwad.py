@@ -28,7 +28,7 @@ import numpy as np
 
 from ...core.errors import FormatError
 from .layouts import WAD_LAYOUT
-from .levels import level_data
+from .levelstore import level_data
 from .scene import _QUAD, _TRI
 
 PAGE = 256
@@ -42,7 +42,7 @@ def _dtype(field: str) -> np.dtype:
 
 
 def _rgb_pages(doc: Any) -> bytes:
-    from .levelscene import _pages
+    from .levelpages import _pages
     pages = _pages(doc)
     if not pages:
         return b""

@@ -14,8 +14,9 @@ from __future__ import annotations
 import os
 import sys
 
-from ... import api
-from ...core.fileio import atomic_write
+from .. import api
+from ..core.fileio import atomic_write
+from .inputs import limits_from_args
 
 
 def _delimiter(path: str, given: str | None) -> str:
@@ -25,9 +26,9 @@ def _delimiter(path: str, given: str | None) -> str:
 
 
 def cmd_table(args) -> int:
-    from .table import from_csv, to_csv
+    from ..formats.ko.table import from_csv, to_csv
     src = args.file
-    limits = api.limits_from_args(args)
+    limits = limits_from_args(args)
     if src.lower().endswith(".tbl") or (args.format == "tbl"):
         _, doc = api.read_doc(src, limits=limits, format="tbl",
                               params=api.parse_params(getattr(args, "param", None)))
@@ -54,7 +55,7 @@ def cmd_table(args) -> int:
     like = None
     if args.like:
         _, like = api.read_doc(args.like, limits=limits, format="tbl")
-    from .text import text_encoding_for
+    from ..formats.ko.text import text_encoding_for
     enc = None if like is not None else text_encoding_for(src)
     doc = from_csv(text, delimiter=_delimiter(src, args.delimiter), like=like, encoding=enc,
                    params=api.parse_params(getattr(args, "param", None)))

@@ -6,15 +6,15 @@ import json
 import os
 import sys
 
-from . import api
-from .api import UsageError, display_path
+from ..api import UsageError, display_path
+from .inputs import limits_from_args
 
 COMMANDS = ("identify", "signatures", "bundle")
 
 
 def cmd_identify(args) -> int:
-    from .preserve.identify import identify
-    limits = api.limits_from_args(args)
+    from ..preserve.identify import identify
+    limits = limits_from_args(args)
     unreadable = 0
     for r in identify(args.paths, deep=not args.fast, members=not args.no_members,
                       limits=limits):
@@ -35,12 +35,12 @@ def cmd_identify(args) -> int:
 
 
 def cmd_signatures(args) -> int:
-    from .core.fileio import atomic_write
-    from .preserve import signatures
+    from ..core.fileio import atomic_write
+    from ..preserve import signatures
     if not args.droid and not args.fido and not args.pages:
         raise UsageError("signatures: name --droid FILE, --fido FILE and/or --pages DIR")
     if args.pages:
-        from .preserve.pages import write_pages
+        from ..preserve.pages import write_pages
         write_pages(args.pages, samples=args.samples)
     if args.droid:
         atomic_write(args.droid, signatures.droid_xml())
@@ -50,7 +50,7 @@ def cmd_signatures(args) -> int:
 
 
 def cmd_bundle(args) -> int:
-    from .preserve import bundle as b
+    from ..preserve import bundle as b
     if args.verify:
         if args.output or args.resume or args.no_access:
             raise UsageError("bundle --verify PACKAGE takes no other option")
@@ -67,7 +67,7 @@ def cmd_bundle(args) -> int:
             print(f"FAIL  {res}", file=sys.stderr)
     try:
         s = b.bundle(args.game_dir, args.output, resume=args.resume, access=not args.no_access,
-                     workers=args.jobs, limits=api.limits_from_args(args), progress=progress,
+                     workers=args.jobs, limits=limits_from_args(args), progress=progress,
                      deep=not args.fast_identify)
     except b.BundleError as e:
         raise UsageError(str(e)) from None

@@ -22,45 +22,17 @@ import sys
 import time
 from typing import Any, Iterator
 
-from .. import api
-from ..api import UsageError, display_path
-from ..core.wording import count
-from ..core.errors import FormatError
-from ..core.fileio import remove_temporaries
-from ..errors import NoGeometryError
+from . import api
+from .api import UsageError, display_path
+from .core.wording import count
+from .core.errors import FormatError
+from .core.fileio import remove_temporaries
+from .errors import NoGeometryError
 
 GLTF_TARGETS = ("glb", "gltf")
 
 #: OS errors after which a batch stops at once (every later file would fail the same way)
 FATAL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS})
-
-
-def _target_of(args) -> str:
-    if args.to:
-        return args.to.lower().lstrip(".")
-    ext = os.path.splitext(args.output)[1].lstrip(".").lower()
-    return ext
-
-
-def settings_from_args(args) -> dict:
-    """What a conversion needs from the command line, as plain data for workers:
-    limits, ``format``, layout ``params``, the family options as text
-    (``--option`` plus ``--lod``/``--detail``/``--data-root``), and the FBX
-    re-encoding settings."""
-    given = api.parse_options(getattr(args, "option", None))
-    for flag, name in (("lod", "lod"), ("detail", "detail"), ("data_root", "data_root")):
-        value = getattr(args, flag, None)
-        if value is not None:
-            given.setdefault(name, value)
-    return {
-        "limits": {k: getattr(args, k, None) for k in
-                   ("max_depth", "max_elements", "max_inflated", "max_input")},
-        "format": getattr(args, "format", None),
-        "params": api.parse_params(getattr(args, "param", None)),
-        "scene_options": given,
-        "target_version": getattr(args, "target_version", None),
-        "param": list(getattr(args, "param", None) or []),
-    }
 
 
 def convert_file(src: str, dst: str, target: str, options: dict) -> dict:
@@ -70,7 +42,7 @@ def convert_file(src: str, dst: str, target: str, options: dict) -> dict:
     limits = api.make_limits(**(options.get("limits") or {}))
     given = options.get("scene_options") or {}
     if target not in GLTF_TARGETS and _is_gltf_name(src):     # a folder import
-        from .. import importer
+        from . import importer
         like = (options.get("like_of") or {}).get(src)
         try:
             summary = importer.import_gltf(src, dst, format=target or None, like=like,
@@ -83,14 +55,14 @@ def convert_file(src: str, dst: str, target: str, options: dict) -> dict:
                              params=options.get("params"))
     if target in GLTF_TARGETS:
         opts = api.scene_options(doc.codec, given, strict=options.get("strict_options", True))
-        from . import gltf
+        from .export import gltf
         scene = gltf.document_scene(doc, opts)
         _check_geometry(src, scene)
-        summary = api.export_gltf(doc, dst, binary=(target == "glb"), options=None,
+        summary = export_gltf(doc, dst, binary=(target == "glb"), options=None,
                                   scene=scene)
         summary["in_bytes"] = len(data)
         return summary
-    from .. import importer
+    from . import importer
     if importer.goes_through_scene(doc, target):       # e.g. IN.n3chr OUT.fbx
         summary = importer.convert_via_scene(doc, dst, target, given,
                                              version=options.get("target_version"))
@@ -103,6 +75,25 @@ def convert_file(src: str, dst: str, target: str, options: dict) -> dict:
                                      "param": options.get("param"), **given})
     api.write_output(dst, out)
     return {"path": dst, "bytes": len(out), "in_bytes": len(data), "warnings": []}
+
+
+def export_gltf(doc: Any, out_path: str, *, binary: bool = True,
+                options: dict | None = None, scene: Any = None) -> dict:
+    """Export a decoded document (or its already converted ``scene``) to glTF;
+    ``-`` writes a .glb to standard output."""
+    from .export import gltf
+    if scene is None:
+        scene = gltf.document_scene(doc, options)
+    if out_path == api.STDIO:
+        if not binary:
+            raise UsageError("a .gltf needs a file beside its .bin: write a .glb to "
+                             "standard output (--to glb)")
+        data = gltf.glb_bytes(*gltf.scene_to_gltf(scene, True))
+        api.write_output(api.STDIO, data)
+        return {"path": api.STDIO, "bytes": len(data), "nodes": len(scene.nodes),
+                "meshes": len(scene.meshes), "animations": len(scene.animations),
+                "warnings": list(scene.warnings)}
+    return gltf.write_exported(scene, out_path, binary=binary)
 
 
 def _check_geometry(src: str, scene) -> None:
@@ -129,7 +120,7 @@ def _worker(src: str, dst: str, target: str, options: dict) -> tuple:
     """Convert one file and never raise: ``(status, summary-or-error-text)`` with
     status "ok", "failed", "skipped" (a valid file with nothing to export) or
     "fatal" (an OS error such as a full disk that stops the batch)."""
-    from .gltf import NoSceneError
+    from .export.gltf import NoSceneError
     try:
         return "ok", convert_file(src, dst, target, options)
     except NoSceneError as e:
@@ -282,7 +273,7 @@ def _is_gltf_name(path: str) -> bool:
 
 def _import_codec(target: str) -> Any:
     """The codec a folder import writes for ``target``, or None when it cannot import."""
-    from .. import importer
+    from . import importer
     try:
         return importer.target_codec("out." + target, target)
     except (importer.OptionError, FormatError):
@@ -291,7 +282,7 @@ def _import_codec(target: str) -> Any:
 
 def _can_reach(path: str, target: str) -> bool:
     """Whether any codec claiming this extension can produce ``target``."""
-    from .. import registry
+    from . import registry
     cands = registry.codecs_claiming(path)
     if target in GLTF_TARGETS:
         return any(c.to_scene is not None for c in cands)
@@ -312,7 +303,7 @@ class Originals:
     ``x.n3pmesh`` lie side by side, and that name finds ``x.n3chr``."""
 
     def __init__(self, root: str, target: str) -> None:
-        from .. import registry
+        from . import registry
         self.root = root
         codecs = [c for c in registry.codecs() if c.from_scene is not None]
         if target:
@@ -326,7 +317,7 @@ class Originals:
 
     def _entries(self, folder: str) -> tuple:
         """({(stem, ext): path} of importable files, {stem: [other game files]})."""
-        from .. import registry
+        from . import registry
         if folder not in self.listings:
             found: dict = {}
             others: dict = {}
@@ -380,7 +371,7 @@ def _walk_files(src_dir: str, wanted, notes: list) -> Iterator[str]:
 def plan_folder_walk(src_dir: str, dst_dir: str, target: str) -> tuple:
     """:func:`plan_folder` plus what the walk skipped or could not read:
     ``(plan, skipped, walk_notes)`` with walk notes ``(path, reason, is_error)``."""
-    from .. import registry
+    from . import registry
     jobs, skipped, notes = [], [], []
     # (a game-format target that imports: the tree's glTF files are walked too)
     import_codec = _import_codec(target) if target not in GLTF_TARGETS else None
@@ -448,7 +439,7 @@ def plan_like(src_dir: str, dst_dir: str, target: str, like_dir: str) -> tuple:
 def _check_batch_options(plan: list, given: dict, target: str = "",
                          like_of: dict | None = None) -> None:
     """Every option name must be declared by some format the batch will convert."""
-    from .. import registry
+    from . import registry
     if not given:
         return
     exts = {os.path.splitext(src)[1].lower() for src, _ in plan}
@@ -529,7 +520,7 @@ class Progress:
 
 def validate_outputs(paths: list, stream=None) -> int:
     """Run the Khronos validator on written glTF files; 0 when none has errors."""
-    from .validate import ValidatorUnavailable, format_report, validate_many
+    from .export.validate import ValidatorUnavailable, format_report, validate_many
     err = stream or sys.stderr
     try:
         reports = []
@@ -660,48 +651,3 @@ def _in_process(plan: list, target: str, options: dict, started) -> Iterator[tup
         started(src)
         status, res = _worker(src, dst, target, options)
         yield src, status, res
-
-
-def run(args) -> int:
-    settings = settings_from_args(args)
-    if args.timeout is not None and args.timeout <= 0:
-        raise UsageError(f"--timeout {args.timeout:g}: give a positive number of seconds")
-    is_folder = args.input != api.STDIO and os.path.isdir(args.input)
-    if is_folder:
-        if os.path.exists(args.output) and not os.path.isdir(args.output):
-            raise UsageError(f"{display_path(args.output)} exists and is not a folder")
-        like_dir = getattr(args, "like", None)
-        if like_dir is not None and not os.path.isdir(like_dir):
-            raise UsageError("with a folder input, --like names the folder of the originals "
-                             "the glTF files were exported from")
-        if like_dir is not None and (args.to or "").lower().lstrip(".") in GLTF_TARGETS:
-            raise UsageError("--like is for importing glTF files back into game formats")
-        if not args.to and like_dir is None:
-            raise UsageError("folder conversion needs --to (e.g. --to glb)")
-        return convert_folder(args.input, args.output, _target_of(args) if args.to else "",
-                              settings, jobs=args.jobs or 0,
-                              validate=bool(getattr(args, "validate", False)),
-                              timeout=args.timeout, like_dir=like_dir)
-    target = _target_of(args)
-    if not target:
-        raise UsageError("say the target with --to (glb, gltf, binary, ascii) or an output "
-                         "file extension")
-    from .. import importer
-    if target not in GLTF_TARGETS and importer.is_gltf_path(args.input):
-        return importer.run_cli(args, target)      # glTF -> a game format
-    output = args.output
-    if output != api.STDIO and os.path.isdir(output):
-        if args.input == api.STDIO:
-            raise UsageError("reading standard input: name the output file, not a folder")
-        stem = os.path.splitext(os.path.basename(args.input))[0]
-        ext = ("." + target) if target in GLTF_TARGETS else os.path.splitext(args.input)[1]
-        output = os.path.join(output, stem + ext)
-    stream = api.summary_stream(output)
-    summary = convert_file(args.input, output, target, settings)
-    for w in summary.get("warnings", []):
-        print(f"potsherd: warning: {api.printable(w)}", file=sys.stderr)
-    print(f"{display_path(output)}: {summary['bytes']} bytes", flush=True,
-          file=stream)
-    if getattr(args, "validate", False) and target in GLTF_TARGETS and output != api.STDIO:
-        return validate_outputs([output])
-    return 0

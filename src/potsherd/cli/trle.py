@@ -13,22 +13,20 @@ import json
 import os
 import sys
 
-from ... import api
-from ...core.errors import FormatError
-from ...core.fileio import atomic_write
+from .. import api
+from ..core.errors import FormatError
+from ..core.fileio import atomic_write
+from .inputs import limits_from_args, read_doc
 
 
-from .catalog import moveable_id as _moveable_id  # noqa: E402  (kept for callers)
+from ..formats.trle.catalog import moveable_id as _moveable_id  # noqa: E402  (kept for callers)
 
 
-def _limits(args):
-    return api.make_limits(**{k: getattr(args, k, None) for k in
-                              ("max_depth", "max_elements", "max_inflated", "max_input")})
+_limits = limits_from_args
 
 
 def _read(path: str, args, fmt: str | None = None):
-    return api.read_doc(path, limits=_limits(args), format=getattr(args, "format", None) or fmt,
-                        params=api.parse_params(getattr(args, "param", None)))[1]
+    return read_doc(path, args, fmt)[1]
 
 
 LEVEL_EXTENSIONS = (".phd", ".tr2", ".tr4", ".trc")
@@ -37,13 +35,13 @@ LEVEL_EXTENSIONS = (".phd", ".tr2", ".tr4", ".trc")
 def _read_wad_or_level(path: str, args):
     """A wad, or a game level (by extension or detection) converted to a wad root
     (:mod:`.levelwad`), its conversion warnings printed."""
-    from ...document import Document
+    from ..document import Document
     fmt = getattr(args, "format", None)
     is_level = (fmt or "").endswith("level") or (
         not fmt and os.path.splitext(path)[1].lower() in LEVEL_EXTENSIONS)
     if not is_level:
         return _read(path, args, "tr4wad")
-    from .levelwad import wad_root
+    from ..formats.trle.levelwad import wad_root
     doc = _read(path, args)
     if not doc.format.endswith("level"):
         raise FormatError(f"{path}: a {doc.format} file, not a level or a wad")
@@ -54,11 +52,11 @@ def _read_wad_or_level(path: str, args):
 
 
 def cmd_extract(args) -> int:
-    from ...document import Document
-    from .moveables import extract
+    from ..document import Document
+    from ..formats.trle.moveables import extract
     wad = _read_wad_or_level(args.wad, args)
     if args.moveable.lower() == "all":
-        from .catalog import moveable_name
+        from ..formats.trle.catalog import moveable_name
         os.makedirs(args.output, exist_ok=True)
         ids = [int(m["object_id"]) for m in wad.root["moveables"]]
         for oid in ids:
@@ -78,8 +76,8 @@ def cmd_extract(args) -> int:
 
 
 def cmd_insert(args) -> int:
-    from ...document import Document
-    from .moveables import empty_wad, insert
+    from ..document import Document
+    from ..formats.trle.moveables import empty_wad, insert
     if args.wad == "-":
         root = empty_wad()
     else:
@@ -101,9 +99,9 @@ def cmd_insert(args) -> int:
 def _insert_gltf(args, root: dict) -> int:
     """A glTF moveable into the wad: a moveable of the same object id is replaced,
     keeping its state changes, dispatches, commands and id where the glTF has none."""
-    from ...document import Document
-    from ...scene.gltf_read import read_gltf
-    from .codecs import WAD
+    from ..document import Document
+    from ..scene.gltf_read import read_gltf
+    from ..formats.trle.codecs import WAD
     scene = read_gltf(args.trwad, limits=_limits(args))
     options = {}
     if getattr(args, "object_id", None) is not None:
@@ -123,7 +121,7 @@ def _insert_gltf(args, root: dict) -> int:
 
 def _sibling(path: str, ext: str) -> str | None:
     """The file beside ``path`` with its stem and extension ``ext`` (any case)."""
-    from ...resolve import Listings
+    from ..resolve import Listings
     hit = Listings().sibling(path, ext)
     return str(hit) if hit is not None else None
 
@@ -136,10 +134,10 @@ def write_companions(wad_path: str, out_path: str, old: dict, new: dict,
     ``.sam`` and ``.swd`` are copied; ``.was`` (one name line per object,
     moveables first) gets a line for a moveable the wad did not have, when its
     first lines name the wad's moveables as expected (else it is left out)."""
-    from .catalog import moveable_name
+    from ..formats.trle.catalog import moveable_name
     if wad_path == "-":
         return ["companion files: none (the wad was new)"]
-    from ...resolve import Confinement
+    from ..resolve import Confinement
     notes = []
     out_stem = os.path.splitext(out_path)[0]
     #: companions are read by the rule for referenced files: the wad's folder only
@@ -207,7 +205,7 @@ def cmd_textures(args) -> int:
 
 
 def cmd_skeleton(args) -> int:
-    from . import model
+    from ..formats.trle import model
     doc = _read(args.file, args)
     if doc.format == "trwad":
         r = doc.root
@@ -215,7 +213,7 @@ def cmd_skeleton(args) -> int:
             raise FormatError("this .trwad holds no single moveable")
         bones = model.skeleton(r["link_words"], r["moveable"]["mesh_count"])
     elif doc.format == "tr4wad":
-        from .moveables import find_moveable
+        from ..formats.trle.moveables import find_moveable
         r = doc.root
         if args.moveable is None:
             raise FormatError("a wad needs --moveable ID")

@@ -17,17 +17,16 @@ from typing import Any, Iterator
 # with --jobs worker processes.  A value the user set is kept.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-from . import __version__, api, families, registry  # noqa: E402
-from .api import UsageError, display_path, parse_params  # noqa: E402
-from .core.errors import FormatError, LimitError  # noqa: E402
-from .core.plainjson import plain_json  # noqa: E402
-from .core.wording import tally  # noqa: E402
+from .. import __version__, api, families, registry  # noqa: E402
+from ..api import UsageError, display_path, parse_params  # noqa: E402
+from ..core.errors import FormatError, LimitError  # noqa: E402
+from ..core.plainjson import plain_json  # noqa: E402
+from ..core.wording import tally  # noqa: E402
 
 __all__ = ["main", "build_parser", "UsageError", "parse_params", "read_doc", "iter_inputs"]
 
 
-limits_from_args = api.limits_from_args
-read_doc = api.read_doc_args
+from .inputs import limits_from_args, read_doc  # noqa: E402
 
 
 def iter_inputs(paths: list[str], *, skip_unknown: bool) -> Iterator[str]:
@@ -205,7 +204,7 @@ def cmd_info(args) -> int:
 
 
 def cmd_dump(args) -> int:
-    from .core.gcpolicy import collector_paused
+    from ..core.gcpolicy import collector_paused
     data, doc = read_doc(args.file, args)
     size = len(data)
     del data                      # the document holds what it needs
@@ -216,7 +215,7 @@ def cmd_dump(args) -> int:
 def _dump(doc, args) -> int:
     indent = None if args.compact else 2
     if args.output and args.output != api.STDIO:
-        from .core.fileio import atomic_open
+        from ..core.fileio import atomic_open
         import io
         with atomic_open(args.output) as f:
             text = io.TextIOWrapper(f, encoding="utf-8", newline="\n")
@@ -230,8 +229,8 @@ def _dump(doc, args) -> int:
 
 
 def cmd_build(args) -> int:
-    from . import from_json
-    from .core.gcpolicy import collector_paused
+    from .. import from_json
+    from ..core.gcpolicy import collector_paused
     raw = api.read_input(args.document)
     with collector_paused(len(raw)):  # (parsing and loading allocate many small acyclic objects)
         doc = from_json(raw)
@@ -269,7 +268,7 @@ def cmd_roundtrip(args) -> int:
                 rec.update(format=doc.format, bytes=len(data))
                 out = doc.encode()
                 if args.via_json:
-                    from . import from_json
+                    from .. import from_json
                     out = from_json(json.loads(json.dumps(doc.to_json(args.via_json)))).encode()
                 if out == data:
                     rec["ok"] = True
@@ -356,14 +355,14 @@ def cmd_validate(args) -> int:
 
 
 def cmd_example(args) -> int:
-    from .examples import write_examples
+    from ..examples import write_examples
     for path in write_examples(args.folder):
         print(path)
     return 0
 
 
 def cmd_convert(args) -> int:
-    from .export import convert as conv
+    from . import convert as conv
     return conv.run(args)
 
 
@@ -371,7 +370,7 @@ def cmd_render(args) -> int:
     """Draw a glTF to PNG headlessly (four views, back faces magenta) to check conventions."""
     import io
     import struct
-    from .export import render as rend
+    from ..export import render as rend
     if os.path.isdir(args.input):
         raise IsADirectoryError(21, os.strerror(21), args.input)
     try:
@@ -405,8 +404,8 @@ def cmd_render(args) -> int:
 
 def cmd_view(args) -> int:
     """Serve the viewer for a file or folder on localhost until Ctrl-C."""
-    from .view import serve
-    from .view.server import RemoteBindRefused
+    from ..view import serve
+    from ..view.server import RemoteBindRefused
     if not os.path.exists(args.path):
         raise UsageError(f"{args.path}: no such file or folder")
     try:
@@ -420,14 +419,14 @@ def cmd_view(args) -> int:
 
 
 def cmd_textures(args) -> int:
-    from .export import textures
+    from . import textures
     return textures.run(args)
 
 
 def cmd_layout(args) -> int:
     """The record tree of a layout-driven format, with where each field is declared."""
-    from .core import describe
-    from .core.layout import Layout
+    from ..core import describe
+    from ..core.layout import Layout
     try:
         codec = registry.get_codec(args.format_name)
     except FormatError as e:
@@ -453,7 +452,7 @@ def cmd_layout(args) -> int:
 
 def cmd_blender_addon(args) -> int:
     """Build the Blender extension zip from the installed package."""
-    from .blender.build import BuildError, build_addon
+    from ..blender.build import BuildError, build_addon
     try:
         built = build_addon(args.output, platforms=args.platform, wheels_dir=args.wheels)
     except BuildError as e:
@@ -464,7 +463,7 @@ def cmd_blender_addon(args) -> int:
     return 0
 
 
-#: the commands cli.py adds itself (a family's hook adds the others)
+#: the commands the cli package adds itself (a family's hook adds the others)
 CORE_COMMANDS = ("example", "formats", "info", "dump", "build", "roundtrip", "validate",
                  "convert", "render", "textures", "view", "layout", "blender-addon",
                  "identify", "signatures", "bundle")
@@ -532,7 +531,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     common(sp)
     sp.set_defaults(func=cmd_validate)
 
-    from . import cli_preserve
+    from . import preserve as cli_preserve
     cli_preserve.add_parsers(sub, common)
 
     sp = sub.add_parser("example", help="write small example files made by potsherd's own encoders")
@@ -636,7 +635,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run one command; exit codes: 0 success, 1 a data or file-system error,
     2 a usage error, 130 interrupted (Ctrl-C)."""
     _tolerant_streams()
-    from .core.fileio import Terminated, install_cleanup_signals
+    from ..core.fileio import Terminated, install_cleanup_signals
     install_cleanup_signals()   # SIGTERM / SIGHUP remove temporary files like Ctrl-C
     if list(sys.argv[1:] if argv is None else argv) == ["--version"]:
         print(f"potsherd {__version__}")  # without building every family's parser
