@@ -80,7 +80,7 @@ def edited_texture(scene: Scene, material: int | None, like: Document, ref: Any,
     if pic is None:
         return None
     from ...scene import Scene as _Sink
-    from .scene import Resolver
+    from .resolver import Resolver
     try:
         doc = Resolver(like.source, None, limits=like.limits).load(ref, _Sink(), "texture")
         pics = doc.codec.textures(doc) if doc is not None and doc.codec.textures else None

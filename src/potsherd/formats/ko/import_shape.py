@@ -221,7 +221,7 @@ def _like_parts(like: Document) -> list:
     """The original's parts as (holder, its .n3pmesh document or None), for
     ``_by_name``: the holder's ``root["name"]`` is the part's mesh reference,
     the name its export gives the part's node, and ``part`` its record."""
-    from .scene import Resolver
+    from .resolver import Resolver
     res = Resolver(like.source, None, limits=like.limits)
     out = []
     for i, part in enumerate(like.root["parts"]):

@@ -476,7 +476,7 @@ def _like_ref(like: Document | None, fmt: str, field: str, target: str) -> Docum
     beside the original, as the export found it), or None."""
     if like is None or not like.format.startswith(fmt):
         return None
-    from .scene import Resolver
+    from .resolver import Resolver
     doc = Resolver(like.source, None, limits=like.limits).load(like.root[field], Scene(), target)
     return doc if doc is not None and doc.format == target else None
 
@@ -816,7 +816,7 @@ def _like_set(like: Document | None) -> dict:
     """The original character's referenced documents (from beside its file)."""
     if like is None or like.format != "n3chr":
         return {}
-    from .scene import Resolver
+    from .resolver import Resolver
     res = Resolver(like.source, None, limits=like.limits)
     sink = Scene()
 

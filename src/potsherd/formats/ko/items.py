@@ -57,7 +57,7 @@ def resource_column(types: list[int]) -> int | None:
 def find_item_table(source: str, *, limits: Any = None, data_root: str | None = None) -> Any:
     """The resolver and path of the client's ``Data/Item_Org.tbl`` for a file, or
     (resolver, None)."""
-    from .scene import Resolver
+    from .resolver import Resolver
     res = Resolver(source, data_root, limits=limits)
     hit = None
     for root in res.roots:

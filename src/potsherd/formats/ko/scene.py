@@ -34,14 +34,13 @@ from typing import Any
 
 import numpy as np
 
-from ... import resolve
 from ...core.errors import FormatError, ValueFormatError
 from ...core.layout import Ragged
-from ...core.limits import Limits
 from ...scene import (Animation, Channel, Mesh, Primitive, Scene, Skin, flip_winding,
                       limit_influences, quat_multiply, quat_normalize, quat_slerp, weld)
 from ...scene.xform import inverse_affine, mirror_x, mirror_x_matrix, mirror_x_quat
 from .info import replay_pmesh
+from .resolver import CLIENT_LAYOUT, Resolver  # noqa: F401  (zone.py and the tests take them from here)
 from .scene_materials import Materials, _finite
 from .text import text
 from .wire import record_columns
@@ -61,30 +60,6 @@ class UnresolvedReferencesError(FormatError):
 
 # ----------------------------------------------------------------------------
 # reference resolution
-
-
-#: sub-folders of a Knight Online client's data folder: the nearest folder above
-#: a file with two of them is the client root its references are relative to
-CLIENT_LAYOUT = ("Chr", "ChrSelect", "Item", "Object", "Misc", "UI", "UI_US", "Zones", "DTex",
-                 "fx", "Intro", "N3Indoor", "symbol")
-
-
-class Resolver(resolve.Resolver):
-    """Finds referenced client files (see :class:`potsherd.resolve.Resolver`): names
-    in the client's code page, warnings into the scene being built.  The client
-    root is found by its layout (:data:`CLIENT_LAYOUT`), never by climbing
-    parent folders that do not have it; ``given`` are the option values the
-    user named as files (skeleton, animation)."""
-
-    def __init__(self, source: str | None, data_root: str | None, *,
-                 limits: Limits | None = None,
-                 listings: resolve.Listings | None = None, given: tuple = ()) -> None:
-        super().__init__(source, data_root, limits=limits, listings=listings, name_of=text,
-                         game_layout=CLIENT_LAYOUT, given=given)
-
-    def load(self, ref: Any, scene: Scene, what: str):  # type: ignore[override]
-        """The decoded document a reference names, or None (with a warning)."""
-        return super().load(ref, scene.warnings, what)
 
 
 # ----------------------------------------------------------------------------
