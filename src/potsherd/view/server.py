@@ -18,6 +18,12 @@ The API (stable; the page uses nothing else):
     the codec's declared export options (``lod``, ``moveable``, ...; unknown: 400).
     File-valued options (``palette``, ``skeleton``, ``data_root``, ...) are paths
     relative to the served folder, opened like ``path``.
+``GET /api/palettes?path=REL[&NAME=VALUE...]``
+    the palettes the model's bitmaps were drawn with (Darkstar; the same options as
+    ``/api/glb``, whose cached result it reads): ``{"palette": the option given or "",
+    "images": [{"image", "palette", "paletteIndex", "alternatives"}...], "choices":
+    [...]}``; palettes as ``palette=`` values relative to the served folder (``None``
+    when outside it), ``choices`` every offered one (the used and those holding an index).
 ``GET /api/bytes?path=REL&offset=N&length=M``
     raw bytes (``application/octet-stream``, at most 65,536 per request).
 
@@ -458,6 +464,40 @@ class Site:
 
         return self._once(key, self._glb_get, compute, self.converting)
 
+    def relative_spec(self, spec: str) -> str | None:
+        """An absolute palette spec (``FILE`` or ``ARCHIVE::member``) as a ``palette=``
+        value relative to the served folder; None when it is outside (not offered)."""
+        path, sep, member = spec.partition("::")
+        base = str(self.folder) + os.sep
+        if not path.startswith(base):
+            return None
+        return path[len(base):].replace(os.sep, "/") + sep + member
+
+    def palettes(self, rel: str, options: dict) -> dict:
+        """Which palette drew each bitmap of ``rel``'s model and the others that hold
+        its index (read from the converted model's image extras)."""
+        data = self.glb(rel, options)
+        try:
+            n = int.from_bytes(data[12:16], "little")
+            gl = json.loads(data[20:20 + n])
+        except (ValueError, UnicodeDecodeError):
+            gl = {}
+        images, choices = [], []
+        for im in gl.get("images") or []:
+            ex = im.get("extras") or {}
+            if "palette" not in ex:
+                continue
+            used = ex["palette"]
+            used_rel = "" if used == "grey ramp" else self.relative_spec(str(used))
+            alts = [a for a in (self.relative_spec(str(x)) for x in
+                                ex.get("paletteAlternatives") or []) if a]
+            images.append({"image": im.get("name", ""), "palette": used_rel,
+                           "paletteIndex": ex.get("paletteIndex"), "alternatives": alts})
+            for c in ([used_rel] if used_rel else []) + alts:
+                if c not in choices:
+                    choices.append(c)
+        return {"palette": options.get("palette", ""), "images": images, "choices": choices}
+
     def raw(self, rel: str, offset: int, length: int) -> bytes:
         fd, _ = self.open(rel)
         try:
@@ -603,6 +643,9 @@ class Handler(BaseHTTPRequestHandler):
                 opts = {k: v for k, v in one.items() if k != "path"}
                 return self._send(200, site.glb(one.get("path", ""), opts),
                                   "model/gltf-binary")
+            if url.path == "/api/palettes":
+                opts = {k: v for k, v in one.items() if k != "path"}
+                return self._json(200, site.palettes(one.get("path", ""), opts))
             if url.path == "/api/bytes":
                 return self._send(200, site.raw(one.get("path", ""), _int(q, "offset", 0),
                                                 _int(q, "length", 4096)),
@@ -685,7 +728,7 @@ class ViewServer:
 
     MAX_HEAD = 16384
     DOCS = ("/api/doc", "/api/field", "/api/files")
-    CONVERT = ("/api/glb",)
+    CONVERT = ("/api/glb", "/api/palettes")
 
     def __init__(self, site: Site, host: str = "127.0.0.1", port: int = 0, *,
                  allow_remote: bool = False, token: str | None = None, workers: int = 4,
