@@ -357,9 +357,20 @@ async function load3d(path) {
   clear3d();
   if (!state.doc.exportable) { $('no3d').hidden = false; $('no3d').textContent = `${state.doc.format} has no 3D view`; return; }
   $('no3d').hidden = true;
+  // the tree and hex are already shown; the model follows, with the seconds it has taken
+  const started = performance.now();
+  const progress = () => {
+    if (state.file !== path || state.modelLoaded) return;
+    const s = Math.round((performance.now() - started) / 1000);
+    $('status').textContent = `building the 3D view… ${s ? `${s} s` : ''}`;
+  };
+  progress();
+  const tick = setInterval(progress, 500);
   try {
-    $('status').textContent = 'building the 3D view…';   // the tree and hex are already shown
     const buf = await api(`/api/glb?path=${q(path)}${modelOptions()}`, 'bytes');
+    clearInterval(tick);
+    if (state.file !== path) return;
+    $('status').textContent = `loading the 3D view (${(buf.byteLength / 1048576).toFixed(1)} MB)…`;
     const { GLTFLoader } = await import('three/addons/loaders/GLTFLoader.js');
     const gltf = await new GLTFLoader().parseAsync(buf, '');
     if (state.file !== path) return;
@@ -383,6 +394,7 @@ async function load3d(path) {
     state.animations = gltf.animations.length;
     if (state.doc.family === 'darkstar') await showPalettes(path);
   } catch (err) {
+    clearInterval(tick);
     if (state.file !== path) return;
     $('status').textContent = '';
     $('no3d').hidden = false;
