@@ -119,7 +119,8 @@ def test_page_picker_redraws_with_the_chosen_palette(served):
         page = browser.new_page(viewport={"width": 1300, "height": 850})
         errors: list = []
         page.on("pageerror", lambda e: errors.append(str(e)))
-        page.on("request", lambda r: asked.append(r.url) if "/api/glb" in r.url else None)
+        page.on("request", lambda r: asked.append(r.url)
+                    if "/api/glb" in r.url or "/api/texture" in r.url else None)
         try:
             # negative control: a model without bitmaps shows no picker
             page.goto(url + "#file=cube.n3pmesh")
@@ -163,6 +164,20 @@ def test_page_picker_redraws_with_the_chosen_palette(served):
                                    "window.potsherdViewer.framesDrawn > 3", timeout=60000)
             again = _colour(page)
             assert again[0] > again[2] + 20, again
+            # a bitmap alone: drawn flat, with the same picker
+            page.click("#file-list li[data-path='wall.bmp']")
+            page.wait_for_function("window.potsherdViewer.textureLoaded && "
+                                   "window.potsherdViewer.palettes", timeout=60000)
+            assert not page.eval_on_selector("#texture", "e => e.hidden")
+            assert not page.eval_on_selector("#palette-box", "e => e.hidden")
+            assert "wall.bmp: a.ppl (PiDX 31)" in page.inner_text("#palette-used")
+            page.select_option("#palette", "b.ppl")
+            page.wait_for_function("window.potsherdViewer.textureLoaded && "
+                                   "window.potsherdViewer.palettes && "
+                                   "window.potsherdViewer.palettes.palette === 'b.ppl'")
+            assert any("/api/texture?path=wall.bmp&palette=b.ppl" in u for u in asked)
+            assert "wall.bmp: b.ppl (PiDX 31)" in page.inner_text("#palette-used")
+            page.screenshot(path=str(ARTIFACTS / "view-palette-bitmap.png"))
             # another file: the picker state goes with the old one
             page.click("#file-list li[data-path='cube.n3pmesh']")
             page.wait_for_function("window.potsherdViewer.modelLoaded && "
@@ -172,3 +187,27 @@ def test_page_picker_redraws_with_the_chosen_palette(served):
         finally:
             page.close()
             browser.close()
+
+
+def test_api_texture_draws_a_bitmap_with_the_chosen_palette(served):
+    _, url = served
+    from PIL import Image
+
+    def drawn(query: str) -> np.ndarray:
+        with urllib.request.urlopen(url + "api/texture?path=wall.bmp" + query, timeout=60) as r:
+            assert r.headers["Content-Type"] == "image/png"
+            return np.asarray(Image.open(io.BytesIO(r.read())).convert("RGB")).astype(int)
+
+    auto, blue = drawn(""), drawn("&palette=b.ppl")
+    assert auto.shape == blue.shape == (4, 8, 3)
+    assert auto[..., 1:].max() == 0 and auto[..., 0].max() > 0      # a.ppl: the red ramp
+    assert blue[..., :2].max() == 0 and (blue[..., 2] == auto[..., 0]).all()  # same indices
+    status, body = get_json(url + "api/palettes?path=wall.bmp")
+    assert status == 200 and body["choices"] == ["a.ppl", "b.ppl"]
+    assert body["images"][0]["paletteIndex"] == 31
+    status, _ = get_json(url + "api/texture?path=wall.bmp&palette=" + quote("../outside.ppl"))
+    assert status == 403
+    status, body = get_json(url + "api/texture?path=cube.dis")
+    assert status == 400 and "not a Phoenix bitmap" in body["message"]
+    status, _ = get_json(url + "api/texture?path=wall.bmp&lod=1")
+    assert status == 400

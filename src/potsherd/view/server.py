@@ -24,6 +24,10 @@ The API (stable; the page uses nothing else):
     "images": [{"image", "palette", "paletteIndex", "alternatives"}...], "choices":
     [...]}``; palettes as ``palette=`` values relative to the served folder (``None``
     when outside it), ``choices`` every offered one (the used and those holding an index).
+``GET /api/texture?path=REL[&palette=FILE]``
+    a Darkstar Phoenix bitmap (``pbmp``) drawn as PNG with the palette the engine's rule
+    picks, or the ``palette=`` given (confined like ``/api/glb``'s); ``/api/palettes`` of
+    a bitmap answers for this drawing.
 ``GET /api/bytes?path=REL&offset=N&length=M``
     raw bytes (``application/octet-stream``, at most 65,536 per request).
 
@@ -476,6 +480,9 @@ class Site:
     def palettes(self, rel: str, options: dict) -> dict:
         """Which palette drew each bitmap of ``rel``'s model and the others that hold
         its index (read from the converted model's image extras)."""
+        doc = self.document(rel)[0]
+        if doc.format == "pbmp":
+            return self.texture(rel, options)[1]
         data = self.glb(rel, options)
         try:
             n = int.from_bytes(data[12:16], "little")
@@ -497,6 +504,42 @@ class Site:
                 if c not in choices:
                     choices.append(c)
         return {"palette": options.get("palette", ""), "images": images, "choices": choices}
+
+    def texture(self, rel: str, options: dict) -> tuple[bytes, dict]:
+        """(PNG, palette report) of a Phoenix bitmap drawn by the engine's palette rule
+        (:func:`potsherd.formats.darkstar.textures.draw_bitmap`)."""
+        from ..formats.darkstar.textures import PaletteFinder, draw_bitmap
+        doc, _, _, key = self.document(rel)
+        if doc.format != "pbmp":
+            raise ApiError(400, "BadRequest", f"{key[0]}: not a Phoenix bitmap (no texture view)")
+        for name in options:
+            if name != "palette":
+                raise ApiError(400, "BadRequest", f"unknown option {name[:64]!r} for the "
+                               "texture view; valid options: palette")
+        given = options.get("palette", "")
+        palette = self.confine_option("palette", given) if given else ""
+        if not self.converting.acquire(timeout=WAIT_FOR_WORK):
+            raise ApiError(503, "Busy", "the server is busy; try again")
+        try:
+            warnings: list[str] = []
+            finder = PaletteFinder(str(self.root.real(key[0])), palette=palette,
+                                   data_root=str(self.folder), limits=self.limits,
+                                   warnings=warnings)
+            rgba, choice = draw_bitmap(doc.root, finder)
+            from PIL import Image
+            out = io.BytesIO()
+            Image.fromarray(rgba, "RGBA").save(out, "PNG")
+        except FormatError as e:
+            raise ApiError(422, type(e).__name__, self.scrub(str(e)), **_where(e)) from None
+        finally:
+            self.converting.release()
+        used = self.relative_spec(choice.spec) if choice.spec else ""
+        alts = [a for a in (self.relative_spec(x) for x in choice.alternatives) if a]
+        report = {"palette": given, "warnings": [self.scrub(w) for w in warnings],
+                  "images": [{"image": key[0].rsplit("/", 1)[-1], "palette": used,
+                              "paletteIndex": choice.index, "alternatives": alts}],
+                  "choices": ([used] if used else []) + [a for a in alts if a != used]}
+        return out.getvalue(), report
 
     def raw(self, rel: str, offset: int, length: int) -> bytes:
         fd, _ = self.open(rel)
@@ -646,6 +689,9 @@ class Handler(BaseHTTPRequestHandler):
             if url.path == "/api/palettes":
                 opts = {k: v for k, v in one.items() if k != "path"}
                 return self._json(200, site.palettes(one.get("path", ""), opts))
+            if url.path == "/api/texture":
+                opts = {k: v for k, v in one.items() if k != "path"}
+                return self._send(200, site.texture(one.get("path", ""), opts)[0], "image/png")
             if url.path == "/api/bytes":
                 return self._send(200, site.raw(one.get("path", ""), _int(q, "offset", 0),
                                                 _int(q, "length", 4096)),
@@ -728,7 +774,7 @@ class ViewServer:
 
     MAX_HEAD = 16384
     DOCS = ("/api/doc", "/api/field", "/api/files")
-    CONVERT = ("/api/glb", "/api/palettes")
+    CONVERT = ("/api/glb", "/api/palettes", "/api/texture")
 
     def __init__(self, site: Site, host: str = "127.0.0.1", port: int = 0, *,
                  allow_remote: bool = False, token: str | None = None, workers: int = 4,

@@ -339,6 +339,9 @@ function frame() {
   if (model) state.framesDrawn++;
 }
 function clear3d() {
+  const img = $('texture');
+  if (img.src.startsWith('blob:')) URL.revokeObjectURL(img.src);
+  img.hidden = true; img.removeAttribute('src'); state.textureLoaded = false;
   if (!THREE) return;
   if (model) { scene.remove(model); model = null; }
   if (skeletonHelper) { scene.remove(skeletonHelper); skeletonHelper = null; }
@@ -355,6 +358,7 @@ function modelOptions() {
 async function load3d(path) {
   if (!THREE || !state.doc) return;
   clear3d();
+  if (state.doc.format === 'pbmp') return showTexture(path);   // a Darkstar bitmap: drawn flat
   if (!state.doc.exportable) { $('no3d').hidden = false; $('no3d').textContent = `${state.doc.format} has no 3D view`; return; }
   $('no3d').hidden = true;
   // the tree and hex are already shown; the model follows, with the seconds it has taken
@@ -458,6 +462,26 @@ async function showPalettes(path) {
   $('palette-used').textContent = info.images.map((i) =>
     `${i.image}: ${i.palette || (i.palette === '' ? 'grey ramp' : 'a palette outside the served folder')}` +
     (i.paletteIndex !== null && i.paletteIndex !== undefined ? ` (PiDX ${i.paletteIndex})` : '')).join('; ');
+}
+async function showTexture(path) {
+  // the bitmap drawn by the server with the palette the engine's rule picks (or the chosen one)
+  const img = $('texture');
+  const url = `/api/texture?path=${q(path)}${modelOptions()}`;
+  try {
+    const res = await fetch(url);
+    if (!res.ok) throw Object.assign(new Error((await res.json()).message), { status: res.status });
+    const blob = await res.blob();
+    if (state.file !== path) return;
+    img.src = URL.createObjectURL(blob);
+    await img.decode();
+    img.hidden = false;
+    state.textureLoaded = true;
+    await showPalettes(path);
+  } catch (err) {
+    if (state.file !== path) return;
+    $('no3d').hidden = false;
+    $('no3d').textContent = `no texture view: ${err.message}`;
+  }
 }
 $('palette').onchange = () => { state.palette = $('palette').value; load3d(state.file); };
 
