@@ -80,6 +80,13 @@ def test_api_names_the_palette_used_and_the_others_holding_the_index(served):
     status, body = get_json(url + "api/palettes?path=cube.dis&palette=b.ppl")
     assert status == 200 and body["palette"] == "b.ppl"
     assert body["images"][0]["palette"] == "b.ppl" and body["images"][0]["paletteIndex"] == 31
+    # the model itself names the palettes relative to the served folder, never absolute
+    with urllib.request.urlopen(url + "api/glb?path=cube.dis", timeout=60) as r:
+        glb = r.read()
+    n = int.from_bytes(glb[12:16], "little")
+    extras = json.loads(glb[20:20 + n])["images"][0]["extras"]
+    assert extras["palette"] == "a.ppl" and extras["paletteAlternatives"] == ["b.ppl"]
+    assert str(root).encode() not in glb
     # a model without bitmaps: nothing to pick
     status, body = get_json(url + "api/palettes?path=cube.n3pmesh")
     assert status == 200 and body["images"] == [] and body["choices"] == []

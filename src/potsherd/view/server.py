@@ -453,7 +453,8 @@ class Site:
                 scene = document_scene(doc, opts)
                 scene.warnings[:] = [self.scrub(str(w)) for w in scene.warnings]
                 gl, binary = scene_to_gltf(scene, True)
-                data = glb_bytes(gl, binary)
+                from .worker import scrub_json
+                data = glb_bytes(scrub_json(gl, str(self.folder)), binary)
             except SceneExportError:
                 print(f"potsherd view: internal error converting {dkey[0]}", file=sys.stderr)
                 raise ApiError(422, "SceneExportError", f"{dkey[0]}: internal error in the "
@@ -473,9 +474,15 @@ class Site:
         value relative to the served folder; None when it is outside (not offered)."""
         path, sep, member = spec.partition("::")
         base = str(self.folder) + os.sep
-        if not path.startswith(base):
+        if path.startswith(base):          # as the finder names it
+            path = path[len(base):]
+        elif os.path.isabs(path):          # outside the served folder: not offered
             return None
-        return path[len(base):].replace(os.sep, "/") + sep + member
+        # (the model's extras already name it relative: the answers are scrubbed)
+        try:
+            return "/".join(split_relative(path.replace(os.sep, "/"))) + sep + member
+        except Refused:
+            return None
 
     def palettes(self, rel: str, options: dict) -> dict:
         """Which palette drew each bitmap of ``rel``'s model and the others that hold
