@@ -172,6 +172,32 @@ def test_record_arrays_are_tables_with_a_row_pager(page, site):
     assert page.errors == []
 
 
+def test_tree_opens_first_and_the_model_after_with_progress(page, site):
+    """A big file's tree and hex show while its model is still being built (issue 41: a
+    whole TR4 wad), with the seconds so far; the model replaces the message when it comes.
+    The conversion is held back here by intercepting ``/api/glb``."""
+    _, url = site
+    held: list = []
+    page.route("**/api/glb*", lambda route: held.append(route))
+    page.goto(url + "#file=cube.n3pmesh")
+    page.wait_for_function("document.querySelector('#tree li') && "
+                           "document.getElementById('hex').textContent.length > 0")
+    page.wait_for_function("/building the 3D view… [1-9][0-9]* s/"
+                           ".test(document.getElementById('status').textContent)", timeout=10000)
+    assert len(held) == 1
+    assert "vertices" in page.inner_text("#tree")           # the tree is there ...
+    assert page.evaluate("window.potsherdViewer.modelLoaded") is False   # ... the model not yet
+    assert _drawn_share(page) < 0.001
+    page.screenshot(path=str((ARTIFACTS.mkdir(parents=True, exist_ok=True), ARTIFACTS)[1]
+                             / "view-tree-first.png"))
+    held[0].continue_()
+    _model_drawn(page)
+    assert page.inner_text("#status").strip() == ""
+    assert _drawn_share(page) > 0.01
+    page.unroute("**/api/glb*")
+    assert page.errors == []
+
+
 def test_a_remote_server_works_with_the_printed_token_only(browser, site):
     """--allow-remote: the printed URL (with the token) opens the page, the model and its
     modules load through the cookie it sets; the same URL without the token is refused."""

@@ -18,6 +18,16 @@ The API (stable; the page uses nothing else):
     the codec's declared export options (``lod``, ``moveable``, ...; unknown: 400).
     File-valued options (``palette``, ``skeleton``, ``data_root``, ...) are paths
     relative to the served folder, opened like ``path``.
+``GET /api/palettes?path=REL[&NAME=VALUE...]``
+    the palettes the model's bitmaps were drawn with (Darkstar; the same options as
+    ``/api/glb``, whose cached result it reads): ``{"palette": the option given or "",
+    "images": [{"image", "palette", "paletteIndex", "alternatives"}...], "choices":
+    [...]}``; palettes as ``palette=`` values relative to the served folder (``None``
+    when outside it), ``choices`` every offered one (the used and those holding an index).
+``GET /api/texture?path=REL[&palette=FILE]``
+    a Darkstar Phoenix bitmap (``pbmp``) drawn as PNG with the palette the engine's rule
+    picks, or the ``palette=`` given (confined like ``/api/glb``'s); ``/api/palettes`` of
+    a bitmap answers for this drawing.
 ``GET /api/bytes?path=REL&offset=N&length=M``
     raw bytes (``application/octet-stream``, at most 65,536 per request).
 
@@ -443,7 +453,8 @@ class Site:
                 scene = document_scene(doc, opts)
                 scene.warnings[:] = [self.scrub(str(w)) for w in scene.warnings]
                 gl, binary = scene_to_gltf(scene, True)
-                data = glb_bytes(gl, binary)
+                from .worker import scrub_json
+                data = glb_bytes(scrub_json(gl, str(self.folder)), binary)
             except SceneExportError:
                 print(f"potsherd view: internal error converting {dkey[0]}", file=sys.stderr)
                 raise ApiError(422, "SceneExportError", f"{dkey[0]}: internal error in the "
@@ -457,6 +468,85 @@ class Site:
             return data
 
         return self._once(key, self._glb_get, compute, self.converting)
+
+    def relative_spec(self, spec: str) -> str | None:
+        """An absolute palette spec (``FILE`` or ``ARCHIVE::member``) as a ``palette=``
+        value relative to the served folder; None when it is outside (not offered)."""
+        path, sep, member = spec.partition("::")
+        base = str(self.folder) + os.sep
+        if path.startswith(base):          # as the finder names it
+            path = path[len(base):]
+        elif os.path.isabs(path):          # outside the served folder: not offered
+            return None
+        # (the model's extras already name it relative: the answers are scrubbed)
+        try:
+            return "/".join(split_relative(path.replace(os.sep, "/"))) + sep + member
+        except Refused:
+            return None
+
+    def palettes(self, rel: str, options: dict) -> dict:
+        """Which palette drew each bitmap of ``rel``'s model and the others that hold
+        its index (read from the converted model's image extras)."""
+        doc = self.document(rel)[0]
+        if doc.format == "pbmp":
+            return self.texture(rel, options)[1]
+        data = self.glb(rel, options)
+        try:
+            n = int.from_bytes(data[12:16], "little")
+            gl = json.loads(data[20:20 + n])
+        except (ValueError, UnicodeDecodeError):
+            gl = {}
+        images, choices = [], []
+        for im in gl.get("images") or []:
+            ex = im.get("extras") or {}
+            if "palette" not in ex:
+                continue
+            used = ex["palette"]
+            used_rel = "" if used == "grey ramp" else self.relative_spec(str(used))
+            alts = [a for a in (self.relative_spec(str(x)) for x in
+                                ex.get("paletteAlternatives") or []) if a]
+            images.append({"image": im.get("name", ""), "palette": used_rel,
+                           "paletteIndex": ex.get("paletteIndex"), "alternatives": alts})
+            for c in ([used_rel] if used_rel else []) + alts:
+                if c not in choices:
+                    choices.append(c)
+        return {"palette": options.get("palette", ""), "images": images, "choices": choices}
+
+    def texture(self, rel: str, options: dict) -> tuple[bytes, dict]:
+        """(PNG, palette report) of a Phoenix bitmap drawn by the engine's palette rule
+        (:func:`potsherd.formats.darkstar.textures.draw_bitmap`)."""
+        from ..formats.darkstar.textures import PaletteFinder, draw_bitmap
+        doc, _, _, key = self.document(rel)
+        if doc.format != "pbmp":
+            raise ApiError(400, "BadRequest", f"{key[0]}: not a Phoenix bitmap (no texture view)")
+        for name in options:
+            if name != "palette":
+                raise ApiError(400, "BadRequest", f"unknown option {name[:64]!r} for the "
+                               "texture view; valid options: palette")
+        given = options.get("palette", "")
+        palette = self.confine_option("palette", given) if given else ""
+        if not self.converting.acquire(timeout=WAIT_FOR_WORK):
+            raise ApiError(503, "Busy", "the server is busy; try again")
+        try:
+            warnings: list[str] = []
+            finder = PaletteFinder(str(self.root.real(key[0])), palette=palette,
+                                   data_root=str(self.folder), limits=self.limits,
+                                   warnings=warnings)
+            rgba, choice = draw_bitmap(doc.root, finder)
+            from PIL import Image
+            out = io.BytesIO()
+            Image.fromarray(rgba, "RGBA").save(out, "PNG")
+        except FormatError as e:
+            raise ApiError(422, type(e).__name__, self.scrub(str(e)), **_where(e)) from None
+        finally:
+            self.converting.release()
+        used = self.relative_spec(choice.spec) if choice.spec else ""
+        alts = [a for a in (self.relative_spec(x) for x in choice.alternatives) if a]
+        report = {"palette": given, "warnings": [self.scrub(w) for w in warnings],
+                  "images": [{"image": key[0].rsplit("/", 1)[-1], "palette": used,
+                              "paletteIndex": choice.index, "alternatives": alts}],
+                  "choices": ([used] if used else []) + [a for a in alts if a != used]}
+        return out.getvalue(), report
 
     def raw(self, rel: str, offset: int, length: int) -> bytes:
         fd, _ = self.open(rel)
@@ -603,6 +693,12 @@ class Handler(BaseHTTPRequestHandler):
                 opts = {k: v for k, v in one.items() if k != "path"}
                 return self._send(200, site.glb(one.get("path", ""), opts),
                                   "model/gltf-binary")
+            if url.path == "/api/palettes":
+                opts = {k: v for k, v in one.items() if k != "path"}
+                return self._json(200, site.palettes(one.get("path", ""), opts))
+            if url.path == "/api/texture":
+                opts = {k: v for k, v in one.items() if k != "path"}
+                return self._send(200, site.texture(one.get("path", ""), opts)[0], "image/png")
             if url.path == "/api/bytes":
                 return self._send(200, site.raw(one.get("path", ""), _int(q, "offset", 0),
                                                 _int(q, "length", 4096)),
@@ -685,7 +781,7 @@ class ViewServer:
 
     MAX_HEAD = 16384
     DOCS = ("/api/doc", "/api/field", "/api/files")
-    CONVERT = ("/api/glb",)
+    CONVERT = ("/api/glb", "/api/palettes", "/api/texture")
 
     def __init__(self, site: Site, host: str = "127.0.0.1", port: int = 0, *,
                  allow_remote: bool = False, token: str | None = None, workers: int = 4,

@@ -148,6 +148,19 @@ class Workers:
                 return
 
 
+def scrub_json(obj: Any, folder: str) -> Any:
+    """``obj`` (a glTF JSON tree) with the served folder's absolute path made relative in
+    every string: image extras name the palette files a bitmap was drawn with, and an
+    answer never carries an absolute path."""
+    if isinstance(obj, str):
+        return obj.replace(folder + os.sep, "").replace(folder, ".") if folder in obj else obj
+    if isinstance(obj, dict):
+        return {k: scrub_json(v, folder) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [scrub_json(v, folder) for v in obj]
+    return obj
+
+
 def _convert(req: dict, as_limit: int = 0) -> bytes:
     import dataclasses
     from .. import registry
@@ -165,7 +178,7 @@ def _convert(req: dict, as_limit: int = 0) -> bytes:
     scene = document_scene(doc, req["options"])   # referenced files: doc.limits
     scene.warnings[:] = [scrub(str(w)) for w in scene.warnings]
     gl, binary = scene_to_gltf(scene, True)
-    return glb_bytes(gl, binary)
+    return glb_bytes(scrub_json(gl, folder), binary)
 
 
 def main() -> None:

@@ -327,25 +327,43 @@ def _add_moveable(scene: Scene, top: int, t: dict, rects: list, size: tuple, mat
         for a in scene.animations[first_anim:]]
 
 
-def world_matrices(scene: Scene) -> list:
-    """Rest world matrix of every node (TRS chains from the roots)."""
+def world_matrices(scene: Scene, nodes: list[int] | None = None) -> list:
+    """Rest world matrix of every node (TRS chains from the roots), or with
+    ``nodes`` of those nodes only (their parent chains; the rest None): a wad's
+    moveables each ask for their own joints, and all nodes each time made a whole
+    wad quadratic (17 s of a 22 s view of tut1.WAD)."""
     from ...scene import trs_to_matrix
     out: list = [None] * len(scene.nodes)
+
+    def local(i: int) -> np.ndarray:
+        nd = scene.nodes[i]
+        return nd.matrix if nd.matrix is not None else trs_to_matrix(
+            nd.translation, nd.rotation, nd.scale)
+
+    if nodes is not None:
+        parents = scene.parents()
+        for want in nodes:
+            chain = []
+            i = want
+            while i is not None and out[i] is None:
+                chain.append(i)
+                i = parents[i]
+            world = np.eye(4) if i is None else out[i]
+            for k in reversed(chain):
+                world = out[k] = world @ local(k)
+        return out
     stack = [(r, np.eye(4)) for r in scene.roots]
     while stack:
         i, parent = stack.pop()
-        nd = scene.nodes[i]
-        local = nd.matrix if nd.matrix is not None else trs_to_matrix(
-            nd.translation, nd.rotation, nd.scale)
-        out[i] = parent @ local
-        stack.extend((c, out[i]) for c in nd.children)
+        out[i] = parent @ local(i)
+        stack.extend((c, out[i]) for c in scene.nodes[i].children)
     return out
 
 
 def _add_skin(scene: Scene, name: str, joints: list, parts: list, materials: Any) -> None:
     """One skinned mesh per material: every part's primitives posed by its
     joint's rest matrix, rigidly weighted to that joint."""
-    world = world_matrices(scene)
+    world = world_matrices(scene, joints)
     binds = np.stack([world[j] for j in joints])
     skin = scene.add_skin(Skin(joints=list(joints), inverse_bind_matrices=np.linalg.inv(binds),
                                skeleton=scene.parents()[joints[0]], name=f"{name}_skin"))

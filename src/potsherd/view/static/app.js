@@ -4,7 +4,8 @@
 const $ = (id) => document.getElementById(id);
 const HEX_PAGE = 4096;
 const state = { file: null, doc: null, hexStart: 0, hexBytes: null, selected: null,
-                framesDrawn: 0, modelLoaded: false, errors: [] };
+                framesDrawn: 0, modelLoaded: false, errors: [],
+                lod: 0, palette: '', paletteChoices: null, palettes: null };
 window.potsherdViewer = state;   // read by the browser tests
 
 async function api(url, kind = 'json') {
@@ -74,6 +75,7 @@ function clearDocument() {
   $('hex-range').textContent = '';
   $('hex-field').textContent = '';
   clear3d();
+  clearPalettes();
 }
 
 async function openFile(path) {
@@ -337,6 +339,9 @@ function frame() {
   if (model) state.framesDrawn++;
 }
 function clear3d() {
+  const img = $('texture');
+  if (img.src.startsWith('blob:')) URL.revokeObjectURL(img.src);
+  img.hidden = true; img.removeAttribute('src'); state.textureLoaded = false;
   if (!THREE) return;
   if (model) { scene.remove(model); model = null; }
   if (skeletonHelper) { scene.remove(skeletonHelper); skeletonHelper = null; }
@@ -346,14 +351,30 @@ function clear3d() {
   $('no3d').textContent = '';
   $('status').textContent = '';
 }
-async function load3d(path, lod) {
+function modelOptions() {
+  // the export options the 3D view was asked with (the palette picker and LOD set them)
+  return (state.lod ? `&lod=${state.lod}` : '') + (state.palette ? `&palette=${q(state.palette)}` : '');
+}
+async function load3d(path) {
   if (!THREE || !state.doc) return;
   clear3d();
+  if (state.doc.format === 'pbmp') return showTexture(path);   // a Darkstar bitmap: drawn flat
   if (!state.doc.exportable) { $('no3d').hidden = false; $('no3d').textContent = `${state.doc.format} has no 3D view`; return; }
   $('no3d').hidden = true;
+  // the tree and hex are already shown; the model follows, with the seconds it has taken
+  const started = performance.now();
+  const progress = () => {
+    if (state.file !== path || state.modelLoaded) return;
+    const s = Math.round((performance.now() - started) / 1000);
+    $('status').textContent = `building the 3D view… ${s ? `${s} s` : ''}`;
+  };
+  progress();
+  const tick = setInterval(progress, 500);
   try {
-    $('status').textContent = 'building the 3D view…';   // the tree and hex are already shown
-    const buf = await api(`/api/glb?path=${q(path)}${lod ? `&lod=${lod}` : ''}`, 'bytes');
+    const buf = await api(`/api/glb?path=${q(path)}${modelOptions()}`, 'bytes');
+    clearInterval(tick);
+    if (state.file !== path) return;
+    $('status').textContent = `loading the 3D view (${(buf.byteLength / 1048576).toFixed(1)} MB)…`;
     const { GLTFLoader } = await import('three/addons/loaders/GLTFLoader.js');
     const gltf = await new GLTFLoader().parseAsync(buf, '');
     if (state.file !== path) return;
@@ -375,7 +396,9 @@ async function load3d(path, lod) {
     state.modelLoaded = true;
     $('status').textContent = '';
     state.animations = gltf.animations.length;
+    if (state.doc.family === 'darkstar') await showPalettes(path);
   } catch (err) {
+    clearInterval(tick);
     if (state.file !== path) return;
     $('status').textContent = '';
     $('no3d').hidden = false;
@@ -410,7 +433,57 @@ $('play').onclick = () => {
 };
 $('skeleton').onchange = () => { if (skeletonHelper) skeletonHelper.visible = $('skeleton').checked; };
 $('textured').onchange = applyTextured;
-$('lod').onchange = () => load3d(state.file, Number($('lod').value) || 0);
+$('lod').onchange = () => { state.lod = Number($('lod').value) || 0; load3d(state.file); };
+
+// ---------------------------------------------------------------- palettes (Darkstar)
+function clearPalettes() {
+  state.palette = ''; state.paletteChoices = null; state.palettes = null; state.lod = 0;
+  $('lod').value = '0';
+  $('palette-box').hidden = true;
+  $('palette').length = 0;
+  $('palette-used').textContent = '';
+}
+async function showPalettes(path) {
+  // which palette drew each bitmap, and the others holding its PiDX: a choice re-asks
+  // for the model with palette=FILE (a served file; the server confines it)
+  const info = await api(`/api/palettes?path=${q(path)}${modelOptions()}`);
+  if (state.file !== path) return;
+  state.palettes = info;
+  if (!info.images.length) { $('palette-box').hidden = true; $('palette-used').textContent = ''; return; }
+  if (state.paletteChoices === null && !state.palette) state.paletteChoices = info.choices;
+  const sel = $('palette');
+  sel.length = 0;
+  const auto = info.palette ? '' : ` (${[...new Set(info.images.map((i) => i.palette || 'grey ramp'))].join(', ')})`;
+  sel.add(new Option(`automatic${auto}`, ''));
+  for (const c of state.paletteChoices || []) sel.add(new Option(c, c));
+  if (state.palette && ![...sel.options].some((o) => o.value === state.palette)) sel.add(new Option(state.palette, state.palette));
+  sel.value = state.palette;
+  $('palette-box').hidden = (state.paletteChoices || []).length < 2 && !state.palette;
+  $('palette-used').textContent = info.images.map((i) =>
+    `${i.image}: ${i.palette || (i.palette === '' ? 'grey ramp' : 'a palette outside the served folder')}` +
+    (i.paletteIndex !== null && i.paletteIndex !== undefined ? ` (PiDX ${i.paletteIndex})` : '')).join('; ');
+}
+async function showTexture(path) {
+  // the bitmap drawn by the server with the palette the engine's rule picks (or the chosen one)
+  const img = $('texture');
+  const url = `/api/texture?path=${q(path)}${modelOptions()}`;
+  try {
+    const res = await fetch(url);
+    if (!res.ok) throw Object.assign(new Error((await res.json()).message), { status: res.status });
+    const blob = await res.blob();
+    if (state.file !== path) return;
+    img.src = URL.createObjectURL(blob);
+    await img.decode();
+    img.hidden = false;
+    state.textureLoaded = true;
+    await showPalettes(path);
+  } catch (err) {
+    if (state.file !== path) return;
+    $('no3d').hidden = false;
+    $('no3d').textContent = `no texture view: ${err.message}`;
+  }
+}
+$('palette').onchange = () => { state.palette = $('palette').value; load3d(state.file); };
 
 window.addEventListener('error', (ev) => state.errors.push(String(ev.message)));
 await init3d();
