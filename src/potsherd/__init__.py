@@ -60,6 +60,7 @@ def _load_api():
 
 def write(doc: Document, path: str | os.PathLike | None = None) -> bytes:
     """Encode a document; also write it (atomically) when ``path`` is given."""
+    _API or _load_api()     # (a Document made by hand finds its codec through the registry)
     data = doc.encode()
     if path is not None:
         from .core.fileio import atomic_write

@@ -6,7 +6,8 @@ from typing import Any
 
 
 def _no_registry(name: str):
-    raise RuntimeError("potsherd.registry is not imported")  # import potsherd does it
+    raise RuntimeError(f"no codec table to find {name!r} in: encode with potsherd.write(doc), "
+                       "or import potsherd.registry first")
 
 
 #: ``name -> Codec``; :mod:`potsherd.registry` sets it to its ``get_codec``

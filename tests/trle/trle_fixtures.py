@@ -86,7 +86,7 @@ def tiny_trwad_bytes(odd_quads: bool = True, mesh_pad: int = 0) -> bytes:
         for m in root["meshes"]:
             quads = sum(1 for p in m["polygons"] if p["shape"] == 9)
             m["pad"] = b"\0\0" if quads % 2 else b""
-    return Document("trwad", root, {"mesh_pad": mesh_pad}).encode()
+    return potsherd.write(Document("trwad", root, {"mesh_pad": mesh_pad}))
 
 
 def tiny_wad_root() -> dict:
