@@ -20,25 +20,11 @@ from potsherd.export import gltf
 from potsherd.scene import Scene
 from potsherd.formats.ko.zone_colormap import colormap_count, colormap_rgba
 from corpus_paths import CORPUS_ROOT
+from test_zone import f32, i32, name260, s   # the zone fixtures' byte helpers
 
 A8R8G8B8 = 21
 MAP = 33
 
-
-def i32(*v):
-    return struct.pack(f"<{len(v)}i", *v)
-
-
-def f32(*v):
-    return struct.pack(f"<{len(v)}f", *v)
-
-
-def s(b: bytes) -> bytes:
-    return i32(len(b)) + b
-
-
-def name260(b: bytes) -> bytes:
-    return b + b"\0" * (260 - len(b))
 
 
 def pixel_colour(row: int, col: int) -> tuple:

@@ -15,24 +15,10 @@ import pytest
 import potsherd
 from potsherd.export import gltf
 from potsherd.formats.ko.zone_grass import _surface_height
+from test_zone import f32, i32, name260, s   # the zone fixtures' byte helpers
 
 MAP = 9
 
-
-def i32(*v):
-    return struct.pack(f"<{len(v)}i", *v)
-
-
-def f32(*v):
-    return struct.pack(f"<{len(v)}f", *v)
-
-
-def s(b: bytes) -> bytes:
-    return i32(len(b)) + b
-
-
-def name260(b: bytes) -> bytes:
-    return b + b"\0" * (260 - len(b))
 
 
 def height(x, z):
