@@ -214,6 +214,24 @@ def test_flat_normals_are_the_faces_and_coplanar_corners_weld_again():
     assert np.allclose(q[tri], pos[idx.reshape(-1, 3)])
 
 
+def test_flat_normals_of_non_finite_triangles_are_up_without_a_warning():
+    """Hypothesis found corners whose cross product meets inf - inf (numpy's
+    "invalid value" warning, an error in the FBX importer): such triangles take
+    the degenerate normal; the finite one beside them keeps its own."""
+    pos = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0],             # finite: +Z
+                    [np.inf, np.inf, 0], [np.inf, 0, 0], [0, np.nan, 1],
+                    [0, 0, 0], [np.inf, 0, 0], [0, 1, 0]], np.float32)
+    idx = np.arange(9, dtype=np.uint32)
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        p = flat_normals(Primitive(positions=pos, indices=idx))
+    tri = np.asarray(p.indices).reshape(-1, 3)
+    assert np.array_equal(p.normals[tri[0]], [[0, 0, 1]] * 3)
+    assert np.array_equal(p.normals[tri[1]], [[0, 1, 0]] * 3)
+    assert np.array_equal(p.normals[tri[2]], [[0, 1, 0]] * 3)
+
+
 def test_prepare_leaves_the_given_scene_alone_and_warns_once():
     s = scene_with_colours()
     holds = Holds("thing")

@@ -26,8 +26,7 @@ from potsherd.formats.darkstar import world_examples as we
 from potsherd.view import make_server
 from potsherd.view.server import vendor_dir
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "darkstar"))
-from test_palette_choice import BLUE, RED, bitmap, pl98  # noqa: E402
+from darkstar.test_palette_choice import BLUE, RED, bitmap, pl98   # tests/ is on pythonpath
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "build" / "test-artifacts"

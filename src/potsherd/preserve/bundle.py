@@ -25,7 +25,6 @@ writes them; :func:`verify` validates the package with that library.
 """
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import os
@@ -38,7 +37,8 @@ import orjson
 
 from .._version import __version__
 from ..core.errors import FormatError
-from ..core.fileio import TEMP_PREFIX, TEMP_SUFFIX, atomic_write
+from ..core.fileio import (TEMP_PREFIX, TEMP_SUFFIX, atomic_write, forget_folders, owned_open,
+                           owned_write)
 from ..core.limits import DEFAULT_LIMITS, Limits
 
 #: written at the start, removed when the package is complete
@@ -93,36 +93,6 @@ def _record_path(package: str, rel: str) -> str:
     return os.path.join(package, "data", "metadata", *rel.split("/")) + ".json"
 
 
-@functools.lru_cache(maxsize=1024)
-def _ensure_dir(path: str) -> None:
-    """``os.makedirs`` once per folder (recent ones remembered, bounded)."""
-    os.makedirs(path, exist_ok=True)
-
-
-def _put(path: str, data: bytes) -> None:
-    """Write a file of the package atomically: a temporary name, then a rename.
-    (The package is ours: no checks of what the name points to.)"""
-    folder = os.path.dirname(path)
-    _ensure_dir(folder)
-    tmp = os.path.join(folder, f"{TEMP_PREFIX}{os.getpid()}-put{TEMP_SUFFIX}")
-    try:
-        try:
-            f = open(tmp, "wb")
-        except FileNotFoundError:   # a folder removed since it was remembered
-            _ensure_dir.cache_clear()
-            os.makedirs(folder, exist_ok=True)
-            f = open(tmp, "wb")
-        with f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.remove(tmp)
-        except OSError:
-            pass
-        raise
-
-
 def _copy_times(fd: int, dst: str) -> None:
     """The master keeps the original's permission bits and times (extended
     attributes are not copied)."""
@@ -140,34 +110,24 @@ def _copy_master(src: str, dst: str, limits: Limits) -> tuple[str, int, bytes | 
         if size <= limits.max_input:
             data = fi.read(size + 1)
             if len(data) <= limits.max_input:
-                _put(dst, data)
+                owned_write(dst, data)
                 _copy_times(fi.fileno(), dst)
                 return hashlib.sha256(data).hexdigest(), len(data), data
             fi.seek(0)
         h = hashlib.sha256()
-        folder = os.path.dirname(dst)
-        os.makedirs(folder, exist_ok=True)
-        tmp = os.path.join(folder, f"{TEMP_PREFIX}{os.getpid()}-master{TEMP_SUFFIX}")
         total = 0
-        try:
-            with open(tmp, "wb") as fo:
-                for chunk in iter(lambda: fi.read(_COPY_CHUNK), b""):
-                    h.update(chunk)
-                    fo.write(chunk)
-                    total += len(chunk)
-            _copy_times(fi.fileno(), tmp)
-            os.replace(tmp, dst)
-        except BaseException:
-            try:
-                os.remove(tmp)
-            except OSError:
-                pass
-            raise
+        with owned_open(dst, "master") as fo:
+            for chunk in iter(lambda: fi.read(_COPY_CHUNK), b""):
+                h.update(chunk)
+                fo.write(chunk)
+                total += len(chunk)
+            fo.flush()
+            _copy_times(fi.fileno(), fo.name)
     return h.hexdigest(), total, None
 
 
 def _write(path: str, data: bytes) -> dict:
-    _put(path, data)
+    owned_write(path, data)
     return {"sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)}
 
 
@@ -323,7 +283,7 @@ def bundle(game_dir: str, package: str, *, resume: bool = False, access: bool = 
             pass
     if resume:
         _remove_leftovers(package)
-    _ensure_dir.cache_clear()
+    forget_folders()
     summary = BundleSummary()
     options = {"game_dir": game_dir, "access": access, "limits": limits, "deep": deep}
 
@@ -451,18 +411,16 @@ def _remove_leftovers(package: str) -> int:
 def _finish(package: str, game_dir: str, summary: BundleSummary) -> None:
     """Write the manifest from the records (no payload byte read again) and the tag files."""
     total_bytes = total_files = 0
-    tmp = os.path.join(package, MANIFEST + ".tmp")
-    with open(tmp, "w", encoding="utf-8", newline="\n") as out:
+    with owned_open(os.path.join(package, MANIFEST), "manifest") as out:
         for rel, raw in _records(package):
             rec = json.loads(raw)
             lines = [(rec["sha256"], rec["master"], rec["size"])]
             lines += [(a["sha256"], a["path"], a["bytes"]) for a in rec.get("access", ())]
             lines.append((hashlib.sha256(raw).hexdigest(), rel, len(raw)))
             for digest, path, size in lines:
-                out.write(f"{digest}  {_manifest_path(path)}\n")
+                out.write(f"{digest}  {_manifest_path(path)}\n".encode("utf-8"))
                 total_bytes += size
                 total_files += 1
-    os.replace(tmp, os.path.join(package, MANIFEST))
     summary.payload_bytes, summary.payload_files = total_bytes, total_files
     import bagit
     info = {

@@ -13,6 +13,7 @@ import os
 from typing import Iterable
 
 from .. import families, registry
+from ..core.fileio import atomic_write
 from ..registry import Codec
 from .ids import FormatEntry, codec_entries, format_id
 from .signatures import collisions, pronom_pattern
@@ -96,8 +97,7 @@ def _cube_glb(folder: str) -> str:
     doc = from_json(examples.n3pmesh_cube_document())
     path = os.path.join(folder, ".cube.glb")
     data = gltf.glb_bytes(*gltf.scene_to_gltf(gltf.document_scene(doc, None), True))
-    with open(path, "wb") as f:
-        f.write(data)
+    atomic_write(path, data)
     return path
 
 
@@ -133,7 +133,6 @@ def make_samples(folder: str, codecs: Iterable[Codec]) -> dict[str, str]:
 
 def write_pages(folder: str, *, samples: bool = False) -> list[str]:
     """One page per registered codec plus ``index.md``; returns the files written."""
-    from ..core.fileio import atomic_write
     os.makedirs(folder, exist_ok=True)
     codecs = registry.codecs()
     sample_of = make_samples(folder, codecs) if samples else {}

@@ -58,7 +58,8 @@ def flat_normals(p: Primitive) -> Primitive:
     """``p`` (triangles) with the flat normals glTF gives a primitive without
     ``NORMAL``: each corner takes its triangle's face normal (counter-clockwise
     front); corners that then agree on every attribute are one vertex again.
-    A degenerate triangle gets (0, 1, 0)."""
+    A degenerate triangle (or one with a non-finite or overflowing corner)
+    gets (0, 1, 0)."""
     from .ops import _rows
     n = len(p.positions)
     idx = np.arange(n, dtype=np.int64) if p.indices is None else \
@@ -68,9 +69,10 @@ def flat_normals(p: Primitive) -> Primitive:
         return p                         # (the importer refuses such indices by name)
     corners = _rows(p, idx, np.arange(len(idx), dtype=np.int64))
     pos = np.asarray(corners.positions, np.float64).reshape(-1, 3, 3)
-    face = np.cross(pos[:, 1] - pos[:, 0], pos[:, 2] - pos[:, 0])
-    length = np.linalg.norm(face, axis=1, keepdims=True)
-    ok = length[:, 0] > 0
+    with np.errstate(invalid="ignore", over="ignore"):   # inf/NaN corners: degenerate
+        face = np.cross(pos[:, 1] - pos[:, 0], pos[:, 2] - pos[:, 0])
+        length = np.linalg.norm(face, axis=1, keepdims=True)
+    ok = np.isfinite(length[:, 0]) & (length[:, 0] > 0)
     unit = np.tile(np.array([0.0, 1.0, 0.0]), (len(face), 1))
     unit[ok] = face[ok] / length[ok]
     corners.normals = np.repeat(unit, 3, axis=0).astype(np.float32)

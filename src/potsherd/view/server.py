@@ -534,8 +534,8 @@ class Site:
                                    warnings=warnings)
             rgba, choice = draw_bitmap(doc.root, finder)
             from PIL import Image
-            out = io.BytesIO()
-            Image.fromarray(rgba, "RGBA").save(out, "PNG")
+            buf = io.BytesIO()
+            Image.fromarray(rgba, "RGBA").save(buf, "PNG")
         except FormatError as e:
             raise ApiError(422, type(e).__name__, self.scrub(str(e)), **_where(e)) from None
         finally:
@@ -546,7 +546,7 @@ class Site:
                   "images": [{"image": key[0].rsplit("/", 1)[-1], "palette": used,
                               "paletteIndex": choice.index, "alternatives": alts}],
                   "choices": ([used] if used else []) + [a for a in alts if a != used]}
-        return out.getvalue(), report
+        return buf.getvalue(), report
 
     def raw(self, rel: str, offset: int, length: int) -> bytes:
         fd, _ = self.open(rel)
