@@ -44,6 +44,20 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.corpus)
 
 
+#: the tier a test's time is counted in: its first marker in this order, else "unit"
+TIME_TIERS = ("blender", "chromium", "validator", "corpus", "security", "slow")
+_tier_seconds: Counter = Counter()
+_tier_tests: Counter = Counter()
+
+
+def pytest_runtest_logreport(report):
+    """Add each phase's duration to the test's tier (for the closing summary)."""
+    tier = next((t for t in TIME_TIERS if t in report.keywords), "unit")
+    _tier_seconds[tier] += report.duration
+    if report.when == "call" or (report.when == "setup" and report.skipped):
+        _tier_tests[tier] += 1
+
+
 def _tier_of_skip(reason: str) -> str:
     text = reason.lower()
     for word, tier in (("corpus", "corpus"), ("validator", "validator"), ("node", "validator"),
@@ -77,3 +91,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         write("tiers skipped: " + ", ".join(f"{tier} {n}" for tier, n in sorted(skipped.items())))
     else:
         write("tiers skipped: none")
+    if _tier_tests:     # summed test time; under xdist or with parallel tests, not wall time
+        write("tiers time: " + ", ".join(
+            f"{t} {_tier_seconds[t]:.0f} s ({_tier_tests[t]} tests)"
+            for t in ("unit",) + TIME_TIERS if _tier_tests[t]))
