@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 import zlib
 from pathlib import Path
 
@@ -22,6 +21,7 @@ sys.path.insert(0, str(HERE.parent / "src"))
 from potsherd.containers import read_input  # noqa: E402
 from potsherd.formats.darkstar import lzh  # noqa: E402
 from potsherd import registry  # noqa: E402
+from timing import best  # noqa: E402
 
 
 def maps(ted: Path) -> list[tuple[bytes, int]]:
@@ -31,15 +31,6 @@ def maps(ted: Path) -> list[tuple[bytes, int]]:
     root = registry.decode(dtb, path=name).root
     return [(bytes(root[k]["stream"]), root[k]["size"]) for k in ("heights", "materials", "lightMap")
             if isinstance(root.get(k), dict) and "stream" in root[k]]
-
-
-def best(fn, runs: int) -> float:
-    times = []
-    for _ in range(runs):
-        t = time.process_time()
-        fn()
-        times.append(time.process_time() - t)
-    return min(times)
 
 
 def main(argv: list[str] | None = None) -> int:

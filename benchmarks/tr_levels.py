@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import struct
 import sys
-import time
 import tracemalloc
 import zlib
 from pathlib import Path
@@ -21,6 +20,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "src"))
 
 from potsherd import registry  # noqa: E402
+from timing import best  # noqa: E402
 
 
 def chunks(data: bytes, engine: int) -> list[bytes]:
@@ -33,15 +33,6 @@ def chunks(data: bytes, engine: int) -> list[bytes]:
         out.append(data[p + 8:p + 8 + n])
         p += 8 + n
     return out
-
-
-def best(fn, runs: int) -> float:
-    times = []
-    for _ in range(runs):
-        t = time.process_time()
-        fn()
-        times.append(time.process_time() - t)
-    return min(times)
 
 
 def main(argv: list[str] | None = None) -> int:
