@@ -21,6 +21,13 @@ those two folders are read (a hostile file cannot pull ``/etc/...`` into a
 glb, nor a FIFO hang the conversion).  glTF wants opacity in the base
 colour's alpha channel and metallic (blue) with roughness (green) in one
 image: those are combined with Pillow.
+
+Each image records the file it came from in its ``extras``: ``source_file``
+(the base name the FBX gives it, also for embedded content, whose clip name
+is often not a file name: ``Map #7``, ``Slime_002:file1``), or, for a packed
+image, ``source_files`` by channel (``rgb``/``alpha``, ``metallic``/
+``roughness``).  The corpus comparison with ufbx reads them
+(``tests/fbx/ufbx_materials.py``).
 """
 from __future__ import annotations
 
@@ -186,22 +193,23 @@ class MaterialBuilder:
 
     # -- image bytes ---------------------------------------------------
     def source(self, tex: Any) -> tuple | None:
-        """(key, bytes, name) of a texture's image, or None (warned once)."""
+        """(key, bytes, name, file) of a texture's image, or None (warned once):
+        ``file`` is the base name of the file the picture is (see the module text)."""
         names = _file_names(tex)
         for v in self.videos_of(tex):
             data = _content(v)
             if data:
-                return ("video", v.id), data, _short(v.name)
+                return ("video", v.id), data, _short(v.name), _base_name(names + _file_names(v))
             names += [n for n in _file_names(v) if n not in names]
         for n in names:
             base = n.replace("\\", "/").rsplit("/", 1)[-1].lower()
             if base in self.content_by_name:
                 v, data = self.content_by_name[base]
-                return ("video", v.id), data, _short(v.name)
+                return ("video", v.id), data, _short(v.name), _base_name([n])
         path = self.files.find(names)
         if path is not None:
             try:
-                return ("file", str(path)), self.files.read(path, path.name), path.name
+                return ("file", str(path)), self.files.read(path, path.name), path.name, path.name
             except FormatError as e:     # refused (changed, not a file, over the limits)
                 self.scene.warnings.append(f"texture {path.name!r}: {e.message}")
                 return None
@@ -213,20 +221,21 @@ class MaterialBuilder:
         return None
 
     def image(self, src: tuple, role: str = "") -> int | None:
-        key, data, name = src
+        key, data, name, file = src
         if (key, role) in self.images:
             return self.images[(key, role)]
         if key[0] == "file" and not decodes_as_image(data):   # a named file that is no image
             self.scene.warnings.append(f"texture {name!r}: not an image; not embedded")
             self.images[(key, role)] = None
             return None
+        extras = {"source_file": file} if file else {}
         if data[:8] == b"\x89PNG\r\n\x1a\n":
-            im = Image(name=name, data=data, mime_type="image/png")
+            im = Image(name=name, data=data, mime_type="image/png", extras=extras)
         elif data[:3] == b"\xff\xd8\xff":
-            im = Image(name=name, data=data, mime_type="image/jpeg")
+            im = Image(name=name, data=data, mime_type="image/jpeg", extras=extras)
         else:
             try:
-                im = Image.from_pil(_pil(data), name=name)
+                im = Image.from_pil(_pil(data), name=name, extras=extras)
             except Exception:  # noqa: BLE001 - an undecodable texture is skipped
                 self.scene.warnings.append(f"texture {name!r}: not an image Pillow can read")
                 self.images[(key, role)] = None
@@ -234,7 +243,8 @@ class MaterialBuilder:
         self.images[(key, role)] = self.scene.add_image(im)
         return self.images[(key, role)]
 
-    def combined(self, key: tuple, name: str, make: Callable) -> int | None:
+    def combined(self, key: tuple, name: str, make: Callable, files: dict) -> int | None:
+        """A packed image made by ``make``; ``files``: its source file by channel."""
         if key in self.images:
             return self.images[key]
         try:
@@ -242,8 +252,9 @@ class MaterialBuilder:
         except Exception:  # noqa: BLE001 - an undecodable texture is skipped
             self.scene.warnings.append(f"texture {name!r}: not an image Pillow can read")
             pil = None
+        files = {k: v for k, v in files.items() if v}
         self.images[key] = None if pil is None else self.scene.add_image(
-            Image.from_pil(pil, name=name))
+            Image.from_pil(pil, name=name, extras={"source_files": files} if files else {}))
         return self.images[key]
 
     # -- the material --------------------------------------------------
@@ -273,7 +284,8 @@ class MaterialBuilder:
         elif alpha is not None:
             key = ("rgba", base[1][0] if base else None, alpha[1][0])
             idx = self.combined(key, (base[1][2] if base else "white") + "+alpha",
-                                lambda: _with_alpha(base[1][1] if base else None, alpha[1][1]))
+                                lambda: _with_alpha(base[1][1] if base else None, alpha[1][1]),
+                                {"rgb": base[1][3] if base else None, "alpha": alpha[1][3]})
             mat.base_color_texture = self.ref((base or alpha)[0], idx)
             mat.alpha_mode = "BLEND"
         if mat.base_color_texture is not None:
@@ -299,7 +311,9 @@ class MaterialBuilder:
             name = "+".join(s[1][2] for s in (metal, rough) if s) + "+metal_rough"
             idx = self.combined(key, name, lambda: _metal_rough(
                 metal[1][1] if metal else None, rough[1][1] if rough else None, gloss,
-                mat.metallic, mat.roughness))
+                mat.metallic, mat.roughness),
+                {"metallic": metal[1][3] if metal else None,
+                 "roughness": rough[1][3] if rough else None})
             mat.metallic_roughness_texture = self.ref((metal or rough)[0], idx)
             if metal is not None:
                 mat.metallic = 1.0
@@ -322,6 +336,15 @@ class MaterialBuilder:
 def _short(name: str) -> str:
     """A clip name without the folders some exporters put in it."""
     return name.replace("\\", "/").rsplit("/", 1)[-1] or name
+
+
+def _base_name(names: list[str]) -> str | None:
+    """The base name of the first of ``names`` that has one (either slash)."""
+    for n in names:
+        base = n.replace("\\", "/").rsplit("/", 1)[-1]
+        if base:
+            return base
+    return None
 
 
 def _truthy(values: Any) -> bool:
