@@ -10,8 +10,9 @@ of triangles of similar size):
 
 * direct: the primitives' own UVs, when they stay inside one tile and no two
   triangles with different colours cover the same texel; the image is the
-  texture (white when there is none) at its size, doubled up to ``limit`` while
-  many triangles cover no texel centre;
+  texture at its size, doubled up to ``limit`` while many triangles cover no
+  texel centre (a white one from 16 texels, doubled till the median triangle
+  covers ``UNTEXTURED_TEXELS``);
 * atlas: otherwise (no UVs, tiling, overlaps, triangles without area in UV)
   every triangle gets its own corners and half of a grid cell, its texture
   resampled there (bilinear, the material's wrap modes); corners sit on texel
@@ -39,6 +40,8 @@ __all__ = ["bake_colors", "srgb_to_linear", "linear_to_srgb", "MAX_SIDE"]
 MAX_SIDE = 2048
 #: texels a side of an atlas cell (two triangles) for an untextured material
 CELL = 8
+#: texels the median triangle covers on a baked white texture (its side doubles till then)
+UNTEXTURED_TEXELS = 32.0
 #: samples handled at once by the rasteriser (memory stays near 100 MB)
 CHUNK = 1 << 21
 #: two texels differing by more than this (sRGB, 0..1) under overlapping triangles conflict
@@ -214,7 +217,11 @@ def _direct(parts: list, tex: Any, factor: np.ndarray, limit: int, notes: dict) 
         notes["why"] = "triangles without area in UV"
         return None
     scale = 1
-    while (np.mean(area * w * h * scale * scale < 1.0) > 0.01
+    # a texture keeps its own resolution unless triangles miss texels; a white one
+    # grows until a triangle covers a few 4x4 blocks (DXT) or the limit
+    want = 1.0 if tex is not None else UNTEXTURED_TEXELS
+    while ((np.mean(area * w * h * scale * scale < 1.0) > 0.01 or
+            np.median(area) * w * h * scale * scale < want)
            and max(w, h) * scale * 2 <= limit):
         scale *= 2
     w, h = w * scale, h * scale
