@@ -399,3 +399,21 @@ def test_fbx_keeps_colours_and_bakes_nothing(tmp_path):
     src, back, summary = round_trip(coloured_scene(True, "own"), "fbx", tmp_path)
     assert not any("vertex colours" in w for w in summary["warnings"])
     assert len(rd.Gltf(str(back)).json.get("images", [])) == 1
+
+
+def test_limits_and_odd_colours():
+    """A texture over the limit is reduced to it; colours of a shape glTF does
+    not have (two columns), or on a primitive drawing nothing, are named dropped."""
+    from potsherd.scene.bake_colors import bake_colors
+    out, notes = bake_colors(coloured_scene(True, "own"), limit=16)
+    assert PILImage.open(io.BytesIO(out.images[-1].data)).size == (16, 16)
+    assert notes["primitives"] == 1
+    scene = coloured_scene(True, "own")
+    scene.meshes[0].primitives[0].colors = np.ones((25, 2), np.float32)
+    out = prepare(scene, Holds("x", texture=True))
+    assert len(out.images) == 1
+    assert "dropped" in scene.warnings[0] and "of 0 primitive" not in scene.warnings[0]
+    scene = coloured_scene(True, "own")
+    scene.meshes[0].primitives[0].indices = np.array([0, 1, 99], np.uint32)
+    out = prepare(scene, Holds("x", texture=True))
+    assert len(out.images) == 1 and "dropped" in scene.warnings[0]

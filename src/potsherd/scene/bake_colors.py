@@ -91,15 +91,19 @@ def _triangles(p: Primitive) -> np.ndarray:
     return idx[:len(idx) - len(idx) % 3].reshape(-1, 3)
 
 
-def _picture(scene: Scene, mat: Material | None) -> tuple:
-    """(linear RGBA float32 (H, W, 4) or None, problem or None) of the base colour texture."""
+def _picture(scene: Scene, mat: Material | None, limit: int) -> tuple:
+    """(linear RGBA float32 (H, W, 4) or None, problem or None) of the base colour
+    texture, reduced by a whole factor to at most ``limit`` a side."""
     from .ops import base_color_picture
     img, pic, problem = base_color_picture(scene, mat)
     if img is None:
         return None, None
     if pic is None:
         return None, problem or "cannot be read"
-    a = np.asarray(pic.convert("RGBA"), np.float32) / np.float32(255)
+    pic = pic.convert("RGBA")
+    if max(pic.size) > limit:
+        pic = pic.reduce(-(-max(pic.size) // limit))
+    a = np.asarray(pic, np.float32) / np.float32(255)
     a[..., :3] = srgb_to_linear(a[..., :3]).astype(np.float32)
     return a, None
 
@@ -384,8 +388,9 @@ def bake_colors(scene: Scene, *, drop_extras: tuple = (), limit: int = MAX_SIDE)
     groups: dict = {}
     for mi, mesh in enumerate(scene.meshes):
         for pi, p in enumerate(mesh.primitives):
-            if p.mode == 4 and p.colors is not None and len(p.colors) and \
-                    p.positions is not None and len(p.positions):
+            c = None if p.colors is None else np.asarray(p.colors)
+            if p.mode == 4 and c is not None and c.ndim == 2 and c.shape[1] in (3, 4) and \
+                    p.positions is not None and 0 < len(p.positions) == len(c):
                 m = p.material if p.material is not None and \
                     0 <= p.material < len(scene.materials) else None
                 groups.setdefault(m, []).append((mi, pi))
@@ -396,7 +401,7 @@ def bake_colors(scene: Scene, *, drop_extras: tuple = (), limit: int = MAX_SIDE)
     prims = [list(m.primitives) for m in scene.meshes]
     for m, members in groups.items():
         mat = scene.materials[m] if m is not None else Material(name="vertex colours")
-        tex, problem = _picture(scene, mat)
+        tex, problem = _picture(scene, mat, limit)
         if problem is not None:
             notes["dropped"] += len(members)
             for mi, pi in members:
@@ -414,7 +419,11 @@ def bake_colors(scene: Scene, *, drop_extras: tuple = (), limit: int = MAX_SIDE)
             uv = np.asarray(p.uvs[slot], np.float64) if slot < len(p.uvs) and \
                 p.uvs[slot] is not None and len(p.uvs[slot]) == n else None
             parts.append(_Part(p, tris, _colours(p), uv))
-        factor = np.asarray(mat.base_color, np.float64)
+        if not sum(len(p.tris) for p in parts):
+            continue                        # (nothing drawn: the colours go with the importer)
+        factor = np.ones(4)
+        given = np.nan_to_num(np.asarray(mat.base_color, np.float64).ravel()[:4], nan=1.0)
+        factor[:len(given)] = np.clip(given, 0.0, 1.0)
         opaque = mat.alpha_mode == "OPAQUE"
         local: dict = {}
         got = None
