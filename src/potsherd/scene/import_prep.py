@@ -146,7 +146,8 @@ def _baked_warning(fmt: str, notes: dict) -> str:
         said.append(f"atlas cells of {k} texels (their texture wanted {want}): texture detail lost")
     if notes.get("dropped"):
         said.append(f"vertex colours (COLOR_0) of {notes['dropped']} primitive(s) dropped "
-                    "(not triangles, an unreadable texture, or too many triangles for one texture)")
+                    "(not triangles, not RGB/RGBA, an unreadable texture, or too many triangles "
+                    "for one texture)")
     return "; ".join(said)
 
 
