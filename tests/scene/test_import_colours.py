@@ -417,3 +417,14 @@ def test_limits_and_odd_colours():
     scene.meshes[0].primitives[0].indices = np.array([0, 1, 99], np.uint32)
     out = prepare(scene, Holds("x", texture=True))
     assert len(out.images) == 1 and "dropped" in scene.warnings[0]
+
+
+def test_white_colours_need_no_texture():
+    """All-white COLOR_0 multiplies by one: dropped (and said), no new image."""
+    scene = coloured_scene(True, "own")
+    scene.meshes[0].primitives[0].colors = np.full((25, 4), 255, np.uint8)
+    out = prepare(scene, Holds("x", texture=True))
+    assert len(out.images) == 1 and out.meshes[0].primitives[0].colors is None
+    assert out.meshes[0].primitives[0].material == 0
+    said = [w for w in scene.warnings if "vertex colours" in w]
+    assert len(said) == 1 and "all white" in said[0] and "baked" not in said[0]

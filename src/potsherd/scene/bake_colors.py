@@ -380,25 +380,32 @@ def bake_colors(scene: Scene, *, drop_extras: tuple = (), limit: int = MAX_SIDE)
     """(scene, notes): ``scene`` with every triangle primitive's COLOR_0 baked
     into a new base colour texture of a new material (module docstring), and
     colours removed; ``notes`` counts what was baked and lost (``primitives``,
+    ``white``: primitives whose colours are all white, simply dropped,
     ``atlas``: reasons, ``small``, ``flat``, ``shrunk``, ``dropped``: primitives
     whose texture could not be read).  ``drop_extras``: the material extras
     naming the old texture, which the new material must not carry.  The given
     scene is not changed (the result has new lists)."""
     from .ops import _rows
     groups: dict = {}
+    white = []
     for mi, mesh in enumerate(scene.meshes):
         for pi, p in enumerate(mesh.primitives):
             c = None if p.colors is None else np.asarray(p.colors)
             if p.mode == 4 and c is not None and c.ndim == 2 and c.shape[1] in (3, 4) and \
                     p.positions is not None and 0 < len(p.positions) == len(c):
+                if (_colours(p) >= 1 - 0.5 / 255).all():
+                    white.append((mi, pi))          # x 1 changes nothing: no texture needed
+                    continue
                 m = p.material if p.material is not None and \
                     0 <= p.material < len(scene.materials) else None
                 groups.setdefault(m, []).append((mi, pi))
-    notes: dict = {"primitives": 0, "atlas": {}, "dropped": 0}
-    if not groups:
+    notes: dict = {"primitives": 0, "atlas": {}, "dropped": 0, "white": len(white)}
+    if not groups and not white:
         return scene, notes
     materials, images = list(scene.materials), list(scene.images)
     prims = [list(m.primitives) for m in scene.meshes]
+    for mi, pi in white:
+        prims[mi][pi] = dataclasses.replace(prims[mi][pi], colors=None)
     for m, members in groups.items():
         mat = scene.materials[m] if m is not None else Material(name="vertex colours")
         tex, problem = _picture(scene, mat, limit)

@@ -122,7 +122,7 @@ def prepare(scene: Scene, holds: Holds) -> Scene:
     out = dataclasses.replace(scene, meshes=meshes) if changed else scene
     if colored and not holds.vertex_colors and holds.texture:
         out, notes = bake_colors(out, drop_extras=holds.texture_extras)
-        notes["dropped"] = colored - notes["primitives"]     # (lines and points too)
+        notes["dropped"] = colored - notes["primitives"] - notes["white"]  # (lines, points)
         warn_once(scene, _baked_warning(holds.format, notes))
     elif colored and not holds.vertex_colors:
         warn_once(scene, f"{holds.format}: vertex colours (COLOR_0) of {colored} primitive(s) "
@@ -135,6 +135,9 @@ def _baked_warning(fmt: str, notes: dict) -> str:
     said = [f"{fmt}: vertex colours (COLOR_0) of {notes['primitives']} primitive(s) baked "
             "into new base colour textures (the format has no vertex colours)"
             if notes["primitives"] else f"{fmt}: the format has no vertex colours"]
+    if notes.get("white"):
+        said.append(f"vertex colours (COLOR_0) of {notes['white']} primitive(s) all white: "
+                    "dropped, which changes nothing drawn")
     for why, n in notes["atlas"].items():
         said.append(f"{n} given their own atlas UVs ({why}; tiling and UV seams are not kept)")
     if notes.get("small"):
