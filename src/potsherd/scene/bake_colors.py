@@ -313,7 +313,7 @@ def _atlas(parts: list, tex: Any, ref: Any, factor: np.ndarray, limit: int, note
         n = math.ceil(math.sqrt(tris))
         if n > limit:
             return None
-        side = int(1 << max(0, math.ceil(math.log2(n))))
+        side = int(min(limit, 1 << max(0, math.ceil(math.log2(n)))))
         notes["flat"] = notes.get("flat", 0) + tris
         k = 1
     elif k < want:
