@@ -226,10 +226,14 @@ def _baked_errors(scene: Scene) -> tuple:
         suvs = sp.uvs[0] if sp.uvs else np.zeros((len(sp.positions), 2))   # (glTF: (0, 0))
         for t, tri in enumerate(ouv * [w, h]):
             tx, ty, bary = _inside(tri, w, h)
-            col = bary @ sp.colors[stri[t]].astype(float)[:, :3]
+            # the bake may turn a triangle's corners: matched by position
+            corner = [int(np.argmin(np.linalg.norm(sp.positions[stri[t]] - q, axis=1)))
+                      for q in op.positions[otri[t]]]
+            src = stri[t][corner]
+            col = bary @ sp.colors[src].astype(float)[:, :3]
             shade = col * FACTOR[:3]
             if src_tex is not None:
-                suv = bary @ suvs[stri[t]].astype(float)
+                suv = bary @ suvs[src].astype(float)
                 shade = shade * np.array([_bilinear(src_tex, q) for q in suv])
             errs.append(np.abs(img[ty, tx] - linear_to_srgb(shade) * 255).max(axis=1))
     return np.concatenate(errs), out
