@@ -433,3 +433,41 @@ def test_white_colours_need_no_texture():
     assert out.meshes[0].primitives[0].material == 0
     said = [w for w in scene.warnings if "vertex colours" in w]
     assert len(said) == 1 and "all white" in said[0] and "baked" not in said[0]
+
+
+def test_uvs_collapsed_to_points():
+    """A palette texture's UVs: each triangle's three UVs one point.  Points of
+    their own keep the primitive's UVs (each texel there the product); every
+    triangle on one point with different colours (a glTF reader's zero UVs) is an
+    overlap, baked on an atlas instead, not one colour for all."""
+    from potsherd.scene.bake_colors import bake_colors
+    scene = coloured_scene(True, "own", n=4)
+    p = scene.meshes[0].primitives[0]
+    tri = np.asarray(p.indices).reshape(-1, 3)
+    # one corner per triangle, each with its own point and colour
+    p.positions = p.positions[tri.ravel()]
+    p.normals = p.normals[tri.ravel()]
+    p.indices = np.arange(tri.size, dtype=np.uint32)
+    t = np.repeat(np.arange(len(tri)), 3)
+    p.uvs = [np.stack([(t % 8 + 0.5) / 8, (t // 8 + 0.5) / 8], 1).astype(np.float32)]
+    colour = np.stack([(t % 5) / 4, (t % 3) / 2, np.full(len(t), 0.5), np.ones(len(t))], 1)
+    p.colors = colour.astype(np.float32)
+    out, notes = bake_colors(scene)
+    assert not notes["atlas"] and notes["primitives"] == 1
+    img = np.asarray(PILImage.open(io.BytesIO(out.images[-1].data)).convert("RGB"), float)
+    src = np.asarray(PILImage.open(io.BytesIO(scene.images[0].data)).convert("RGB"), float)
+    h, w = img.shape[:2]
+    for k in range(len(tri)):
+        u, v = p.uvs[0][3 * k]
+        texel = img[int(v * h), int(u * w)]
+        # the bake reads the source texel under the point (the texture is 32 texels, as is the bake)
+        want = linear_to_srgb(colour[3 * k, :3] * FACTOR[:3]
+                              * srgb_to_linear(src[int(v * 32), int(u * 32)] / 255)) * 255
+        assert np.abs(texel - want).max() <= 1.0, (k, texel, want)
+    p.uvs = [np.zeros_like(p.uvs[0])]
+    out, notes = bake_colors(scene)
+    assert list(notes["atlas"]) and "overlapping" in next(iter(notes["atlas"]))
+    # (the points need no more texels: the bake stays at the texture's size)
+    p.uvs = [np.stack([(t % 8 + 0.5) / 8, (t // 8 + 0.5) / 8], 1).astype(np.float32)]
+    out, _ = bake_colors(scene)
+    assert PILImage.open(io.BytesIO(out.images[-1].data)).size == (32, 32)

@@ -13,7 +13,8 @@ of triangles of similar size):
   texture at its size, doubled up to ``limit`` while many triangles cover no
   texel centre (a white one from 16 texels, doubled till the median triangle
   covers ``UNTEXTURED_TEXELS``);
-* atlas: otherwise (no UVs, tiling, overlaps, triangles without area in UV)
+* atlas: otherwise (no UVs, tiling, overlaps: triangles of other colours on
+  one texel, also where UVs collapse to a point, as on a palette texture)
   every triangle gets its own corners and half of a grid cell, its texture
   resampled there (bilinear, the material's wrap modes); corners sit on texel
   centres, so a vertex's UV samples its own colour.  With too many triangles for
@@ -232,30 +233,44 @@ def _direct(parts: list, tex: Any, factor: np.ndarray, limit: int, notes: dict) 
     area = 0.5 * np.abs((uvs[:, 1, 0] - uvs[:, 0, 0]) * (uvs[:, 2, 1] - uvs[:, 0, 1])
                         - (uvs[:, 2, 0] - uvs[:, 0, 0]) * (uvs[:, 1, 1] - uvs[:, 0, 1]))
     flat = (np.ptp(cols, axis=1).max(axis=1) <= CONFLICT)        # one colour: any texel shows it
-    if ((area <= 1e-12) & ~flat).any():
-        notes["why"] = "triangles without area in UV"
-        return None
     scale = 1
     # a texture keeps its own resolution unless triangles miss texels; a white one
     # grows until a triangle covers a few 4x4 blocks (DXT) or the limit
+    # (UV points, triangles without area, need no more texels)
     want = 1.0 if tex is not None else UNTEXTURED_TEXELS
-    while ((np.mean(area * w * h * scale * scale < 1.0) > 0.01 or
-            np.median(area) * w * h * scale * scale < want)
-           and max(w, h) * scale * 2 <= limit):
+    sized = area[area > 1e-12]
+    while len(sized) and (np.mean(sized * w * h * scale * scale < 1.0) > 0.01 or
+                          np.median(sized) * w * h * scale * scale < want) \
+            and max(w, h) * scale * 2 <= limit:
         scale *= 2
     w, h = w * scale, h * scale
     base = None if tex is None else np.repeat(np.repeat(tex, scale, axis=0), scale, axis=1)
     factor = factor.astype(np.float32)
     xy = uvs * [w, h]
     hit = np.zeros(len(uvs), bool)
-    at, vals, inner = [], [], []
+    at, vals, inner, point = [], [], [], []
     for t, tx, ty, bary in raster(xy, w, h):
         c = np.einsum("nk,nkc->nc", bary, cols[t]).astype(np.float32)
         at.append(ty * w + tx)
         vals.append(factor * c if base is None else factor * base[ty, tx] * c)
         inner.append((bary > 1e-3).all(axis=1))
+        point.append(np.zeros(len(t), bool))
         hit[t] = True
+    # a triangle between texel centres (or without area: a palette texture's UV
+    # point) is its texel's, at its centroid: averaged in, and without area it
+    # takes part in the conflicts (triangles of other colours on that texel)
+    miss = np.flatnonzero(~hit)
+    if len(miss):
+        cen = uvs[miss].mean(axis=1) * [w, h]
+        tx = np.clip(np.floor(cen[:, 0]), 0, w - 1).astype(np.int64)
+        ty = np.clip(np.floor(cen[:, 1]), 0, h - 1).astype(np.int64)
+        c = cols[miss].mean(axis=1).astype(np.float32)
+        at.append(ty * w + tx)
+        vals.append(factor * c if base is None else factor * base[ty, tx] * c)
+        inner.append(area[miss] * w * h <= 1e-9)
+        point.append(inner[-1])
     at = np.concatenate(at) if at else np.zeros(0, np.int64)
+    point = np.concatenate(point) if point else np.zeros(0, bool)
     vals = np.concatenate(vals) if vals else np.zeros((0, 4), np.float32)
     inner = np.concatenate(inner) if inner else np.zeros(0, bool)
     count = np.bincount(at, minlength=h * w).astype(np.float64)
@@ -263,7 +278,7 @@ def _direct(parts: list, tex: Any, factor: np.ndarray, limit: int, notes: dict) 
     ii = np.flatnonzero(inner)
     ii = ii[np.bincount(at[ii], minlength=h * w)[at[ii]] > 1]     # (texels under several)
     order = ii[np.argsort(at[ii], kind="stable")]
-    clash = 0
+    clash, pinned = 0, False
     if len(order):
         key = at[order]
         enc = encode(vals[order, :3])
@@ -271,10 +286,13 @@ def _direct(parts: list, tex: Any, factor: np.ndarray, limit: int, notes: dict) 
         spread = (np.maximum.reduceat(enc, starts, axis=0)
                   - np.minimum.reduceat(enc, starts, axis=0)).max(axis=1)
         clash = int((spread > CONFLICT).sum())
-    if clash > max(2, 0.002 * int((count > 0).sum())):
+        # a triangle without area on a clashing texel has nowhere else to show
+        points = np.maximum.reduceat(point[order].astype(np.int8), starts) > 0
+        pinned = bool((points & (spread > CONFLICT)).any())
+    if pinned or clash > max(2, 0.002 * int((count > 0).sum())):
         notes["why"] = f"UVs overlapping with different colours ({clash} texels)"
         return None
-    missed = int((~hit & ~flat).sum())
+    missed = int((~hit & ~flat & (area * w * h > 1e-9)).sum())
     if missed:
         notes["small"] = notes.get("small", 0) + missed
     out = (np.broadcast_to(factor, (h, w, 4)) if base is None else factor * base

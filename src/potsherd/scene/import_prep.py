@@ -141,7 +141,8 @@ def _baked_warning(fmt: str, notes: dict) -> str:
     for why, n in notes["atlas"].items():
         said.append(f"{n} given their own atlas UVs ({why}; tiling and UV seams are not kept)")
     if notes.get("small"):
-        said.append(f"the colour of {notes['small']} triangle(s) smaller than a texel is lost")
+        said.append(f"{notes['small']} triangle(s) smaller than a texel: their colour is averaged "
+                    "into it")
     if notes.get("flat"):
         said.append(f"{notes['flat']} triangle(s) one texel each: their colour gradients flattened")
     if notes.get("shrunk"):
