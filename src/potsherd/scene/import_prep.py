@@ -11,7 +11,10 @@ what its format stores.  The glTF rules applied once for all of them:
   node's, else the mesh's) by :func:`~potsherd.scene.ops.triangle_sets` and
   the families' own readers; a format without morphs is told here, once;
 * a glTF feature the format cannot hold (vertex colours, morph targets) is
-  named in ``scene.warnings`` once per import, never dropped silently.
+  named in ``scene.warnings`` once per import, never dropped silently;
+* vertex colours on a target with textures but no colours are baked into new
+  textures (:mod:`.bake_colors`: factor x texture x COLOR_0), the warning
+  naming what detail that lost.
 
 The scene given is not changed: the result shares its nodes, materials and
 ``warnings`` list, with new meshes where primitives were completed.
@@ -22,6 +25,7 @@ import dataclasses
 from dataclasses import dataclass
 import numpy as np
 
+from .bake_colors import bake_colors
 from .geometry import weld
 from .model import Mesh, Primitive, Scene
 
@@ -42,6 +46,11 @@ class Holds:
     shades: bool = False
     #: vertex colours (COLOR_0) are stored
     vertex_colors: bool = False
+    #: a base colour texture is stored (vertex colours are then baked into it)
+    texture: bool = False
+    #: material extras naming the original texture (the importer would read them
+    #: over a baked material's new texture, so the baked material drops them)
+    texture_extras: tuple = ()
     #: morph targets are stored (else the shape at the default weights is kept)
     morph_targets: bool = False
     #: the importer names dropped morph targets itself (no second warning)
@@ -107,15 +116,43 @@ def prepare(scene: Scene, holds: Holds) -> Scene:
             changed = True
             mesh = dataclasses.replace(mesh, primitives=prims)
         meshes.append(mesh)
-    if colored and not holds.vertex_colors:
-        warn_once(scene, f"{holds.format}: vertex colours (COLOR_0) of {colored} primitive(s) "
-                         "dropped: the format has none")
     if morphs and not holds.morph_targets and not holds.names_morph_loss:
         warn_once(scene, f"{holds.format}: morph targets of {morphs} primitive(s) dropped (the "
                          "format has none); the shape at their default weights is kept")
-    if not changed:
-        return scene
-    return dataclasses.replace(scene, meshes=meshes)
+    out = dataclasses.replace(scene, meshes=meshes) if changed else scene
+    if colored and not holds.vertex_colors and holds.texture:
+        out, notes = bake_colors(out, drop_extras=holds.texture_extras)
+        notes["dropped"] = colored - notes["primitives"] - notes["white"]  # (lines, points)
+        warn_once(scene, _baked_warning(holds.format, notes))
+    elif colored and not holds.vertex_colors:
+        warn_once(scene, f"{holds.format}: vertex colours (COLOR_0) of {colored} primitive(s) "
+                         "dropped: the format has none")
+    return out
+
+
+def _baked_warning(fmt: str, notes: dict) -> str:
+    """The one warning of a bake: what was baked, and each kind of detail lost."""
+    said = [f"{fmt}: vertex colours (COLOR_0) of {notes['primitives']} primitive(s) baked "
+            "into new base colour textures (the format has no vertex colours)"
+            if notes["primitives"] else f"{fmt}: the format has no vertex colours"]
+    if notes.get("white"):
+        said.append(f"vertex colours (COLOR_0) of {notes['white']} primitive(s) all white: "
+                    "dropped, which changes nothing drawn")
+    for why, n in notes["atlas"].items():
+        said.append(f"{n} given their own atlas UVs ({why}; tiling and UV seams are not kept)")
+    if notes.get("small"):
+        said.append(f"{notes['small']} triangle(s) smaller than a texel: their colour is averaged "
+                    "into it")
+    if notes.get("flat"):
+        said.append(f"{notes['flat']} triangle(s) one texel each: their colour gradients flattened")
+    if notes.get("shrunk"):
+        k, want = notes["shrunk"]
+        said.append(f"atlas cells of {k} texels (their texture wanted {want}): texture detail lost")
+    if notes.get("dropped"):
+        said.append(f"vertex colours (COLOR_0) of {notes['dropped']} primitive(s) dropped "
+                    "(not triangles, not RGB/RGBA, an unreadable texture, or too many triangles "
+                    "for one texture)")
+    return "; ".join(said)
 
 
 # ---- what an import chose, for the way back ------------------------------------------

@@ -51,8 +51,10 @@ from .geometry import name_text, nearest_normals
 from ...scene.import_prep import Holds, prepare
 
 #: what a shape stores of a glTF (scene.import_prep): a normal per vertex (the
-#: engine's table), morph targets as mesh frames, no vertex colours
-IMPORT_HOLDS = Holds("dts", normals=True, vertex_colors=False, morph_targets=True)
+#: engine's table), morph targets as mesh frames, no vertex colours (baked into a
+#: new texture; the export's material extras naming the old bitmap then go)
+IMPORT_HOLDS = Holds("dts", normals=True, vertex_colors=False, morph_targets=True,
+                     texture=True, texture_extras=("map", "flags", "type", "rgb"))
 from .model import NodeM, ObjectM, ShapeModel, shape_model
 from .pers import LAYOUT
 from .import_like import adopt_unchanged, keep_unexported, _like_scenes, _reusable_meshes

@@ -132,11 +132,13 @@ def _scene_importer(name: str):
 def _holds(name: str, names_morph_loss: bool = True):
     from ...scene.import_prep import Holds
     return Holds(name, normals=True, vertex_colors=False, morph_targets=False,
-                 names_morph_loss=names_morph_loss)
+                 names_morph_loss=names_morph_loss,
+                 texture=name not in ("n3pmesh", "n3cskins"))
 
 
 #: what each KO mesh format stores of a glTF (scene.import_prep): normals, no vertex
-#: colours, no morph targets (the importers with ``_warn_static`` name those)
+#: colours (baked into the texture of the formats that name one), no morph targets
+#: (the importers with ``_warn_static`` name those)
 IMPORT_HOLDS = {n: _holds(n, n != "n3shape" and n != "n3chr")
                 for n in ("n3pmesh", "n3cskins", "n3cpart", "n3cplug", "n3shape", "n3chr")}
 
