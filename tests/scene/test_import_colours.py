@@ -471,3 +471,17 @@ def test_uvs_collapsed_to_points():
     p.uvs = [np.stack([(t % 8 + 0.5) / 8, (t // 8 + 0.5) / 8], 1).astype(np.float32)]
     out, _ = bake_colors(scene)
     assert PILImage.open(io.BytesIO(out.images[-1].data)).size == (32, 32)
+
+
+def test_ko_without_textures_names_the_colours_instead_of_baking():
+    """``textures=0`` writes no .dxt, so the colours cannot be in a texture:
+    the warning says they were dropped; the same import with textures says baked."""
+    from potsherd import registry
+    codec = next(c for c in registry.codecs() if c.name == "n3shape")
+    said = {}
+    for textures in (False, True):
+        scene = coloured_scene(True, "own")
+        codec.from_scene(scene, out_name="x.n3shape", textures=textures)
+        said[textures] = [w for w in scene.warnings if "vertex colours" in w]
+    assert len(said[False]) == 1 and "dropped" in said[False][0] and "baked" not in said[False][0]
+    assert len(said[True]) == 1 and "baked" in said[True][0]

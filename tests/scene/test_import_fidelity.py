@@ -301,7 +301,7 @@ def test_skinned_normals_and_pose_come_back(target, depth, normals, tmp_path):
 # ---- 4: vertex colours are named where dropped ---------------------------------------
 
 @pytest.mark.parametrize("target", ("n3pmesh", "n3shape", "n3cplug", "n3chr", "dts"))
-def test_dropped_vertex_colours_are_named(target, tmp_path):
+def test_vertex_colours_a_target_cannot_hold_are_named_once(target, tmp_path):
     scene = scene_with_colours() if target != "n3chr" else skinned_column(2)
     if target == "n3chr":
         p = scene.meshes[0].primitives[0]

@@ -27,6 +27,8 @@ version >= 3 are not a fallback: the layout itself keeps their body raw.
 """
 from __future__ import annotations
 
+import dataclasses
+
 from typing import Any, Callable
 
 from ...core.errors import EncodeError, FormatError, JsonFormatError
@@ -123,7 +125,10 @@ def _scene_importer(name: str):
         require_finite(scene)
         if name in IMPORT_HOLDS:
             from ...scene.import_prep import prepare
-            scene = prepare(scene, IMPORT_HOLDS[name])
+            holds = IMPORT_HOLDS[name]
+            if not options.get("textures", True) and holds.texture:  # no .dxt written:
+                holds = dataclasses.replace(holds, texture=False)     # colours named, not baked
+            scene = prepare(scene, holds)
         return fn(from_time_zero(scene), like=like, out_name=out_name, **options)
     from_scene.__doc__ = f"A neutral scene (glTF import) as {name} file(s)."
     return from_scene
