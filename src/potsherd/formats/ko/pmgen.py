@@ -56,6 +56,8 @@ FLIP_PENALTY = 1e3      #: added cost (times the mesh scale squared) for a flipp
 #: over the mesh (an independent set, as parallel simplifiers take) and numpy's
 #: per-call cost is paid once per batch instead of once per collapse
 REFRESH_BATCH = 64
+#: rows of attribute quadrics evaluated per batch in ``_candidates``
+QA_CHUNK = 4096
 
 
 @dataclass
@@ -265,20 +267,37 @@ def _candidates(m: _Mesh, q: np.ndarray, vs: list, scale2: float) -> list[tuple[
     if m.attributes is not None and len(rp):
         # each copy of a's position goes onto the first copy of b's it shares a
         # face with (build_progressive), else onto the one its quadric prefers,
-        # here priced at b: its attribute quadric at that copy's values
-        copy_r = c3[inc, at][row_inc]
-        _, first, per_copy = np.unique(rp * n_all + copy_r, return_index=True,
-                                       return_inverse=True)
-        per_copy = per_copy.reshape(-1)
-        dies = ~keep
-        at_b = np.argmax(label[c3[row_inc]] == b_row[:, None], axis=1)
-        partner = np.full(len(first), n_all, np.int64)
-        np.minimum.at(partner, per_copy[dies], c3[row_inc[dies], at_b[dies]])
-        partner = np.where(partner == n_all, B[rp[first]], partner)
-        h = np.concatenate([targets[rp[first]], m.attributes[partner],
-                            np.ones((len(first), 1))], axis=1)
-        qa = np.einsum("ki,kij,kj->k", h, m.attr_q[copy_r[first]], h)
-        cost = cost + np.bincount(rp[first], weights=qa, minlength=len(B)) * ATTRIBUTE_WEIGHT
+        # here priced at b: its attribute quadric at that copy's values.
+        # One entry per (pair, copy of a), pair by pair, copies ascending; every
+        # pair of a vertex has that vertex's copies, so they are found once per
+        # vertex (over its faces) and repeated per pair
+        copy_f = c3[inc, at]                                    # per (vertex, face)
+        _, ufirst, uinv = np.unique(slot_i * n_all + copy_f, return_index=True,
+                                    return_inverse=True)
+        uinv = uinv.reshape(-1)
+        nu = np.bincount(slot_i[ufirst], minlength=len(V))       # copies per vertex
+        u_start = np.cumsum(nu) - nu
+        nu_p = nu[pair_slot]                                     # copies per pair
+        p_start = np.cumsum(nu_p) - nu_p
+        pair_of = np.repeat(np.arange(len(B)), nu_p)             # per (pair, copy)
+        local_u = np.arange(len(pair_of)) - np.repeat(p_start, nu_p)
+        u_of = np.repeat(u_start[pair_slot], nu_p) + local_u     # its (vertex, copy)
+        copy_u = copy_f[ufirst[u_of]]
+        dies = np.flatnonzero(~keep)
+        rows_d = row_inc[dies]
+        per_copy = p_start[rp[dies]] + uinv[rows_d] - u_start[pair_slot[rp[dies]]]
+        cd = c3[rows_d]
+        at_b = np.argmax(label[cd] == b_row[dies][:, None], axis=1)
+        partner = np.full(len(pair_of), n_all, np.int64)
+        np.minimum.at(partner, per_copy, cd[np.arange(len(cd)), at_b])
+        partner = np.where(partner == n_all, B[pair_of], partner)
+        qa = np.empty(len(pair_of))
+        for lo in range(0, len(pair_of), QA_CHUNK):    # (cache-sized gathers)
+            sl = slice(lo, lo + QA_CHUNK)
+            h = np.concatenate([targets[pair_of[sl]], m.attributes[partner[sl]],
+                                np.ones((len(qa[sl]), 1))], axis=1)
+            qa[sl] = np.einsum("ki,kij,kj->k", h, m.attr_q[copy_u[sl]], h)
+        cost = cost + np.bincount(pair_of, weights=qa, minlength=len(B)) * ATTRIBUTE_WEIGHT
     cost = np.maximum(cost, 0.0)
     # each vertex's cheapest target (the first neighbour on a tie)
     has = k > 0
