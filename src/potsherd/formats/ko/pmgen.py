@@ -58,6 +58,8 @@ FLIP_PENALTY = 1e3      #: added cost (times the mesh scale squared) for a flipp
 REFRESH_BATCH = 64
 #: rows of attribute quadrics evaluated per batch in ``_candidates``
 QA_CHUNK = 4096
+#: a vertex with at least this many (pair, copy) rows has them computed as a grid
+QA_GRID = 4096
 
 
 @dataclass
@@ -292,10 +294,32 @@ def _candidates(m: _Mesh, q: np.ndarray, vs: list, scale2: float) -> list[tuple[
         np.minimum.at(partner, per_copy, cd[np.arange(len(cd)), at_b])
         partner = np.where(partner == n_all, B[pair_of], partner)
         qa = np.empty(len(pair_of))
-        for lo in range(0, len(pair_of), QA_CHUNK):    # (cache-sized gathers)
-            sl = slice(lo, lo + QA_CHUNK)
+        todo = np.ones(len(pair_of), bool)
+        # a vertex with many pairs and copies (a pole's fan: hundreds of each) as
+        # its (pair, copy) grid, the pairs' rows (at b, b's own attributes) against
+        # its copies' quadrics, summed term by term as the einsum below sums each
+        # row (i-major, (h_i q_ij) h_j, from zero), so the values are the same
+        # without gathering a quadric per row; the copies whose partner is not b
+        # are done with the rest
+        n_pairs = np.bincount(pair_slot, minlength=len(V))
+        for s in np.flatnonzero(n_pairs * nu >= QA_GRID).tolist():
+            p0 = int(np.searchsorted(pair_slot, s))
+            P, C = int(n_pairs[s]), int(nu[s])
+            r0 = int(p_start[p0])
+            bs = B[p0:p0 + P]
+            hp = np.concatenate([targets[p0:p0 + P], m.attributes[bs], np.ones((P, 1))], axis=1)
+            qc = m.attr_q[copy_f[ufirst[u_start[s]:u_start[s] + C]]]
+            acc = np.zeros((P, C))
+            for i in range(hp.shape[1]):
+                for j in range(hp.shape[1]):
+                    acc += (hp[:, i, None] * qc[None, :, i, j]) * hp[:, j, None]
+            qa[r0:r0 + P * C] = acc.reshape(-1)
+            todo[r0:r0 + P * C] = (partner[r0:r0 + P * C] != np.repeat(bs, C))
+        rest = np.flatnonzero(todo)
+        for lo in range(0, len(rest), QA_CHUNK):    # (cache-sized gathers)
+            sl = rest[lo:lo + QA_CHUNK]
             h = np.concatenate([targets[pair_of[sl]], m.attributes[partner[sl]],
-                                np.ones((len(qa[sl]), 1))], axis=1)
+                                np.ones((len(sl), 1))], axis=1)
             qa[sl] = np.einsum("ki,kij,kj->k", h, m.attr_q[copy_u[sl]], h)
         cost = cost + np.bincount(pair_of, weights=qa, minlength=len(B)) * ATTRIBUTE_WEIGHT
     cost = np.maximum(cost, 0.0)
