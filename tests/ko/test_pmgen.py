@@ -224,3 +224,30 @@ def test_compiled_schedule_names_positions_not_seam_copies(sphere):
     sched = pmgen.compiled_schedule(pos, tris, label)
     assert len(sched) > len(np.unique(label)) // 2
     assert (sched[:, 0] != sched[:, 1]).all() and sched.max() <= label.max()
+
+
+def test_the_attribute_grid_sums_as_the_per_row_einsum(monkeypatch):
+    """_candidates prices a vertex's (pair, copy) rows as one grid when there are
+    many (a pole's fan) and row by row otherwise; both sum each row in the same
+    order, so every vertex through the grid (QA_GRID 1) and none through it give
+    the same costs, bit for bit (with UVs: the attribute quadrics in play)."""
+    pos, tris = sphere_without_unused(8, 32)
+    uv = np.random.default_rng(3).uniform(0, 1, (len(pos), 2))
+    inner = pmgen._candidates
+
+    def run(grid):
+        seen = []
+
+        def record(*a):
+            out = inner(*a)
+            seen.append(np.array(out, np.float64).tobytes())
+            return out
+        monkeypatch.setattr(pmgen, "QA_GRID", grid)
+        monkeypatch.setattr(pmgen, "_candidates", record)
+        return build_progressive(pos, tris, attributes=uv), seen
+
+    rows, rows_costs = run(10 ** 12)
+    grid, grid_costs = run(1)
+    assert len(rows_costs) > 10 and grid_costs == rows_costs
+    assert grid.collapses.tobytes() == rows.collapses.tobytes()
+    assert np.array_equal(grid.indices, rows.indices)

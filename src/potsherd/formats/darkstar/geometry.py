@@ -192,7 +192,15 @@ def nearest_normals(n: np.ndarray) -> np.ndarray:
     unit = np.where(length > 0, n / np.where(length > 0, length, 1), 0.0)
     if not len(unit):
         return np.zeros(0, np.uint8)
-    uniq, inverse = np.unique(unit, axis=0, return_inverse=True)
+    # the distinct rows in np.unique(axis=0)'s order (lexicographic by value), by
+    # a lexsort of the columns: several times faster than sorting structured rows
+    order = np.lexsort((unit[:, 2], unit[:, 1], unit[:, 0]))
+    srt = unit[order]
+    new = np.ones(len(srt), bool)
+    new[1:] = (srt[1:] != srt[:-1]).any(axis=1)
+    uniq = srt[new]
+    inverse = np.empty(len(unit), np.int64)
+    inverse[order] = np.cumsum(new) - 1
     table = NORMALS.astype(np.float64)
     table_sq = (table * table).sum(axis=1)
     best = np.empty(len(uniq), np.int64)

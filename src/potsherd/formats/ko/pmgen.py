@@ -56,6 +56,10 @@ FLIP_PENALTY = 1e3      #: added cost (times the mesh scale squared) for a flipp
 #: over the mesh (an independent set, as parallel simplifiers take) and numpy's
 #: per-call cost is paid once per batch instead of once per collapse
 REFRESH_BATCH = 64
+#: rows of attribute quadrics evaluated per batch in ``_candidates``
+QA_CHUNK = 4096
+#: a vertex with at least this many (pair, copy) rows has them computed as a grid
+QA_GRID = 4096
 
 
 @dataclass
@@ -265,20 +269,59 @@ def _candidates(m: _Mesh, q: np.ndarray, vs: list, scale2: float) -> list[tuple[
     if m.attributes is not None and len(rp):
         # each copy of a's position goes onto the first copy of b's it shares a
         # face with (build_progressive), else onto the one its quadric prefers,
-        # here priced at b: its attribute quadric at that copy's values
-        copy_r = c3[inc, at][row_inc]
-        _, first, per_copy = np.unique(rp * n_all + copy_r, return_index=True,
-                                       return_inverse=True)
-        per_copy = per_copy.reshape(-1)
-        dies = ~keep
-        at_b = np.argmax(label[c3[row_inc]] == b_row[:, None], axis=1)
-        partner = np.full(len(first), n_all, np.int64)
-        np.minimum.at(partner, per_copy[dies], c3[row_inc[dies], at_b[dies]])
-        partner = np.where(partner == n_all, B[rp[first]], partner)
-        h = np.concatenate([targets[rp[first]], m.attributes[partner],
-                            np.ones((len(first), 1))], axis=1)
-        qa = np.einsum("ki,kij,kj->k", h, m.attr_q[copy_r[first]], h)
-        cost = cost + np.bincount(rp[first], weights=qa, minlength=len(B)) * ATTRIBUTE_WEIGHT
+        # here priced at b: its attribute quadric at that copy's values.
+        # One entry per (pair, copy of a), pair by pair, copies ascending; every
+        # pair of a vertex has that vertex's copies, so they are found once per
+        # vertex (over its faces) and repeated per pair
+        copy_f = c3[inc, at]                                    # per (vertex, face)
+        _, ufirst, uinv = np.unique(slot_i * n_all + copy_f, return_index=True,
+                                    return_inverse=True)
+        uinv = uinv.reshape(-1)
+        nu = np.bincount(slot_i[ufirst], minlength=len(V))       # copies per vertex
+        u_start = np.cumsum(nu) - nu
+        nu_p = nu[pair_slot]                                     # copies per pair
+        p_start = np.cumsum(nu_p) - nu_p
+        pair_of = np.repeat(np.arange(len(B)), nu_p)             # per (pair, copy)
+        local_u = np.arange(len(pair_of)) - np.repeat(p_start, nu_p)
+        u_of = np.repeat(u_start[pair_slot], nu_p) + local_u     # its (vertex, copy)
+        copy_u = copy_f[ufirst[u_of]]
+        dies = np.flatnonzero(~keep)
+        rows_d = row_inc[dies]
+        per_copy = p_start[rp[dies]] + uinv[rows_d] - u_start[pair_slot[rp[dies]]]
+        cd = c3[rows_d]
+        at_b = np.argmax(label[cd] == b_row[dies][:, None], axis=1)
+        partner = np.full(len(pair_of), n_all, np.int64)
+        np.minimum.at(partner, per_copy, cd[np.arange(len(cd)), at_b])
+        partner = np.where(partner == n_all, B[pair_of], partner)
+        qa = np.empty(len(pair_of))
+        todo = np.ones(len(pair_of), bool)
+        # a vertex with many pairs and copies (a pole's fan: hundreds of each) as
+        # its (pair, copy) grid, the pairs' rows (at b, b's own attributes) against
+        # its copies' quadrics, summed term by term as the einsum below sums each
+        # row (i-major, (h_i q_ij) h_j, from zero), so the values are the same
+        # without gathering a quadric per row; the copies whose partner is not b
+        # are done with the rest
+        n_pairs = np.bincount(pair_slot, minlength=len(V))
+        for s in np.flatnonzero(n_pairs * nu >= QA_GRID).tolist():
+            p0 = int(np.searchsorted(pair_slot, s))
+            P, C = int(n_pairs[s]), int(nu[s])
+            r0 = int(p_start[p0])
+            bs = B[p0:p0 + P]
+            hp = np.concatenate([targets[p0:p0 + P], m.attributes[bs], np.ones((P, 1))], axis=1)
+            qc = m.attr_q[copy_f[ufirst[u_start[s]:u_start[s] + C]]]
+            acc = np.zeros((P, C))
+            for i in range(hp.shape[1]):
+                for j in range(hp.shape[1]):
+                    acc += (hp[:, i, None] * qc[None, :, i, j]) * hp[:, j, None]
+            qa[r0:r0 + P * C] = acc.reshape(-1)
+            todo[r0:r0 + P * C] = (partner[r0:r0 + P * C] != np.repeat(bs, C))
+        rest = np.flatnonzero(todo)
+        for lo in range(0, len(rest), QA_CHUNK):    # (cache-sized gathers)
+            sl = rest[lo:lo + QA_CHUNK]
+            h = np.concatenate([targets[pair_of[sl]], m.attributes[partner[sl]],
+                                np.ones((len(sl), 1))], axis=1)
+            qa[sl] = np.einsum("ki,kij,kj->k", h, m.attr_q[copy_u[sl]], h)
+        cost = cost + np.bincount(pair_of, weights=qa, minlength=len(B)) * ATTRIBUTE_WEIGHT
     cost = np.maximum(cost, 0.0)
     # each vertex's cheapest target (the first neighbour on a tie)
     has = k > 0
@@ -340,7 +383,7 @@ def build_progressive(positions: np.ndarray, triangles: np.ndarray,
     tri_at = list(range(len(tris)))         # slot -> triangle id
     live_v, live_t = nv_total, len(tris)
     refcount = np.bincount(tris.reshape(-1), minlength=nv_total).tolist()
-    records: list[dict] = []                # creation order
+    records: list[tuple] = []               # creation order (the record's columns)
     changes: list[tuple[int, int]] = []     # (triangle id, corner)
 
     def swap_vertex_to_end(v: int) -> None:
@@ -350,14 +393,6 @@ def build_progressive(positions: np.ndarray, triangles: np.ndarray,
         vert_at[p], vert_at[last] = w, v
         pos_of[w], pos_of[v] = p, last
         live_v -= 1
-
-    def kill_triangle(t: int) -> None:
-        nonlocal live_t
-        s, last = slot_of[t], live_t - 1
-        u = tri_at[last]
-        tri_at[s], tri_at[last] = u, t
-        slot_of[u], slot_of[t] = s, last
-        live_t -= 1
 
     # vertices no triangle uses never take part (the caller welds them away)
     for v in [v for v, r in enumerate(refcount) if r == 0][::-1]:
@@ -381,48 +416,65 @@ def build_progressive(positions: np.ndarray, triangles: np.ndarray,
 
     def collapse(a: int, b: int, partner: bool = False) -> None:
         """Vertex ``a`` onto ``b`` with the engine's bookkeeping."""
+        nonlocal live_v, live_t
+        # (one call per collapse: the helpers are inlined and what it touches is
+        # bound locally, as the replay of a compiled order spends most of its
+        # time here)
         first_change = len(changes)
-        swap_vertex_to_end(a)
+        corners, vert_tris, slots = m.corners, m.vert_tris, slot_of
+        # a to the end of the live vertices (swap_vertex_to_end)
+        p, last = pos_of[a], live_v - 1
+        w = vert_at[last]
+        vert_at[p], vert_at[last] = w, a
+        pos_of[w], pos_of[a] = p, last
+        live_v = last
         dying, moved = [], []
         at_b = lab[b]
-        corners = m.corners
-        for t in sorted(m.vert_tris[a], key=slot_of.__getitem__):
+        for t in sorted(vert_tris[a], key=slots.__getitem__):
             x, y, z = corners[t]
             if lab[x] == at_b or lab[y] == at_b or lab[z] == at_b:   # b or a copy of it
                 dying.append(t)
             else:
                 moved.append(t)
-        for t in dying:
-            kill_triangle(t)
-            for v in m.corners[t]:
-                m.vert_tris[v].discard(t)
-                refcount[v] -= 1
-        for t in moved:
-            k = corners[t].index(a)
-            if tracking:
-                m.tris[t, k] = b
-            corners[t][k] = b
-            changes.append((t, k))
-            m.vert_tris[a].discard(t)
-            m.vert_tris[b].add(t)
-            refcount[a] -= 1
-            refcount[b] += 1
-        alive_v[a] = False
-        lost = 1
         touched = {b}
         for t in dying:
-            touched.update(m.corners[t])
+            # the triangle to the end of the live slots
+            sl, last = slots[t], live_t - 1
+            u = tri_at[last]
+            tri_at[sl], tri_at[last] = u, t
+            slots[u], slots[t] = sl, last
+            live_t = last
+            c = corners[t]
+            touched.update(c)
+            for v in c:
+                vert_tris[v].discard(t)
+                refcount[v] -= 1
+        if moved:
+            faces_a, faces_b = vert_tris[a], vert_tris[b]
+            for t in moved:
+                c = corners[t]
+                k = c.index(a)
+                if tracking:
+                    m.tris[t, k] = b
+                c[k] = b
+                changes.append((t, k))
+                faces_a.discard(t)
+                faces_b.add(t)
+            refcount[a] -= len(moved)
+            refcount[b] += len(moved)
+        alive_v[a] = False
+        lost = 1
         touched.discard(a)
-        for v in sorted(touched, key=pos_of.__getitem__):
+        for v in (sorted(touched, key=pos_of.__getitem__) if len(touched) > 1 else touched):
             if alive_v[v] and refcount[v] == 0:
                 swap_vertex_to_end(v)
                 alive_v[v] = False
                 lost += 1
         n_changes = len(changes) - first_change
-        records.append({"indicesToLose": 3 * len(dying), "indicesToChange": n_changes,
-                        "verticesToLose": lost,
-                        "indexChangesOffset": first_change if n_changes else 0,
-                        "collapseTo": b, "partner": partner})
+        # indicesToLose, indicesToChange, verticesToLose, indexChangesOffset,
+        # collapseTo, partner
+        records.append((3 * len(dying), n_changes, lost, first_change if n_changes else 0,
+                        b, partner))
         if not tracking:            # (a replayed order needs no fresh costs)
             return
         # b's quadric and the faces of b's neighbours changed, and so did those of
@@ -444,6 +496,14 @@ def build_progressive(positions: np.ndarray, triangles: np.ndarray,
     def collapse_position(a: int, b: int) -> None:
         """Every copy of a's position onto b's (see the loop below)."""
         ga, gb = lab[a], lab[b]
+        if len(groups[ga]) == 1 and len(groups[gb]) == 1:
+            # one copy on each side (most positions): the loop below comes down to this
+            if alive_v[a] and alive_v[b] and not m.vert_tris[a].isdisjoint(m.vert_tris[b]):
+                if attrs is not None:
+                    m.attr_q[b] += m.attr_q[a]
+                collapse(a, b)
+                q[gb] += q[ga]
+            return
         # every copy of a's position goes to a live copy of b's position it shares
         # a face with (keeping its side of a seam), else onto b, or another copy
         # of it should b have died: the position collapses whole, so no stopping
@@ -529,11 +589,14 @@ def build_progressive(positions: np.ndarray, triangles: np.ndarray,
     change_pos = slot_arr[ch[:, 0]] * 3 + ch[:, 1]
     in_file_order = records[::-1]   # file order is creation order reversed
     out = np.zeros(len(in_file_order), record_table("collapse").dtype)   # padding stays zero
-    for name in ("indicesToLose", "indicesToChange", "verticesToLose", "indexChangesOffset"):
-        out[name] = [r[name] for r in in_file_order]
-    out["collapseTo"] = pos_arr[np.array([r["collapseTo"] for r in in_file_order], np.int64)]
+    cols = (np.array(in_file_order, np.int64).reshape(-1, 6).T if in_file_order else
+            np.zeros((6, 0), np.int64))
+    for k, name in enumerate(("indicesToLose", "indicesToChange", "verticesToLose",
+                              "indexChangesOffset")):
+        out[name] = cols[k]
+    out["collapseTo"] = pos_arr[cols[4]]
     # a record is flagged when the one before it in file order was a partner collapse
-    out["shouldCollapse"][1:] = [int(r["partner"]) for r in in_file_order[:-1]]
+    out["shouldCollapse"][1:] = cols[5][:-1]
     return Progressive(order=np.asarray(vert_at, np.int64), indices=final_idx, collapses=out,
                        index_changes=change_pos.astype(np.int32), min_vertices=live_v,
                        min_indices=live_t * 3)
@@ -573,24 +636,41 @@ def compiled_schedule(pos: np.ndarray, tris: np.ndarray, label: np.ndarray) -> n
 
 
 def replay(p: Progressive, target_vertices: int | None = None) -> tuple[int, int, np.ndarray]:
-    """The engine's split replay of ``p`` (for checks): (vertices, indices, buffer)."""
+    """The engine's split replay of ``p`` (for checks): (vertices, indices, buffer).
+
+    Records are split in file order while the vertex count stays within
+    ``target_vertices`` (all of them without one), then while they are flagged
+    ``shouldCollapse``; each split sets its index positions to its last vertex.
+    The prefix sums give where that stops, and the positions' final values are
+    each one's last write (one array operation instead of a step per record)."""
     idx = p.indices.copy()
     nv, ni = p.min_vertices, p.min_indices
-    k = 0
-    lose_i, lose_v, offset, change, keep_going = record_columns(
+    lose_i, lose_v, offset, change, keep_going = (np.asarray(c, np.int64) for c in record_columns(
         p.collapses, "collapse", "indicesToLose", "verticesToLose", "indexChangesOffset",
-        "indicesToChange", "shouldCollapse")
+        "indicesToChange", "shouldCollapse"))
     count = len(lose_v)
-    while k < count and (target_vertices is None or nv < target_vertices):
-        if target_vertices is not None and nv + lose_v[k] > target_vertices:
-            break
-        ni += lose_i[k]
-        nv += lose_v[k]
-        idx[p.index_changes[offset[k]:offset[k] + change[k]]] = nv - 1
-        k += 1
-    while k < count and keep_going[k]:
-        ni += lose_i[k]
-        nv += lose_v[k]
-        idx[p.index_changes[offset[k]:offset[k] + change[k]]] = nv - 1
-        k += 1
+    after = nv + np.cumsum(lose_v)                 # vertices after each split
+    before = after - lose_v
+    if target_vertices is None:
+        k = count
+    else:
+        stop = np.flatnonzero((before >= target_vertices) | (after > target_vertices))
+        k = int(stop[0]) if len(stop) else count
+    rest = np.flatnonzero(keep_going[k:] == 0)
+    k = k + int(rest[0]) if len(rest) else count
+    if k:
+        nv = nv + int(after[k - 1] - nv)
+        ni = ni + int(lose_i[:k].sum())
+        n_changes = len(p.index_changes)
+        start = np.clip(offset[:k], 0, n_changes)
+        length = np.clip(np.minimum(offset[:k] + change[:k], n_changes) - start, 0, None)
+        total = int(length.sum())
+        if total:
+            first = np.cumsum(length) - length
+            at = np.repeat(start - first, length) + np.arange(total)
+            where = np.asarray(p.index_changes, np.int64)[at]
+            value = np.repeat(after[:k] - 1, length)
+            _, last = np.unique(where[::-1], return_index=True)   # each position's last write
+            last = total - 1 - last
+            idx[where[last]] = value[last]
     return nv, ni, idx

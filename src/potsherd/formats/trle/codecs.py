@@ -307,7 +307,8 @@ def trwad_warnings(root: dict) -> list[str]:
     for i, m in enumerate(root["meshes"]):
         nv = int(m["vertex_count"])
         for j, p in enumerate(m["polygons"]):
-            if int(np.max(p["vertices"])) >= nv:
+            v = p["vertices"]       # (a few numbers: Python's max, not a numpy reduction)
+            if int(max(v.tolist() if isinstance(v, np.ndarray) else v)) >= nv:
                 out.append(f"mesh {i} polygon {j} uses a vertex index >= its {nv} vertices")
                 break
         if out and out[-1].startswith(f"mesh {i} "):

@@ -342,9 +342,15 @@ def _boxes(frames: np.ndarray, points: list) -> np.ndarray:
     for k, p in enumerate(points):
         if not len(p):
             continue
-        posed = np.einsum("fij,vj->fvi", frames[:, k, :3, :3], p) + frames[:, k, None, :3, 3]
-        lo = np.minimum(lo, posed.min(1))
-        hi = np.maximum(hi, posed.max(1))
+        # one coordinate at a time over (frame, vertex): the einsum over all three
+        # at once was most of the import's animation time
+        pt = np.ascontiguousarray(np.asarray(p, np.float64).reshape(-1, 3).T)
+        m = frames[:, k]
+        for i in range(3):
+            c = (m[:, i, 0, None] * pt[0] + m[:, i, 1, None] * pt[1]
+                 + m[:, i, 2, None] * pt[2]) + m[:, i, 3, None]
+            lo[:, i] = np.minimum(lo[:, i], c.min(1))
+            hi[:, i] = np.maximum(hi[:, i], c.max(1))
     lo = np.where(np.isfinite(lo), np.floor(lo), 0)
     hi = np.where(np.isfinite(hi), np.ceil(hi), 0)
     return np.clip(np.stack([lo[:, 0], hi[:, 0], lo[:, 1], hi[:, 1], lo[:, 2], hi[:, 2]], 1),

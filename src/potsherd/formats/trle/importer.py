@@ -510,13 +510,13 @@ def _mesh(scene: Any, frame: np.ndarray, to_tr: np.ndarray, parts: list, texture
             normals = [tuple(r) for r in np.where((kv[:, 3] == 3)[:, None], kv[:, 4:7],
                                                   [0, -16384, 0]).tolist()]
         corner_key = [tuple(r) for r in ids.reshape(-1, 3)[:, [0, 2, 1]].tolist()]
-        corner_uv = list(np.concatenate(corner_uvs))
-        corner_pos = list(np.concatenate(corner_qs))
+        corner_uv = np.concatenate(corner_uvs)      # (T, 3, 2): a row per triangle
+        corner_pos = np.concatenate(corner_qs)
         tri_mat = mats
     if like_mesh is not None and textures.carried:
         byte_colours = use_shades and any(np.asarray(ts.colors).dtype.kind in "ui"
                                           for ts, _ in parts if ts.colors is not None)
-        kept = _kept_mesh(scene, like_mesh, corner_pos, corner_uv, tri_mat, textures,
+        kept = _kept_mesh(scene, like_mesh, list(corner_pos), list(corner_uv), tri_mat, textures,
                           {"vertices": verts, "normal_count": -len(verts) if use_shades
                            else len(verts), "shades": shades, "normals": normals,
                            "polygons": []}, byte_colours)
@@ -636,6 +636,9 @@ def _polygons(scene: Any, keys: list, uvs: list, pos: list, mats: list, textures
             by_edge.setdefault((k[r], k[(r + 1) % 3]), []).append(i)
     used = [False] * len(keys)
     out = []
+    # a quad's corners in one indexing of the stacked per-triangle corner arrays
+    uv_all = np.asarray(uvs) if keys else None
+    pos_all = np.asarray(pos) if keys else None
     for i, k in enumerate(keys):
         if used[i]:
             continue
@@ -653,9 +656,8 @@ def _polygons(scene: Any, keys: list, uvs: list, pos: list, mats: list, textures
                 d = kj[(s + 2) % 3]
                 if d in (a, b, c):
                     continue
-                rot_i = [(r + t) % 3 for t in range(3)]
-                quv = np.concatenate([uvs[i][rot_i], uvs[j][[(s + 2) % 3]]])
-                qpos = np.concatenate([pos[i][rot_i], pos[j][[(s + 2) % 3]]])
+                rows, cols = (i, i, i, j), (r, (r + 1) % 3, (r + 2) % 3, (s + 2) % 3)
+                quv, qpos = uv_all[rows, cols], pos_all[rows, cols]
                 poly = _quad(scene, (a, b, c, d), quv, qpos, mats[i], textures, ours)
                 if poly is not None:
                     quad = poly
@@ -712,8 +714,10 @@ def _quad(scene: Any, k: tuple, uv: np.ndarray, pos: np.ndarray, material: int |
         cx, cy, cz = x3 - x0, y3 - y0, z3 - z0
         n1 = (ay * bz - az * by, az * bx - ax * bz, ax * by - ay * bx)
         n2 = (by * cz - bz * cy, bz * cx - bx * cz, bx * cy - by * cx)
-        l1, l2 = math.sqrt(sum(v * v for v in n1)), math.sqrt(sum(v * v for v in n2))
-        if l1 == 0 or l2 == 0 or sum(a * b for a, b in zip(n1, n2)) / (l1 * l2) < 0.9999:
+        l1 = math.sqrt(n1[0] * n1[0] + n1[1] * n1[1] + n1[2] * n1[2])
+        l2 = math.sqrt(n2[0] * n2[0] + n2[1] * n2[1] + n2[2] * n2[2])
+        if l1 == 0 or l2 == 0 or \
+                (n1[0] * n2[0] + n1[1] * n2[1] + n1[2] * n2[2]) / (l1 * l2) < 0.9999:
             return None      # not planar (or degenerate): keep two triangles
         arr, _ = textures.image(material)
         if arr is not None and not affine_quad(p, uv, (arr.shape[1], arr.shape[0])):
