@@ -454,8 +454,6 @@ SHAPE = {"codecs": "codecs.py", "scene": "scene.py", "importing": "importing",
 #: today's families, role by role (None: the role has no module of its own yet);
 #: a family not listed here must have SHAPE exactly
 CURRENT = {
-    "darkstar": {"codecs": "codecs.py", "scene": "scene.py", "importing": "importer.py",
-                 "info": "info.py", "layouts": "layouts"},
     "fbx": {"codecs": "codec.py", "scene": "scene.py", "importing": "writer.py",
             "info": None, "layouts": None},
     "trle": {"codecs": "codecs.py", "scene": "scene.py", "importing": "importer.py",

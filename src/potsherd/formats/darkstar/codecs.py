@@ -179,7 +179,7 @@ def _bitmap_options(beside: str) -> tuple:
 
 def _with_bitmaps(scene: Any, doc: Document, name: str, opts: dict, out_dir: str) -> Any:
     """``doc``, or ``[(name, doc), *bitmaps]`` when textures are written beside it."""
-    from .importer import texture_bitmaps
+    from .importing import texture_bitmaps
     bitmaps = texture_bitmaps(scene, opts.get("palette"), out_dir,
                               dither=bool(opts.get("dither")))
     return [(name, doc), *bitmaps] if bitmaps else doc
@@ -215,7 +215,7 @@ class ShapeCodec(DarkstarCodec):
 
     def from_scene(self, scene: Any, *, like: Document | None = None, out_name: str = "",
                    out_dir: str = "", **options: Any) -> Any:
-        from .importer import shape_from_scene
+        from .importing import shape_from_scene
         opts = _typed(self.import_options, options)
         doc = shape_from_scene(scene, like=like, version=opts.get("version"),
                                details=opts.get("details"))
@@ -233,7 +233,7 @@ class MaterialListCodec(DarkstarCodec):
 
     def from_scene(self, scene: Any, *, like: Document | None = None, out_name: str = "",
                    out_dir: str = "", **options: Any) -> Any:
-        from .importer import matlist_from_scene
+        from .importing import matlist_from_scene
         opts = _typed(self.import_options, options)
         doc = matlist_from_scene(scene, like=like, version=opts.get("version"))
         return _with_bitmaps(scene, doc, out_name or "materials.dml", opts, out_dir)
