@@ -456,7 +456,7 @@ SHAPE = {"codecs": "codecs.py", "scene": "scene.py", "importing": "importing",
 CURRENT = {
     "fbx": {"codecs": "codec.py", "scene": "scene.py", "importing": "writer.py",
             "info": None, "layouts": None},
-    "trle": {"codecs": "codecs.py", "scene": "scene.py", "importing": "importer.py",
+    "trle": {"codecs": "codecs.py", "scene": "scene.py", "importing": "importing",
              "info": None, "layouts": "layouts"},
 }
 

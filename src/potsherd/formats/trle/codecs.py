@@ -100,7 +100,7 @@ class WadCodec(LayoutCodec):
         unless ``moveable=`` picks one; with ``like``, those the glTF left
         unchanged stay as they were, so an unedited round trip is the wad."""
         from ...registry import coerce_options
-        from .importer import from_scene
+        from .importing import from_scene
         from .moveables import empty_wad, extract, insert, view_from_trwad
         opts = coerce_options(IMPORT_OPTIONS, options, what="wad import")
         base = like.root if like is not None else empty_wad()
@@ -148,8 +148,8 @@ def moveable_ids(scene: Any) -> list[int]:
 def recognise(scene: Any, like: Document) -> None:
     """A potsherd export that lost its extras on the way (Blender) gets back
     what the original's export says about the moveables of the same names
-    (:mod:`.import_like`)."""
-    from .import_like import like_scene, restore
+    (:mod:`.importing.like`)."""
+    from .importing.like import like_scene, restore
     scene.warnings.extend(restore(scene, like_scene(like.format, like.root, scene)))
 
 
@@ -239,10 +239,10 @@ class TrwadCodec(LayoutCodec):
 
     def from_scene(self, scene: Any, *, like: Document | None = None, out_name: str = "",
                    out_dir: str = "", **options: Any) -> Document:
-        """A glTF scene as a ``.trwad`` (see :mod:`.importer`); ``like`` (the
+        """A glTF scene as a ``.trwad`` (see :mod:`.importing`); ``like`` (the
         original ``.trwad``) supplies what the glTF does not carry."""
         from ...registry import coerce_options
-        from .importer import from_scene
+        from .importing import from_scene
         opts = coerce_options(IMPORT_OPTIONS, options, what="trwad import")
         if like is not None and "moveable" in like.root:
             recognise(scene, like)
