@@ -454,7 +454,7 @@ SHAPE = {"codecs": "codecs.py", "scene": "scene.py", "importing": "importing",
 #: today's families, role by role (None: the role has no module of its own yet);
 #: a family not listed here must have SHAPE exactly
 CURRENT = {
-    "fbx": {"codecs": "codec.py", "scene": "scene.py", "importing": "writer.py",
+    "fbx": {"codecs": "codecs.py", "scene": "scene.py", "importing": "importing",
             "info": None, "layouts": None},
     "trle": {"codecs": "codecs.py", "scene": "scene.py", "importing": "importing",
              "info": None, "layouts": "layouts"},

@@ -76,11 +76,11 @@ class _FbxCodec(Codec):
 
     def from_scene(self, scene: Any, *, like: Document | None = None, out_name: str = "",
                    out_dir: str = "", **options: Any) -> Document:
-        """The scene as FBX 7.x (this codec's encoding), see :mod:`.writer`.
+        """The scene as FBX 7.x (this codec's encoding), see :mod:`.importing`.
         With ``like`` (an FBX), a scene that draws and plays what the original
         exports to gives back the original (``scene.compare``): an unedited
         round trip, through Blender too, is byte-exact."""
-        from .writer import scene_to_fbx
+        from .importing import scene_to_fbx
         if like is not None and like.format in ("fbx", "fbx-ascii"):
             why = _like_difference(scene, like)
             if why is None:
