@@ -455,7 +455,7 @@ SHAPE = {"codecs": "codecs.py", "scene": "scene.py", "importing": "importing",
 #: a family not listed here must have SHAPE exactly
 CURRENT = {
     "fbx": {"codecs": "codecs.py", "scene": "scene.py", "importing": "importing",
-            "info": None, "layouts": None},
+            "info": "info.py", "layouts": None},
     "trle": {"codecs": "codecs.py", "scene": "scene.py", "importing": "importing",
              "info": None, "layouts": "layouts"},
 }
