@@ -456,8 +456,6 @@ SHAPE = {"codecs": "codecs.py", "scene": "scene.py", "importing": "importing",
 CURRENT = {
     "fbx": {"codecs": "codecs.py", "scene": "scene.py", "importing": "importing",
             "info": "info.py", "layouts": None},
-    "trle": {"codecs": "codecs.py", "scene": "scene.py", "importing": "importing",
-             "info": None, "layouts": "layouts"},
 }
 
 #: module name prefixes that belong inside ``importing/`` in the intended shape
