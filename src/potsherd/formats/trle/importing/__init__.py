@@ -65,7 +65,7 @@ from ....scene.geometry import flattened_triangles
 from ....scene.ops import from_time_zero, triangle_sets, world_matrices
 from .. import model
 from ..moveables import TRWAD_VERSION
-from .bounds import FPS, ImportRefused
+from .base import FPS, ImportRefused
 from .animation import _anim_base, _animations, mov_table
 from .animation import euler_yxz, rotation_words  # noqa: F401  (imported from here)
 from .same import pixel_corners, same_attributes, same_mesh, same_triangles

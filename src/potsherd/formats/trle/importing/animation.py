@@ -13,7 +13,7 @@ from ....scene import decompose_matrix, quat_to_matrix, trs_to_matrix
 from ....scene.xform import matrix_to_quat, quat_continuous, quat_normalize, quat_slerp
 from ....scene.ops import local_matrix, parents_first, sample_node_trs
 from .. import model
-from .bounds import FPS, ImportRefused, MAX_GAME_FRAMES, MAX_SAMPLED_TRANSFORMS
+from .base import FPS, ImportRefused, MAX_GAME_FRAMES, MAX_SAMPLED_TRANSFORMS
 
 
 _COMMAND_TYPES = {v: k for k, v in model.COMMAND_NAMES.items()}
