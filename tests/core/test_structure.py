@@ -451,8 +451,9 @@ def test_family_cli_hooks_live_in_the_command_line():
 SHAPE = {"codecs": "codecs.py", "scene": "scene.py", "importing": "importing",
          "info": "info.py", "layouts": "layouts"}
 
-#: today's families, role by role (None: the role has no module of its own yet);
-#: a family not listed here must have SHAPE exactly
+#: the families that differ from SHAPE, role by role (None: the family has no module
+#: for the role); a family not listed here must have SHAPE exactly.  FBX is a
+#: self-describing node tree: it declares no layouts.
 CURRENT = {
     "fbx": {"codecs": "codecs.py", "scene": "scene.py", "importing": "importing",
             "info": "info.py", "layouts": None},
