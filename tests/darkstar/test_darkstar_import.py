@@ -18,7 +18,7 @@ from potsherd.export import render as rd
 from potsherd.export.gltf import write_glb
 from potsherd.formats.darkstar import DML, DTS
 from potsherd.formats.darkstar.geometry import NORMALS, name_text
-from potsherd.formats.darkstar.importer import nearest_normals, quantise
+from potsherd.formats.darkstar.importing import nearest_normals, quantise
 from potsherd.formats.darkstar.scene import to_scene
 from potsherd.scene import (Animation, Channel, Image, Material, Mesh, Primitive, Scene, Skin,
                             TextureRef, trs_to_matrix)
@@ -592,7 +592,7 @@ def test_long_and_non_latin_texture_names_fit_the_list_and_name_the_bitmap(tmp_p
     in the list while its bitmap was written under the full name (and a name
     outside latin-1 got '?'), so the shape named a file that does not exist."""
     from export_scenes import textured_quad_scene
-    from potsherd.formats.darkstar.importer import fit_map_name
+    from potsherd.formats.darkstar.importing import fit_map_name
     from potsherd.formats.darkstar.world_examples import pl98_bytes
     pal = tmp_path / "world.ppl"
     pal.write_bytes(pl98_bytes())

@@ -360,7 +360,7 @@ def test_export_then_import_keeps_the_bitmaps_pidx(tmp_path):
     for name in ("cube.dis", "cube-0.dig", "cube-0.dil", "cube.dml", "wall.bmp"):
         (tmp_path / name).write_bytes(files[name])
     from potsherd.export.gltf import document_scene
-    from potsherd.formats.darkstar.importer import texture_bitmaps
+    from potsherd.formats.darkstar.importing import texture_bitmaps
     scene = document_scene(potsherd.read(tmp_path / "cube.dis"), {"lighting": False})
     wall = next(i for i in scene.images if i.name == "wall.bmp")
     assert wall.extras["paletteIndex"] == 31

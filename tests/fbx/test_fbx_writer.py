@@ -25,8 +25,8 @@ import potsherd  # noqa: E402
 from potsherd.cli import main  # noqa: E402
 from potsherd.core.errors import EncodeError, FormatError  # noqa: E402
 from potsherd.export.gltf import document_scene, write_glb  # noqa: E402
-from potsherd.formats.fbx.writer import scene_to_fbx  # noqa: E402
-from potsherd.formats.fbx.writer_nodes import euler_xyz_degrees, unique_names  # noqa: E402
+from potsherd.formats.fbx.importing import scene_to_fbx  # noqa: E402
+from potsherd.formats.fbx.importing.nodes import euler_xyz_degrees, unique_names  # noqa: E402
 from potsherd.scene import quat_from_euler, read_gltf  # noqa: E402
 from potsherd.scene.ops import sample_channel, triangle_sets  # noqa: E402
 from corpus_paths import CORPUS_ROOT

@@ -1169,7 +1169,7 @@ def test_a_clip_between_frames_still_ends_in_its_last_pose():
 def test_skeleton_takes_the_skins_the_shown_meshes_use():
     """A skin no shown mesh uses (another glTF scene's) adds no joints; with no
     skin in use at all, every skin still counts (a skeleton-only file)."""
-    from potsherd.formats.ko.import_rig import skeleton_order
+    from potsherd.formats.ko.importing.rig import skeleton_order
     s = Scene()
     a0 = s.add_node(name="a0")
     a1 = s.add_node(name="a1", parent=a0, translation=(0, 1, 0))
@@ -1205,7 +1205,7 @@ def test_a_clip_keyed_at_a_common_frame_rate_is_written_at_it(rate):
 
 
 def test_a_clip_off_every_common_rate_stays_at_30_frames_per_second():
-    from potsherd.formats.ko.import_rig import key_rate
+    from potsherd.formats.ko.importing.rig import key_rate
     sc = rig_scene()
     a = sc.animations[0]
     a.channels[0].times = np.array([0.0, 1 / 24, 1 / 30, 0.5], np.float32)   # two grids mixed
@@ -1239,7 +1239,7 @@ def test_a_character_resting_off_its_bind_pose_animates_as_the_gltf_does(tmp_pat
     control: without that step the shared vertices drift."""
     from rig_scenes import rest_off_bind_rig
     if not rest_at_bind:
-        import potsherd.formats.ko.importer as importer
+        import potsherd.formats.ko.importing as importer
         monkeypatch.setattr(importer, "rest_at_bind", lambda scene: [])
     source = rest_off_bind_rig()
     files = CODEC["n3chr"].from_scene(copy.deepcopy(source), out_name="rig.n3chr")

@@ -334,7 +334,7 @@ def test_colour_detail_smaller_than_a_texel_is_named():
 
 def _holds(target: str) -> Holds:
     if target == "dts":
-        from potsherd.formats.darkstar.importer import IMPORT_HOLDS
+        from potsherd.formats.darkstar.importing import IMPORT_HOLDS
         return IMPORT_HOLDS
     from potsherd.formats.ko.codecs import IMPORT_HOLDS
     return IMPORT_HOLDS[target]

@@ -15,7 +15,7 @@ from potsherd.document import Document
 from potsherd.export.gltf import write_glb
 from potsherd.formats.trle import model
 from potsherd.formats.trle.codecs import TRWAD, WAD
-from potsherd.formats.trle.importer import euler_yxz, rotation_words
+from potsherd.formats.trle.importing import euler_yxz, rotation_words
 from potsherd.formats.trle.moveables import extract, view_from_wad
 from potsherd.scene import (Animation, Channel, Image, Material, Mesh, Primitive, Scene,
                             Skin, TextureRef, quat_from_axis_angle, quat_to_matrix)

@@ -179,7 +179,7 @@ def _bitmap_options(beside: str) -> tuple:
 
 def _with_bitmaps(scene: Any, doc: Document, name: str, opts: dict, out_dir: str) -> Any:
     """``doc``, or ``[(name, doc), *bitmaps]`` when textures are written beside it."""
-    from .importer import texture_bitmaps
+    from .importing import texture_bitmaps
     bitmaps = texture_bitmaps(scene, opts.get("palette"), out_dir,
                               dither=bool(opts.get("dither")))
     return [(name, doc), *bitmaps] if bitmaps else doc
@@ -216,7 +216,7 @@ class ShapeCodec(DarkstarCodec):
     def from_scene(self, scene: Any, *, like: Document | None = None, out_name: str = "",
                    out_dir: str = "", **options: Any) -> Any:
         from ...scene.import_prep import prepare
-        from .importer import IMPORT_HOLDS, shape_from_scene
+        from .importing import IMPORT_HOLDS, shape_from_scene
         opts = _typed(self.import_options, options)
         scene = prepare(scene, IMPORT_HOLDS)     # (baked colours are bitmaps beside it too)
         doc = shape_from_scene(scene, like=like, version=opts.get("version"),
@@ -235,7 +235,7 @@ class MaterialListCodec(DarkstarCodec):
 
     def from_scene(self, scene: Any, *, like: Document | None = None, out_name: str = "",
                    out_dir: str = "", **options: Any) -> Any:
-        from .importer import matlist_from_scene
+        from .importing import matlist_from_scene
         opts = _typed(self.import_options, options)
         doc = matlist_from_scene(scene, like=like, version=opts.get("version"))
         return _with_bitmaps(scene, doc, out_name or "materials.dml", opts, out_dir)

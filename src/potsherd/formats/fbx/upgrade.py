@@ -2,7 +2,7 @@
 
 Between 7100 and 7700 the node model is the same and the file is transcoded node
 by node (:mod:`.transcode`); a file before 7100 is upgraded through the neutral
-scene (read by :mod:`.scene`, written by :mod:`.writer`).
+scene (read by :mod:`.scene`, written by :mod:`.importing`).
 """
 from __future__ import annotations
 
@@ -40,12 +40,12 @@ def convert_document(doc: Document, target: str, options: dict) -> bytes:
 def upgrade_through_scene(doc: Document, version: int, binary: bool) -> bytes:
     """A 3000-6100 file (binary or ASCII) as FBX 7.x: its node model differs
     (no Objects/Connections ids, Takes instead of stacks), so it is read into
-    the neutral scene and written by :mod:`.writer`, which folds the axis and
+    the neutral scene and written by :mod:`.importing`, which folds the axis and
     unit wrapper back into GlobalSettings.  What the scene does not hold
     (cameras, lights, custom properties) is not carried over; the notes are
     added to ``doc.warnings``."""
     from .scene import to_scene
-    from .writer import scene_to_fbx
+    from .importing import scene_to_fbx
     scene = to_scene(doc)
     _keep_take_spans(doc, scene)
     out = scene_to_fbx(scene, version=version, binary=binary).encode()

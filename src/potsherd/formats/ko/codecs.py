@@ -87,7 +87,7 @@ def _scene_exporter(name: str):
     return to_scene
 
 
-#: formats with a glTF import (``importer.py``)
+#: formats with a glTF import (``importing/``)
 IMPORT_FORMATS = ("n3pmesh", "n3shape", "n3cskins", "n3cpart", "n3cplug", "n3joint", "n3anim",
                   "n3chr")
 _NO_LOD = Option("lod", int, "1 (default): generate the progressive mesh (edge collapses and "
@@ -117,10 +117,10 @@ def _scene_importer(name: str):
                    out_dir: str = "", **options: Any):
         from ...scene.finite import require_finite
         from ...scene.ops import from_time_zero
-        if name == "n3shape":            # (it builds on .importer)
-            from .import_shape import import_shape as fn
+        if name == "n3shape":            # (it builds on .importing)
+            from .importing.shape import import_shape as fn
         else:
-            from .importer import IMPORTERS  # imported when first used (it is large)
+            from .importing import IMPORTERS  # imported when first used (it is large)
             fn = IMPORTERS[name]
         require_finite(scene)
         if name in IMPORT_HOLDS:

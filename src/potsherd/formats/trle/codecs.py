@@ -12,6 +12,7 @@ from ...document import Document
 from ...registry import ByteSequence, Codec, LayoutCodec, Signature
 from . import model
 from .catalog import moveable_name
+from .info import sfx_info, swd_info, text_list_info, trwad_info, wad_info
 from .model import animation_ranges  # noqa: F401  (also imported from here)
 from .options import EXPORT_OPTIONS, IMPORT_OPTIONS
 from .layouts import SFX_LAYOUT, SWD_LAYOUT, TRWAD_LAYOUT, WAD_LAYOUT
@@ -25,14 +26,6 @@ def _u32(data: bytes) -> int | None:
 
 # --------------------------------------------------------------------------
 # WAD
-
-
-def mesh_summary(meshes: Any) -> dict:
-    if isinstance(meshes, (bytes, bytearray)):
-        return {"meshes": "raw", "mesh_bytes": len(meshes)}
-    return {"meshes": len(meshes),
-            "vertices": sum(int(m["vertex_count"]) for m in meshes),
-            "polygons": sum(int(m["polygon_count"]) for m in meshes)}
 
 
 class WadCodec(LayoutCodec):
@@ -66,19 +59,7 @@ class WadCodec(LayoutCodec):
         return doc
 
     def info(self, doc: Document) -> dict:
-        r = doc.root
-        ranges = animation_ranges(r)
-        return {
-            "format": self.name, "family": self.family, "version": r["version"],
-            "textures": r["texture_count"], "texture_pages": r["page_byte_count"] / model.PAGE_BYTES,
-            "mesh_pointers": r["mesh_pointer_count"], **mesh_summary(r["meshes"]),
-            "animations": r["animation_count"], "state_changes": r["state_change_count"],
-            "dispatches": r["dispatch_count"], "keyframe_words": r["keyframe_word_count"],
-            "statics": r["static_count"],
-            "moveables": [{"id": m["object_id"], "name": moveable_name(m["object_id"]),
-                           "meshes": m["mesh_count"], "animations": a1 - a0}
-                          for m, (a0, a1) in zip(model.records(r["moveables"]), ranges)],
-        }
+        return wad_info(doc, self.name, self.family)
 
     def textures(self, doc: Document) -> list:
         pages = model.page_array(bytes(doc.root["pages"]))
@@ -100,7 +81,7 @@ class WadCodec(LayoutCodec):
         unless ``moveable=`` picks one; with ``like``, those the glTF left
         unchanged stay as they were, so an unedited round trip is the wad."""
         from ...registry import coerce_options
-        from .importer import from_scene
+        from .importing import from_scene
         from .moveables import empty_wad, extract, insert, view_from_trwad
         opts = coerce_options(IMPORT_OPTIONS, options, what="wad import")
         base = like.root if like is not None else empty_wad()
@@ -148,8 +129,8 @@ def moveable_ids(scene: Any) -> list[int]:
 def recognise(scene: Any, like: Document) -> None:
     """A potsherd export that lost its extras on the way (Blender) gets back
     what the original's export says about the moveables of the same names
-    (:mod:`.import_like`)."""
-    from .import_like import like_scene, restore
+    (:mod:`.importing.like`)."""
+    from .importing.like import like_scene, restore
     scene.warnings.extend(restore(scene, like_scene(like.format, like.root, scene)))
 
 
@@ -215,34 +196,16 @@ class TrwadCodec(LayoutCodec):
         return doc
 
     def info(self, doc: Document) -> dict:
-        r = doc.root
-        out: dict[str, Any] = {"format": self.name, "family": self.family, "version": r["version"],
-                               "moveable_count": r["moveable_count"]}
-        if "moveable" not in r:
-            return out
-        m = r["moveable"]
-        out.update({
-            "moveable": {"id": m["object_id"], "name": moveable_name(m["object_id"]),
-                         "source_indices": {k: m[k] for k in ("first_mesh_pointer", "links_index",
-                                                              "keyframe_offset", "anim_index")}},
-            "num_meshes": m["mesh_count"], "link_words": r["link_word_count"],
-            **mesh_summary(r["meshes"]), "textures": r["texture_count"],
-            "animations": r["animation_count"], "commands": r["command_count"],
-            "keyframe_words": r["keyframe_word_count"], "state_changes": len(r["state_changes"]),
-            "dispatches": sum(len(s["dispatches"]) for s in r["state_changes"]),
-            "sounds": r["sound_count"], "sound_bytes": len(r["sound_data"]),
-            "mesh_pad": doc.params.get("mesh_pad"),
-        })
-        return out
+        return trwad_info(doc, self.name, self.family)
 
     import_options = IMPORT_OPTIONS
 
     def from_scene(self, scene: Any, *, like: Document | None = None, out_name: str = "",
                    out_dir: str = "", **options: Any) -> Document:
-        """A glTF scene as a ``.trwad`` (see :mod:`.importer`); ``like`` (the
+        """A glTF scene as a ``.trwad`` (see :mod:`.importing`); ``like`` (the
         original ``.trwad``) supplies what the glTF does not carry."""
         from ...registry import coerce_options
-        from .importer import from_scene
+        from .importing import from_scene
         opts = coerce_options(IMPORT_OPTIONS, options, what="trwad import")
         if like is not None and "moveable" in like.root:
             recognise(scene, like)
@@ -356,12 +319,7 @@ class SwdCodec(LayoutCodec):
         return False  # shares the wad's magic: by extension only
 
     def info(self, doc: Document) -> dict:
-        r = doc.root
-        return {"format": self.name, "family": self.family, "version": r["version"],
-                "sprites": r["sprite_count"], "pages": r["page_byte_count"] / model.PAGE_BYTES,
-                "sequences": [{"id": s["object_id"], "name": moveable_name(s["object_id"]),
-                               "sprites": -s["negative_count"], "first": s["first"]}
-                              for s in model.records(r["sequences"])]}
+        return swd_info(doc, self.name, self.family)
 
     def textures(self, doc: Document) -> list:
         raw = bytes(doc.root["pages"])
@@ -378,10 +336,7 @@ class SfxCodec(LayoutCodec):
                          description="TRLE sound map and sample list (.sfx)")
 
     def info(self, doc: Document) -> dict:
-        r = doc.root
-        return {"format": self.name, "family": self.family, "map_size": doc.params.get("map_size"),
-                "mapped_sounds": int(np.count_nonzero(np.asarray(r["sound_map"]) >= 0)),
-                "sound_infos": r["info_count"], "samples": r["sample_count"]}
+        return sfx_info(doc, self.name, self.family)
 
 
 class TextListCodec(Codec):
@@ -437,14 +392,7 @@ class TextListCodec(Codec):
         return Document(self.name, {"lines": lines}, env.params, b"", [], env.meta)
 
     def info(self, doc: Document) -> dict:
-        lines = [bytes(x).decode(self.text_encoding).rstrip("\r") for x in doc.root["lines"]]
-        entries = [x for x in lines if x]
-        out: dict[str, Any] = {"format": self.name, "family": self.family, "entries": len(entries)}
-        if self.name == "tr4was":
-            out["names"] = [x.split(":", 1)[0] for x in entries]
-        else:
-            out["files"] = entries
-        return out
+        return text_list_info(doc, self.name, self.family, self.text_encoding)
 
 
 WAD = WadCodec()

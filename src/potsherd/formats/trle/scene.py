@@ -37,7 +37,7 @@ the texture rectangles the exported meshes use, packed onto 256-wide pages;
 ``extras.tr4_textures`` of the materials lists each one's source texinfo, and
 the extras of the moveable node, joints and animations carry what glTF cannot
 express (source indices, collision spheres, link flags, state machine,
-commands), so :func:`potsherd.formats.trle.importer.from_scene` can rebuild the
+commands), so :func:`potsherd.formats.trle.importing.from_scene` can rebuild the
 moveable.
 
 Options (``export_options`` of the codecs): ``moveable`` (object id or TR4 slot

@@ -8,17 +8,17 @@ from typing import Any
 
 import numpy as np
 
-from ...document import Document
-from ...scene import Scene
-from ...scene.bind_pose import rest_at_bind
-from ...scene.compare import paired_by_name
-from ...scene.model import unique_labels
-from ...scene.ops import (local_matrix, node_rotation_per_component, sample_node_trs,
+from ....document import Document
+from ....scene import Scene
+from ....scene.bind_pose import rest_at_bind
+from ....scene.compare import paired_by_name
+from ....scene.model import unique_labels
+from ....scene.ops import (local_matrix, node_rotation_per_component, sample_node_trs,
                           world_matrices)
-from ...scene.reorient import frames_like, reorient_joints
-from ...scene.xform import (decompose_matrix, inverse_affine, mirror_x, mirror_x_quat,
+from ....scene.reorient import frames_like, reorient_joints
+from ....scene.xform import (decompose_matrix, inverse_affine, mirror_x, mirror_x_quat,
                             quat_continuous, quat_normalize, trs_to_matrix)
-from .import_base import F32_MAX, FRAME_RATE, ImportError_, _original_name, _raw
+from .base import F32_MAX, FRAME_RATE, ImportError_, _original_name, _raw
 
 
 def skeleton_order(scene: Scene, rank: dict | None = None) -> list[int]:
@@ -480,8 +480,8 @@ def import_anim(scene: Scene, *, like: Document | None = None, out_name: str = "
     if not scene.animations:
         raise ImportError_("the scene has no animations (nothing to write to .n3anim)")
     if like is not None and like.format == "n3anim":
-        from .scene import clip_extras
-        from .text import text
+        from ..scene import clip_extras
+        from ..text import text
         clips = like.root["clips"]
         names = unique_labels([text(c["name"]) for c in clips])     # as the export names them
         restore_clip_data(scene, {n: clip_extras(c) for n, c in zip(names, clips)})

@@ -8,12 +8,12 @@ from typing import Any
 
 import numpy as np
 
-from ...core.errors import FormatError
-from ...scene import decompose_matrix, quat_to_matrix, trs_to_matrix
-from ...scene.xform import matrix_to_quat, quat_continuous, quat_normalize, quat_slerp
-from ...scene.ops import local_matrix, parents_first, sample_node_trs
-from . import model
-from .import_bounds import FPS, ImportRefused, MAX_GAME_FRAMES, MAX_SAMPLED_TRANSFORMS
+from ....core.errors import FormatError
+from ....scene import decompose_matrix, quat_to_matrix, trs_to_matrix
+from ....scene.xform import matrix_to_quat, quat_continuous, quat_normalize, quat_slerp
+from ....scene.ops import local_matrix, parents_first, sample_node_trs
+from .. import model
+from .base import FPS, ImportRefused, MAX_GAME_FRAMES, MAX_SAMPLED_TRANSFORMS
 
 
 _COMMAND_TYPES = {v: k for k, v in model.COMMAND_NAMES.items()}

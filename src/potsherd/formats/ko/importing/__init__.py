@@ -16,7 +16,7 @@ reversed back to the engine's clockwise fronts, no V flip.
   moves a rest pose that differs onto it) and whose later frames hold each
   animation in turn, at its stored rate or the common rate its keys sit on.
   ``.n3anim``: one clip per animation over its frame range.
-* ``.n3shape`` (a static object): parts from mesh nodes, see :mod:`.import_shape`.
+* ``.n3shape`` (a static object): parts from mesh nodes, see :mod:`.shape`.
 * ``.n3cpart`` / ``.n3cplug`` / ``.n3chr``: a character is several files; the
   ``.n3chr`` import returns the character and every file it references
   (joint, clips, parts with their skins and textures, plugs with their meshes),
@@ -25,7 +25,7 @@ reversed back to the engine's clockwise fronts, no V flip.
   textures).  Every file is written beside the output; in a client tree the
   ``item`` ones belong in ``Item/`` (potsherd's own export also finds them
   beside the character).  A part or plug has one texture: several glTF
-  materials on one become cells of a texture atlas (``import_atlas``).
+  materials on one become cells of a texture atlas (``atlas``).
 
 ``like`` (the original file) keeps what glTF cannot carry: when the imported
 geometry, skeleton or clips are the ones the original exports to, the
@@ -36,7 +36,7 @@ still matches: joints and clips are paired with the original's by name, the
 original's joint order, stored names and joint frames are kept (Blender sorts
 children by name, drops extras and turns bones towards their children), and a
 clip resampled at Blender's 24 fps matches when each of its keys lies on the
-original's motion (``import_rig._same_motion``).
+original's motion (``rig._same_motion``).
 """
 from __future__ import annotations
 
@@ -47,29 +47,29 @@ from typing import Any
 
 import numpy as np
 
-from ...core.errors import FormatError
-from ...core.layout import Ragged
-from ...core.values import RawString
-from ...document import Document
-from ...scene import Scene, compute_normals, weld
-from ...scene.bind_pose import rest_at_bind
-from ...scene.ops import triangle_sets, world_matrices
-from ...scene.xform import decompose_matrix, inverse_affine, mirror_x, trs_to_matrix
-from .import_material import edited_texture, material_record, texture_file
-from .text import text
-from .pmgen import build_progressive, replay
+from ....core.errors import FormatError
+from ....core.layout import Ragged
+from ....core.values import RawString
+from ....document import Document
+from ....scene import Scene, compute_normals, weld
+from ....scene.bind_pose import rest_at_bind
+from ....scene.ops import triangle_sets, world_matrices
+from ....scene.xform import decompose_matrix, inverse_affine, mirror_x, trs_to_matrix
+from .material import edited_texture, material_record, texture_file
+from ..text import text
+from ..pmgen import build_progressive, replay
 
 #: collapse order of imported progressive meshes: the compiled simplifier's
 #: (fast_simplification), replayed into the engine's records; ``pmgen``'s own
 #: ("python") stays the reference the tests compare it with
 PM_ORDER = "compiled"
-from .wire import record_table
-from .import_base import (F32_MAX, ImportError_, MAX_VERTICES, PMESH_LOD_DISTANCES,
+from ..wire import record_table
+from .base import (F32_MAX, ImportError_, MAX_VERTICES, PMESH_LOD_DISTANCES,
                           PMESH_LOD_FRACTIONS, SKIN_LOD_FRACTIONS, _file_stem, _no_lod,
                           _by_name, _original_name, _raw, _safe, _stem, _unique,
                           into_frame)
-from .import_atlas import merge_materials
-from .import_rig import (anim_root, import_anim, import_joint, joint_root, skeleton_order,
+from .atlas import merge_materials
+from .rig import (anim_root, import_anim, import_joint, joint_root, skeleton_order,
                          keep_frames, like_names, restore_clip_data, _copy_doc, _joint_maps,
                          _same_motion)
 
@@ -266,7 +266,7 @@ def _lods_keep_triangles(root: dict) -> None:
     triangle to the fewest vertices that still draw one: where a simplifier's order
     empties a small mesh early, a fraction of its vertices can land past the last
     triangle, and the engine would then show nothing at a middle distance."""
-    from .scene import pmesh_at_vertex_count
+    from ..scene import pmesh_at_vertex_count
     lods, n = root["lods"], int(root["vertexCount"])
     for k in range(len(lods) - 1):
         v = int(lods[k]["vertexCount"])
@@ -282,7 +282,7 @@ def _lods_keep_triangles(root: dict) -> None:
 def _same_pmesh_geometry(geo: Geometry, like: dict) -> bool:
     """The imported triangles are the ones the original exports to (full detail,
     positions and UVs to float32 precision)."""
-    from .info import replay_pmesh
+    from ..info import replay_pmesh
     verts = np.asarray(like["vertices"], np.float32).reshape(-1, 8)
     nv, ni, idx = replay_pmesh(like)
     tris = idx[:ni].reshape(-1, 3)
@@ -379,7 +379,7 @@ def _bindings(geo: Geometry, verts: np.ndarray) -> Ragged:
 
 def _BINDING_TABLE():
     """The layout's ragged table of n3cskin bindings."""
-    from .wire import LAYOUT
+    from ..wire import LAYOUT
     return next(f.storage for f in LAYOUT.records["n3cskin"].fields if f.name == "bindings")
 
 
@@ -476,7 +476,7 @@ def _like_ref(like: Document | None, fmt: str, field: str, target: str) -> Docum
     beside the original, as the export found it), or None."""
     if like is None or not like.format.startswith(fmt):
         return None
-    from .resolver import Resolver
+    from ..resolver import Resolver
     doc = Resolver(like.source, None, limits=like.limits).load(like.root[field], Scene(), target)
     return doc if doc is not None and doc.format == target else None
 
@@ -509,7 +509,7 @@ def _part_files(scene: Scene, geo: Geometry, stem: str, folder: str,
 
 def _plug_matrix_n3(local: np.ndarray) -> np.ndarray:
     """glTF local matrix (column vectors) -> the N3 row-vector matrix."""
-    from ...scene.xform import mirror_x_matrix
+    from ....scene.xform import mirror_x_matrix
     return mirror_x_matrix(local).T
 
 
@@ -816,7 +816,7 @@ def _like_set(like: Document | None) -> dict:
     """The original character's referenced documents (from beside its file)."""
     if like is None or like.format != "n3chr":
         return {}
-    from .resolver import Resolver
+    from ..resolver import Resolver
     res = Resolver(like.source, None, limits=like.limits)
     sink = Scene()
 

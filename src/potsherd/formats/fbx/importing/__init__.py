@@ -35,17 +35,17 @@ from typing import Any, Optional
 
 import numpy as np
 
-from ...core.errors import EncodeError
-from ...document import Document
-from ...scene.finite import require_finite
-from ...scene.geometry import compute_normals, weld
-from ...scene.model import Scene
-from ...scene.ops import default_morph_weights, from_time_zero, world_matrices
-from ...scene.xform import (decompose_matrix, inverse_affine, mat4_to_gltf, quat_normalize,
+from ....core.errors import EncodeError
+from ....document import Document
+from ....scene.finite import require_finite
+from ....scene.geometry import compute_normals, weld
+from ....scene.model import Scene
+from ....scene.ops import default_morph_weights, from_time_zero, world_matrices
+from ....scene.xform import (decompose_matrix, inverse_affine, mat4_to_gltf, quat_normalize,
                             quat_to_matrix, trs_to_matrix)
-from .model import FbxNode
-from .writer_anim import AnimationParts
-from .writer_nodes import (TIME_MODES, _arr, _d, _i, _Ids, _ktime, _l, _n, _obj_name, _p, _p_vec,
+from ..model import FbxNode
+from .animation import AnimationParts
+from .nodes import (TIME_MODES, _arr, _d, _i, _Ids, _ktime, _l, _n, _obj_name, _p, _p_vec,
                            _props70, _s, euler_xyz_degrees)
 
 class _FbxWriter(AnimationParts):
@@ -741,7 +741,7 @@ def scene_to_fbx(scene: Scene, *, version: int = 7400, binary: bool = True, fps:
     Output is deterministic (object ids count up; the creation time is fixed
     unless ``time_stamp`` is given).  Lossy choices go to ``scene.warnings``.
     """
-    from ..._version import __version__
+    from ...._version import __version__
     if not 7100 <= int(version) <= 7700:
         raise EncodeError(f"FBX {version} cannot be written from a scene: 7100-7700 only")
     if not (fps > 0 and math.isfinite(fps)):
@@ -752,7 +752,7 @@ def scene_to_fbx(scene: Scene, *, version: int = 7400, binary: bool = True, fps:
                    creator=creator or f"potsherd {__version__} FBX writer",
                    time_stamp=time_stamp)
     root = w.build()
-    from .transcode import _ensure_binary_header_nodes, to_ascii
+    from ..transcode import _ensure_binary_header_nodes, to_ascii
     stamp = w.stamp.strftime("%Y-%m-%d %H:%M:%S:") + f"{w.stamp.microsecond // 1000:03d}"
     root.children.insert(1, FbxNode(b"CreationTime", [("S", stamp.encode())]))
     _ensure_binary_header_nodes(root)

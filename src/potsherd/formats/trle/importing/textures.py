@@ -7,10 +7,10 @@ from typing import Any
 
 import numpy as np
 
-from ...scene.ops import base_color_picture
-from . import model
-from .moveables import _pack_textures
-from .import_bounds import ImportRefused, MAX_BAKED
+from ....scene.ops import base_color_picture
+from .. import model
+from ..moveables import _pack_textures
+from .base import ImportRefused, MAX_BAKED
 
 
 class _Textures:

@@ -6,8 +6,8 @@ from typing import Any, Optional
 
 import numpy as np
 
-from ...scene.xform import quat_normalize, quat_to_matrix
-from .model import FbxArray, FbxNode
+from ....scene.xform import quat_normalize, quat_to_matrix
+from ..model import FbxArray, FbxNode
 
 KTIME_PER_SECOND = 46186158000
 #: GlobalSettings TimeMode for common rates (FbxTime::EMode); others are eCustom (14)

@@ -7,7 +7,6 @@ unrecognised tail (pre-7000 sections, odd footers) in ``Document.trailing``.
 from __future__ import annotations
 
 import struct
-from collections import Counter
 from typing import Any
 
 from ...core.errors import EncodeError, FormatError, JsonFormatError
@@ -17,8 +16,9 @@ from ...document import Document
 from ...registry import ByteSequence, Codec, Option, Signature
 from . import ascii as fbx_ascii
 from . import binary as fbx_binary
+from .info import fbx_info
 from .jsonform import tree_from_json, tree_to_json
-from .model import FbxArray, FbxNode
+from .model import FbxArray
 
 
 
@@ -37,17 +37,7 @@ class _FbxCodec(Codec):
         return env.ctx.form, env.params, env.trailing, env.meta
 
     def info(self, doc: Document) -> dict:
-        root: FbxNode = doc.root
-        out: dict[str, Any] = {"format": self.name, "family": self.family,
-                               "version": doc.params.get("version")}
-        creator = _text_of(root.find(b"Creator"))
-        hdr = root.find(b"FBXHeaderExtension")
-        if creator is None and hdr is not None:
-            creator = _text_of(hdr.find(b"Creator"))
-        out["creator"] = creator
-        out["objects"] = object_counts(root)
-        out["outline"] = outline(root)
-        return out
+        return fbx_info(doc, self.name, self.family)
 
     def convert(self, doc: Document, target: str, options: dict | None = None) -> bytes:
         from .upgrade import convert_document
@@ -76,11 +66,11 @@ class _FbxCodec(Codec):
 
     def from_scene(self, scene: Any, *, like: Document | None = None, out_name: str = "",
                    out_dir: str = "", **options: Any) -> Document:
-        """The scene as FBX 7.x (this codec's encoding), see :mod:`.writer`.
+        """The scene as FBX 7.x (this codec's encoding), see :mod:`.importing`.
         With ``like`` (an FBX), a scene that draws and plays what the original
         exports to gives back the original (``scene.compare``): an unedited
         round trip, through Blender too, is byte-exact."""
-        from .writer import scene_to_fbx
+        from .importing import scene_to_fbx
         if like is not None and like.format in ("fbx", "fbx-ascii"):
             why = _like_difference(scene, like)
             if why is None:
@@ -221,60 +211,6 @@ class FbxAsciiCodec(_FbxCodec):
 
     def opaque_bytes(self, doc: Document) -> int:
         return len(doc.trailing)
-
-
-def _text_of(node: FbxNode | None) -> str | None:
-    if node is None or not node.props:
-        return None
-    code, v = node.props[0]
-    if code == "S":
-        return v.decode("utf-8", "replace")
-    if code == "s":
-        return v.encode("latin-1").decode("utf-8", "replace")
-    return None
-
-
-def _str_prop(props: list, i: int) -> str | None:
-    if i < len(props) and props[i][0] in ("S", "s"):
-        v = props[i][1]
-        return v.decode("utf-8", "replace") if isinstance(v, bytes) else v
-    return None
-
-
-def object_counts(root: FbxNode) -> dict:
-    """Objects by class (node name) and by class/subclass (last string prop)."""
-    objects = root.find(b"Objects")
-    nodes = objects.children or [] if objects is not None else []
-    if objects is None:  # 5.x keeps objects at top level
-        nodes = [n for n in root.children or () if n.name in
-                 (b"Model", b"Material", b"Texture", b"Video", b"Deformer", b"Pose")]
-    by_class: Counter = Counter()
-    by_sub: Counter = Counter()
-    for n in nodes:
-        cls = n.name.decode("latin-1")
-        by_class[cls] += 1
-        sub = None
-        strings = [i for i, (c, _) in enumerate(n.props) if c in ("S", "s")]
-        if len(strings) >= 2:
-            sub = _str_prop(n.props, strings[-1])
-        if sub:
-            by_sub[f"{cls}/{sub}"] += 1
-    return {"by_class": dict(sorted(by_class.items())),
-            "by_subclass": dict(sorted(by_sub.items()))}
-
-
-def outline(root: FbxNode, depth: int = 2) -> list[str]:
-    """Top-level nodes with their children's names (counts for repeats)."""
-    lines = []
-    for n in root.children or ():
-        name = n.name.decode("latin-1")
-        if n.children is None:
-            lines.append(f"{name} ({len(n.props)} props)")
-            continue
-        counts = Counter(c.name.decode("latin-1") for c in n.children)
-        kids = ", ".join(k if v == 1 else f"{k} x{v}" for k, v in counts.items())
-        lines.append(f"{name} {{{kids}}}" if kids else f"{name} {{}}")
-    return lines
 
 
 CODECS = [FbxBinaryCodec(), FbxAsciiCodec()]

@@ -20,14 +20,14 @@ The scene is first read back as shape parts (:mod:`.model`), then encoded:
 
 ``like`` (the original file): when the scene still says what the original
 says (compared by name and content with the original exported the same way,
-:mod:`.like_compare`, so an editor's unedited re-save passes), the original is
+:mod:`.compare`, so an editor's unedited re-save passes), the original is
 returned unchanged, with every byte glTF cannot hold.  Otherwise the shape is
 rebuilt in the original's node frames and order and, by name, keeps from the
 original what glTF cannot express: name-slot bytes, IFL fields of sequences,
 transitions, material flags and surface properties, object flags and pad
 bytes, the bytes after the shape (stale tails), the nodes and objects the
 export left out (other detail levels), and the rest transforms, keys and mesh
-blocks the edit left alone (:func:`.import_like.adopt_unchanged`).  Sequence
+blocks the edit left alone (:func:`.like.adopt_unchanged`).  Sequence
 flags, priority and frame triggers travel in the glTF's animation extras (from
 the original when an editor dropped them).
 """
@@ -40,25 +40,25 @@ from urllib.parse import unquote
 
 import numpy as np
 
-from ...core.errors import FormatError, ValueFormatError
-from ...core.layout import Table
-from ...document import Document
-from ...scene import Material, Scene, decompose_matrix, quat_normalize
-from ...scene.finite import require_finite
-from ...scene.geometry import flattened_triangles, weld
-from ...scene.ops import from_time_zero
-from .geometry import name_text, nearest_normals
-from ...scene.import_prep import Holds, prepare
+from ....core.errors import FormatError, ValueFormatError
+from ....core.layout import Table
+from ....document import Document
+from ....scene import Material, Scene, decompose_matrix, quat_normalize
+from ....scene.finite import require_finite
+from ....scene.geometry import flattened_triangles, weld
+from ....scene.ops import from_time_zero
+from ..geometry import name_text, nearest_normals
+from ....scene.import_prep import Holds, prepare
 
 #: what a shape stores of a glTF (scene.import_prep): a normal per vertex (the
 #: engine's table), morph targets as mesh frames, no vertex colours (baked into a
 #: new texture; the export's material extras naming the old bitmap then go)
 IMPORT_HOLDS = Holds("dts", normals=True, vertex_colors=False, morph_targets=True,
                      texture=True, texture_extras=("map", "flags", "type", "rgb"))
-from .model import NodeM, ObjectM, ShapeModel, shape_model
-from .pers import LAYOUT
-from .import_like import adopt_unchanged, keep_unexported, _like_scenes, _reusable_meshes
-from .like_compare import compare
+from ..model import NodeM, ObjectM, ShapeModel, shape_model
+from ..pers import LAYOUT
+from .like import adopt_unchanged, keep_unexported, _like_scenes, _reusable_meshes
+from .compare import compare
 
 QUAT16 = 32767.0
 #: keyframe flag words stock shapes use on node and mesh-frame keys:
@@ -233,7 +233,7 @@ def texture_bitmaps(scene: Scene, palette: str | None, out_dir: str = "", *,
         return []
     keep: set = set()
     if not palette and out_dir:
-        from .textures import find_palettes, search_roots
+        from ..textures import find_palettes, search_roots
         found = find_palettes(search_roots(os.path.join(out_dir, "_")))
         if found:
             palette = found[0]
@@ -254,9 +254,9 @@ def texture_bitmaps(scene: Scene, palette: str | None, out_dir: str = "", *,
                               "to write them as the game's bitmaps")
         return []
     from PIL import Image as PILImage
-    from ...scene.ops import base_color_picture
-    from .phoenix import BMP, palette_colors
-    from .textures import image_to_bitmap, load_palette_doc
+    from ....scene.ops import base_color_picture
+    from ..phoenix import BMP, palette_colors
+    from ..textures import image_to_bitmap, load_palette_doc
     pdoc = load_palette_doc(palette)
     colors = palette_colors(pdoc)
     held = ({int(p["paletteIndex"]) for p in pdoc.root["palettes"]} if pdoc.format == "pl98"
@@ -417,7 +417,7 @@ def build_shape(model: ShapeModel, version: int, *, details: list | None = None,
     generate = bool(details) and len(details) > 1
     det = _details(nodes, model, None if generate else details, warnings, prepend_root)
     if generate and len(det) == 1 and nodes[det[0][0]].parent >= 0:
-        from .simplify import add_levels
+        from ..simplify import add_levels
         level_worlds: list = []
         for n in nodes:
             level_worlds.append(n.local if n.parent < 0 else level_worlds[n.parent] @ n.local)
@@ -733,7 +733,7 @@ def shape_from_scene(scene: Scene, *, like: Document | None = None, version: Any
         reason = (f"version {v} asked of a v{lv} original" if why is None
                   else f"differs from the original ({first_why})")
         scene.warnings.append(f"{reason}: shape rebuilt, keeping by name what glTF cannot express")
-        from .scene import to_scene
+        from ..scene import to_scene
         full = shape_model(to_scene(like, detail=-1, bounds=True, skin=False), version=v)
         model = adopt_unchanged(model, full)
         kept = keep_unexported(model, full, like, exported)

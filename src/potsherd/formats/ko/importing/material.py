@@ -10,13 +10,13 @@ from typing import Any
 
 import numpy as np
 
-from ...core.errors import FormatError
-from ...document import Document
-from ...scene import Scene
-from ...scene.ops import base_color_picture
-from .import_base import DEFAULT_MATERIAL
-from .scene_materials import RF_ALPHA, RF_DOUBLE_SIDED, RF_NO_LIGHTING, n3_base_color
-from .text import CP_DEFAULT, text
+from ....core.errors import FormatError
+from ....document import Document
+from ....scene import Scene
+from ....scene.ops import base_color_picture
+from .base import DEFAULT_MATERIAL
+from ..scene_materials import RF_ALPHA, RF_DOUBLE_SIDED, RF_NO_LIGHTING, n3_base_color
+from ..text import CP_DEFAULT, text
 
 
 def material_record(scene: Scene, index: int | None, like: dict | None = None, *,
@@ -79,8 +79,8 @@ def edited_texture(scene: Scene, material: int | None, like: Document, ref: Any,
     _, pic, _ = base_color_picture(scene, scene.materials[material])
     if pic is None:
         return None
-    from ...scene import Scene as _Sink
-    from .resolver import Resolver
+    from ....scene import Scene as _Sink
+    from ..resolver import Resolver
     try:
         doc = Resolver(like.source, None, limits=like.limits).load(ref, _Sink(), "texture")
         pics = doc.codec.textures(doc) if doc is not None and doc.codec.textures else None
@@ -99,7 +99,7 @@ def edited_texture(scene: Scene, material: int | None, like: Document, ref: Any,
     if a.shape == b.shape and np.array_equal(a, b):
         return None
     name = os.path.basename(text(ref).replace("\\", "/"))
-    from .textures_encode import encode_ntf
+    from ..textures_encode import encode_ntf
     rec = encode_ntf(pic, os.path.splitext(name)[0], encrypt=bool(options.get("encrypt")),
                      warnings=scene.warnings)
     scene.warnings.append(f"texture {text(ref)!r} repainted in the glTF: written as {name}")
@@ -119,6 +119,6 @@ def texture_file(scene: Scene, material: int | None, stem: str,
                               if img.data is None else
                               f"texture {img.name!r}: cannot be read ({problem}); not converted")
         return None
-    from .textures_encode import encode_ntf
+    from ..textures_encode import encode_ntf
     rec = encode_ntf(pic, stem, encrypt=bool(options.get("encrypt")), warnings=scene.warnings)
     return f"{stem}.dxt", Document("dxt", rec, {}, b"", [], {"text_encoding": CP_DEFAULT})

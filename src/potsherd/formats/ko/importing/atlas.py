@@ -29,9 +29,9 @@ import math
 
 import numpy as np
 
-from ...scene import Image, Material, Scene, TextureRef
-from ...scene.ops import base_color_picture
-from .import_base import ImportError_
+from ....scene import Image, Material, Scene, TextureRef
+from ....scene.ops import base_color_picture
+from .base import ImportError_
 
 MAX_TILES = 8
 MAX_SIDE = 2048

@@ -2,7 +2,7 @@
 rate, 16-bit frame numbers, sampled transforms), shared by its modules."""
 from __future__ import annotations
 
-from ...core.errors import FormatError
+from ....core.errors import FormatError
 
 
 FPS = 30.0

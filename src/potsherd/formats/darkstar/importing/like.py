@@ -1,5 +1,5 @@
 """Importing with ``like`` (the original shape): whether an edited scene still matches
-the original's export (:mod:`.like_compare`); when it does not, what of the original
+the original's export (:mod:`.compare`); when it does not, what of the original
 the rebuild keeps: its node frames, names and the parts the edit left alone (rest
 transforms, keys, material list, mesh blocks), and the levels, nodes and keys the
 export left out."""
@@ -9,23 +9,23 @@ import copy
 
 import numpy as np
 
-from ...core.errors import FormatError
-from ...document import Document
-from ...scene import Scene
-from .like_compare import (RESAMPLE_STEP, compare, match_parts, material_key, node_track_pairs,
+from ....core.errors import FormatError
+from ....document import Document
+from ....scene import Scene
+from .compare import (RESAMPLE_STEP, compare, match_parts, material_key, node_track_pairs,
                            reframe, same_geometry, same_object_keys, same_track,
                            same_transform, shape_extent)
-from .model import NodeM, ObjectM, ShapeModel
+from ..model import NodeM, ObjectM, ShapeModel
 
 
 def models_match(m: ShapeModel, ref: ShapeModel) -> str | None:
-    """None when ``m`` says what ``ref`` says (:mod:`.like_compare`), else what differs."""
+    """None when ``m`` says what ``ref`` says (:mod:`.compare`), else what differs."""
     return compare(m, ref).why
 
 
 def _like_scenes(like: Document) -> list[tuple[dict, Scene]]:
     """The original exported with each option set an export could have used."""
-    from .scene import to_scene
+    from ..scene import to_scene
     n_det = len(like.root["payload"]["details"]) if isinstance(like.root.get("payload"), dict) else 0
     out = []
     for detail in [0, -1] + list(range(1, n_det)):
@@ -49,7 +49,7 @@ def _like_mesh_index(like: Document, obj: ObjectM) -> int | None:
 
 def _reusable_meshes(model: ShapeModel, ref: ShapeModel, like: Document) -> dict:
     """Object index -> the original mesh block, for objects matched by name
-    (:func:`.like_compare.match_parts`) whose geometry did not change, while the
+    (:func:`.compare.match_parts`) whose geometry did not change, while the
     material list still starts with the original's (the blocks' faces index it)."""
     out: dict = {}
     if len(model.materials) < len(ref.materials) or any(
@@ -68,7 +68,7 @@ def _reusable_meshes(model: ShapeModel, ref: ShapeModel, like: Document) -> dict
 def adopt_unchanged(model: ShapeModel, full: ShapeModel) -> ShapeModel:
     """``model`` (an edited scene's) for a rebuild, with what it shares with ``full``
     (the original's, every level) taken from the original: the node frames an editor
-    turned (:func:`.like_compare.reframe`), the names the export made unique,
+    turned (:func:`.compare.reframe`), the names the export made unique,
     sequence, material and shape extras an editor drops, the original material list
     (new materials after it), and the rest transforms, keys, durations and geometry
     that did not change, exactly as the original has them."""

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from .scene import corner_pixels
+from ..scene import corner_pixels
 
 
 def polygon_set(mesh: dict) -> list:

@@ -26,18 +26,18 @@ from typing import Any
 
 import numpy as np
 
-from ...core.errors import FormatError
-from ...document import Document
-from ...scene import Scene
-from ...scene.ops import world_matrices
-from ...scene.xform import (decompose_matrix, inverse_affine, mirror_x, mirror_x_quat,
+from ....core.errors import FormatError
+from ....document import Document
+from ....scene import Scene
+from ....scene.ops import world_matrices
+from ....scene.xform import (decompose_matrix, inverse_affine, mirror_x, mirror_x_quat,
                             quat_normalize)
-from .import_base import (MAX_VERTICES, ImportError_, _by_name, _file_stem, _original_name,
+from .base import (MAX_VERTICES, ImportError_, _by_name, _file_stem, _original_name,
                           _raw, _safe, _unique)
-from .import_material import edited_texture, material_record, texture_file
-from .importer import _mesh_sets, _pmesh_doc, gather
-from .scene import _transform_trs
-from .text import text
+from .material import edited_texture, material_record, texture_file
+from . import _mesh_sets, _pmesh_doc, gather
+from ..scene import _transform_trs
+from ..text import text
 
 
 def _shape_root(scene: Scene) -> int | None:
@@ -221,7 +221,7 @@ def _like_parts(like: Document) -> list:
     """The original's parts as (holder, its .n3pmesh document or None), for
     ``_by_name``: the holder's ``root["name"]`` is the part's mesh reference,
     the name its export gives the part's node, and ``part`` its record."""
-    from .resolver import Resolver
+    from ..resolver import Resolver
     res = Resolver(like.source, None, limits=like.limits)
     out = []
     for i, part in enumerate(like.root["parts"]):

@@ -28,9 +28,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ...scene import decompose_matrix, quat_continuous, quat_normalize, trs_to_matrix
-from .geometry import nearest_normals
-from .model import GLTF_TO_SHAPE, NodeM, ObjectM, SequenceM, ShapeModel, base_name, sample
+from ....scene import decompose_matrix, quat_continuous, quat_normalize, trs_to_matrix
+from ..geometry import nearest_normals
+from ..model import GLTF_TO_SHAPE, NodeM, ObjectM, SequenceM, ShapeModel, base_name, sample
 
 #: the coarsest resampling of a curve still taken as the same motion (s): 24 fps,
 #: the frame rate Blender samples every animation at by default

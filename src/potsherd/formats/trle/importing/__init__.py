@@ -42,10 +42,10 @@
   ``extras.bboxes`` when they agree within 32 units.  With ``like``, keyframes
   and meshes the glTF left unchanged keep the original words and records, so
   an unedited round trip gives the original bytes: a mesh whose triangles are
-  the original's in any order (:mod:`.import_same`), an animation whose every
-  key lies on the original's motion (:func:`.import_animation._on_original_motion`;
+  the original's in any order (:mod:`.same`), an animation whose every
+  key lies on the original's motion (:func:`.animation._on_original_motion`;
   a glTF that came back through Blender without its extras is first given them
-  back by :mod:`.import_like`).  A keyframe's size is a byte: more than 255
+  back by :mod:`.like`).  A keyframe's size is a byte: more than 255
   words (123 bones turning about several axes) is refused.  State changes,
   dispatches, commands, state ids, speeds and ``frame_start`` come from the animation's
   extras, else from ``like`` (the moveable being replaced), else defaults (no
@@ -59,18 +59,18 @@ from typing import Any
 
 import numpy as np
 
-from ...scene import compute_normals, decompose_matrix, quat_to_matrix, weld
-from ...scene.finite import require_finite
-from ...scene.geometry import flattened_triangles
-from ...scene.ops import from_time_zero, triangle_sets, world_matrices
-from . import model
-from .moveables import TRWAD_VERSION
-from .import_bounds import FPS, ImportRefused
-from .import_animation import _anim_base, _animations, mov_table
-from .import_animation import euler_yxz, rotation_words  # noqa: F401  (imported from here)
-from .import_same import pixel_corners, same_attributes, same_mesh, same_triangles
-from .import_textures import _Textures, affine_quad
-from ...scene.import_prep import Holds, prepare
+from ....scene import compute_normals, decompose_matrix, quat_to_matrix, weld
+from ....scene.finite import require_finite
+from ....scene.geometry import flattened_triangles
+from ....scene.ops import from_time_zero, triangle_sets, world_matrices
+from .. import model
+from ..moveables import TRWAD_VERSION
+from .base import FPS, ImportRefused
+from .animation import _anim_base, _animations, mov_table
+from .animation import euler_yxz, rotation_words  # noqa: F401  (imported from here)
+from .same import pixel_corners, same_attributes, same_mesh, same_triangles
+from .textures import _Textures, affine_quad
+from ....scene.import_prep import Holds, prepare
 
 #: what a moveable stores of a glTF (scene.import_prep): normals or, for vertex
 #: colours without normals, pre-lit shades; no morph targets
@@ -211,7 +211,7 @@ def _pick_holder(scene: Any, wanted: Any) -> int | None:
         return None
     if wanted is None:
         return found[0]
-    from .catalog import moveable_id as _moveable_id
+    from ..catalog import moveable_id as _moveable_id
     oid = _moveable_id(str(wanted))
     for i in found:
         if int(scene.nodes[i].extras["tr4_moveable"].get("object_id", -1)) == oid:
@@ -562,7 +562,7 @@ def _mesh(scene: Any, frame: np.ndarray, to_tr: np.ndarray, parts: list, texture
 def _kept_mesh(scene: Any, like_mesh: dict, corner_pos: list, corner_uv: list, tri_mat: list,
                textures: _Textures, vertices: dict, byte_colours: bool) -> dict | None:
     """The original mesh record when the glTF's triangles are its triangles (in
-    any order, vertices split as may be: :func:`.import_same.same_triangles`)
+    any order, vertices split as may be: :func:`.same.same_triangles`)
     with the same shades or normals, its textures' pixels read from the glTF's
     image as the polygons would have; else None."""
     pixels = []

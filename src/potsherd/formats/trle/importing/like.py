@@ -22,9 +22,9 @@ from typing import Any
 
 import numpy as np
 
-from ...scene import decompose_matrix, trs_to_matrix
-from ...scene.ops import local_matrix, sample_node_trs, triangle_sets, world_matrices
-from ...scene.reorient import frames_like, reorient_joints
+from ....scene import decompose_matrix, trs_to_matrix
+from ....scene.ops import local_matrix, sample_node_trs, triangle_sets, world_matrices
+from ....scene.reorient import frames_like, reorient_joints
 
 #: the extras potsherd's export puts on what it makes (and nothing else is copied)
 _NODE_KEYS = ("object_id", "tr4_moveable", "link_tail", "tr4_textures", "tr4_animations",
@@ -35,8 +35,8 @@ _MATERIAL_KEYS = ("tr4_attributes", "additive")
 def like_scene(fmt: str, root: dict, scene: Any) -> Any:
     """The scene potsherd exports from the original (``fmt`` ``tr4wad`` or
     ``trwad``), skinned when ``scene`` is, at the unit of its ``tr4`` node."""
-    from ...document import Document
-    from .scene import to_scene
+    from ....document import Document
+    from ..scene import to_scene
     unit = None
     for nd in scene.nodes:
         if nd.name == "tr4" and nd.scale is not None:
@@ -48,7 +48,7 @@ def like_scene(fmt: str, root: dict, scene: Any) -> Any:
     if fmt == "tr4wad":
         # a glTF of one moveable of the wad is compared with that one's export (whose
         # animations are named without the moveable's prefix)
-        from .catalog import moveable_name
+        from ..catalog import moveable_name
         names = {n.name for n in scene.nodes}
         held = [int(m["object_id"]) for m in root["moveables"]
                 if (moveable_name(int(m["object_id"])) or f"moveable{int(m['object_id'])}")

@@ -1,6 +1,6 @@
 """The animation part of the FBX writer: stacks, layers, curve nodes and curves
 (KTime keys, constant/linear flags), Euler rotations from quaternions, and Takes.
-Mixed into :class:`potsherd.formats.fbx.writer._FbxWriter`, whose ids, object list,
+Mixed into :class:`potsherd.formats.fbx.importing._FbxWriter`, whose ids, object list,
 connections and node tables it uses."""
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from typing import Any
 
 import numpy as np
 
-from ...scene.ops import frame_times, sample_channel
-from .model import FbxNode
-from .writer_nodes import (FLAG_CONSTANT, FLAG_LINEAR, _arr, _d, _i, _ktime, _l, _n, _obj_name,
+from ....scene.ops import frame_times, sample_channel
+from ..model import FbxNode
+from .nodes import (FLAG_CONSTANT, FLAG_LINEAR, _arr, _d, _i, _ktime, _l, _n, _obj_name,
                            _p, _props70, _s, euler_xyz_degrees, unique_names)
 
 

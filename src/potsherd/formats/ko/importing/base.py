@@ -7,10 +7,10 @@ from typing import Any
 
 import numpy as np
 
-from ...core.errors import FormatError
-from ...core.values import RawString
-from ...scene.xform import inverse_affine
-from .text import CP_DEFAULT, text
+from ....core.errors import FormatError
+from ....core.values import RawString
+from ....scene.xform import inverse_affine
+from ..text import CP_DEFAULT, text
 
 
 FRAME_RATE = 30.0
