@@ -82,6 +82,33 @@ def test_a_set_of_files_is_renamed_with_signals_held(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.bin", "a.gltf"]
 
 
+def test_a_signal_taken_by_another_thread_waits_for_the_renames_too(tmp_path):
+    """A process-directed SIGTERM may be taken by a thread that does not block
+    it; Python then runs the handler in the main thread at once (this test was
+    flaky until the handlers themselves were held).  Calling the installed
+    handler in the middle of the renames is what that looks like, deterministically."""
+    from potsherd.core.fileio import Terminated, _terminate, atomic_write_all
+    old = signal.signal(signal.SIGTERM, _terminate)
+    seen = []
+    real_replace = os.replace
+
+    def replace(a, b):
+        if not seen:
+            signal.getsignal(signal.SIGTERM)(signal.SIGTERM, None)
+        seen.append(b)
+        real_replace(a, b)
+    try:
+        os.replace = replace
+        with pytest.raises(Terminated):
+            atomic_write_all([(tmp_path / "a.bin", b"new bin"), (tmp_path / "a.gltf", b"new gltf")])
+        assert signal.getsignal(signal.SIGTERM) is _terminate     # put back
+    finally:
+        os.replace = real_replace
+        signal.signal(signal.SIGTERM, old)
+    assert len(seen) == 2
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.bin", "a.gltf"]
+
+
 def test_a_failed_set_leaves_the_old_files_and_no_temporaries(tmp_path):
     from potsherd.core.fileio import atomic_write_all
     (tmp_path / "a.bin").write_bytes(b"old bin")

@@ -96,19 +96,35 @@ def forget_folders() -> None:
 @contextlib.contextmanager
 def _signals_held() -> Iterator[None]:
     """SIGINT, SIGTERM and SIGHUP held back (delivered when the block ends), so a
-    group of renames is not cut in the middle."""
+    group of renames is not cut in the middle.  Blocking them in this thread is
+    not enough: a signal sent to the process may be taken by another thread, and
+    Python then runs the handler in the main thread at once.  So the Python
+    handlers are also swapped for ones that note the signal, and the noted
+    signal's own handler runs when the block ends."""
     import signal
     import threading
     sigs = {getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, n)}
-    block = getattr(signal, "pthread_sigmask", None)
-    if block is None or threading.current_thread() is not threading.main_thread():
+    if threading.current_thread() is not threading.main_thread():
         yield
         return
-    old = block(signal.SIG_BLOCK, sigs)
+    noted: list[int] = []
+    handlers = {}
+    for sig in sigs:
+        handler = signal.getsignal(sig)
+        if callable(handler):
+            handlers[sig] = handler
+            signal.signal(sig, lambda signum, frame: noted.append(signum))
+    block = getattr(signal, "pthread_sigmask", None)
+    old = block(signal.SIG_BLOCK, sigs) if block is not None else None
     try:
         yield
     finally:
-        block(signal.SIG_SETMASK, old)
+        if block is not None:
+            block(signal.SIG_SETMASK, old)
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
+        if noted:
+            handlers[noted[0]](noted[0], None)
 
 
 def atomic_write_all(items: "list[tuple[str | os.PathLike, bytes]]") -> None:
