@@ -18,13 +18,12 @@ import collections
 import errno
 import os
 import signal
-import sys
 import time
+from dataclasses import dataclass, field
 from typing import Any, Iterator
 
 from . import api
 from .api import UsageError, display_path
-from .core.wording import count
 from .core.errors import FormatError
 from .core.fileio import remove_temporaries
 from .errors import NoGeometryError
@@ -457,97 +456,70 @@ def _check_batch_options(plan: list, given: dict, target: str = "",
                          f"valid options: {', '.join(sorted(declared)) or 'none'}")
 
 
-class Progress:
-    """A progress line on stderr: a bar when stderr is a terminal, else a
-    plain line every few seconds (and at the end).  The line names a file
-    being worked on, so a slow or stuck file is visible while it runs."""
+@dataclass
+class BatchResult:
+    """What a folder conversion did, for the caller to report (the command
+    line prints it in :mod:`potsherd.cli.batch`).  Paths are as walked;
+    each list holds ``(source, reason)`` pairs unless said otherwise."""
+    src_dir: str
+    dst_dir: str
+    target: str
+    like: bool
+    planned: int = 0
+    notes: list = field(default_factory=list)          # files the walk passed over (not errors)
+    skipped: list = field(default_factory=list)        # no conversion to the target / no original
+    written: list = field(default_factory=list)        # output paths
+    warned: list = field(default_factory=list)         # (source, [warnings])
+    not_exported: list = field(default_factory=list)   # files that hold nothing to export
+    failures: list = field(default_factory=list)
+    fatal: tuple | None = None                         # (where, reason): the batch stopped
+    interrupted: bool = False
 
-    def __init__(self, total: int, stream=None, interval: float = 5.0) -> None:
-        self.total = total
-        self.stream = stream or sys.stderr
-        self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
-        self.start = time.monotonic()
-        self.last = 0.0
-        self.interval = 0.1 if self.tty else interval
-        self.done = self.failed = self.bytes = 0
-        self.running: dict[str, float] = {}
+    @property
+    def what(self) -> str:
+        return self.target or "their originals' formats"
+
+    @property
+    def exit_code(self) -> int:
+        """0 all converted, 1 some failed (or a fatal stop), 130 interrupted."""
+        if self.interrupted:
+            return 130
+        return 1 if self.fatal or self.failures else 0
+
+
+class BatchEvents:
+    """What a folder conversion tells its caller while it runs (every method
+    optional to override): the plan, each file started and each finished."""
+
+    def planned(self, result: BatchResult) -> None:
+        pass
 
     def started(self, src: str) -> None:
-        """A file began converting (shown when the line is next due)."""
-        self.running[src] = time.monotonic()
-        now = time.monotonic()
-        if now - self.last >= self.interval:
-            self.last = now
-            self.show()
+        pass
 
-    def update(self, ok: bool, nbytes: int, src: str | None = None) -> None:
-        self.done += 1
-        self.failed += 0 if ok else 1
-        self.bytes += nbytes
-        if src is not None:
-            self.running.pop(src, None)
-        now = time.monotonic()
-        if now - self.last >= self.interval or self.done == self.total:
-            self.last = now
-            self.show()
-
-    def current(self) -> str:
-        """The file running longest (and how many others run beside it)."""
-        if not self.running or self.done == self.total:
-            return ""
-        src, t0 = min(self.running.items(), key=lambda kv: kv[1])
-        more = f" (+{len(self.running) - 1} more)" if len(self.running) > 1 else ""
-        return f", working on {display_path(src)} for {time.monotonic() - t0:.1f} s{more}"
-
-    def line(self) -> str:
-        el = max(time.monotonic() - self.start, 1e-9)
-        pct = 100.0 * self.done / self.total if self.total else 100.0
-        return (f"{self.done}/{self.total} files ({pct:.0f}%), {self.failed} failed, "
-                f"{self.done / el:.1f} files/s, {self.bytes / el / 1e6:.2f} MB/s in, "
-                f"{el:.1f} s{self.current()}")
-
-    def show(self) -> None:
-        if self.tty:
-            width = 30
-            fill = int(width * self.done / self.total) if self.total else width
-            self.stream.write(f"\r[{'#' * fill}{'.' * (width - fill)}] {self.line()}\033[K")
-            if self.done == self.total:
-                self.stream.write("\n")
-        else:
-            self.stream.write(f"convert: {self.line()}\n")
-        self.stream.flush()
+    def finished(self, ok: bool, nbytes: int, src: str) -> None:
+        pass
 
 
-def validate_outputs(paths: list, stream=None) -> int:
-    """Run the Khronos validator on written glTF files; 0 when none has errors."""
-    from .export.validate import ValidatorUnavailable, format_report, validate_many
-    err = stream or sys.stderr
-    try:
-        reports = []
-        for i in range(0, len(paths), 100):
-            reports += validate_many(paths[i:i + 100])
-    except ValidatorUnavailable as e:
-        print(f"validate: cannot validate: {e}", file=err)
-        return 2
-    bad = [r for r in reports if r["errors"]]
-    print(f"validate: {count(len(reports), 'file')}, "
-          f"{count(sum(r['errors'] for r in reports), 'error')}, "
-          f"{count(sum(r['warnings'] for r in reports), 'warning')} (Khronos glTF validator "
-          f"{reports[0].get('validator_version') if reports else '-'})", file=err)
-    for r in bad:
-        print(format_report(r, limit=5), file=err)
-    return 1 if bad else 0
+def validate_files(paths: list) -> list[dict]:
+    """The Khronos validator's reports for written glTF files (in batches of
+    100).  Raises :class:`~potsherd.export.validate.ValidatorUnavailable`."""
+    from .export.validate import validate_many
+    reports: list[dict] = []
+    for i in range(0, len(paths), 100):
+        reports += validate_many(paths[i:i + 100])
+    return reports
 
 
 def convert_folder(src_dir: str, dst_dir: str, target: str, options: dict, *,
-                   jobs: int = 0, stream=None, validate: bool = False,
-                   timeout: float | None = None, like_dir: str | None = None) -> int:
-    """Batch conversion; returns the exit code (0 all converted, 1 some failed,
-    130 interrupted).  A full disk (or a read-only or over-quota one) stops the
-    batch at once with one line; earlier outputs stay complete.  ``like_dir``:
-    a folder import paired with its originals (:func:`plan_like`), ``target``
-    then optional."""
-    err = stream or sys.stderr
+                   jobs: int = 0, timeout: float | None = None, like_dir: str | None = None,
+                   events: BatchEvents | None = None) -> BatchResult:
+    """Batch conversion of a tree (module docstring).  A full disk (or a
+    read-only or over-quota one) stops the batch at once (``fatal``); earlier
+    outputs stay complete.  ``like_dir``: a folder import paired with its
+    originals (:func:`plan_like`), ``target`` then optional.  Ctrl-C ends it
+    with ``interrupted`` set (written files are complete)."""
+    events = events or BatchEvents()
     like_of = None
     if like_dir is not None:
         plan, skipped, notes, like_of = plan_like(src_dir, dst_dir, target, like_dir)
@@ -555,95 +527,49 @@ def convert_folder(src_dir: str, dst_dir: str, target: str, options: dict, *,
         plan, skipped, notes = plan_folder_walk(src_dir, dst_dir, target)
     _check_batch_options(plan, options.get("scene_options") or {}, target, like_of)
     options = {**options, "strict_options": False, "like_of": like_of or {}}
-    what = target or "their originals' formats"
-    walk_errors = [(p, r) for p, r, is_error in notes if is_error]
-    for p, r, is_error in notes:
-        if not is_error:
-            print(f"convert: skip {display_path(p)}: {r}", file=err)
+    result = BatchResult(src_dir, dst_dir, target, like_dir is not None, planned=len(plan),
+                         notes=[(p, r) for p, r, is_error in notes if not is_error],
+                         skipped=list(skipped),
+                         failures=[(p, r) for p, r, is_error in notes if is_error])
+    events.planned(result)
     if not plan:
-        print(f"convert: nothing to convert to {what} in {display_path(src_dir)} "
-              + (f"({count(len(skipped), 'glTF file')} without an original)" if like_dir is not None
-                 else f"({count(len(skipped), 'file')} of formats without a {target} conversion)"),
-              file=err)
-        for p, r in skipped if like_dir is not None else ():
-            print(f"  {display_path(p)}: {r}", file=err)
-        for p, r in walk_errors:
-            print(f"  {display_path(p)}: {r}", file=err)
-        return 1 if walk_errors else 0
+        return result
     sizes = {}
     for src, _ in plan:
         try:
             sizes[src] = os.path.getsize(src)
         except OSError:
             sizes[src] = 0
-    progress = Progress(len(plan), err)
-    failures: list = list(walk_errors)
-    not_exported: list = []
-    written: list = []
-    warned: list = []
     workers = jobs if jobs and jobs > 0 else (os.cpu_count() or 1)
     workers = min(workers, len(plan))
 
     def record(src: str, status: str, res: Any) -> None:
         if status == "ok":
             if res.get("warnings"):
-                warned.append((src, list(res["warnings"])))
-            written.append(res["path"])
+                result.warned.append((src, list(res["warnings"])))
+            result.written.append(res["path"])
         elif status == "skipped":
-            not_exported.append((src, res))
+            result.not_exported.append((src, res))
         else:
-            failures.append((src, res))
-        progress.update(status != "failed", sizes[src], src)
-
-    def interrupted() -> int:
-        print(("\n" if progress.tty else "")
-              + f"potsherd: interrupted after {progress.done} of {count(len(plan), 'file')}; written "
-                "files are complete, no partial files were left", file=err)
-        return 130
+            result.failures.append((src, res))
+        events.finished(status != "failed", sizes[src], src)
 
     if workers <= 1 and timeout is None:
-        results = _in_process(plan, target, options, progress.started)
+        results = _in_process(plan, target, options, events.started)
     else:
-        results = run_in_workers(plan, target, options, workers, timeout, progress.started)
+        results = run_in_workers(plan, target, options, workers, timeout, events.started)
     try:
         for src, status, res in results:
             if status == "fatal":
                 _, where, reason = res
-                print(("\n" if progress.tty else "")
-                      + f"potsherd: error: {where}: {reason}", file=err)
-                return 1
+                result.fatal = (where, reason)
+                return result
             record(src, status, res)
     except KeyboardInterrupt:
-        return interrupted()
+        result.interrupted = True
     finally:
         results.close()
-    print(f"convert: {len(written)} of {count(len(plan), 'file')} converted to {what} in "
-          f"{display_path(dst_dir)}"
-          + (f" ({len(warned)} with warnings)" if warned else "")
-          + (f"; {count(len(skipped), 'file')} skipped (format has no {target} conversion)"
-             if skipped and like_dir is None else ""), file=err)
-    if skipped and like_dir is not None:
-        print(f"convert: {count(len(skipped), 'glTF file')} skipped:", file=err)
-        for src, msg in sorted(skipped):
-            print(f"  {display_path(src)}: {msg}", file=err)
-    if warned:
-        print(f"convert: {count(len(warned), 'file')} converted with warnings:", file=err)
-        for src, ws in sorted(warned):
-            more = f" (+{len(ws) - 3} more)" if len(ws) > 3 else ""
-            print(f"  {display_path(src)}: {'; '.join(ws[:3])}{more}", file=err)
-    if not_exported:
-        print(f"convert: {count(len(not_exported), 'file')} {'holds' if len(not_exported) == 1 else 'hold'} nothing to export:", file=err)
-        for src, msg in sorted(not_exported):
-            print(f"  {display_path(src)}: {msg}", file=err)
-    rc = 0
-    if failures:
-        print(f"convert: {count(len(failures), 'file')} failed:", file=err)
-        for src, msg in sorted(failures):
-            print(f"  {display_path(src)}: {msg}", file=err)
-        rc = 1
-    if validate and target in GLTF_TARGETS and written:
-        rc = max(rc, validate_outputs(sorted(written), err))
-    return rc
+    return result
 
 
 def _in_process(plan: list, target: str, options: dict, started) -> Iterator[tuple]:

@@ -13,7 +13,8 @@ from potsherd import registry
 from potsherd.cli import main
 from potsherd.core.errors import FormatError, MagicError
 from potsherd.document import Document
-from potsherd.convert import Progress, convert_folder, plan_folder
+from potsherd.cli.batch import Progress
+from potsherd.convert import convert_folder, plan_folder
 from potsherd.export.gltf import NoSceneError, document_scene, write_glb
 from potsherd.export.render import Gltf, render
 from potsherd.export.validate import validate_many, validator_available
@@ -146,7 +147,9 @@ def test_convert_folder_all_good_exit_zero(tmp_path, toy_codecs, capsys):
     (tmp_path / "src").mkdir()
     (tmp_path / "src" / "x.testcube").write_bytes(b"CUBE" + struct.pack("<f", 1.0))
     (tmp_path / "src" / "y.testcube").write_bytes(b"CUBE" + struct.pack("<f", 0.0))
-    assert convert_folder(str(tmp_path / "src"), str(tmp_path / "dst"), "gltf", {}, jobs=1) == 0
+    result = convert_folder(str(tmp_path / "src"), str(tmp_path / "dst"), "gltf", {}, jobs=1)
+    assert (result.exit_code, result.planned, result.failures) == (0, 2, [])
+    assert capsys.readouterr() == ("", "")           # the library prints nothing
     assert sorted(p.name for p in (tmp_path / "dst").iterdir()) == ["x.bin", "x.gltf"]
     if validator_available():
         r = validate_many([tmp_path / "dst" / "x.gltf"])[0]

@@ -10,7 +10,8 @@ from typing import Any
 
 from .. import api
 from ..api import UsageError, display_path, parse_options
-from ..convert import GLTF_TARGETS, convert_file, convert_folder, validate_outputs
+from ..convert import GLTF_TARGETS, convert_file
+from .batch import print_validation, run_convert_folder
 from .inputs import limits_from_args
 
 
@@ -82,10 +83,10 @@ def run(args) -> int:
             raise UsageError("--like is for importing glTF files back into game formats")
         if not args.to and like_dir is None:
             raise UsageError("folder conversion needs --to (e.g. --to glb)")
-        return convert_folder(args.input, args.output, _target_of(args) if args.to else "",
-                              settings, jobs=args.jobs or 0,
-                              validate=bool(getattr(args, "validate", False)),
-                              timeout=args.timeout, like_dir=like_dir)
+        return run_convert_folder(args.input, args.output, _target_of(args) if args.to else "",
+                                  settings, jobs=args.jobs or 0,
+                                  validate=bool(getattr(args, "validate", False)),
+                                  timeout=args.timeout, like_dir=like_dir)
     target = _target_of(args)
     if not target:
         raise UsageError("say the target with --to (glb, gltf, binary, ascii) or an output "
@@ -107,5 +108,5 @@ def run(args) -> int:
     print(f"{display_path(output)}: {summary['bytes']} bytes", flush=True,
           file=stream)
     if getattr(args, "validate", False) and target in GLTF_TARGETS and output != api.STDIO:
-        return validate_outputs([output])
+        return print_validation([output])
     return 0
