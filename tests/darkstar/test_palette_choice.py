@@ -121,6 +121,22 @@ def test_unreachable_index_is_one_warning_and_a_grey_ramp(tmp_path):
     assert choice.spec == str(other / "z.ppl") and not warnings
 
 
+def test_the_library_reports_the_palette_choice_as_an_event_and_prints_nothing(tmp_path, capsys):
+    """``extract_textures`` yields the choice as an ``info`` event (the command
+    line prints it); a codec whose ``textures`` takes no options gets no ``info``."""
+    from potsherd.export.textures import _takes_info, extract_textures
+    from potsherd.formats.darkstar.textures import bitmap_textures
+    (tmp_path / "b.ppl").write_bytes(pl98([5], [RED]))
+    (tmp_path / "t.bmp").write_bytes(bitmap(5))
+    events = list(extract_textures([str(tmp_path / "t.bmp")], str(tmp_path / "o")))
+    infos = [(p, d) for e, p, d in events if e == "info"]
+    assert len(infos) == 1 and infos[0][0] == str(tmp_path / "t.bmp")
+    assert infos[0][1].startswith("palette ") and "b.ppl: holds its PiDX 5" in infos[0][1]
+    assert [e for e, _, _ in events] == ["info", "ok"]
+    assert capsys.readouterr() == ("", "")
+    assert _takes_info(bitmap_textures) and not _takes_info(lambda doc: [])
+
+
 def test_textures_command_draws_by_pidx_and_names_the_choice(tmp_path, capsys):
     (tmp_path / "a.ppl").write_bytes(pl98([3], [BLUE]))
     (tmp_path / "b.ppl").write_bytes(pl98([5], [RED]))

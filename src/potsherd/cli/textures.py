@@ -36,7 +36,7 @@ def run(args: Any) -> int:
             print(f"skip  {api.display_path(path)}: {detail}", file=sys.stderr)
         elif event == "fail":
             print(f"FAIL  {api.display_path(path)}: {detail}", file=sys.stderr)
-        elif event in ("skip", "warn", "none"):
+        elif event in ("skip", "warn", "none", "info"):
             print(f"{event:<4}  {path}: {detail}", file=sys.stderr)
         elif not quiet:
             print(f"ok    {path}")

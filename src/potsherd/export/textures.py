@@ -87,6 +87,16 @@ def texture_options(codec, given: dict, data_root: str | None = None) -> dict:
     return opts
 
 
+def _takes_info(extract: Callable) -> bool:
+    """Does a codec's ``textures`` take ``info(path, text)`` (or any keyword)?"""
+    import inspect
+    try:
+        params = inspect.signature(extract).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(p.name == "info" or p.kind is p.VAR_KEYWORD for p in params)
+
+
 @dataclass
 class TextureTally:
     """What :func:`extract_textures` did: PNG files written, files with
@@ -106,7 +116,9 @@ def extract_textures(inputs: list[str], out_dir: str, *, limits: Limits = DEFAUL
     (mirroring each input folder), yielding what happened as ``(event, path,
     detail)``: ``walk-skip`` (a path the walk passed over), ``fail``,
     ``skip`` (a file named explicitly whose format holds no textures), ``warn``,
-    ``none`` (a file holding no textures), ``ok`` (``path`` the PNG written).
+    ``none`` (a file holding no textures), ``info`` (what an extractor chose,
+    e.g. a Darkstar bitmap's palette; ``path`` the file or member), ``ok``
+    (``path`` the PNG written).
     ``options_for(codec)``: the options of that codec's ``textures`` (see
     :func:`texture_options`).  Counts go to ``tally``."""
     tally = TextureTally() if tally is None else tally
@@ -142,12 +154,19 @@ def extract_textures(inputs: list[str], out_dir: str, *, limits: Limits = DEFAUL
             continue
         tally.files += 1
         before = len(doc.warnings)
+        options = dict(options_for(doc.codec)) if options_for else {}
+        infos: list[tuple[str, str]] = []
+        if _takes_info(extract):
+            options["info"] = lambda where, text: infos.append((where, text))
         try:
-            images = extract(doc, **(options_for(doc.codec) if options_for else {}))
+            images = extract(doc, **options)
         except FormatError as e:
+            yield from (("info", where, text) for where, text in infos)
             yield "fail", path, str(e)
             tally.failed += 1
             continue
+        for where, text in infos:
+            yield "info", where, text
         for w in doc.warnings:
             yield "warn", path, w
         if len(doc.warnings) > before:  # extraction warns for each texture it cannot decode

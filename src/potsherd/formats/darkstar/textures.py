@@ -15,10 +15,9 @@ entry point every exporter uses.
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 from functools import lru_cache
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 import numpy as np
 
@@ -481,10 +480,12 @@ def palette_for_bitmap(bm: dict, palette_doc) -> np.ndarray:
 
 
 def bitmap_textures(doc, *, palette: str = "", mips: bool = False, data_root: str = "",
-                    finder: PaletteFinder | None = None, **_: Any) -> list:
+                    finder: PaletteFinder | None = None,
+                    info: Callable[[str, str], None] | None = None, **_: Any) -> list:
     """``potsherd textures`` for PBMP / PBMA documents: each bitmap drawn with the
     palette the engine would use (:class:`PaletteFinder`), the choice said once
-    per palette on stderr, a missing index warned about in ``doc.warnings``."""
+    per palette to ``info(path, text)``, a missing index warned about in
+    ``doc.warnings``."""
     src = doc.source or "bitmap"
     if finder is None:
         finder = PaletteFinder(src, palette=palette, data_root=data_root or None,
@@ -502,9 +503,12 @@ def bitmap_textures(doc, *, palette: str = "", mips: bool = False, data_root: st
             rgba, choice = draw_bitmap(bm, finder, level=lv)
             if choice.describe() not in finder.reported:  # each choice is said once
                 finder.reported.add(choice.describe())
-                print(f"info  {src}: palette {choice.describe()}", file=sys.stderr)
+                if info is not None:
+                    info(src, f"palette {choice.describe()}")
             while finder.notes is not finder.warnings and finder.notes:
-                print(f"info  {src}: {finder.notes.pop(0)}", file=sys.stderr)
+                note = finder.notes.pop(0)
+                if info is not None:
+                    info(src, note)
             from PIL import Image
             out.append((name if lv == 0 else f"{name}_mip{lv}", Image.fromarray(rgba, "RGBA")))
     return out
@@ -644,7 +648,7 @@ def material_texture(name: str, source: str, *, palette: str = "",
 
 
 def windows_bitmap_textures(data: bytes, path: str, *, finder: PaletteFinder,
-                            **_: Any) -> list:
+                            info: Callable[[str, str], None] | None = None, **_: Any) -> list:
     """``potsherd textures`` for a Windows bitmap member of a volume: one image,
     drawn like a Phoenix bitmap (its palette index, else its own colour table)."""
     from PIL import Image
@@ -652,7 +656,8 @@ def windows_bitmap_textures(data: bytes, path: str, *, finder: PaletteFinder,
     rgba, choice = draw_bitmap(bm, finder, own=own)
     if choice.describe() not in finder.reported:
         finder.reported.add(choice.describe())
-        print(f"info  {path}: palette {choice.describe()}", file=sys.stderr)
+        if info is not None:
+            info(path, f"palette {choice.describe()}")
     stem = os.path.splitext(os.path.basename(path.split("::")[-1]))[0]
     return [(stem, Image.fromarray(rgba, "RGBA"))]
 
