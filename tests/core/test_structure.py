@@ -195,12 +195,7 @@ CLIENTS = ("cli", "__main__", "blender.addon")
 
 #: ``print`` calls below the command line, by module (known leaks and developer
 #: entry points; the count may go down, never up)
-PRINTS_ALLOWED = {
-    "potsherd.formats.fbx.tables": 1,           # the table generator's own main
-    "potsherd.view.server": 4,                  # the viewer's serving lines, its internal errors
-    "potsherd.view.site": 1,                    # the viewer's internal conversion errors
-    "potsherd.view.worker": 2,                  # the viewer's conversion worker: internal errors
-}
+PRINTS_ALLOWED: dict[str, int] = {}      # none left: every print is in cli/
 
 
 # ----------------------------------------------------------------------------

@@ -406,12 +406,24 @@ def cmd_view(args) -> int:
     """Serve the viewer for a file or folder on localhost until Ctrl-C."""
     from ..view import serve
     from ..view.server import RemoteBindRefused
+    from ..view.site import three_missing, vendor_dir
     if not os.path.exists(args.path):
         raise UsageError(f"{args.path}: no such file or folder")
+
+    def say_where(server) -> None:
+        if server.remote:
+            print(f"potsherd view: WARNING: serving on {args.host}, reachable from other "
+                  "machines; anyone with the address and token below can read the served "
+                  "folder", file=sys.stderr, flush=True)
+        print(f"potsherd view: serving {args.path} at {server.url} (Ctrl-C to stop)",
+              flush=True)
+        if vendor_dir() is None:
+            print(f"potsherd view: {three_missing()}: the 3D view is off, the tree and hex "
+                  "panes work", file=sys.stderr, flush=True)
     try:
         return serve(args.path, host=args.host, port=args.port,
                      open_browser=not args.no_browser, limits=limits_from_args(args),
-                     allow_remote=args.allow_remote)
+                     allow_remote=args.allow_remote, on_ready=say_where)
     except RemoteBindRefused as e:
         raise UsageError(str(e)) from None
     except OSError as e:

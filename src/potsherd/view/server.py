@@ -53,23 +53,26 @@ from __future__ import annotations
 import hmac
 import io
 import json
+import logging
 import mimetypes
 import os
 import secrets
 import selectors
 import socket
-import sys
 import threading
 import time
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from http.server import BaseHTTPRequestHandler
-from typing import Any
+from typing import Any, Callable
 from urllib.parse import parse_qs, quote, urlsplit
 
 from ..core.limits import DEFAULT_LIMITS, Limits
 from .confine import Refused, split_relative
 from .site import ApiError, STATIC, Site, _KINDS, _int, three_missing, vendor_dir
+
+#: internal errors go to the log (stderr unless the application configures it)
+_log = logging.getLogger("potsherd.view")
 
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 TOKEN_PARAM, TOKEN_HEADER, TOKEN_COOKIE = "token", "X-Potsherd-Token", "potsherd_token"
@@ -211,8 +214,7 @@ class Handler(BaseHTTPRequestHandler):
                               {"error": "NotFound" if isinstance(e, FileNotFoundError)
                                else "InternalError", "message": "cannot read the file"})
         except Exception as e:  # noqa: BLE001 - a bad file must not kill the server
-            print(f"potsherd view: internal error ({type(e).__name__}) on {url.path}",
-                  file=sys.stderr)
+            _log.error("potsherd view: internal error (%s) on %s", type(e).__name__, url.path)
             return self._json(500, {"error": "InternalError",
                                     "message": "internal error (see the server's console)"})
 
@@ -528,19 +530,13 @@ def make_server(root: str | os.PathLike, *, host: str = "127.0.0.1", port: int =
 
 def serve(root: str | os.PathLike, *, host: str = "127.0.0.1", port: int = 0,
           open_browser: bool = True, limits: Limits = DEFAULT_LIMITS,
-          allow_remote: bool = False, out=None) -> int:
-    """Serve until Ctrl-C; prints the address (with the token when remote)."""
+          allow_remote: bool = False,
+          on_ready: Callable[[ViewServer], None] | None = None) -> int:
+    """Serve until Ctrl-C.  ``on_ready(server)`` runs once it listens: the
+    command line prints ``server.url`` (with the token when remote) there."""
     server = make_server(root, host=host, port=port, limits=limits, allow_remote=allow_remote)
-    say = out or sys.stdout
-    if server.remote:
-        print(f"potsherd view: WARNING: serving on {host}, reachable from other machines; "
-              "anyone with the address and token below can read the served folder",
-              file=sys.stderr, flush=True)
-    print(f"potsherd view: serving {root} at {server.url} (Ctrl-C to stop)", file=say,
-          flush=True)
-    if vendor_dir() is None:
-        print(f"potsherd view: {three_missing()}: the 3D view is off, the tree and hex panes "
-              "work", file=out or sys.stderr, flush=True)
+    if on_ready is not None:
+        on_ready(server)
     if open_browser:
         import webbrowser
         threading.Timer(0.3, webbrowser.open, (server.url,)).start()

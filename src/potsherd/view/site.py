@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import io
 import json
+import logging
 import os
-import sys
 import threading
 from collections import OrderedDict
 from pathlib import Path
@@ -18,6 +18,9 @@ from ..core.errors import FormatError
 from ..core.limits import DEFAULT_LIMITS, Limits
 from .confine import Folder, Refused, shown, split_relative
 from .tree import DocTree
+
+#: internal errors go to the log (stderr unless the application configures it)
+_log = logging.getLogger("potsherd.view")
 
 STATIC = Path(__file__).resolve().parent / "static"
 #: three.js copied into the package at build time (see setup.py)
@@ -396,7 +399,7 @@ class Site:
                 from .worker import scrub_json
                 data = glb_bytes(scrub_json(gl, str(self.folder)), binary)
             except SceneExportError:
-                print(f"potsherd view: internal error converting {dkey[0]}", file=sys.stderr)
+                _log.error("potsherd view: internal error converting %s", dkey[0])
                 raise ApiError(422, "SceneExportError", f"{dkey[0]}: internal error in the "
                                f"{doc.codec.name} export (see the server's console)") from None
             except FormatError as e:

@@ -8,6 +8,7 @@ child, ever writes to it).
 """
 from __future__ import annotations
 
+import logging
 import os
 import pickle
 import queue
@@ -17,6 +18,9 @@ import sys
 import threading
 import time
 from typing import Any
+
+#: internal errors go to the log (stderr unless the application configures it)
+_log = logging.getLogger("potsherd.view")
 
 #: address space of one conversion child (numpy, the families and one big scene)
 AS_LIMIT = 4 << 30
@@ -208,7 +212,7 @@ def main() -> None:
         try:
             answer: tuple = ("ok", _convert(req, limit))
         except SceneExportError:
-            print(f"potsherd view: internal error converting {req.get('name')}", file=sys.stderr)
+            _log.error("potsherd view: internal error converting %s", req.get("name"))
             answer = ("error", 422, "SceneExportError", "internal error in the export (see the "
                       "server's console)", {})
         except FormatError as e:
@@ -223,8 +227,8 @@ def main() -> None:
         except (MemoryError, RecursionError):
             answer = ("error", 422, "LimitError", "too large or deep to convert", {})
         except Exception as e:  # noqa: BLE001 - reported without its text
-            print(f"potsherd view: internal error ({type(e).__name__}) converting "
-                  f"{req.get('name')}", file=sys.stderr)
+            _log.error("potsherd view: internal error (%s) converting %s", type(e).__name__,
+                       req.get("name"))
             answer = ("error", 422, "SceneExportError", "internal error in the export (see the "
                       "server's console)", {})
         _send(stdout, answer)
