@@ -19,20 +19,9 @@ import potsherd
 from corpus_paths import CORPUS_ROOT
 from potsherd.core.errors import CountError, FormatError
 from potsherd.formats.ko.codecs import tlt_grid
+from ko_bytes import f32, i32, s
 
 CORPUS = CORPUS_ROOT / "ko"
-
-
-def i32(*v):
-    return struct.pack(f"<{len(v)}i", *v)
-
-
-def f32(*v):
-    return struct.pack(f"<{len(v)}f", *v)
-
-
-def s(b: bytes) -> bytes:
-    return i32(len(b)) + b
 
 
 def transform(name=b"t", pos=(1, 2, 3)):

@@ -13,20 +13,9 @@ from potsherd import FormatError
 from potsherd.scene.xform import (mirror_x, mirror_x_matrix, mirror_x_quat, quat_to_matrix,
                                   trs_to_matrix)
 from corpus_paths import CORPUS_ROOT
+from ko_bytes import f32, i32, s
 
 CORPUS = CORPUS_ROOT / "ko" / "data"
-
-
-def i32(*v):
-    return struct.pack(f"<{len(v)}i", *v)
-
-
-def f32(*v):
-    return struct.pack(f"<{len(v)}f", *v)
-
-
-def s(b):
-    return i32(len(b)) + b
 
 
 def one_triangle_at(x, y, z) -> bytes:

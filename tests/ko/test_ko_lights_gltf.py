@@ -15,18 +15,7 @@ import pytest
 import potsherd
 from potsherd.export.gltf import write_gltf
 from potsherd.scene import Camera, Light, Scene
-
-
-def i32(*v):
-    return struct.pack(f"<{len(v)}i", *v)
-
-
-def f32(*v):
-    return struct.pack(f"<{len(v)}f", *v)
-
-
-def s(b: bytes) -> bytes:
-    return i32(len(b)) + b
+from ko_bytes import f32, i32, s
 
 
 def transform(name=b"t", pos=(0, 0, 0), scale=(1, 1, 1)):

@@ -13,24 +13,13 @@ from potsherd import Document
 from potsherd.formats.ko.scene import KeyTrack, skin_arrays
 from potsherd.scene import Scene, trs_to_matrix
 from corpus_paths import CORPUS_ROOT
+from ko_bytes import f32, i32, s
 
 CORPUS = CORPUS_ROOT / "ko"
 
 
-def i32(*v):
-    return struct.pack(f"<{len(v)}i", *v)
-
-
-def f32(*v):
-    return struct.pack(f"<{len(v)}f", *v)
-
-
 def u16(*v):
     return struct.pack(f"<{len(v)}H", *v)
-
-
-def s(b):
-    return i32(len(b)) + b
 
 
 def key(kind, rate, values):

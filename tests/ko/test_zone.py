@@ -20,27 +20,12 @@ import potsherd
 from potsherd.export import gltf
 from potsherd.scene import trs_to_matrix
 from corpus_paths import CORPUS_ROOT
+from ko_bytes import f32, i32, s, u32
 
 CORPUS = CORPUS_ROOT / "ko"
 ZONES = CORPUS / "data" / "Zones"
 
 A8R8G8B8 = 21
-
-
-def i32(*v):
-    return struct.pack(f"<{len(v)}i", *v)
-
-
-def u32(*v):
-    return struct.pack(f"<{len(v)}I", *v)
-
-
-def f32(*v):
-    return struct.pack(f"<{len(v)}f", *v)
-
-
-def s(b: bytes) -> bytes:
-    return i32(len(b)) + b
 
 
 def name260(b: bytes) -> bytes:

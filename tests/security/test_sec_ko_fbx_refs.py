@@ -9,18 +9,7 @@ import struct
 from pathlib import Path
 
 from conftest import assert_clean, run_potsherd
-
-
-def i32(*v):
-    return struct.pack(f"<{len(v)}i", *v)
-
-
-def f32(*v):
-    return struct.pack(f"<{len(v)}f", *v)
-
-
-def s(b):
-    return i32(len(b)) + b
+from ko_bytes import f32, i32, s
 
 
 def joint(name: bytes) -> bytes:
