@@ -7,7 +7,6 @@ for byte, and build the same bytes from a document written in Python.
 from __future__ import annotations
 
 import json
-import struct
 
 import numpy as np
 import pytest
@@ -17,36 +16,7 @@ from potsherd import Document, FormatError
 from potsherd.core.errors import CountError, TruncatedError
 from potsherd.core.values import RawString
 from potsherd.formats.ko.codecs import CODECS, LAYOUT, replay_pmesh
-
-
-# --- byte helpers (independent of the layout engine) --------------------------
-
-def i32(*v: int) -> bytes:
-    return struct.pack(f"<{len(v)}i", *v)
-
-
-def u32(*v: int) -> bytes:
-    return struct.pack(f"<{len(v)}I", *v)
-
-
-def f32(*v: float) -> bytes:
-    return struct.pack(f"<{len(v)}f", *v)
-
-
-def i16(*v: int) -> bytes:
-    return struct.pack(f"<{len(v)}h", *v)
-
-
-def u16(*v: int) -> bytes:
-    return struct.pack(f"<{len(v)}H", *v)
-
-
-def u8(*v: int) -> bytes:
-    return bytes(v)
-
-
-def s(b: bytes) -> bytes:
-    return i32(len(b)) + b
+from ko_bytes import f32, i16, i32, s, u8, u16, u32   # independent of the layout engine
 
 
 MATERIAL_VALUES = [0.5, 0.25, 1.0, 1.0] * 4 + [2.0]
