@@ -73,6 +73,22 @@ class ShapeImportError(ValueFormatError):
     """A scene the shape format cannot hold."""
 
 
+def _row_names(lp: dict, table: str) -> list[str]:
+    """The name of each row of a ``--like`` shape's ``table`` ("" for a name
+    index out of range)."""
+    names = [name_text(bytes(x)) for x in lp["names"]["name"]]
+    return [names[ni] if 0 <= (ni := int(r["fName"])) < len(names) else "" for r in lp[table]]
+
+
+def _rows_by_name(lp: dict | None, table: str) -> dict:
+    """The ``--like`` shape's rows of ``table`` by name, the first of each."""
+    out: dict = {}
+    if lp is not None:
+        for name, r in zip(_row_names(lp, table), lp[table]):
+            out.setdefault(name, r)
+    return out
+
+
 def _tables(cls: str, version: int) -> dict[str, np.dtype]:
     """The record dtype of each table field of a (class, version) payload."""
     return {f.name: f.storage.table_dtype for f in LAYOUT.record(f"{cls} v{version}").fields
@@ -519,12 +535,7 @@ def build_shape(model: ShapeModel, version: int, *, details: list | None = None,
         node_rows[i] = (names(n.name), n.parent, len(ss), ss[0] if ss else 0, default_tf[i])
     seq_rows = _table(t["sequences"], len(seqs))
     triggers = []
-    like_seq = {}
-    if lp is not None:
-        lnames = [name_text(bytes(x)) for x in lp["names"]["name"]]
-        for r in lp["sequences"]:
-            ni = int(r["fName"])
-            like_seq.setdefault(lnames[ni] if 0 <= ni < len(lnames) else "", r)
+    like_seq = _rows_by_name(lp, "sequences")
     for s, seq in enumerate(seqs):
         row = seq_rows[s]
         row["fName"] = names(seq.name)
@@ -563,12 +574,7 @@ def build_shape(model: ShapeModel, version: int, *, details: list | None = None,
             sv = np.array(sc, np.float64)
             for c, k in enumerate(("fScaleX", "fScaleY", "fScaleZ")):
                 tf_rows[k] = sv[:, c]
-    like_obj_flags = {}
-    if lp is not None:
-        lnames = [name_text(bytes(x)) for x in lp["names"]["name"]]
-        for r in lp["objects"]:
-            ni = int(r["fName"])
-            like_obj_flags.setdefault(lnames[ni] if 0 <= ni < len(lnames) else "", r)
+    like_obj_flags = _rows_by_name(lp, "objects")
     ob_rows = _table(t["objects"], len(obj_rows))
     for i, o in enumerate(obj_rows):
         ss = obj_subs.get(i, [])
@@ -612,9 +618,7 @@ def build_shape(model: ShapeModel, version: int, *, details: list | None = None,
     transitions = _table(t["transitions"], 0)
     if lp is not None and len(lp.get("transitions", ())) and lp["transitions"].dtype == t["transitions"]:
         # transitions name sequences by index: kept while the sequence names line up
-        lnames = [name_text(bytes(x)) for x in lp["names"]["name"]]
-        old = [lnames[int(r["fName"])] if 0 <= int(r["fName"]) < len(lnames) else "" for r in lp["sequences"]]
-        if old == [s.name for s in seqs]:
+        if _row_names(lp, "sequences") == [s.name for s in seqs]:
             transitions = lp["transitions"].copy()
         else:
             warnings.append("transitions of the original dropped: its sequences changed")
