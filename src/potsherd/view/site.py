@@ -233,11 +233,12 @@ class Site:
                 flight.set()
 
     # --- documents --------------------------------------------------------
-    def _doc_get(self, key):
+    def _recent(self, cache: OrderedDict, key):
+        """``cache[key]`` marked as just used, or None (a least-recently-used cache)."""
         with self._lock:
-            hit = self._docs.get(key)
+            hit = cache.get(key)
             if hit is not None:
-                self._docs.move_to_end(key)
+                cache.move_to_end(key)
             return hit
 
     def document(self, rel: str):
@@ -270,7 +271,7 @@ class Site:
                         self._docs.popitem(last=False)
                 return entry
 
-            return self._once(("doc", key), lambda k: self._doc_get(k[1]), compute,
+            return self._once(("doc", key), lambda k: self._recent(self._docs, k[1]), compute,
                               self.decoding)
         finally:
             os.close(fd)
@@ -344,13 +345,6 @@ class Site:
             out.setdefault("data_root", str(self.folder))
         return out
 
-    def _glb_get(self, key):
-        with self._lock:
-            hit = self._glbs.get(key)
-            if hit is not None:
-                self._glbs.move_to_end(key)
-            return hit
-
     def glb(self, rel: str, options: dict) -> bytes:
         from ..errors import SceneExportError
         from ..export.gltf import document_scene, glb_bytes, scene_to_gltf
@@ -410,7 +404,7 @@ class Site:
                     from None
             return data
 
-        return self._once(key, self._glb_get, compute, self.converting)
+        return self._once(key, lambda k: self._recent(self._glbs, k), compute, self.converting)
 
     def relative_spec(self, spec: str) -> str | None:
         """An absolute palette spec (``FILE`` or ``ARCHIVE::member``) as a ``palette=``
