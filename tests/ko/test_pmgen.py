@@ -3,6 +3,8 @@
 level is valid, and the levels keep the shape (a sphere's faces stay near it)."""
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from potsherd.formats.ko import pmgen
 from potsherd.formats.ko.pmgen import build_progressive, replay
@@ -251,3 +253,22 @@ def test_the_attribute_grid_sums_as_the_per_row_einsum(monkeypatch):
     assert len(rows_costs) > 10 and grid_costs == rows_costs
     assert grid.collapses.tobytes() == rows.collapses.tobytes()
     assert np.array_equal(grid.indices, rows.indices)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 8), st.integers(0, 2), st.booleans()), max_size=25),
+       st.integers(0, 4), st.integers(0, 6))
+def test_counts_at_a_vertex_count_are_the_engine_loops(recs, min_v, min_i):
+    """The prefix-sum counts (used to search LOD stops) equal the engine's
+    split loop's for every target, zero-vertex records and flags included."""
+    from potsherd.formats.ko.scene import pmesh_at_vertex_count, pmesh_counts_at_vertex_count
+    from potsherd.formats.ko.wire import record_table
+    t = np.zeros(len(recs), record_table("collapse").dtype)
+    if recs:
+        t["indicesToLose"], t["verticesToLose"], t["shouldCollapse"] = zip(*recs)
+    m = {"collapses": t, "indices": np.zeros(3, np.uint16), "indexChanges": np.zeros(0, np.int32),
+         "minVertexCount": min_v, "minIndexCount": min_i}
+    targets = np.arange(-1, min_v + 2 * len(recs) + 2)
+    nv, ni = pmesh_counts_at_vertex_count(m, targets)
+    assert [(int(a), int(b)) for a, b in zip(nv, ni)] == \
+        [pmesh_at_vertex_count(m, int(x))[:2] for x in targets]

@@ -74,6 +74,18 @@ class Progressive:
     min_indices: int
 
 
+def _sum_into(n: int, index: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """``out[index[i]] += values[i]`` for every ``i`` in order, into ``n`` zero rows
+    of ``values``' row shape: what ``np.add.at`` does, by one ``np.bincount`` per
+    entry (it sums in the same order, so the results are the same floats), many
+    times faster on the (N, 4, 4) quadrics."""
+    flat = values.reshape(len(values), -1)
+    out = np.empty((n, flat.shape[1]))
+    for e in range(flat.shape[1]):
+        out[:, e] = np.bincount(index, weights=flat[:, e], minlength=n)
+    return out.reshape((n,) + values.shape[1:])
+
+
 def _plane_quadrics(pos: np.ndarray, tris: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per-face (T, 4, 4) area-weighted plane quadrics and unit normals."""
     a, b, c = pos[tris[:, 0]], pos[tris[:, 1]], pos[tris[:, 2]]
@@ -111,10 +123,7 @@ def _attribute_quadrics(pos: np.ndarray, attrs: np.ndarray, tris: np.ndarray) ->
     q = np.zeros((len(tris), n + 1, n + 1))
     q[:, :n, :n], q[:, :n, n], q[:, n, :n], q[:, n, n] = A, b, b, c
     q *= area[:, None, None]
-    out = np.zeros((len(pos), n + 1, n + 1))
-    for k in range(3):
-        np.add.at(out, tris[:, k], q)
-    return out
+    return _sum_into(len(pos), tris.T.reshape(-1), np.concatenate([q, q, q]))
 
 
 def _open_edges(edges: np.ndarray) -> np.ndarray:
@@ -149,9 +158,7 @@ def _border_quadrics(pos: np.ndarray, tris: np.ndarray, normals: np.ndarray,
     d = -np.einsum("ij,ij->i", n, a)
     p = np.concatenate([n, d[:, None]], axis=1)
     q = np.einsum("ti,tj->tij", p, p) * (weight * length * length)[:, None, None]
-    np.add.at(out, e[:, 0], q)
-    np.add.at(out, e[:, 1], q)
-    return out
+    return _sum_into(len(pos), np.concatenate([e[:, 0], e[:, 1]]), np.concatenate([q, q]))
 
 
 class _Mesh:
@@ -171,11 +178,13 @@ class _Mesh:
         self.tris = tris.copy()
         self.corners: list[list[int]] = tris.tolist()    # the same, for Python-side walks
         self.alive_tri = np.ones(len(tris), bool)
-        self.vert_tris: list[set] = [set() for _ in range(len(pos))]
-        for t, (a, b, c) in enumerate(self.corners):
-            self.vert_tris[a].add(t)
-            self.vert_tris[b].add(t)
-            self.vert_tris[c].add(t)
+        # each vertex's faces, added in ascending face order as a loop over the
+        # faces would add them (so the sets iterate alike), from one stable sort
+        flat = tris.reshape(-1)
+        by_vertex = np.argsort(flat, kind="stable")
+        faces = (by_vertex // 3).tolist()
+        ends = np.searchsorted(flat[by_vertex], np.arange(len(pos) + 1)).tolist()
+        self.vert_tris: list[set] = [set(faces[ends[v]:ends[v + 1]]) for v in range(len(pos))]
 
     def neighbours(self, v: int) -> set:
         out: set = set()
@@ -361,12 +370,9 @@ def build_progressive(positions: np.ndarray, triangles: np.ndarray,
     for v, g in enumerate(label.tolist()):
         groups[g].append(v)
     face_q, face_n = _plane_quadrics(pos, tris)
-    q_vertex = np.zeros((nv_total, 4, 4))
-    for k in range(3):
-        np.add.at(q_vertex, tris[:, k], face_q)
+    q_vertex = _sum_into(nv_total, tris.T.reshape(-1), np.concatenate([face_q] * 3))
     q_vertex += _border_quadrics(pos, tris, face_n, label)
-    q = np.zeros((len(groups), 4, 4))       # one quadric per position
-    np.add.at(q, label, q_vertex)
+    q = _sum_into(len(groups), label, q_vertex)     # one quadric per position
     ext = np.ptp(pos, axis=0).max() if len(pos) else 1.0
     scale2 = float(ext * ext) or 1.0
 

@@ -66,6 +66,33 @@ class UnresolvedReferencesError(FormatError):
 # meshes
 
 
+def pmesh_counts_at_vertex_count(m: dict, targets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The vertex and index counts :func:`pmesh_at_vertex_count` reaches for each of
+    ``targets``, without touching the index buffer: the same stopping rule on the
+    prefix sums of the records (for callers that search many targets)."""
+    lose_i, lose_v, keep_going = (np.asarray(c, np.int64) for c in record_columns(
+        m["collapses"], "collapse", "indicesToLose", "verticesToLose", "shouldCollapse"))
+    nv0, ni0 = int(m["minVertexCount"]), int(m["minIndexCount"])
+    count = len(lose_v)
+    after = nv0 + np.cumsum(lose_v)
+    before = after - lose_v
+    done_i = ni0 + np.concatenate([[0], np.cumsum(lose_i)])       # indices after k splits
+    done_v = np.concatenate([[nv0], after])
+    t = np.asarray(targets, np.int64).reshape(-1)
+    if (lose_v < 0).any():          # (a hostile file's counts: the loop's own answer)
+        got = [pmesh_at_vertex_count(m, int(x))[:2] for x in t]
+        return (np.array([g[0] for g in got], np.int64), np.array([g[1] for g in got], np.int64))
+    # k, the splits of the first loop: records up to the first whose vertex count
+    # before is the target's or whose count after passes it (both grow with k)
+    fail_after = np.searchsorted(after, t, side="right")          # first k with after > t
+    fail_before = np.searchsorted(before, t, side="left")         # first k with before >= t
+    k = np.minimum(fail_after, fail_before) if count else np.zeros(len(t), np.int64)
+    # then the flagged ones that follow: up to the next unflagged record
+    unflagged = np.append(np.flatnonzero(keep_going == 0), count)
+    k = unflagged[np.searchsorted(unflagged, k)]
+    return done_v[k], done_i[k]
+
+
 def pmesh_at_vertex_count(m: dict, target: int) -> tuple[int, int, np.ndarray]:
     """The engine's ``SetLODByNumVertices`` from the stored lowest detail: split
     collapses in file order while the next one does not overshoot ``target``,

@@ -266,17 +266,16 @@ def _lods_keep_triangles(root: dict) -> None:
     triangle to the fewest vertices that still draw one: where a simplifier's order
     empties a small mesh early, a fraction of its vertices can land past the last
     triangle, and the engine would then show nothing at a middle distance."""
-    from ..scene import pmesh_at_vertex_count
+    from ..scene import pmesh_counts_at_vertex_count
     lods, n = root["lods"], int(root["vertexCount"])
     for k in range(len(lods) - 1):
         v = int(lods[k]["vertexCount"])
-        if v >= n or pmesh_at_vertex_count(root, v)[1] >= 3:
+        if v >= n or pmesh_counts_at_vertex_count(root, [v])[1][0] >= 3:
             continue
-        lo, hi = v, n                   # triangles grow with vertices: the first that draws
-        while lo + 1 < hi:
-            mid = (lo + hi) // 2
-            lo, hi = (mid, hi) if pmesh_at_vertex_count(root, mid)[1] < 3 else (lo, mid)
-        lods[k]["vertexCount"] = hi
+        # triangles grow with vertices: the first count that draws one
+        everyone = np.arange(v, n + 1)
+        draws = np.flatnonzero(pmesh_counts_at_vertex_count(root, everyone)[1] >= 3)
+        lods[k]["vertexCount"] = int(everyone[draws[0]]) if len(draws) else n
 
 
 def _same_pmesh_geometry(geo: Geometry, like: dict) -> bool:
