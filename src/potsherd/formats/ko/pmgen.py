@@ -75,15 +75,23 @@ class Progressive:
 
 
 def _sum_into(n: int, index: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """``out[index[i]] += values[i]`` for every ``i`` in order, into ``n`` zero rows
-    of ``values``' row shape: what ``np.add.at`` does, by one ``np.bincount`` per
-    entry (it sums in the same order, so the results are the same floats), many
-    times faster on the (N, 4, 4) quadrics."""
-    flat = values.reshape(len(values), -1)
-    out = np.empty((n, flat.shape[1]))
-    for e in range(flat.shape[1]):
-        out[:, e] = np.bincount(index, weights=flat[:, e], minlength=n)
-    return out.reshape((n,) + values.shape[1:])
+    """``out[index[i]] += values[i]`` for every ``i`` in order, into ``n`` zero
+    (k, k) symmetric matrices: what ``np.add.at`` does (see :func:`_sum_upper`)."""
+    k = values.shape[-1]
+    upper = np.triu_indices(k)
+    return _sum_upper(n, index, values[:, upper[0], upper[1]].T, k)
+
+
+def _sum_upper(n: int, index: np.ndarray, upper: np.ndarray, k: int) -> np.ndarray:
+    """(n, k, k) symmetric sums of the matrices whose upper halves (in
+    ``np.triu_indices(k)`` order) are the rows of ``upper`` (entries, N), each
+    summed into row ``index[i]`` in ``i`` order, by one ``np.bincount`` per entry:
+    it sums in ``np.add.at``'s order, so the floats are the same, in a fraction
+    of its time, and a quadric's lower half is its upper half's mirror."""
+    out = np.empty((n, k, k))
+    for i, j, column in zip(*np.triu_indices(k), np.ascontiguousarray(upper)):
+        out[:, i, j] = out[:, j, i] = np.bincount(index, weights=column, minlength=n)
+    return out
 
 
 def _plane_quadrics(pos: np.ndarray, tris: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -114,16 +122,23 @@ def _attribute_quadrics(pos: np.ndarray, attrs: np.ndarray, tris: np.ndarray) ->
     l2 = np.linalg.norm(e2, axis=1)
     e2 = e2 / np.where(l2 > 0, l2, 1.0)[:, None]
     n = pts.shape[1]
-    A = np.eye(n)[None] - np.einsum("ti,tj->tij", e1, e1) - np.einsum("ti,tj->tij", e2, e2)
     d1, d2 = np.einsum("ij,ij->i", p1, e1), np.einsum("ij,ij->i", p1, e2)
-    b = d1[:, None] * e1 + d2[:, None] * e2 - p1
-    c = np.einsum("ij,ij->i", p1, p1) - d1 * d1 - d2 * d2
     a, bb, cc = pos[tris[:, 0]], pos[tris[:, 1]], pos[tris[:, 2]]
     area = np.linalg.norm(np.cross(bb - a, cc - a), axis=1) / 2
-    q = np.zeros((len(tris), n + 1, n + 1))
-    q[:, :n, :n], q[:, :n, n], q[:, n, :n], q[:, n, n] = A, b, b, c
-    q *= area[:, None, None]
-    return _sum_into(len(pos), tris.T.reshape(-1), np.concatenate([q, q, q]))
+    # the upper half of each face's [[A, b], [b, c]] times its area, entry by
+    # entry: A = I - e1 e1^T - e2 e2^T, b = d1 e1 + d2 e2 - p1,
+    # c = p1.p1 - d1^2 - d2^2 (the same operations, so the same floats, as
+    # building the (T, n+1, n+1) matrices, without them)
+    e1t, e2t, p1t = e1.T, e2.T, p1.T
+    rows = []
+    for i, j in zip(*np.triu_indices(n + 1)):
+        if j < n:
+            rows.append(((1.0 if i == j else 0.0) - e1t[i] * e1t[j] - e2t[i] * e2t[j]) * area)
+        elif i < n:
+            rows.append((d1 * e1t[i] + d2 * e2t[i] - p1t[i]) * area)
+        else:
+            rows.append((np.einsum("ij,ij->i", p1, p1) - d1 * d1 - d2 * d2) * area)
+    return _sum_upper(len(pos), tris.T.reshape(-1), np.tile(np.array(rows), 3), n + 1)
 
 
 def _open_edges(edges: np.ndarray) -> np.ndarray:
