@@ -14,6 +14,7 @@ from potsherd.export import render as rd
 from potsherd.export.gltf import scene_to_gltf, valid_text, write_glb, write_gltf
 from potsherd.scene import (Animation, Channel, Image, Material, Mesh, Node, Primitive, Scene,
                             TextureRef)
+from srgb_formula import decode, encode   # (IEC 61966-2-1, not the renderer's)
 
 
 def _rig_scene() -> Scene:
@@ -120,8 +121,13 @@ def test_blend_mixes_half_transparent_texels(tmp_path):
     left, _ = _front_pixels(tmp_path, "BLEND", 128)
     red, _ = _front_pixels(tmp_path, "BLEND", 0)
     magenta, _ = _front_pixels(tmp_path, "OPAQUE", 0)
+    # the texel's alpha is linear (never sRGB-decoded) and blending mixes linear
+    # light: the pictures are sRGB-encoded, so the mix is of their decoded values
     a = 128 / 255
-    assert np.allclose(left, a * magenta + (1 - a) * red, atol=1e-6)
+    want = encode(a * decode(magenta) + (1 - a) * decode(red))
+    assert np.allclose(left, want, atol=1e-6)
+    # (mixing the encoded values, as the renderer once did, is visibly darker)
+    assert np.abs(left - (a * magenta + (1 - a) * red)).max() > 0.1
     # MASK with the default cutoff 0.5 keeps a texel of alpha 128/255 (> 0.5) whole
     kept, _ = _front_pixels(tmp_path, "MASK", 128)
     assert np.allclose(kept, magenta)

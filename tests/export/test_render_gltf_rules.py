@@ -188,7 +188,8 @@ def _textured_quad(tmp_path, image: bytes, texture: dict, info_ext: dict | None 
 
 
 def _centre_texel(path: str) -> np.ndarray:
-    """The colour the front view's centre pixel samples, unshaded."""
+    """The base colour the front view's centre pixel samples, unshaded (linear light:
+    the texel sRGB-decoded, which leaves 0 and 1 as they are)."""
     (tr,) = rd.scene_triangles(rd.Gltf(path))
     if tr["tex"] is None:
         return None

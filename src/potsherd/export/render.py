@@ -4,6 +4,12 @@ Renders a .glb/.gltf from four orthographic views (front = camera on +Z,
 right = camera on +X, top = camera on +Y, and a 3/4 view) into one PNG:
 z-buffer, Lambert shading, base colour factor x texture (nearest) x vertex
 colour, skinning and morph weights evaluated at a chosen animation time.
+Colour is handled as glTF defines it: texels of the base colour and emissive
+textures are sRGB-encoded and decoded to linear light; ``baseColorFactor``,
+``COLOR_0`` and ``emissiveFactor`` are linear already.  The base colour
+(texel x factor x COLOR_0), its shading and the emission added to it, and the
+blending of ``BLEND`` surfaces, are all in linear light; the finished pixel is
+sRGB-encoded for the PNG.  Alpha is never passed through the transfer function.
 Alpha is honoured as a viewer does: ``MASK`` drops fragments below the
 cutoff, ``BLEND`` surfaces are composited over the opaque ones, ``OPAQUE``
 ignores alpha.  ``KHR_texture_transform`` moves the texture's UVs (the
@@ -31,6 +37,7 @@ from PIL import Image, ImageDraw
 
 from ..core.errors import FormatError, LimitError
 from ..core.limits import DEFAULT_LIMITS
+from ..scene.bake_colors import linear_to_srgb, srgb_to_linear
 from ..scene.gltf_access import GltfAccess
 from ..scene.gltf_instancing import drawn_budget
 from ..scene.geometry import strip_or_fan_triangles
@@ -43,6 +50,17 @@ KTX2_MAGIC = b"\xabKTX 20\xbb\r\n\x1a\n"
 _DT = {5120: np.int8, 5121: np.uint8, 5122: np.int16, 5123: np.uint16, 5125: np.uint32,
        5126: np.float32}
 _NC = {"SCALAR": 1, "VEC2": 2, "VEC3": 3, "VEC4": 4, "MAT2": 4, "MAT3": 9, "MAT4": 16}
+
+# The picture's fixed colours, given as the sRGB values they show as; the
+# rasteriser works with their linear-light equivalents.
+#: the clear colour (sRGB)
+BACKGROUND = (0.22, 0.24, 0.27)
+#: a back face shows as half its sRGB colour plus this: a marker, not light, so
+#: it is mixed in sRGB (as loud on dark and light colours as it always was)
+BACK_TINT = (0.5, 0.0, 0.5)
+#: the lowest shade (the side turned from the light), in linear light: the
+#: sRGB 0.35 the renderer's unlit side showed before it shaded in linear light
+AMBIENT = float(srgb_to_linear(0.35))
 
 
 # ---- loading -----------------------------------------------------------------
@@ -147,8 +165,9 @@ class Gltf:
             self._acc_cache[p["indices"]] = np.asarray(mesh.faces, np.int64).reshape(-1, 1)
 
     def image(self, ii: int) -> np.ndarray | None:
-        """Image ``ii`` as RGBA floats in [0, 1], decoded once (atlases serve many
-        primitives); None, with a note, when Pillow cannot decode it (KTX2)."""
+        """Image ``ii`` as RGBA floats in [0, 1], as stored (colour sRGB-encoded,
+        alpha linear), decoded once (atlases serve many primitives); None, with
+        a note, when Pillow cannot decode it (KTX2)."""
         cache = self._image_cache
         if ii not in cache:
             im = self.json["images"][ii]
@@ -289,6 +308,11 @@ def node_matrices(g: Gltf, ni: int, world: np.ndarray) -> np.ndarray:
 def scene_triangles(g: Gltf, animation: int | None = None, t: float = 0.0) -> list:
     """Posed triangles: list of dicts (pos (T,3,3), nrm, uv, color (T,3,4), tex, double).
 
+    ``color`` is COLOR_0 x baseColorFactor, linear light (both are linear in
+    glTF); ``tex`` and ``etex`` are the images as stored, sRGB-encoded colour
+    (decoded to linear per fragment by :func:`_fragment_rgba` and the
+    rasteriser); ``emissive`` is emissiveFactor, linear.
+
     Corners are in the order that makes a front face counter-clockwise: a
     triangle drawn with a mirroring matrix (the node's world matrix, times
     the instance's, has a negative determinant: glTF's rule, which holds for a
@@ -357,7 +381,7 @@ def scene_triangles(g: Gltf, animation: int | None = None, t: float = 0.0) -> li
             mirrored = np.linalg.det(facing[:, :3, :3]) < 0          # (K,)
             kidx = np.where(mirrored[:, None, None], idx[None, :, ::-1], idx[None])   # (K, T, 3)
             kk = np.arange(len(m))[:, None, None]
-            col = np.ones((len(pos), 4))
+            col = np.ones((len(pos), 4))      # (linear, as COLOR_0 and the factor are)
             if "COLOR_0" in at:
                 c = g.accessor(at["COLOR_0"]).astype(float)
                 col[:, : c.shape[1]] = c
@@ -376,6 +400,7 @@ def scene_triangles(g: Gltf, animation: int | None = None, t: float = 0.0) -> li
                         "color": col[flat], "tex": tex, "double": mat.get("doubleSided", False),
                         "blend": mat.get("alphaMode") == "BLEND", "etex": etex, "euv": euv,
                         "emissive": np.array(mat.get("emissiveFactor", [0.0, 0.0, 0.0]), float),
+                        "emap": "emissiveTexture" in mat,
                         "alpha": mat.get("alphaMode", "OPAQUE"),
                         "cutoff": float(mat.get("alphaCutoff", 0.5))})
     return out
@@ -399,12 +424,14 @@ def _basis(d: np.ndarray, up: np.ndarray) -> np.ndarray:
 
 
 def _raster(tris: list, basis: np.ndarray, size: int, bounds: tuple) -> np.ndarray:
+    """The picture of ``tris`` in one view, (size, size, 3) sRGB-encoded floats
+    in [0, 1]; everything before the encoding is linear light."""
     lo, hi = bounds
     span = max(hi[0] - lo[0], hi[1] - lo[1], 1e-9) * 1.1
     cx, cy = (lo[0] + hi[0]) / 2, (lo[1] + hi[1]) / 2
     scale = size / span
     img = np.empty((size, size, 3))
-    img[:] = (0.22, 0.24, 0.27)
+    img[:] = srgb_to_linear(BACKGROUND)
     zbuf = np.full(size * size, np.inf)
     light = -basis[2] * 0.6 + basis[1] * 0.6 + basis[0] * 0.3
     light /= np.linalg.norm(light)
@@ -480,33 +507,47 @@ def _raster(tris: list, basis: np.ndarray, size: int, bounds: tuple) -> np.ndarr
             n = n / np.maximum(np.linalg.norm(n, axis=1, keepdims=True), 1e-12)
             fr = front[tri]
             n = np.where(fr[:, None], n, -n)
-            shade = 0.35 + 0.65 * np.clip(n @ light, 0, 1)
+            # Lambert in linear light (the base colour is linear: _fragment_rgba)
+            shade = AMBIENT + (1.0 - AMBIENT) * np.clip(n @ light, 0, 1)
             rgb = col[:, :3] * shade[:, None]
+            # emission, linear: emissiveFactor x the sRGB-decoded emissive texel
+            # (a material without an emissive texture emits its factor: glTF's
+            # white default; one whose texture cannot be drawn emits nothing)
             if tr.get("etex") is not None:
                 euv = (tr["euv"][tri] * bc).sum(1)
                 eh, ew = tr["etex"].shape[:2]
                 eu = np.floor(np.mod(euv[:, 0], 1.0) * ew).astype(int).clip(0, ew - 1)
                 ev = np.floor(np.mod(euv[:, 1], 1.0) * eh).astype(int).clip(0, eh - 1)
-                rgb = rgb + tr["etex"][ev, eu][:, :3] * tr["emissive"][:3]
+                rgb = rgb + srgb_to_linear(tr["etex"][ev, eu][:, :3]) * tr["emissive"][:3]
+            elif not tr.get("emap") and np.any(tr.get("emissive", 0.0)):
+                rgb = rgb + tr["emissive"][:3]
             back = ~fr
-            rgb[back] = rgb[back] * 0.5 + np.array([0.5, 0.0, 0.5])
-            if mode == "BLEND":
+            if back.any():          # (the marker, mixed in sRGB: BACK_TINT)
+                rgb[back] = srgb_to_linear(linear_to_srgb(rgb[back]) * 0.5 + np.array(BACK_TINT))
+            if mode == "BLEND":     # (over what is drawn, in linear light; alpha is linear)
                 a = np.clip(col[:, 3:4], 0.0, 1.0)
                 rgb = rgb * a + img.reshape(-1, 3)[pix] * (1.0 - a)
             img.reshape(-1, 3)[pix] = rgb
-    return img
+    return linear_to_srgb(img)
 
 
 def _fragment_rgba(tr: dict, tri: np.ndarray, bc: np.ndarray) -> np.ndarray:
-    """Base colour (vertex colour x factor x nearest texel) of fragments, RGBA."""
+    """Base colour of fragments, RGBA in linear light: vertex colour x factor
+    (linear) x the nearest texel, its RGB sRGB-decoded (its alpha is linear)."""
     col = (tr["color"][tri] * bc).sum(1)
     if tr["tex"] is not None:
         uv = (tr["uv"][tri] * bc).sum(1)
         th, tw = tr["tex"].shape[:2]
         u = np.floor(np.mod(uv[:, 0], 1.0) * tw).astype(int).clip(0, tw - 1)
         v = np.floor(np.mod(uv[:, 1], 1.0) * th).astype(int).clip(0, th - 1)
-        col = col * tr["tex"][v, u]
+        texel = tr["tex"][v, u]
+        col = col * np.concatenate([srgb_to_linear(texel[:, :3]), texel[:, 3:]], axis=1)
     return col
+
+
+def _levels(img: np.ndarray) -> Image.Image:
+    """An sRGB-encoded float picture as 8-bit levels (rounded to the nearest)."""
+    return Image.fromarray(np.rint(np.clip(img, 0, 1) * 255).astype(np.uint8))
 
 
 def render(path: str, *, animation: int | None = 0, time: float = 0.0, size: int = 256,
@@ -524,7 +565,7 @@ def render(path: str, *, animation: int | None = 0, time: float = 0.0, size: int
         q = allp @ basis.T
         bounds = (q.min(0), q.max(0))
         img = _raster(tris, basis, size, bounds)
-        tile = Image.fromarray((np.clip(img, 0, 1) * 255).astype(np.uint8))
+        tile = _levels(img)
         dr = ImageDraw.Draw(tile)
         dr.text((4, 2), name, fill=(255, 255, 255))
         # axis tripod
@@ -586,7 +627,7 @@ def render_camera(path: str, eye: Any, target: Any, *, fov: float = 60.0, size: 
         projected.append(t2)
     half = np.tan(np.radians(min(max(fov, 1.0), 170.0)) / 2) / 1.1   # _raster widens by 1.1
     img = _raster(projected, np.eye(3), size, (np.array([-half, -half]), np.array([half, half])))
-    tile = Image.fromarray((np.clip(img, 0, 1) * 255).astype(np.uint8))
+    tile = _levels(img)
     ImageDraw.Draw(tile).text((4, 2), f"{os.path.basename(path)} eye={np.round(eye, 1).tolist()} "
                               f"fov={fov:g}" + _notes_caption(g), fill=(255, 255, 0))
     tile.info["notes"] = list(dict.fromkeys(g.notes))
