@@ -73,9 +73,13 @@ from .textures import _Textures, affine_quad
 from ....scene.import_prep import Holds, prepare
 
 #: what a moveable stores of a glTF (scene.import_prep): normals or, for vertex
-#: colours without normals, pre-lit shades; no morph targets
-IMPORT_HOLDS = Holds("trwad", normals=True, shades=True, vertex_colors=True,
+#: colours without normals, pre-lit shades; colours beside normals are baked into
+#: the textures; no morph targets
+IMPORT_HOLDS = Holds("trwad", normals=True, shades=True, vertex_colors=False, texture=True,
                      morph_targets=False)
+#: a moveable potsherd wrote (a ``tr4_moveable`` node): its colours are the shades
+#: it exported, beside normals too (read per part by ``_shaded``)
+OWN_HOLDS = dataclasses.replace(IMPORT_HOLDS, vertex_colors=True, texture=False)
 
 # A mesh's vertex count is a u16 but its normal (or, negated, shade) count, one per
 # vertex, an i16 (layouts/common.layout); its polygon count a u16.
@@ -100,7 +104,8 @@ def from_scene(scene: Any, *, like: Any = None, out_name: str = "", applied: dic
         raise ImportRefused(f"frame_rate must be positive, found {rate}")
     like = like if like and "moveable" in like else None
     require_finite(scene)
-    scene = from_time_zero(prepare(scene, IMPORT_HOLDS))
+    ours = any("tr4_moveable" in nd.extras for nd in scene.nodes)
+    scene = from_time_zero(prepare(scene, OWN_HOLDS if ours else IMPORT_HOLDS))
     if not scene.nodes:
         raise ImportRefused("the scene has no mesh to import")
     world = world_matrices(scene)
