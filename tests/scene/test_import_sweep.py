@@ -47,6 +47,7 @@ def test_tr_shades_are_still_shades(tmp_path):
     scene = coloured_scene(False, "own")
     p = scene.meshes[0].primitives[0]
     p.normals = None
+    p.colors[:, :3] = p.colors[:, :1]             # (grey: a shade loses nothing of it)
     out = prepare(scene, Holds("t", shades=True, texture=True))
     assert out.meshes[0].primitives[0].colors is not None and not out.images
     assert not scene.warnings
@@ -57,3 +58,29 @@ def test_tr_shades_are_still_shades(tmp_path):
     # the same primitive without the mark is baked
     baked = prepare(coloured_scene(False, "own"), Holds("t", shades=True, texture=True))
     assert baked.meshes[0].primitives[0].colors is None and len(baked.images) == 1
+
+
+def test_tr_names_what_shades_lose(tmp_path):
+    """Shades are one brightness per vertex, on a mesh without normals: the hue
+    of coloured shades, and shades on a bone whose mesh also has parts with
+    normals, went without a word."""
+    scene = coloured_scene(False, "own")
+    scene.meshes[0].primitives[0].normals = None
+    _, _, summary = _tr_round_trip(scene, tmp_path / "hue")
+    said = [w for w in summary["warnings"] if "vertex colours" in w]
+    assert len(said) == 1 and "hue" in said[0], summary["warnings"]
+    # grey shades lose nothing: nothing said
+    grey = coloured_scene(False, "own")
+    p = grey.meshes[0].primitives[0]
+    p.normals = None
+    p.colors[:, :3] = p.colors[:, :1]
+    _, _, summary = _tr_round_trip(grey, tmp_path / "grey")
+    assert not any("vertex colours" in w for w in summary["warnings"]), summary["warnings"]
+    # shades beside a part with normals on the same (only) bone: dropped, and said
+    mixed = coloured_scene(False, "own", plain=True)
+    p = mixed.meshes[0].primitives[0]
+    p.normals = None
+    p.colors[:, :3] = p.colors[:, :1]
+    _, _, summary = _tr_round_trip(mixed, tmp_path / "mixed")
+    said = [w for w in summary["warnings"] if "vertex colours" in w]
+    assert len(said) == 1 and "dropped" in said[0] and "normals" in said[0], summary["warnings"]
