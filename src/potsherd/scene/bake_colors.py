@@ -394,20 +394,24 @@ def _png(rgba_linear: np.ndarray, opaque: bool) -> bytes:
     return buf.getvalue()
 
 
-def bake_colors(scene: Scene, *, drop_extras: tuple = (), limit: int = MAX_SIDE) -> tuple:
+def bake_colors(scene: Scene, *, drop_extras: tuple = (), limit: int = MAX_SIDE,
+                keep: Any = None) -> tuple:
     """(scene, notes): ``scene`` with every triangle primitive's COLOR_0 baked
     into a new base colour texture of a new material (module docstring), and
     colours removed; ``notes`` counts what was baked and lost (``primitives``,
     ``white``: primitives whose colours are all white, simply dropped,
     ``atlas``: reasons, ``small``, ``flat``, ``shrunk``, ``dropped``: primitives
     whose texture could not be read).  ``drop_extras``: the material extras
-    naming the old texture, which the new material must not carry.  The given
-    scene is not changed (the result has new lists)."""
+    naming the old texture, which the new material must not carry; ``keep``: a
+    test of a primitive whose colours the format holds (left as they are).  The
+    given scene is not changed (the result has new lists)."""
     from .ops import _rows
     groups: dict = {}
     white = []
     for mi, mesh in enumerate(scene.meshes):
         for pi, p in enumerate(mesh.primitives):
+            if keep is not None and keep(p):
+                continue
             c = None if p.colors is None else np.asarray(p.colors)
             if p.mode == 4 and c is not None and c.ndim == 2 and c.shape[1] in (3, 4) and \
                     p.positions is not None and 0 < len(p.positions) == len(c):

@@ -42,7 +42,9 @@ class Holds:
     #: where the glTF has none)
     normals: bool = True
     #: vertex colours without normals are pre-lit shades (TR): such a primitive
-    #: is left without normals for the importer to read as shades
+    #: is left without normals for the importer to read as shades, and its
+    #: colours are not ``vertex_colors`` the format lacks (colours beside
+    #: normals are: baked or named like any other)
     shades: bool = False
     #: vertex colours (COLOR_0) are stored
     vertex_colors: bool = False
@@ -93,6 +95,11 @@ def _colored(p: Primitive) -> bool:
     return p.colors is not None and len(p.colors) > 0
 
 
+def _shades(p: Primitive, holds: Holds) -> bool:
+    """Whether the importer reads ``p``'s colours as shades (``Holds.shades``)."""
+    return holds.shades and _colored(p) and p.normals is None
+
+
 def prepare(scene: Scene, holds: Holds) -> Scene:
     """``scene`` as the importer of ``holds.format`` should read it (module
     docstring): flat normals filled in, one warning per glTF feature the format
@@ -104,7 +111,7 @@ def prepare(scene: Scene, holds: Holds) -> Scene:
     for mesh in scene.meshes:
         prims = []
         for p in mesh.primitives:
-            colored += _colored(p)
+            colored += _colored(p) and not _shades(p, holds)
             morphs += bool(p.targets)
             if holds.normals and p.mode == 4 and p.normals is None and \
                     p.positions is not None and len(p.positions) and \
@@ -121,7 +128,8 @@ def prepare(scene: Scene, holds: Holds) -> Scene:
                          "format has none); the shape at their default weights is kept")
     out = dataclasses.replace(scene, meshes=meshes) if changed else scene
     if colored and not holds.vertex_colors and holds.texture:
-        out, notes = bake_colors(out, drop_extras=holds.texture_extras)
+        out, notes = bake_colors(out, drop_extras=holds.texture_extras,
+                                 keep=(lambda p: _shades(p, holds)) if holds.shades else None)
         notes["dropped"] = colored - notes["primitives"] - notes["white"]  # (lines, points)
         warn_once(scene, _baked_warning(holds.format, notes))
     elif colored and not holds.vertex_colors:

@@ -70,12 +70,16 @@ from .animation import _anim_base, _animations, mov_table
 from .animation import euler_yxz, rotation_words  # noqa: F401  (imported from here)
 from .same import pixel_corners, same_attributes, same_mesh, same_triangles
 from .textures import _Textures, affine_quad
-from ....scene.import_prep import Holds, prepare
+from ....scene.import_prep import Holds, prepare, warn_once
 
 #: what a moveable stores of a glTF (scene.import_prep): normals or, for vertex
-#: colours without normals, pre-lit shades; no morph targets
-IMPORT_HOLDS = Holds("trwad", normals=True, shades=True, vertex_colors=True,
+#: colours without normals, pre-lit shades; colours beside normals are baked into
+#: the textures; no morph targets
+IMPORT_HOLDS = Holds("trwad", normals=True, shades=True, vertex_colors=False, texture=True,
                      morph_targets=False)
+#: a moveable potsherd wrote (a ``tr4_moveable`` node): its colours are the shades
+#: it exported, beside normals too (read per part by ``_shaded``)
+OWN_HOLDS = dataclasses.replace(IMPORT_HOLDS, vertex_colors=True, texture=False)
 
 # A mesh's vertex count is a u16 but its normal (or, negated, shade) count, one per
 # vertex, an i16 (layouts/common.layout); its polygon count a u16.
@@ -100,7 +104,8 @@ def from_scene(scene: Any, *, like: Any = None, out_name: str = "", applied: dic
         raise ImportRefused(f"frame_rate must be positive, found {rate}")
     like = like if like and "moveable" in like else None
     require_finite(scene)
-    scene = from_time_zero(prepare(scene, IMPORT_HOLDS))
+    ours = any("tr4_moveable" in nd.extras for nd in scene.nodes)
+    scene = from_time_zero(prepare(scene, OWN_HOLDS if ours else IMPORT_HOLDS))
     if not scene.nodes:
         raise ImportRefused("the scene has no mesh to import")
     world = world_matrices(scene)
@@ -450,6 +455,8 @@ def _mesh(scene: Any, frame: np.ndarray, to_tr: np.ndarray, parts: list, texture
     normals: list[tuple] = []
     shades: list[int] = []
     use_shades = bool(parts) and all(_shaded(scene, ts, ours, bone) for ts, _ in parts)
+    if not ours:
+        _warn_shades(scene, parts, use_shades)
     rounded = []
     flat = total = 0
     for ts, tris in parts:
@@ -602,6 +609,20 @@ def _unit_colors(colors: Any) -> np.ndarray:
     if raw.dtype.kind in "ui":
         return raw.astype(np.float64) / float(np.iinfo(raw.dtype).max)
     return raw.astype(np.float64)
+
+
+def _warn_shades(scene: Any, parts: list, use_shades: bool) -> None:
+    """Name what a foreign scene's shades lose (once per import): a TR mesh has
+    one shade (a brightness) per vertex, or normals, never both."""
+    if use_shades:
+        c = [_unit_colors(ts.colors) for ts, _ in parts]
+        if any(x.ndim == 2 and x.shape[1] >= 3 and np.ptp(x[:, :3], axis=1).max(initial=0)
+               > 1.5 / 255 for x in c):
+            warn_once(scene, "trwad: vertex colours without normals become shades, a "
+                             "brightness per vertex: their hue is dropped")
+    elif any(ts.colors is not None for ts, _ in parts):
+        warn_once(scene, "trwad: vertex colours (shades) dropped where a bone's mesh also has "
+                         "parts with normals: a TR mesh has shades or normals, not both")
 
 
 def _shaded(scene: Any, ts: Any, ours: bool, bone: int) -> bool:

@@ -1,0 +1,86 @@
+"""Issue 44: what a sweep of small public glTF files (the Khronos samples: Box,
+BoxVertexColors, SimpleSkin, RiggedSimple, BoxAnimated, SimpleMorph...) through
+every import target and back found coming back wrong without a word.  Each
+test builds the feature the sample had here, small, and measures the way back
+with the renderer's own glTF reader."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import potsherd
+from potsherd.export.gltf import export_document, write_glb
+from potsherd.importer import import_gltf
+from potsherd.scene.import_prep import Holds, prepare
+from test_import_colours import coloured_scene, colour_errors
+
+
+def _tr_round_trip(scene, tmp: Path) -> tuple:
+    tmp.mkdir(parents=True, exist_ok=True)
+    src = tmp / "src.glb"
+    write_glb(scene, src)
+    summary = import_gltf(src, tmp / "out.trwad")
+    back = tmp / "back.glb"
+    export_document(potsherd.read(tmp / "out.trwad"), back)
+    return src, back, summary
+
+
+# ---- BoxVertexColors: COLOR_0 beside NORMAL on a TR moveable -------------------------
+
+def test_tr_bakes_vertex_colours_that_have_normals(tmp_path):
+    """A moveable's vertex colours are shades, read only where a primitive has no
+    normals; beside normals they went nowhere and nothing was said (errors of
+    76 levels).  They are baked into the textures, as for the other formats
+    without vertex colours, within a level of the source."""
+    for texture in (False, True):
+        src, back, summary = _tr_round_trip(coloured_scene(texture, "own"),
+                                            tmp_path / str(texture))
+        said = [w for w in summary["warnings"] if "vertex colours" in w]
+        assert len(said) == 1 and "baked" in said[0], summary["warnings"]
+        errs, _ = colour_errors(src, back)
+        assert len(errs) >= 12 and errs.max() <= 1.5, errs
+
+
+def test_tr_shades_are_still_shades(tmp_path):
+    """Negative control: colours without normals stay the moveable's shades
+    (nothing baked, nothing said).  (Colours beside normals on a moveable
+    potsherd exported are its shades too: tests/trle/test_trle_import.py.)"""
+    scene = coloured_scene(False, "own")
+    p = scene.meshes[0].primitives[0]
+    p.normals = None
+    p.colors[:, :3] = p.colors[:, :1]             # (grey: a shade loses nothing of it)
+    out = prepare(scene, Holds("t", shades=True, texture=True))
+    assert out.meshes[0].primitives[0].colors is not None and not out.images
+    assert not scene.warnings
+    _, _, summary = _tr_round_trip(scene, tmp_path / "shades")
+    assert not any("vertex colours" in w for w in summary["warnings"]), summary["warnings"]
+    doc = potsherd.read(tmp_path / "shades" / "out.trwad")
+    assert doc.root["meshes"] and all(int(m["normal_count"]) < 0 for m in doc.root["meshes"])
+    # the same primitive without the mark is baked
+    baked = prepare(coloured_scene(False, "own"), Holds("t", shades=True, texture=True))
+    assert baked.meshes[0].primitives[0].colors is None and len(baked.images) == 1
+
+
+def test_tr_names_what_shades_lose(tmp_path):
+    """Shades are one brightness per vertex, on a mesh without normals: the hue
+    of coloured shades, and shades on a bone whose mesh also has parts with
+    normals, went without a word."""
+    scene = coloured_scene(False, "own")
+    scene.meshes[0].primitives[0].normals = None
+    _, _, summary = _tr_round_trip(scene, tmp_path / "hue")
+    said = [w for w in summary["warnings"] if "vertex colours" in w]
+    assert len(said) == 1 and "hue" in said[0], summary["warnings"]
+    # grey shades lose nothing: nothing said
+    grey = coloured_scene(False, "own")
+    p = grey.meshes[0].primitives[0]
+    p.normals = None
+    p.colors[:, :3] = p.colors[:, :1]
+    _, _, summary = _tr_round_trip(grey, tmp_path / "grey")
+    assert not any("vertex colours" in w for w in summary["warnings"]), summary["warnings"]
+    # shades beside a part with normals on the same (only) bone: dropped, and said
+    mixed = coloured_scene(False, "own", plain=True)
+    p = mixed.meshes[0].primitives[0]
+    p.normals = None
+    p.colors[:, :3] = p.colors[:, :1]
+    _, _, summary = _tr_round_trip(mixed, tmp_path / "mixed")
+    said = [w for w in summary["warnings"] if "vertex colours" in w]
+    assert len(said) == 1 and "dropped" in said[0] and "normals" in said[0], summary["warnings"]
