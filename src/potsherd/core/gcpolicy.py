@@ -6,7 +6,10 @@ a 1.7 MB ``.opd`` in a process holding 10^6 live dicts decodes in 0.137 s, 0.074
 with the collector paused; with a small heap the difference is within noise).
 The library itself never switches the collector (that is process-wide state a
 caller may rely on): an application or benchmark that decodes big inputs in a
-big heap wraps the work in :func:`collector_paused`.
+big heap wraps the work in :func:`collector_paused`, as the command line does
+for ``dump``, ``build`` and a glTF import (where a 100k-triangle progressive
+mesh, building about a million sets, lists and tuples, spent a third of its
+time in collections).
 """
 from __future__ import annotations
 

@@ -21,8 +21,9 @@ see every copy.
 Textures whose image is only in ``EXT_texture_webp`` / ``KHR_texture_basisu``
 use that image (WebP decodes with Pillow; KTX2 is kept as data, with a warning).
 
-Read, not kept: cameras, lights, unknown
-extensions (their names end up in ``scene.extras["extensionsUsed"]``).
+Read, not kept (each named in a warning): cameras, lights, unknown
+extensions (their names also end up in ``scene.extras["extensionsUsed"]``),
+animation channels without a target node.
 Draco primitives (``KHR_draco_mesh_compression``) are decoded with the
 ``DracoPy`` binding of Google's Draco library (:mod:`.gltf_draco`).  Refused:
 ``extensionsRequired`` naming a compression this reader cannot decode (meshopt;
@@ -198,6 +199,14 @@ class _Reader(UvSets, Instancing, GltfAccess):
         unknown = sorted(set(used) - _UNDERSTOOD - set(_IMAGE_EXTENSIONS))
         if unknown:
             scene.extras.setdefault("extensionsUsed", unknown)
+        ignored = [x for x in unknown if x not in _UNDECODABLE]   # (those: decoded or refused)
+        if ignored:
+            self.warnings.append(f"glTF extension(s) not read, what they add is not kept: "
+                                 f"{', '.join(ignored)}")
+        cameras = sum(1 for d in self.items("nodes") if isinstance(d, dict) and "camera" in d)
+        if cameras:
+            self.warnings.append(f"{cameras} camera node(s) not read (a camera is kept only as "
+                                 "its node's transform)")
         scene.warnings.extend(self.warnings)
         return scene
 
@@ -687,8 +696,10 @@ class _Reader(UvSets, Instancing, GltfAccess):
             tpath = cpath + ".target"
             tpath_name = self.get(target, "path", tpath, "string", required=True)
             node = self.index(target, "node", tpath, "nodes")
-            if node is None:
-                continue                      # targets an extension's object
+            if node is None:                  # targets an extension's object, or nothing
+                self.warnings.append(f"{tpath}: no target node; channel ignored" + (
+                    " (an extension's target)" if "extensions" in target else ""))
+                continue
             if tpath_name not in ("translation", "rotation", "scale", "weights"):
                 self.warnings.append(f"{tpath}: animated property {tpath_name!r} ignored")
                 continue

@@ -84,6 +84,9 @@ def import_shape(scene: Scene, *, like: Document | None = None, out_name: str = 
     if scene.animations:
         scene.warnings.append("n3shape: the glTF's animations are not written (a shape's "
                               "transform keys come from --like only)")
+    if scene.skins:
+        scene.warnings.append("n3shape: skin dropped; the meshes are written in their bind pose "
+                              "(import to .n3chr for a skinned character)")
     groups: list = []                        # (name, node, sets of one material)
     for node in dict.fromkeys(s.node for s in sets):
         node_sets = [s for s in sets if s.node == node]
