@@ -65,6 +65,11 @@ def tex(t):
                           "relative": ft.relative_filename, "absolute": ft.absolute_filename,
                           "content": base64.b64encode(bytes(c)).decode() if c else ""})
         done[key] = {"name": t.name, "type": int(t.type), "files": files}
+        # how ufbx reached the files: a layered texture's layers, bottom to
+        # top (the binding's ShaderTexture crashes on any attribute: a shader
+        # texture is seen only through its type and file_textures)
+        done[key]["layers"] = [{"blend": int(k(l).blend_mode), "alpha": float(l.alpha),
+                                "texture": tex(k(l.texture))} for l in k(t.layers)]
     return done[key]
 meta = k(scene.metadata)
 out = {"exporter": int(meta.exporter), "materials": []}
