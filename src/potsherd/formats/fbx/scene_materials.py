@@ -162,6 +162,41 @@ class TextureFiles:
         return real == root or root in real.parents
 
 
+def layer_element_textures(geometry: Any, textures: list, mat_poly: np.ndarray,
+                           n_materials: int) -> dict:
+    """FBX 6.x texture slots, which live in the geometry, not on the material:
+    ``LayerElementTexture`` (the diffuse colour) and ``LayerElement<Slot>Textures``
+    (``Emissive_``, ``Transparent``, ``Bump``, ``NormalMap``, ...), each with a
+    ``TextureId`` (one for ``AllSame``, else one per polygon) indexing
+    ``textures``: the textures connected to the geometry and its model, in
+    connection order.  Returns {material index: [(texture, slot property)]},
+    the lowest texture id of a slot first (ufbx's reading)."""
+    from .objects import _text_child, _values
+    found: set = set()
+    for el in geometry.children or ():
+        name = el.name.decode("latin-1") if isinstance(el.name, bytes) else str(el.name)
+        if name == "LayerElementTexture":
+            prop = "Diffuse"
+        elif name.startswith("LayerElement") and name.endswith("Textures") and len(name) > 20:
+            prop = name[12:-8].rstrip("_")
+        else:
+            continue
+        ids_node = el.find(b"TextureId")
+        ids = _values(ids_node, "LayerElementTexture/TextureId").astype(np.int64) \
+            if ids_node is not None else np.zeros(1, dtype=np.int64)
+        if _text_child(el, b"MappingInformationType") == "AllSame":
+            tid = int(ids[0]) if len(ids) else 0
+            found.update((m, tid, prop) for m in range(n_materials))
+        else:
+            k = min(len(ids), len(mat_poly))
+            found.update(zip(mat_poly[:k].tolist(), ids[:k].tolist(), [prop] * k))
+    out: dict = {}
+    for m, tid, prop in sorted(found, key=lambda x: (x[0], x[1], x[2])):
+        if 0 <= tid < len(textures) and 0 <= m < n_materials:
+            out.setdefault(m, []).append((textures[tid], prop))
+    return out
+
+
 def _pil(data: bytes):
     from PIL import Image as PILImage
     im = PILImage.open(io.BytesIO(data))
