@@ -15,7 +15,9 @@ compared with the file the glb's image records (``extras.source_file``, or
   ``file_textures``: a layered texture's layers, a shader/OSL/graph map's
   bitmaps, a file texture itself);
 * ``disagree``: another file;
-* ``only-ufbx`` / ``only-glb``: one side has no texture in the slot;
+* ``only-ufbx`` / ``only-glb``: one side has no texture in the slot (a ufbx
+  map with no file behind it, e.g. an OSL shader ufbx does not know as a
+  bitmap, counts as none);
 * ``absent``: ufbx's texture names a file that is neither embedded nor found
   beside the FBX; potsherd leaves the slot empty and warns (counted apart).
 
@@ -67,8 +69,10 @@ def classify(expected: dict, got: dict, available: dict) -> list[tuple]:
         have = got[name]
         for slot in sorted(set(slots) | set(have)):
             want, hit = slots.get(slot), have.get(slot)
-            if want is None:
-                out.append((name, slot, "only-glb", f"glb {hit[0]!r}"))
+            if want is None or not want["files"]:   # (a map ufbx found no file behind)
+                if hit is not None:
+                    out.append((name, slot, "only-glb", f"glb {hit[0]!r}" + (
+                        f", ufbx map {want['name']!r} has no file" if want else "")))
                 continue
             names = sorted(um.texture_names(want))
             kind_ = {0: "file", 1: "layered", 2: "procedural", 3: "shader"}.get(want["type"], "?")

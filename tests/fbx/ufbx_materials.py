@@ -40,7 +40,7 @@ from pathlib import Path
 #: ufbx ``pbr`` map -> glTF-side slot
 PBR_SLOTS = {"base_color": "base", "opacity": "opacity", "normal_map": "normal",
              "emission_color": "emissive", "metalness": "metallic", "roughness": "roughness",
-             "ambient_occlusion": "occlusion"}
+             "ambient_occlusion": "occlusion", "glossiness": "roughness"}
 
 PROBE = r"""
 import gc, json, sys, os, base64
@@ -134,7 +134,12 @@ def expected_slots(answer: dict) -> dict:
     """{material name: {slot: ufbx texture}} (the first material of a name)."""
     out: dict = {}
     for m in answer["materials"]:
-        out.setdefault(m["name"], {PBR_SLOTS[k]: t for k, t in m["pbr"].items()})
+        # ufbx moves a 3ds Max roughness map flagged as glossiness to
+        # ``pbr.glossiness``; glTF has roughness only (potsherd inverts it)
+        slots = {PBR_SLOTS[k]: t for k, t in m["pbr"].items() if k != "glossiness"}
+        if "glossiness" in m["pbr"]:
+            slots.setdefault("roughness", m["pbr"]["glossiness"])
+        out.setdefault(m["name"], slots)
     return out
 
 

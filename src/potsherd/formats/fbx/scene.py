@@ -368,7 +368,8 @@ class _Builder:
         else:
             mat_poly = np.zeros(len(sizes), dtype=np.int64)
         if mat_objs:  # FBX 6.x texture slots (textures of the geometry, then the model)
-            texs = [t for o in (g, model) for t in self.linked(o.id) if t.kind.endswith("Texture")]
+            texs = list({t.id: t for o in dict.fromkeys((g.id, model.id)) for t in self.linked(o)
+                         if t.kind.endswith("Texture")}.values())
             for m, pairs in layer_element_textures(g.node, texs, mat_poly, len(mat_objs)).items():
                 self.legacy_textures.setdefault(mat_objs[m].id, pairs)
         skin_data = self.skin(g, model)

@@ -53,15 +53,15 @@ _SLOTS = {
     "base": {"diffusecolor", "diffuse", "base_color_map", "basecolor", "base_color",
              "tex_color_map", "color_map", "basecolormap", "albedo"},
     "opacity": {"transparentcolor", "transparencyfactor", "transparent", "opacity_map",
-                "opacity", "cutout_map", "tex_opacity_map", "transparency_map"},
+                "opacity", "cutout_map", "tex_opacity_map", "transparency_map", "alpha"},
     "normal": {"normalmap", "norm_map", "tex_normal_map", "normalcamera", "normal",
                "normal_map", "bump", "bump_map"},
     "emissive": {"emissivecolor", "emissive", "emit_color_map", "emission_color_map",
-                 "tex_emissive_map", "emissioncolor", "emission_color", "emission"},
+                 "tex_emissive_map", "emissioncolor", "emission_color", "emissionmap"},
     "metallic": {"metalness_map", "metallic_map", "tex_metallic_map", "metalness",
                  "metallic", "base_metalness"},
     "roughness": {"roughness_map", "tex_roughness_map", "specularroughness",
-                  "specular_roughness", "roughness"},
+                  "specular_roughness", "roughness", "glossiness"},
     "occlusion": {"ao_map", "tex_ao_map", "ambientocclusion", "ambient_occlusion",
                   "ao", "occlusion"},
 }
@@ -88,9 +88,14 @@ def texture_slot(prop: str | None, blender: bool) -> str | None:
     tail = prop.rsplit("|", 1)[-1].lower()
     if blender and tail in _BLENDER_SLOTS:
         return _BLENDER_SLOTS[tail]
-    for slot, names in _SLOTS.items():
-        if tail in names:
-            return slot
+    # 3ds Max names a map after its value with ``_map`` (Physical, OpenPBR:
+    # ``base_metalness_map``) or ``Map`` (the glTF material: ``metalnessMap``)
+    # (``emission`` alone is a weight: the Physical material's, standardSurface's)
+    stem = tail[:-4] if tail.endswith("_map") else tail[:-3] if tail.endswith("map") else tail
+    for name in (tail, stem):
+        for slot, names in _SLOTS.items():
+            if name in names:
+                return slot
     return None
 
 
