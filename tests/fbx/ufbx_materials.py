@@ -40,7 +40,7 @@ from pathlib import Path
 #: ufbx ``pbr`` map -> glTF-side slot
 PBR_SLOTS = {"base_color": "base", "opacity": "opacity", "normal_map": "normal",
              "emission_color": "emissive", "metalness": "metallic", "roughness": "roughness",
-             "ambient_occlusion": "occlusion"}
+             "ambient_occlusion": "occlusion", "glossiness": "roughness"}
 
 PROBE = r"""
 import gc, json, sys, os, base64
@@ -65,6 +65,11 @@ def tex(t):
                           "relative": ft.relative_filename, "absolute": ft.absolute_filename,
                           "content": base64.b64encode(bytes(c)).decode() if c else ""})
         done[key] = {"name": t.name, "type": int(t.type), "files": files}
+        # how ufbx reached the files: a layered texture's layers, bottom to
+        # top (the binding's ShaderTexture crashes on any attribute: a shader
+        # texture is seen only through its type and file_textures)
+        done[key]["layers"] = [{"blend": int(k(l).blend_mode), "alpha": float(l.alpha),
+                                "texture": tex(k(l.texture))} for l in k(t.layers)]
     return done[key]
 meta = k(scene.metadata)
 out = {"exporter": int(meta.exporter), "materials": []}
@@ -129,7 +134,12 @@ def expected_slots(answer: dict) -> dict:
     """{material name: {slot: ufbx texture}} (the first material of a name)."""
     out: dict = {}
     for m in answer["materials"]:
-        out.setdefault(m["name"], {PBR_SLOTS[k]: t for k, t in m["pbr"].items()})
+        # ufbx moves a 3ds Max roughness map flagged as glossiness to
+        # ``pbr.glossiness``; glTF has roughness only (potsherd inverts it)
+        slots = {PBR_SLOTS[k]: t for k, t in m["pbr"].items() if k != "glossiness"}
+        if "glossiness" in m["pbr"]:
+            slots.setdefault("roughness", m["pbr"]["glossiness"])
+        out.setdefault(m["name"], slots)
     return out
 
 

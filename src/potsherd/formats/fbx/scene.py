@@ -26,7 +26,7 @@ from ...scene import (Animation, Channel, Mesh, MorphTarget, Primitive,
                       trs_to_matrix, weld)
 from ...scene.geometry import triangulate_polygons
 from .model import FbxNode
-from .scene_materials import MaterialBuilder, TextureFiles
+from .scene_materials import MaterialBuilder, TextureFiles, layer_element_textures
 from .scene_rig import (as_time_series, euler_quat, evaluate, inherit_mode, layer_blend,
                         quat_euler, varies)
 from .objects import (KTIME_PER_SECOND, ROTATION_ORDERS, local_trs_many,
@@ -97,6 +97,8 @@ class _Builder:
             [o for o in self.objects.values() if o.kind == "Video"],
             TextureFiles(options.get("source_path"), options.get("data_root")), blender)
         self.mesh_of: dict[int, tuple] = {}
+        #: material id -> (texture, slot) pairs a 6.x geometry gives it
+        self.legacy_textures: dict[int, list] = {}
         #: model id -> FBX world matrix (before the axis/unit wrapper)
         self.world: dict[int, np.ndarray] = {}
         #: model id -> parent model id, inherit mode, rest local (t, q, s)
@@ -286,8 +288,10 @@ class _Builder:
         a Texture with no file or clip of its own and textures connected into
         it): the bitmap behind it, as ufbx resolves them."""
         out = []
-        for tid, prop in self.children[mo.id]:
-            tex = self.objects.get(tid)
+        pairs = [(self.objects.get(tid), prop) for tid, prop in self.children[mo.id]]
+        if not any(t is not None and t.kind.endswith("Texture") for t, _ in pairs):
+            pairs = self.legacy_textures.get(mo.id, [])  # FBX 6.x: the geometry's slots
+        for tex, prop in pairs:
             if tex is None or prop is None:
                 continue
             if tex.kind in ("LayeredTexture", "Texture"):
@@ -363,6 +367,11 @@ class _Builder:
                 mat_poly = mi[:len(sizes)]
         else:
             mat_poly = np.zeros(len(sizes), dtype=np.int64)
+        if mat_objs:  # FBX 6.x texture slots (textures of the geometry, then the model)
+            texs = list({t.id: t for o in dict.fromkeys((g.id, model.id)) for t in self.linked(o)
+                         if t.kind.endswith("Texture")}.values())
+            for m, pairs in layer_element_textures(g.node, texs, mat_poly, len(mat_objs)).items():
+                self.legacy_textures.setdefault(mat_objs[m].id, pairs)
         skin_data = self.skin(g, model)
         targets = self.blend_shapes(g, len(verts))
         prims = []

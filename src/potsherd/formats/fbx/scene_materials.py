@@ -53,15 +53,15 @@ _SLOTS = {
     "base": {"diffusecolor", "diffuse", "base_color_map", "basecolor", "base_color",
              "tex_color_map", "color_map", "basecolormap", "albedo"},
     "opacity": {"transparentcolor", "transparencyfactor", "transparent", "opacity_map",
-                "opacity", "cutout_map", "tex_opacity_map", "transparency_map"},
+                "opacity", "cutout_map", "tex_opacity_map", "transparency_map", "alpha"},
     "normal": {"normalmap", "norm_map", "tex_normal_map", "normalcamera", "normal",
                "normal_map", "bump", "bump_map"},
     "emissive": {"emissivecolor", "emissive", "emit_color_map", "emission_color_map",
-                 "tex_emissive_map", "emissioncolor", "emission_color", "emission"},
+                 "tex_emissive_map", "emissioncolor", "emission_color", "emissionmap"},
     "metallic": {"metalness_map", "metallic_map", "tex_metallic_map", "metalness",
                  "metallic", "base_metalness"},
     "roughness": {"roughness_map", "tex_roughness_map", "specularroughness",
-                  "specular_roughness", "roughness"},
+                  "specular_roughness", "roughness", "glossiness"},
     "occlusion": {"ao_map", "tex_ao_map", "ambientocclusion", "ambient_occlusion",
                   "ao", "occlusion"},
 }
@@ -88,9 +88,14 @@ def texture_slot(prop: str | None, blender: bool) -> str | None:
     tail = prop.rsplit("|", 1)[-1].lower()
     if blender and tail in _BLENDER_SLOTS:
         return _BLENDER_SLOTS[tail]
-    for slot, names in _SLOTS.items():
-        if tail in names:
-            return slot
+    # 3ds Max names a map after its value with ``_map`` (Physical, OpenPBR:
+    # ``base_metalness_map``) or ``Map`` (the glTF material: ``metalnessMap``)
+    # (``emission`` alone is a weight: the Physical material's, standardSurface's)
+    stem = tail[:-4] if tail.endswith("_map") else tail[:-3] if tail.endswith("map") else tail
+    for name in (tail, stem):
+        for slot, names in _SLOTS.items():
+            if name in names:
+                return slot
     return None
 
 
@@ -160,6 +165,41 @@ class TextureFiles:
         if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_IMAGE_FILE:
             return False
         return real == root or root in real.parents
+
+
+def layer_element_textures(geometry: Any, textures: list, mat_poly: np.ndarray,
+                           n_materials: int) -> dict:
+    """FBX 6.x texture slots, which live in the geometry, not on the material:
+    ``LayerElementTexture`` (the diffuse colour) and ``LayerElement<Slot>Textures``
+    (``Emissive_``, ``Transparent``, ``Bump``, ``NormalMap``, ...), each with a
+    ``TextureId`` (one for ``AllSame``, else one per polygon) indexing
+    ``textures``: the textures connected to the geometry and its model, in
+    connection order.  Returns {material index: [(texture, slot property)]},
+    the lowest texture id of a slot first (ufbx's reading)."""
+    from .objects import _text_child, _values
+    found: set = set()
+    for el in geometry.children or ():
+        name = el.name.decode("latin-1") if isinstance(el.name, bytes) else str(el.name)
+        if name == "LayerElementTexture":
+            prop = "Diffuse"
+        elif name.startswith("LayerElement") and name.endswith("Textures") and len(name) > 20:
+            prop = name[12:-8].rstrip("_")
+        else:
+            continue
+        ids_node = el.find(b"TextureId")
+        ids = _values(ids_node, "LayerElementTexture/TextureId").astype(np.int64) \
+            if ids_node is not None else np.zeros(1, dtype=np.int64)
+        if _text_child(el, b"MappingInformationType") == "AllSame":
+            tid = int(ids[0]) if len(ids) else 0
+            found.update((m, tid, prop) for m in range(n_materials))
+        else:
+            k = min(len(ids), len(mat_poly))
+            found.update(zip(mat_poly[:k].tolist(), ids[:k].tolist(), [prop] * k))
+    out: dict = {}
+    for m, tid, prop in sorted(found, key=lambda x: (x[0], x[1], x[2])):
+        if 0 <= tid < len(textures) and 0 <= m < n_materials:
+            out.setdefault(m, []).append((textures[tid], prop))
+    return out
 
 
 def _pil(data: bytes):
