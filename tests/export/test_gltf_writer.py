@@ -280,3 +280,30 @@ def test_values_past_float32_are_reported_by_accessor_not_by_numpy():
         gl, _ = scene_to_gltf(s)
     assert gl["accessors"][0]["max"] == [0.0, 1.0, 0.0]
     assert s.warnings == ["meshes[0].primitives[0].POSITION: 1 non-finite values replaced by 0"]
+
+
+@pytest.mark.parametrize("start", [-2.5, 0.0, 0.25])
+def test_a_clip_starting_before_zero_is_shifted_whole(tmp_path, start):
+    """glTF key times start at 0; a clip whose keys start before it (Maya scenes
+    may, ufbx's maya_long_keyframes do) is shifted as a whole, channels keeping
+    their relative timing, with a warning naming the shift; a clip starting at
+    or after 0 is written as it is, without one (the controls)."""
+    s = Scene(name="clip")
+    a, b = s.add_node(name="a"), s.add_node(name="b")
+    times_a = np.array([0.0, 1.0, 2.0], np.float32) + np.float32(start)
+    times_b = np.array([1.0, 3.0], np.float32) + np.float32(start)
+    s.add_animation(Animation(name="take", channels=[
+        Channel(a, "translation", times_a, np.arange(9, dtype=np.float32).reshape(3, 3)),
+        Channel(b, "scale", times_b, np.ones((2, 3), np.float32))]))
+    path = tmp_path / "clip.glb"
+    write_glb(s, path)
+    g = Gltf(path)
+    samplers = g.json["animations"][0]["samplers"]
+    got = [g.accessor(x["input"])[:, 0].tolist() for x in samplers]
+    shift = max(0.0, -start)
+    assert got == [(times_a + shift).tolist(), (times_b + shift).tolist()]
+    said = [w for w in s.warnings if "start at 0" in w]
+    assert said == ([f"animations[0]: key times start at {start:g} s; the clip is shifted by "
+                     f"{shift:g} s to start at 0"] if start < 0 else [])
+    if validator_available():
+        _validate_clean(path)

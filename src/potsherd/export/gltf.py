@@ -564,11 +564,18 @@ class _Writer:
         return out
 
     def animations(self, mesh_targets: dict) -> list:
+        """The glTF animations; a clip whose keys start before 0 is shifted to
+        start at 0 as a whole (its channels keep their relative timing), with
+        a warning giving the shift."""
         out = []
         sizes = {"translation": 3, "rotation": 4, "scale": 3}
         for ai, anim in enumerate(self.scene.animations):
             samplers, channels = [], []
             targets: dict = {}
+            shift = _negative_start(anim)
+            if shift:       # (glTF times start at 0; Maya clips may start before it)
+                self.warn(f"animations[{ai}]", f"key times start at {-shift:g} s; the clip is "
+                          f"shifted by {shift:g} s to start at 0")
             for ci, ch in enumerate(anim.channels):
                 where = f"animations[{ai}].channels[{ci}]"
                 if ch.path not in ("translation", "rotation", "scale", "weights"):
@@ -584,7 +591,7 @@ class _Writer:
                         continue
                 else:
                     ncomp = sizes[ch.path]
-                times = np.asarray(ch.times, dtype=np.float64).reshape(-1)
+                times = np.asarray(ch.times, dtype=np.float64).reshape(-1) + shift
                 per_key = 3 if ch.interpolation == "CUBICSPLINE" else 1
                 vals = np.asarray(ch.values, dtype=np.float64).reshape(len(times) * per_key, ncomp) \
                     if np.asarray(ch.values).size == len(times) * per_key * ncomp else None
@@ -699,6 +706,16 @@ class _Writer:
             gl["asset"]["extras"] = {"warnings": list(self.warnings)}
         unique_names(gl)
         return gl if _text_is_valid(gl) else valid_text(gl)
+
+
+
+def _negative_start(anim: Any) -> float:
+    """How far ``anim``'s earliest finite key lies before 0 (0.0 when none does)."""
+    first = [float(np.min(t[np.isfinite(t)])) for t in (np.asarray(c.times, np.float64).reshape(-1)
+                                                       for c in anim.channels)
+             if np.isfinite(t).any()]
+    start = min(first, default=0.0)
+    return -start if start < 0 else 0.0
 
 
 def _faces_apart(p: Any) -> Any:
