@@ -288,3 +288,48 @@ def test_spec_gloss_glossiness_map_is_inverted_roughness(tmp_path):
     assert _source(sc, red.metallic_roughness_texture, "roughness") == "rough.png"
     assert _pixel(sc, red.metallic_roughness_texture)[1] == 255 - 40
     assert np.isclose(red.roughness, 1.0)
+
+
+# -- transparency maps: FBX's TransparentColor is transparency, not opacity ---
+def _picture(path: Path, mode: str, top: tuple, bottom: tuple) -> None:
+    """A 4x4 picture (the diffuse's size: no resampling) of two rows of ``top``
+    over two of ``bottom``, in ``mode``."""
+    im = PILImage.new(mode, (4, 4))
+    im.putdata([top] * 8 + [bottom] * 8)
+    im.save(path, "PNG")
+
+
+def _alpha_rows(sc, ref) -> tuple:
+    im = PILImage.open(io.BytesIO(sc.images[ref.image].data)).convert("RGBA")
+    return im.getpixel((1, 0))[3], im.getpixel((2, 3))[3]
+
+
+def _maya_transparency(tmp_path: Path, file: str, prop: str = "TransparentColor"):
+    """Material Red with textures/diffuse.png as DiffuseColor and ``file`` as
+    ``prop``, connected the way Maya's exporter writes them (7.x)."""
+    objects = _bitmap(100, "diffuse.png") + _bitmap(101, file)
+    connect = ('\tC: "OO",100,0\n\tC: "OP",100,30, "DiffuseColor"\n'
+               f'\tC: "OO",101,0\n\tC: "OP",101,30, "{prop}"\n')
+    sc = _scene(tmp_path, _with(objects, connect))
+    return sc, sc.materials[0].base_color_texture
+
+
+def test_a_transparency_map_gives_its_alpha_or_its_inverted_colour(tmp_path):
+    """A picture with alpha connected to TransparentColor (a game's diffuse with
+    alpha, connected to both slots) gives that alpha, as Blender's importer
+    reads it, not its luminance; one without alpha is a transparency (Maya:
+    white is clear), so its luminance inverted; the same RGB picture as a 3ds
+    Max opacity map (``AlphaMap``) keeps its luminance (the control)."""
+    _pictures(tmp_path)
+    tex = tmp_path / "textures"
+    # luminance and alpha disagree: dark opaque, light clear
+    _picture(tex / "rgba.png", "RGBA", (20, 20, 20, 255), (240, 240, 240, 0))
+    _picture(tex / "grey.png", "RGB", (200, 200, 200), (50, 50, 50))
+    sc, ref = _maya_transparency(tmp_path, "rgba.png")
+    assert _source(sc, ref, "alpha") == "rgba.png"
+    assert _alpha_rows(sc, ref) == (255, 0)
+    assert _pixel(sc, ref) == COLOURS["diffuse"]
+    sc, ref = _maya_transparency(tmp_path, "grey.png")
+    assert _alpha_rows(sc, ref) == (55, 205)
+    sc, ref = _maya_transparency(tmp_path, "grey.png", "3dsMax|main|AlphaMap")
+    assert _alpha_rows(sc, ref) == (200, 50)

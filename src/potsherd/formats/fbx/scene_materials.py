@@ -300,6 +300,7 @@ class MaterialBuilder:
     # -- the material --------------------------------------------------
     def material(self, mo: Any, color: tuple, opacity: float, emissive: np.ndarray) -> Material:
         slots: dict = {}
+        transparency = False        # the opacity slot's map is a transparency map
         for tex, prop in self.textures_of(mo):
             slot = texture_slot(prop, self.blender)
             if slot == "normal" and prop.rsplit("|", 1)[-1].lower() in _BUMP_NAMES:
@@ -309,6 +310,9 @@ class MaterialBuilder:
             src = self.source(tex)
             if src is not None:
                 slots[slot] = (tex, src)
+                if slot == "opacity":     # (Blender writes its alpha map there: an opacity)
+                    transparency = not self.blender and \
+                        prop.rsplit("|", 1)[-1].lower() in _TRANSPARENCY_NAMES
         if "normal" not in slots and "bump" in slots:  # a true normal map beats a bump
             slots["normal"] = slots["bump"]
         mat = Material(name=mo.name, base_color=tuple(color) + (opacity,),
@@ -322,9 +326,10 @@ class MaterialBuilder:
         if base is not None and alpha is None:
             mat.base_color_texture = self.ref(base[0], self.image(base[1]))
         elif alpha is not None:
-            key = ("rgba", base[1][0] if base else None, alpha[1][0])
+            key = ("rgba", base[1][0] if base else None, alpha[1][0], transparency)
             idx = self.combined(key, (base[1][2] if base else "white") + "+alpha",
-                                lambda: _with_alpha(base[1][1] if base else None, alpha[1][1]),
+                                lambda: _with_alpha(base[1][1] if base else None, alpha[1][1],
+                                                    transparency),
                                 {"rgb": base[1][3] if base else None, "alpha": alpha[1][3]})
             mat.base_color_texture = self.ref((base or alpha)[0], idx)
             mat.alpha_mode = "BLEND"
@@ -428,10 +433,27 @@ def _file_names(obj: Any) -> list[str]:
     return names
 
 
-def _with_alpha(rgb: bytes | None, alpha: bytes):
+#: map names whose picture is a transparency (white clear), not an opacity
+_TRANSPARENCY_NAMES = frozenset({"transparentcolor", "transparencyfactor", "transparent",
+                                 "transparency_map"})
+
+
+def _with_alpha(rgb: bytes | None, alpha: bytes, transparency: bool = False):
     """An RGBA image: ``rgb``'s colour (white when None) and ``alpha``'s
-    luminance as alpha, at the colour image's size."""
-    a = _pil(alpha).convert("L")
+    opacity as alpha, at the colour image's size.  An opacity map's opacity is
+    its luminance (3ds Max: white is opaque).  A transparency map (FBX's
+    ``TransparentColor``, as Maya and most game exporters write it) gives its
+    alpha channel when it has one, the usual case of a diffuse picture with
+    alpha connected to both slots, which Blender's importer reads the same way;
+    without one its colour is transparency (Maya: white is clear), inverted."""
+    picture = _pil(alpha)
+    if not transparency:
+        a = picture.convert("L")
+    elif picture.mode in ("RGBA", "LA", "PA", "La", "RGBa") or "transparency" in picture.info:
+        a = picture.convert("RGBA").getchannel("A")
+    else:
+        from PIL import ImageOps
+        a = ImageOps.invert(picture.convert("L"))
     if rgb is None:
         from PIL import Image as PILImage
         base = PILImage.new("RGB", a.size, (255, 255, 255))
