@@ -337,3 +337,31 @@ def test_an_ambiguous_original_fails_alone(tmp_path, capsys):
     err = capsys.readouterr().err
     assert rc == 1 and "several originals: hero.n3joint, hero.n3pmesh" in err
     assert (tmp_path / "back" / "TANK.DTS").is_file()
+
+
+def test_a_glb_import_runs_with_the_collector_paused_and_restores_it(tmp_path, monkeypatch):
+    """``potsherd convert X.glb Y.n3pmesh`` pauses the cyclic collector while
+    it imports (core.gcpolicy: the library itself never switches it) and
+    switches it back on after, also when the import fails."""
+    import gc
+    from potsherd import importer
+    src = tmp_path / "cube.glb"
+    write_glb(skinned_cube_scene(), src)
+    seen = []
+    original = importer.scene_to_files
+
+    def spy(*a, **k):
+        seen.append(gc.isenabled())
+        return original(*a, **k)
+    monkeypatch.setattr(importer, "scene_to_files", spy)
+    assert gc.isenabled()
+    assert main(["convert", str(src), str(tmp_path / "cube.n3pmesh")]) == 0
+    assert seen == [False] and gc.isenabled()
+
+    def broken(*a, **k):
+        seen.append(gc.isenabled())
+        raise RuntimeError("boom")
+    monkeypatch.setattr(importer, "scene_to_files", broken)
+    with pytest.raises(RuntimeError):
+        main(["convert", str(src), str(tmp_path / "again.n3pmesh")])
+    assert seen == [False, False] and gc.isenabled()
