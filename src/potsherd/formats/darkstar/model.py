@@ -330,11 +330,19 @@ def _geometry_pieces(scene: Scene, worlds: list, warnings: list,
                 # a corner of another joint is where that joint poses it at rest, seen
                 # from this joint (the same as this joint's bind matrix when the rest
                 # pose is the bind pose); this joint's own corners take its bind matrix
-                per = np.repeat(bind[None], len(corners), 0)
-                to_target = _inverse(worlds[target])
-                for d in np.unique(dominant[corners]).tolist():
+                # the few distinct matrices (this joint's bind, one per other joint),
+                # each corner an index into them: inverted once each, not per corner
+                mats, which = [bind], np.zeros(len(corners), np.int64)
+                to_target = None
+                corner_dom = dominant[corners]
+                for d in np.unique(corner_dom).tolist():
                     if d != j and d in posed:
-                        per[dominant[corners] == d] = to_target @ posed[d]
+                        if to_target is None:
+                            to_target = _inverse(worlds[target])
+                        which[corner_dom == d] = len(mats)
+                        mats.append(to_target @ posed[d])
+                mats = np.stack(mats)
+                per = mats[which]
                 f = frames[:, corners]
                 lin = per[:, :3, :3]
                 moved = np.empty_like(f)
@@ -342,10 +350,14 @@ def _geometry_pieces(scene: Scene, worlds: list, warnings: list,
                 if len(f) > 1:
                     moved[1:] = np.einsum("cij,fcj->fci", lin, f[1:] - f[0][None]) + moved[0][None]
                 nm = nrm[corners]
-                solid = np.abs(np.linalg.det(lin)) > 1e-12
+                m_lin = mats[:, :3, :3]
+                m_solid = np.abs(np.linalg.det(m_lin)) > 1e-12
+                solid = m_solid[which]
                 if solid.any():
+                    m_inv = np.zeros_like(m_lin)
+                    m_inv[m_solid] = np.linalg.inv(m_lin[m_solid])
                     nm = nm.copy()
-                    nm[solid] = np.einsum("cj,cji->ci", nm[solid], np.linalg.inv(lin[solid]))
+                    nm[solid] = np.einsum("cj,cji->ci", nm[solid], m_inv[which[solid]])
                 piece = (moved, nm, uv[corners], prim.material, hi)
                 pieces.setdefault(target, []).append(_mirrored(piece, bind[:3, :3]))
     return pieces
@@ -449,23 +461,29 @@ def shape_model(scene: Scene, *, version: int = 8) -> ShapeModel:
 
     rigid = version >= 8         # v8 transforms have no scale: nodes keep T and R only
 
-    def frame(i: int) -> np.ndarray:
-        if not rigid:
-            return shape_world[i]
-        t, r, _s = decompose_matrix(shape_world[i])
-        return trs_to_matrix(t, r)
+    if rigid and candidates:     # all at once: the same values as one by one
+        t, r, _s = decompose_matrix(np.stack([shape_world[i] for i in candidates]))
+        frames_w = dict(zip(candidates, trs_to_matrix(t, r)))
+    else:
+        frames_w = {i: shape_world[i] for i in candidates}
+    inverses: dict[int, np.ndarray] = {}
 
-    frames_w = {i: frame(i) for i in candidates}
+    def inverse_frame(i: int) -> np.ndarray:
+        """``_inverse(frames_w[i])``, once per node (several children ask for it)."""
+        inv = inverses.get(i)
+        if inv is None:
+            inv = inverses[i] = _inverse(frames_w[i])
+        return inv
 
     def local_of(i: int) -> np.ndarray:
         p = dts_parent(i)
-        return frames_w[i] if p is None else _inverse(frames_w[p]) @ frames_w[i]
+        return frames_w[i] if p is None else inverse_frame(p) @ frames_w[i]
 
     def key_fix(i: int) -> np.ndarray:
         """Scene-local keys of node ``i`` -> its shape-local transform."""
         p, sp = dts_parent(i), parents[i]
         above = GLTF_TO_SHAPE if sp is None else shape_world[sp]
-        return above if p is None else _inverse(frames_w[p]) @ above
+        return above if p is None else inverse_frame(p) @ above
 
     object_leaf = set()
     for i in candidates:
@@ -497,10 +515,10 @@ def shape_model(scene: Scene, *, version: int = 8) -> ShapeModel:
         ps = pieces[i]
         if i in object_leaf:
             host = node_index[dts_parent(i)]
-            offset = _inverse(frames_w[dts_parent(i)]) @ shape_world[i]
+            offset = inverse_frame(dts_parent(i)) @ shape_world[i]
         else:
             host = node_index[i]
-            offset = _inverse(frames_w[i]) @ shape_world[i]     # scale a v8 node cannot hold
+            offset = inverse_frame(i) @ shape_world[i]     # scale a v8 node cannot hold
         lin = offset[:3, :3]
         if (version >= 8 or i not in object_leaf) and np.abs(lin - np.eye(3)).max() > 1e-9:
             # v8 objects are offset by a translation only: the rest goes into the vertices
