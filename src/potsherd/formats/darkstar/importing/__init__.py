@@ -43,7 +43,7 @@ import numpy as np
 from ....core.errors import FormatError, ValueFormatError
 from ....core.layout import Table
 from ....document import Document
-from ....scene import Material, Scene, decompose_matrix, quat_normalize
+from ....scene import Material, Scene
 from ....scene.finite import require_finite
 from ....scene.geometry import flattened_triangles, weld
 from ....scene.ops import from_time_zero
@@ -59,12 +59,8 @@ from ..model import NodeM, ObjectM, ShapeModel, shape_model
 from ..pers import LAYOUT
 from .like import adopt_unchanged, keep_unexported, _like_scenes, _reusable_meshes
 from .compare import compare
+from .keys import transforms_and_keys
 
-QUAT16 = 32767.0
-#: keyframe flag words stock shapes use on node and mesh-frame keys:
-#: visible + affects frame (v8 u16; v3-v7 the same bits at 31..28)
-KEY_FLAGS = {8: 0x9000, 7: 0x90000000}
-VIS_BITS = {8: (0x8000, 0x4000), 7: (0x80000000, 0x40000000)}
 #: material flag bits (type, smooth shading, alpha)
 MAT_RGB, MAT_TEXTURE, SMOOTH, TRANSPARENT, TRANSLUCENT = 2, 3, 0x400, 0x1000, 0x2000
 
@@ -131,11 +127,27 @@ def quantise(frames: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return np.clip(q, 0, 255).astype(np.uint8), scale, lo
 
 
-def mesh_block(obj: ObjectM, material_map: dict, warnings: list) -> dict:
-    """A ``TS::CelAnimMesh`` v3 for one object (see the module docstring)."""
+def _mapped(values: np.ndarray, mapping: dict, default: int = 0) -> np.ndarray:
+    """``mapping.get(v, default)`` for each of the integers ``values``, as int64."""
+    v = np.asarray(values, np.int64).reshape(-1)
+    if not mapping or not len(v):
+        return np.full(len(v), default, np.int64)
+    keys = np.fromiter(mapping.keys(), np.int64, len(mapping))
+    vals = np.fromiter(mapping.values(), np.int64, len(mapping))
+    order = np.argsort(keys, kind="stable")
+    keys, vals = keys[order], vals[order]
+    at = np.minimum(np.searchsorted(keys, v), len(keys) - 1)
+    return np.where(keys[at] == v, vals[at], default)
+
+
+def mesh_block(obj: ObjectM, material_map: dict, warnings: list,
+               normal_idx: np.ndarray | None = None) -> dict:
+    """A ``TS::CelAnimMesh`` v3 for one object (see the module docstring);
+    ``normal_idx``: :func:`nearest_normals` of its normals when known."""
     frames = obj.frames                      # (F, C, 3) corners
     nf, nc = frames.shape[0], frames.shape[1]
-    normal_idx = nearest_normals(obj.normals) if nc else np.zeros(0, np.uint8)
+    if normal_idx is None or not nc:
+        normal_idx = nearest_normals(obj.normals) if nc else np.zeros(0, np.uint8)
     key = np.concatenate([frames.transpose(1, 0, 2).reshape(nc, -1).astype(np.float32).view(np.uint32),
                           normal_idx[:, None].astype(np.uint32)], axis=1) if nc else np.zeros((0, 1))
     vfirst, vremap = weld(key)
@@ -158,7 +170,7 @@ def mesh_block(obj: ObjectM, material_map: dict, warnings: list) -> dict:
     tv = _table(t["textureVerts"], len(tfirst), x=uv[tfirst, 0] if nc else 0, y=uv[tfirst, 1] if nc else 0)
     tri_v = vremap.reshape(-1, 3)[:, [0, 2, 1]]           # back to the stored winding
     tri_t = tremap.reshape(-1, 3)[:, [0, 2, 1]]
-    mats = np.array([material_map.get(int(m), 0) for m in obj.materials.tolist()], np.int64)
+    mats = _mapped(obj.materials, material_map)
     faces = _table(t["faces"], len(tri_v), vi1=tri_v[:, 0], ti1=tri_t[:, 0], vi2=tri_v[:, 1],
                    ti2=tri_t[:, 1], vi3=tri_v[:, 2], ti3=tri_t[:, 2], material=mats)
     fr = _table(t["frames"], nf, firstVert=np.arange(nf) * verts_per_frame,
@@ -370,18 +382,6 @@ class _Names:
         return self.index[text]
 
 
-def _stored_quat(q_gltf: np.ndarray, version: int) -> np.ndarray:
-    q = quat_normalize(q_gltf) * np.array([-1.0, -1.0, -1.0, 1.0])
-    # the engine's packing: a C cast, truncation toward zero (stock files show it: their
-    # Quat16 norms fall short of 32767 by 0.74 on average, as truncation predicts, 0 for rounding)
-    return np.trunc(q * QUAT16).astype(np.int64) if version >= 7 else q.astype(np.float32)
-
-
-def _trs(m: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    t, r, s = decompose_matrix(m)
-    return t, r, s
-
-
 def _check_fits(version: int, **counts: int) -> None:
     if version >= 8:
         for what, n in counts.items():
@@ -442,68 +442,12 @@ def build_shape(model: ShapeModel, version: int, *, details: list | None = None,
     elif generate:
         det = _details(nodes, model, details, warnings, prepend_root)
 
-    # transforms: defaults first; a transform stored before is shared, as the
-    # Starsiege exporter shares them between keys and with the defaults
-    rot, tr, sc = [], [], []
-    stored_at: dict = {}
-
-    def add_transform(q: np.ndarray, tv: np.ndarray, sv: np.ndarray) -> int:
-        key = (np.asarray(q).tobytes(), np.asarray(tv, np.float32).tobytes(),
-               np.asarray(sv, np.float32).tobytes() if version < 8 else b"")
-        at = stored_at.get(key)
-        if at is None:
-            at = stored_at[key] = len(rot)
-            rot.append(q)
-            tr.append(tv)
-            sc.append(sv)
-        return at
-
-    default_tf = []
-    for n in nodes:
-        tv, q, sv = _trs(n.local)
-        if version >= 8 and np.abs(sv - 1).max() > 1e-4:
-            warnings.append(f"node {n.name!r}: scale {np.round(sv, 4).tolist()} dropped "
-                            "(v8 transforms have none)")
-        default_tf.append(add_transform(_stored_quat(q, version), tv, sv))
-
     seqs = model.sequences
-    # sub-sequences: per node, then per object; keyframes in that order
-    subs, keys = [], []
-    node_subs = {i: [] for i in range(len(nodes))}
-    obj_subs = {i: [] for i in range(len(objects))}
-    flags = KEY_FLAGS[8 if version >= 8 else 7]
-    vis_on, vis_affects = VIS_BITS[8 if version >= 8 else 7]
-    for i in range(len(nodes)):
-        src = node_src.get(i, i)
-        mi = src - 1 if prepend_root else src
-        for s, seq in enumerate(seqs):
-            k = seq.node_keys.get(mi)
-            if k is None:
-                continue
-            times, q, tv, sv = k
-            dur = seq.duration if seq.duration > 0 else 1.0
-            first = len(keys)
-            stored = _stored_quat(q, version)
-            for j in range(len(times)):
-                keys.append((float(times[j]) / dur, add_transform(stored[j], tv[j], sv[j]), flags))
-            node_subs[i].append(len(subs))
-            subs.append((s, len(times), first))
-    for oi in range(len(objects)):
-        for s, seq in enumerate(seqs):
-            k = seq.object_keys.get(obj_src.get(oi, oi))
-            if k is None:
-                continue
-            times, frame, visible = k
-            dur = seq.duration if seq.duration > 0 else 1.0
-            first = len(keys)
-            for j in range(len(times)):
-                f = flags
-                if visible is not None:
-                    f = (f & ~vis_on) | vis_affects | (vis_on if visible[j] else 0)
-                keys.append((float(times[j]) / dur, int(frame[j]) if frame is not None else 0, f))
-            obj_subs[oi].append(len(subs))
-            subs.append((s, len(times), first))
-    _check_fits(version, nodes=len(nodes), transforms=len(rot), keyframes=len(keys),
+    tk = transforms_and_keys(nodes, objects, seqs, node_src, obj_src, prepend_root, version,
+                             warnings)
+    subs, node_subs, obj_subs = tk.subs, tk.node_subs, tk.obj_subs
+    n_keys, n_tf = len(tk.key_position), len(tk.rotation)
+    _check_fits(version, nodes=len(nodes), transforms=n_tf, keyframes=n_keys,
                 sub_sequences=len(subs), objects=len(objects) + 1)
 
     # meshes and objects
@@ -515,9 +459,15 @@ def build_shape(model: ShapeModel, version: int, *, details: list | None = None,
         model.materials.append(Material(name="default"))
     meshes, obj_rows = [], []
     reuse_meshes = reuse_meshes or {}
+    # the engine's normal of every corner of the objects to encode, in one search
+    todo = [o for oi, o in enumerate(objects) if reuse_meshes.get(oi) is None]
+    normals = [o.normals.reshape(-1, 3) for o in todo]
+    all_idx = nearest_normals(np.concatenate(normals)) if normals else np.zeros(0, np.uint8)
+    cut = dict(zip(map(id, todo), np.split(all_idx, np.cumsum([len(n) for n in normals])[:-1])))
     for oi, o in enumerate(objects):
         block = reuse_meshes.get(oi)
-        meshes.append(block if block is not None else mesh_block(o, material_map, warnings))
+        meshes.append(block if block is not None else
+                      mesh_block(o, material_map, warnings, cut[id(o)]))
         obj_rows.append(o)
     if not has_bounds:
         bm = bounds_mesh(lo, hi)
@@ -532,7 +482,7 @@ def build_shape(model: ShapeModel, version: int, *, details: list | None = None,
     node_rows = _table(t["nodes"], n_nodes)
     for i, n in enumerate(nodes):
         ss = node_subs[i]
-        node_rows[i] = (names(n.name), n.parent, len(ss), ss[0] if ss else 0, default_tf[i])
+        node_rows[i] = (names(n.name), n.parent, len(ss), ss[0] if ss else 0, int(tk.default_tf[i]))
     seq_rows = _table(t["sequences"], len(seqs))
     triggers = []
     like_seq = _rows_by_name(lp, "sequences")
@@ -557,23 +507,17 @@ def build_shape(model: ShapeModel, version: int, *, details: list | None = None,
     if subs:
         a = np.array(subs, np.int64)
         sub_rows["fSequenceIndex"], sub_rows["fnKeyframes"], sub_rows["fFirstKeyframe"] = a[:, 0], a[:, 1], a[:, 2]
-    key_rows = _table(t["keyframes"], len(keys))
-    if keys:
-        key_rows["fPosition"] = [k[0] for k in keys]
-        key_rows["fKeyValue"] = [k[1] for k in keys]
-        key_rows["fMatIndex"] = [k[2] for k in keys]
-    tf_rows = _table(t["transforms"], len(rot))
-    if rot:
-        q = np.array(rot)
-        tv = np.array(tr, np.float64)
+    key_rows = _table(t["keyframes"], n_keys, fPosition=tk.key_position, fKeyValue=tk.key_value,
+                      fMatIndex=tk.key_flags)
+    tf_rows = _table(t["transforms"], n_tf)
+    if n_tf:
         for c, k in enumerate(("fRotateX", "fRotateY", "fRotateZ", "fRotateW")):
-            tf_rows[k] = q[:, c]
+            tf_rows[k] = tk.rotation[:, c]
         for c, k in enumerate(("fTranslateX", "fTranslateY", "fTranslateZ")):
-            tf_rows[k] = tv[:, c]
+            tf_rows[k] = tk.translation[:, c]
         if "fScaleX" in t["transforms"].names:
-            sv = np.array(sc, np.float64)
             for c, k in enumerate(("fScaleX", "fScaleY", "fScaleZ")):
-                tf_rows[k] = sv[:, c]
+                tf_rows[k] = tk.scale[:, c]
     like_obj_flags = _rows_by_name(lp, "objects")
     ob_rows = _table(t["objects"], len(obj_rows))
     for i, o in enumerate(obj_rows):
@@ -608,8 +552,8 @@ def build_shape(model: ShapeModel, version: int, *, details: list | None = None,
 
     centre = (lo + hi) / 2
     radius = float(np.linalg.norm(hi - lo) / 2)
-    p: dict = {"nNodes": n_nodes, "nSeqs": len(seqs), "nSubSeqs": len(subs), "nKeyframes": len(keys),
-               "nTransforms": len(rot), "nNames": 0, "nObjects": len(obj_rows), "nDetails": len(det),
+    p: dict = {"nNodes": n_nodes, "nSeqs": len(seqs), "nSubSeqs": len(subs), "nKeyframes": n_keys,
+               "nTransforms": n_tf, "nNames": 0, "nObjects": len(obj_rows), "nDetails": len(det),
                "nMeshes": len(meshes), "nTransitions": 0, "nFrameTriggers": len(triggers),
                "fRadius": radius, "fCentreX": centre[0], "fCentreY": centre[1], "fCentreZ": centre[2]}
     if version >= 8:
