@@ -41,13 +41,11 @@ from urllib.parse import unquote
 import numpy as np
 
 from ....core.errors import FormatError, ValueFormatError
-from ....core.layout import Table
 from ....document import Document
 from ....scene import Material, Scene
 from ....scene.finite import require_finite
-from ....scene.geometry import flattened_triangles, weld
 from ....scene.ops import from_time_zero
-from ..geometry import name_text, nearest_normals
+from ..geometry import name_text, nearest_normals  # noqa: F401  (nearest_normals: part of the API)
 from ....scene.import_prep import Holds, prepare
 
 #: what a shape stores of a glTF (scene.import_prep): a normal per vertex (the
@@ -56,10 +54,10 @@ from ....scene.import_prep import Holds, prepare
 IMPORT_HOLDS = Holds("dts", normals=True, vertex_colors=False, morph_targets=True,
                      texture=True, texture_extras=("map", "flags", "type", "rgb"))
 from ..model import NodeM, ObjectM, ShapeModel, shape_model
-from ..pers import LAYOUT
 from .like import adopt_unchanged, keep_unexported, _like_scenes, _reusable_meshes
 from .compare import compare
 from .keys import transforms_and_keys
+from .meshes import _block, _table, _tables, bounds_mesh, mesh_block, mesh_blocks, quantise  # noqa: F401
 
 #: material flag bits (type, smooth shading, alpha)
 MAT_RGB, MAT_TEXTURE, SMOOTH, TRANSPARENT, TRANSLUCENT = 2, 3, 0x400, 0x1000, 0x2000
@@ -85,25 +83,6 @@ def _rows_by_name(lp: dict | None, table: str) -> dict:
     return out
 
 
-def _tables(cls: str, version: int) -> dict[str, np.dtype]:
-    """The record dtype of each table field of a (class, version) payload."""
-    return {f.name: f.storage.table_dtype for f in LAYOUT.record(f"{cls} v{version}").fields
-            if isinstance(f.storage, Table)}
-
-
-def _block(cls: str, version: int, payload: dict) -> dict:
-    name = cls.encode()
-    return {"tag": b"PERS", "size": 0, "className": name, "namePad": b"\0" * (len(name) & 1),
-            "version": version, "payload": payload, "slack": b"", "pad": b""}
-
-
-def _table(dtype: np.dtype, rows: int, **cols: Any) -> np.ndarray:
-    t = np.zeros(rows, dtype)
-    for k, v in cols.items():
-        t[k] = v
-    return t
-
-
 def _slot(text: str, size: int, warnings: list, what: str) -> bytes:
     raw = text.encode("latin-1", errors="replace")
     if len(raw) > size - 1:
@@ -114,91 +93,6 @@ def _slot(text: str, size: int, warnings: list, what: str) -> bytes:
 
 # ---------------------------------------------------------------------------
 # meshes
-
-
-def quantise(frames: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(bytes (F, V, 3) u8, scale (F, 3) f32, origin (F, 3) f32) per frame."""
-    lo = frames.min(axis=1).astype(np.float32)
-    hi = frames.max(axis=1).astype(np.float32)
-    scale = ((hi - lo) / np.float32(255)).astype(np.float32)
-    safe = np.where(scale > 0, scale, 1).astype(np.float64)
-    q = np.rint((frames - lo[:, None, :].astype(np.float64)) / safe[:, None, :])
-    q = np.where(scale[:, None, :] > 0, q, 0)
-    return np.clip(q, 0, 255).astype(np.uint8), scale, lo
-
-
-def _mapped(values: np.ndarray, mapping: dict, default: int = 0) -> np.ndarray:
-    """``mapping.get(v, default)`` for each of the integers ``values``, as int64."""
-    v = np.asarray(values, np.int64).reshape(-1)
-    if not mapping or not len(v):
-        return np.full(len(v), default, np.int64)
-    keys = np.fromiter(mapping.keys(), np.int64, len(mapping))
-    vals = np.fromiter(mapping.values(), np.int64, len(mapping))
-    order = np.argsort(keys, kind="stable")
-    keys, vals = keys[order], vals[order]
-    at = np.minimum(np.searchsorted(keys, v), len(keys) - 1)
-    return np.where(keys[at] == v, vals[at], default)
-
-
-def mesh_block(obj: ObjectM, material_map: dict, warnings: list,
-               normal_idx: np.ndarray | None = None) -> dict:
-    """A ``TS::CelAnimMesh`` v3 for one object (see the module docstring);
-    ``normal_idx``: :func:`nearest_normals` of its normals when known."""
-    frames = obj.frames                      # (F, C, 3) corners
-    nf, nc = frames.shape[0], frames.shape[1]
-    if normal_idx is None or not nc:
-        normal_idx = nearest_normals(obj.normals) if nc else np.zeros(0, np.uint8)
-    key = np.concatenate([frames.transpose(1, 0, 2).reshape(nc, -1).astype(np.float32).view(np.uint32),
-                          normal_idx[:, None].astype(np.uint32)], axis=1) if nc else np.zeros((0, 1))
-    vfirst, vremap = weld(key)
-    uv = obj.uvs.astype(np.float32)
-    tfirst, tremap = weld(uv)
-    verts_per_frame = len(vfirst)
-    q, scale, origin = quantise(frames[:, vfirst]) if nc else (np.zeros((nf, 0, 3), np.uint8),
-                                                               np.zeros((nf, 3), np.float32),
-                                                               np.zeros((nf, 3), np.float32))
-    if nc:
-        lost = flattened_triangles(frames[0][vfirst], q[0], vremap.reshape(-1, 3))
-        if lost:
-            warnings.append(f"mesh {obj.name!r}: {lost} of {nc // 3} triangles flatten to lines in "
-                            "the format's 8-bit vertices (255 steps across the mesh per axis); "
-                            "split the mesh into smaller ones for finer steps")
-    t = _tables("TS::CelAnimMesh", 3)
-    flat = q.reshape(-1, 3)
-    verts = _table(t["verts"], len(flat), x=flat[:, 0], y=flat[:, 1], z=flat[:, 2],
-                   normal=np.tile(normal_idx[vfirst], nf) if nc else 0)
-    tv = _table(t["textureVerts"], len(tfirst), x=uv[tfirst, 0] if nc else 0, y=uv[tfirst, 1] if nc else 0)
-    tri_v = vremap.reshape(-1, 3)[:, [0, 2, 1]]           # back to the stored winding
-    tri_t = tremap.reshape(-1, 3)[:, [0, 2, 1]]
-    mats = _mapped(obj.materials, material_map)
-    faces = _table(t["faces"], len(tri_v), vi1=tri_v[:, 0], ti1=tri_t[:, 0], vi2=tri_v[:, 1],
-                   ti2=tri_t[:, 1], vi3=tri_v[:, 2], ti3=tri_t[:, 2], material=mats)
-    fr = _table(t["frames"], nf, firstVert=np.arange(nf) * verts_per_frame,
-                scaleX=scale[:, 0], scaleY=scale[:, 1], scaleZ=scale[:, 2],
-                originX=origin[:, 0], originY=origin[:, 1], originZ=origin[:, 2])
-    # in float64: the corners of a huge model square past float32's range
-    decoded = flat.reshape(nf, -1, 3) * scale[:, None, :].astype(np.float64) + origin[:, None, :]
-    radius = float(np.linalg.norm(decoded.reshape(-1, 3), axis=1).max()) if nc else 0.0
-    payload = {"numVerts": len(verts), "mVertsPerFrame": verts_per_frame, "numTexVerts": len(tv),
-               "numFaces": len(faces), "numFrames": nf, "mTextureVertsPerFrame": len(tv),
-               "radius": radius, "verts": verts, "textureVerts": tv, "faces": faces, "frames": fr}
-    return _block("TS::CelAnimMesh", 3, payload)
-
-
-def bounds_mesh(lo: np.ndarray, hi: np.ndarray) -> dict:
-    """The utility ``bounds`` mesh stock shapes carry: two vertices, the box corners."""
-    corners = np.stack([lo, hi]).astype(np.float64)[None]
-    q, scale, origin = quantise(corners)
-    t = _tables("TS::CelAnimMesh", 3)
-    payload = {"numVerts": 2, "mVertsPerFrame": 2, "numTexVerts": 0, "numFaces": 0, "numFrames": 1,
-               "mTextureVertsPerFrame": 0,
-               "radius": float(max(np.linalg.norm(lo), np.linalg.norm(hi))),
-               "verts": _table(t["verts"], 2, x=q[0, :, 0], y=q[0, :, 1], z=q[0, :, 2], normal=0),
-               "textureVerts": _table(t["textureVerts"], 0), "faces": _table(t["faces"], 0),
-               "frames": _table(t["frames"], 1, firstVert=0, scaleX=scale[0, 0], scaleY=scale[0, 1],
-                                scaleZ=scale[0, 2], originX=origin[0, 0], originY=origin[0, 1],
-                                originZ=origin[0, 2])}
-    return _block("TS::CelAnimMesh", 3, payload)
 
 
 # ---------------------------------------------------------------------------
@@ -459,15 +353,12 @@ def build_shape(model: ShapeModel, version: int, *, details: list | None = None,
         model.materials.append(Material(name="default"))
     meshes, obj_rows = [], []
     reuse_meshes = reuse_meshes or {}
-    # the engine's normal of every corner of the objects to encode, in one search
-    todo = [o for oi, o in enumerate(objects) if reuse_meshes.get(oi) is None]
-    normals = [o.normals.reshape(-1, 3) for o in todo]
-    all_idx = nearest_normals(np.concatenate(normals)) if normals else np.zeros(0, np.uint8)
-    cut = dict(zip(map(id, todo), np.split(all_idx, np.cumsum([len(n) for n in normals])[:-1])))
+    # the objects to encode, as one batch (meshes.mesh_blocks)
+    todo = [oi for oi in range(len(objects)) if reuse_meshes.get(oi) is None]
+    made = dict(zip(todo, mesh_blocks([objects[oi] for oi in todo], material_map, warnings)))
     for oi, o in enumerate(objects):
         block = reuse_meshes.get(oi)
-        meshes.append(block if block is not None else
-                      mesh_block(o, material_map, warnings, cut[id(o)]))
+        meshes.append(block if block is not None else made[oi])
         obj_rows.append(o)
     if not has_bounds:
         bm = bounds_mesh(lo, hi)
