@@ -319,48 +319,82 @@ def _geometry_pieces(scene: Scene, worlds: list, warnings: list,
             # each joint's skinning matrix at rest: bind space -> world
             posed = {k: worlds[int(skin.joints[k])] @ binds[k]
                      for k in range(min(len(skin.joints), len(binds)))}
-            for j in np.unique(tri_joint).tolist():
-                if not 0 <= j < len(skin.joints):
-                    warnings.append(f"mesh {mesh.name!r}: joint {j} outside its skin; triangles skipped")
-                    continue
-                target = int(skin.joints[j])
-                bind = binds[j]
-                sel = np.repeat(tri_joint == j, 3)
-                corners = idx[sel]
-                # a corner of another joint is where that joint poses it at rest, seen
-                # from this joint (the same as this joint's bind matrix when the rest
-                # pose is the bind pose); this joint's own corners take its bind matrix
-                # the few distinct matrices (this joint's bind, one per other joint),
-                # each corner an index into them: inverted once each, not per corner
-                mats, which = [bind], np.zeros(len(corners), np.int64)
-                to_target = None
-                corner_dom = dominant[corners]
-                for d in np.unique(corner_dom).tolist():
-                    if d != j and d in posed:
-                        if to_target is None:
-                            to_target = _inverse(worlds[target])
-                        which[corner_dom == d] = len(mats)
-                        mats.append(to_target @ posed[d])
-                mats = np.stack(mats)
-                per = mats[which]
-                f = frames[:, corners]
-                lin = per[:, :3, :3]
-                moved = np.empty_like(f)
-                moved[0] = np.einsum("cij,cj->ci", lin, f[0]) + per[:, :3, 3]
-                if len(f) > 1:
-                    moved[1:] = np.einsum("cij,fcj->fci", lin, f[1:] - f[0][None]) + moved[0][None]
-                nm = nrm[corners]
-                m_lin = mats[:, :3, :3]
-                m_solid = np.abs(np.linalg.det(m_lin)) > 1e-12
-                solid = m_solid[which]
-                if solid.any():
-                    m_inv = np.zeros_like(m_lin)
-                    m_inv[m_solid] = np.linalg.inv(m_lin[m_solid])
-                    nm = nm.copy()
-                    nm[solid] = np.einsum("cj,cji->ci", nm[solid], m_inv[which[solid]])
-                piece = (moved, nm, uv[corners], prim.material, hi)
-                pieces.setdefault(target, []).append(_mirrored(piece, bind[:3, :3]))
+            _skinned_pieces(pieces, mesh.name, skin, worlds, binds, posed, idx, tri_joint,
+                            dominant, frames, nrm, uv, prim.material, hi, warnings)
     return pieces
+
+
+def _skinned_pieces(pieces: dict, mesh_name: str, skin: Any, worlds: list, binds: np.ndarray,
+                    posed: dict, idx: np.ndarray, tri_joint: np.ndarray, dominant: np.ndarray,
+                    frames: np.ndarray, nrm: np.ndarray, uv: np.ndarray, material: Any, hi: int,
+                    warnings: list) -> None:
+    """The pieces of a skinned primitive, one per joint (in joint order) with
+    triangles, added to ``pieces`` under the joint's node: its triangles' corners
+    taken into the joint's space.  A corner of another joint is where that joint
+    poses it at rest, seen from this joint (the same as this joint's bind matrix
+    when the rest pose is the bind pose); this joint's own corners take its bind
+    matrix.  All corners are moved in one pass, each by its index into the few
+    distinct matrices (inverted once each, not per corner)."""
+    by_joint = np.argsort(tri_joint, kind="stable")     # each joint's triangles, in order
+    joint_ids, starts = np.unique(tri_joint[by_joint], return_index=True)
+    ends = starts[1:].tolist() + [len(by_joint)]
+    runs = []                                           # (joint, first, end triangle)
+    for j, a, b in zip(joint_ids.tolist(), starts.tolist(), ends):
+        if not 0 <= j < len(skin.joints):
+            warnings.append(f"mesh {mesh_name!r}: joint {j} outside its skin; triangles skipped")
+            continue
+        runs.append((j, a, b))
+    if not runs:
+        return
+    tris = np.concatenate([by_joint[a:b] for _, a, b in runs])
+    corners = np.take(idx.reshape(-1, 3), tris, axis=0).reshape(-1)
+    corner_joint = np.repeat(np.concatenate([np.full(b - a, j) for j, a, b in runs]), 3)
+    corner_dom = dominant[corners]
+    mats = [binds[j] for j, _, _ in runs]               # matrix k: run k's bind
+    which = np.repeat(np.arange(len(runs)), [3 * (b - a) for _, a, b in runs])
+    other = corner_dom != corner_joint
+    if other.any():
+        pairs, inv = np.unique(np.stack([corner_joint[other], corner_dom[other]], 1), axis=0,
+                               return_inverse=True)
+        pair_mat = np.full(len(pairs), -1)
+        to_target: dict = {}
+        for p, (j, d) in enumerate(pairs.tolist()):
+            if d in posed:
+                target = int(skin.joints[j])
+                if target not in to_target:
+                    to_target[target] = _inverse(worlds[target])
+                pair_mat[p] = len(mats)
+                mats.append(to_target[target] @ posed[d])
+        chosen = pair_mat[inv.reshape(-1)]
+        sub = which[other]
+        which[other] = np.where(chosen >= 0, chosen, sub)
+    mats = np.stack(mats)
+    # (np.take: several times faster than fancy indexing of rows, the same values)
+    per = np.take(mats, which, axis=0)
+    f = np.take(frames, corners, axis=1)
+    lin = per[:, :3, :3]
+    moved = np.empty_like(f)
+    moved[0] = np.einsum("cij,cj->ci", lin, f[0]) + per[:, :3, 3]
+    if len(f) > 1:
+        moved[1:] = np.einsum("cij,fcj->fci", lin, f[1:] - f[0][None]) + moved[0][None]
+    nm = np.take(nrm, corners, axis=0)
+    m_lin = mats[:, :3, :3]
+    m_solid = np.abs(np.linalg.det(m_lin)) > 1e-12
+    solid = m_solid[which]
+    if solid.any():
+        m_inv = np.zeros_like(m_lin)
+        m_inv[m_solid] = np.linalg.inv(m_lin[m_solid])
+        if solid.all():
+            nm = np.einsum("cj,cji->ci", nm, np.take(m_inv, which, axis=0))
+        else:
+            nm[solid] = np.einsum("cj,cji->ci", nm[solid], m_inv[which[solid]])
+    uv_c = np.take(uv, corners, axis=0)
+    at = 0
+    for j, a, b in runs:
+        c0, c1 = at, at + 3 * (b - a)
+        at = c1
+        piece = (moved[:, c0:c1], nm[c0:c1], uv_c[c0:c1], material, hi)
+        pieces.setdefault(int(skin.joints[j]), []).append(_mirrored(piece, binds[j][:3, :3]))
 
 
 def _mirrored(piece: tuple, lin: np.ndarray) -> tuple:

@@ -83,7 +83,7 @@ def _mapped(values: np.ndarray, mapping: dict, default: int = 0) -> np.ndarray:
 
 def _cross_areas(p: np.ndarray, tris: np.ndarray) -> np.ndarray:
     """Twice each triangle's area (``scene.geometry.flattened_triangles``' measure)."""
-    c = p[tris]
+    c = np.take(p, tris, axis=0)
     return np.linalg.norm(np.cross(c[:, 1] - c[:, 0], c[:, 2] - c[:, 0]), axis=1)
 
 
@@ -139,14 +139,14 @@ def _encode_group(objs: list, members: list, nf: int, cs: np.ndarray, normal_idx
     vs = np.searchsorted(vfirst, cs)
     ts = np.searchsorted(tfirst, cs)
     counts_v = np.diff(vs)
-    vframes = frames[:, vfirst]
+    vframes = np.take(frames, vfirst, axis=1)
     lo = np.minimum.reduceat(vframes, vs[:-1], axis=1).astype(np.float32)   # (F, n, 3)
     hi = np.maximum.reduceat(vframes, vs[:-1], axis=1).astype(np.float32)
     q, scale, origin = _quantised(vframes, lo, hi, counts_v)
     # triangles that flatten: an area before, none after (scene.geometry.flattened_triangles)
     tris = vremap.reshape(-1, 3)
     b = vframes[0]
-    corners = b[vremap]
+    corners = np.take(b, vremap, axis=0)
     extent = (np.maximum.reduceat(corners, cs[:-1], axis=0)
               - np.minimum.reduceat(corners, cs[:-1], axis=0)).max(axis=1)
     tri_obj = oid[::3].astype(np.int64)
