@@ -47,6 +47,7 @@ from ....scene.finite import require_finite
 from ....scene.ops import from_time_zero
 from ..geometry import name_text, nearest_normals  # noqa: F401  (nearest_normals: part of the API)
 from ....scene.import_prep import Holds, prepare
+from ....scene.bake_colors import drop_orphaned_materials
 
 #: what a shape stores of a glTF (scene.import_prep): a normal per vertex (the
 #: engine's table), morph targets as mesh frames, no vertex colours (baked into a
@@ -533,12 +534,23 @@ def _sizes(text: Any) -> list | None:
         raise ShapeImportError(f"details={text!r}: expected comma-separated sizes") from None
 
 
+def prepared(scene: Scene, like: Document | None = None) -> Scene:
+    """``scene`` as the shape importer reads it (``scene.import_prep.prepare``):
+    vertex colours baked into new materials, and without ``like`` the materials
+    the bake left unused dropped, so the shape's material list (and the bitmaps
+    written beside it) holds only what its faces use.  With ``like`` the list
+    keeps them: the original's mesh blocks, kept where unedited, index its
+    material list as it was."""
+    out = prepare(scene, IMPORT_HOLDS)
+    return out if like is not None or out is scene else drop_orphaned_materials(scene, out)
+
+
 def shape_from_scene(scene: Scene, *, like: Document | None = None, version: Any = None,
                      details: Any = None) -> Document:
     """A ``.dts`` document from ``scene`` (see the module docstring)."""
     v = _version(version, like)
     require_finite(scene)
-    scene = from_time_zero(prepare(scene, IMPORT_HOLDS))
+    scene = from_time_zero(prepared(scene, like))
     try:
         model = shape_model(scene, version=v)
     except FormatError:
