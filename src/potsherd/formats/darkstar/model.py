@@ -129,11 +129,20 @@ def original_name(item: Any) -> str:
 def sample(times: np.ndarray, values: np.ndarray, interpolation: str, at: np.ndarray,
            rotation: bool = False) -> np.ndarray:
     """Channel values at times ``at`` (held before the first and after the last key)."""
+    return np.ascontiguousarray(sample_many(times, [values], interpolation, at, rotation)[:, 0])
+
+
+def sample_many(times: np.ndarray, values: list, interpolation: str, at: np.ndarray,
+                rotation: bool = False) -> np.ndarray:
+    """:func:`sample` of several channels with the same key times: (len(at), N, d)."""
     times = np.asarray(times, np.float64)
-    values = np.asarray(values, np.float64)
-    if interpolation == "CUBICSPLINE":
-        values = values.reshape(len(times), 3, -1)[:, 1]
-    values = values.reshape(len(times), -1)
+    rows = []
+    for v in values:
+        v = np.asarray(v, np.float64)
+        if interpolation == "CUBICSPLINE":
+            v = v.reshape(len(times), 3, -1)[:, 1]
+        rows.append(v.reshape(len(times), -1))
+    values = np.stack(rows, axis=1)
     if len(times) == 1:
         return np.repeat(values, len(at), axis=0)
     i = np.clip(np.searchsorted(times, at, side="right") - 1, 0, len(times) - 1)
@@ -145,9 +154,9 @@ def sample(times: np.ndarray, values: np.ndarray, interpolation: str, at: np.nda
     u = np.clip(u, 0.0, 1.0)
     exact = np.isclose(at, times[i], rtol=0, atol=1e-9)
     if rotation:
-        out = quat_slerp(values[i], values[j], u)
+        out = quat_slerp(values[i], values[j], u[:, None])
     else:
-        out = values[i] + (values[j] - values[i]) * u[:, None]
+        out = values[i] + (values[j] - values[i]) * u[:, None, None]
     out[exact] = values[i][exact]
     return out
 
@@ -599,6 +608,53 @@ def _preorder(scene: Scene) -> list[int]:
     return out
 
 
+def _node_keys(scene: Scene, members: list, by_node: dict, duration: float, fixes: dict,
+               rigid: bool) -> dict:
+    """Scene node -> (times, rotation, translation, scale, scale keys dropped) of the
+    nodes ``members``, whose channels have the same key times: sampled on the union
+    of their channels' times, turned into shape-local keys, all in one pass."""
+    chans0 = by_node[members[0]]
+    parts = [np.asarray(c.times, np.float64) for p, c in chans0.items() if p != "weights"]
+    for p, c in chans0.items():
+        if p != "weights" and c.interpolation == "STEP" and len(c.times) > 1:
+            # shape keys interpolate: hold the old value until just before each step
+            ct = np.asarray(c.times, np.float64)
+            parts.append(np.maximum(ct[1:] - 1e-4 * max(duration, 1e-3), ct[:-1]))
+    times = np.unique(np.concatenate(parts))
+    rests = []
+    for sn in members:
+        n = scene.nodes[sn]
+        rests.append({"rotation": n.rotation if n.rotation is not None else (0, 0, 0, 1),
+                      "translation": n.translation if n.translation is not None else (0, 0, 0),
+                      "scale": n.scale if n.scale is not None else (1, 1, 1)})
+    vals = {}
+    for path in ("rotation", "translation", "scale"):
+        c = chans0.get(path)
+        if c is None:
+            vals[path] = np.stack([np.tile(np.asarray(r[path], np.float64), (len(times), 1))
+                                   for r in rests], axis=1)
+        else:
+            vals[path] = sample_many(c.times, [by_node[sn][path].values for sn in members],
+                                     c.interpolation, times, path == "rotation")
+    rot = quat_normalize(vals["rotation"])                # (K, N, 4)
+    tr, sc = vals["translation"], vals["scale"]
+    fix = np.stack([fixes[sn] for sn in members])
+    if not _close_to_identity(fix[0], 1e-12):
+        with np.errstate(all="ignore"):      # non-finite keys are refused after this
+            m = fix[None] @ trs_to_matrix(tr, rot, sc)
+            tr, rot, sc = decompose_matrix(m)
+    dropped = np.zeros(len(members), bool)
+    if rigid:
+        rest_m = fix @ trs_to_matrix(np.array([r["translation"] for r in rests], np.float64),
+                                     np.array([r["rotation"] for r in rests], np.float64),
+                                     np.array([r["scale"] for r in rests], np.float64))
+        rest_scale = decompose_matrix(rest_m)[2]
+        dropped = np.abs(sc - rest_scale[None]).max(axis=(0, 2)) > 1e-4
+        sc = np.ones_like(sc)
+    return {sn: (times.copy(), np.ascontiguousarray(rot[:, k]), np.ascontiguousarray(tr[:, k]),
+                 np.ascontiguousarray(sc[:, k]), bool(dropped[k])) for k, sn in enumerate(members)}
+
+
 def _sequence(scene: Scene, a: Any, node_index: dict, object_of_scene_node: dict,
               object_of_holder: dict, object_leaf: set, fixes: dict, rigid: bool,
               warnings: list, blends: dict[int, tuple]) -> SequenceM:
@@ -611,41 +667,24 @@ def _sequence(scene: Scene, a: Any, node_index: dict, object_of_scene_node: dict
     for ch in a.channels:
         by_node.setdefault(ch.node, {})[ch.path] = ch
     empty = bool(a.extras.get("empty"))
+    # nodes whose channels have the same key times are sampled and reframed together
+    groups: dict = {}
     for sn, chans in by_node.items():
         if sn in node_index and not empty and chans.keys() & {"rotation", "translation", "scale"}:
-            parts = [np.asarray(c.times, np.float64) for p, c in chans.items() if p != "weights"]
-            for p, c in chans.items():
-                if p != "weights" and c.interpolation == "STEP" and len(c.times) > 1:
-                    # shape keys interpolate: hold the old value until just before each step
-                    ct = np.asarray(c.times, np.float64)
-                    parts.append(np.maximum(ct[1:] - 1e-4 * max(duration, 1e-3), ct[:-1]))
-            times = np.unique(np.concatenate(parts))
-            n = scene.nodes[sn]
-            rest = {"rotation": n.rotation if n.rotation is not None else (0, 0, 0, 1),
-                    "translation": n.translation if n.translation is not None else (0, 0, 0),
-                    "scale": n.scale if n.scale is not None else (1, 1, 1)}
-            vals = {}
-            for path in ("rotation", "translation", "scale"):
-                c = chans.get(path)
-                if c is None:
-                    vals[path] = np.tile(np.asarray(rest[path], np.float64), (len(times), 1))
-                else:
-                    vals[path] = sample(c.times, c.values, c.interpolation, times, path == "rotation")
-            rot = quat_normalize(vals["rotation"])
-            tr, sc = vals["translation"], vals["scale"]
-            fix = fixes[sn]
-            if not _close_to_identity(fix, 1e-12):
-                with np.errstate(all="ignore"):      # non-finite keys are refused after this
-                    m = fix[None] @ trs_to_matrix(tr, rot, sc)
-                    tr, rot, sc = decompose_matrix(m)
-            if rigid:
-                rest_m = fix @ trs_to_matrix(rest["translation"], rest["rotation"], rest["scale"])
-                rest_scale = decompose_matrix(rest_m)[2]
-                if np.abs(sc - rest_scale).max() > 1e-4:       # the rest scale is in the vertices
-                    warnings.append(f"sequence {seq.name!r}: scale keys of node "
-                                    f"{original_name(n)!r} dropped (v8 has no scale; "
-                                    "--option version=7 keeps them, and the engine reads v7)")
-                sc = np.ones_like(sc)
+            sig = (tuple((p, np.asarray(c.times, np.float64).tobytes(), c.interpolation,
+                          np.shape(c.values)) for p, c in sorted(chans.items()) if p != "weights"),
+                   _close_to_identity(fixes[sn], 1e-12))
+            groups.setdefault(sig, []).append(sn)
+    keyed: dict = {}
+    for members in groups.values():
+        keyed.update(_node_keys(scene, members, by_node, duration, fixes, rigid))
+    for sn, chans in by_node.items():
+        if sn in keyed:
+            times, rot, tr, sc, dropped = keyed[sn]
+            if dropped:                                 # the rest scale is in the vertices
+                warnings.append(f"sequence {seq.name!r}: scale keys of node "
+                                f"{original_name(scene.nodes[sn])!r} dropped (v8 has no scale; "
+                                "--option version=7 keeps them, and the engine reads v7)")
             seq.node_keys[node_index[sn]] = (times, rot, tr, sc)
         obj = object_of_scene_node.get(sn)
         c = chans.get("scale")
