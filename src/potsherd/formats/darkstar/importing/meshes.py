@@ -144,17 +144,19 @@ def _encode_group(objs: list, members: list, nf: int, cs: np.ndarray, normal_idx
     hi = np.maximum.reduceat(vframes, vs[:-1], axis=1).astype(np.float32)
     q, scale, origin = _quantised(vframes, lo, hi, counts_v)
     # triangles that flatten: an area before, none after (scene.geometry.flattened_triangles)
+    # (the areas before only of the triangles with none after, usually none)
     tris = vremap.reshape(-1, 3)
-    b = vframes[0]
-    corners = np.take(b, vremap, axis=0)
-    extent = (np.maximum.reduceat(corners, cs[:-1], axis=0)
-              - np.minimum.reduceat(corners, cs[:-1], axis=0)).max(axis=1)
-    tri_obj = oid[::3].astype(np.int64)
-    had = _cross_areas(b, tris) > (1e-9 * extent * extent)[tri_obj]
-    flat = had & (_cross_areas(q[0].astype(np.float64), tris) == 0)
-    for k, c in enumerate(np.bincount(tri_obj[flat], minlength=n).tolist()):
-        if c:
-            lost[members[k]] = c
+    none_after = np.flatnonzero(_cross_areas(q[0].astype(np.float64), tris) == 0)
+    if len(none_after):
+        b = vframes[0]
+        corners = np.take(b, vremap, axis=0)
+        extent = (np.maximum.reduceat(corners, cs[:-1], axis=0)
+                  - np.minimum.reduceat(corners, cs[:-1], axis=0)).max(axis=1)
+        tri_obj = oid[::3].astype(np.int64)[none_after]
+        had = _cross_areas(b, tris[none_after]) > (1e-9 * extent * extent)[tri_obj]
+        for k, c in enumerate(np.bincount(tri_obj[had], minlength=n).tolist()):
+            if c:
+                lost[members[k]] = c
     # in float64: the corners of a huge model square past float32's range
     decoded = q * np.repeat(scale, counts_v, axis=1).astype(np.float64) \
         + np.repeat(origin, counts_v, axis=1)
