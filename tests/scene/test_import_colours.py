@@ -391,6 +391,38 @@ def test_an_uncoloured_part_writes_the_texture_it_wrote_before(target, tmp_path)
     assert any(n not in without or with_colours[n] != without[n] for n in with_colours)
 
 
+def _dts_materials(scene: Scene, where: Path, like: Path | None = None) -> tuple:
+    """(map names of the material list, materials the faces use, bitmaps written)
+    of ``scene`` imported to .dts with a palette."""
+    where.mkdir()
+    write_glb(scene, where / "src.glb")
+    res = import_gltf(where / "src.glb", where / "out.dts", like=like,
+                      options={"palette": str(_palette(where))})
+    shape = potsherd.read(where / "out.dts").root["payload"]
+    names = [bytes(r["fName"]).split(b"\0")[0].decode() for r in
+             shape["materials"]["payload"]["materials"]]
+    used = sorted({int(m) for mb in shape["meshes"] for m in mb["payload"]["faces"]["material"]})
+    return names, used, sorted(Path(p).name for p, _ in res["files"] if not p.endswith(".dts"))
+
+
+def test_dts_material_list_holds_the_baked_material_not_the_one_it_replaced(tmp_path):
+    """Issue 44: the textured material whose only primitive is baked leaves the
+    shape's material list, and its bitmap is not written (negative control:
+    before, the list kept it beside its baked copy, [grad.bmp, paint_vcol.bmp]);
+    the same scene without colours keeps its one material.  With --like the list
+    keeps it (as before): the original's mesh blocks index the original list."""
+    coloured = coloured_scene(True, "own")
+    coloured.materials = coloured.materials[:1]              # "paint", on the plane
+    plain = coloured_scene(True, "own")
+    plain.materials = plain.materials[:1]
+    plain.meshes[0].primitives[0].colors = None
+    assert _dts_materials(coloured, tmp_path / "a") == (["paint_vcol.bmp"], [0],
+                                                        ["paint_vcol.bmp"])
+    assert _dts_materials(plain, tmp_path / "b") == (["grad.bmp"], [0], ["grad.bmp"])
+    names, used, _ = _dts_materials(coloured, tmp_path / "c", like=tmp_path / "b" / "out.dts")
+    assert "grad.bmp" in names and used == [names.index("paint_vcol.bmp")]
+
+
 def test_n3pmesh_has_no_texture_and_names_the_colours():
     scene = coloured_scene(True, "own")
     from potsherd import registry

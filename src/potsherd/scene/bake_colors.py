@@ -35,7 +35,8 @@ import numpy as np
 from .model import (CLAMP_TO_EDGE, MIRRORED_REPEAT, Image, Material, Primitive, Scene,
                     TextureRef)
 
-__all__ = ["bake_colors", "srgb_to_linear", "linear_to_srgb", "MAX_SIDE"]
+__all__ = ["bake_colors", "drop_orphaned_materials", "srgb_to_linear", "linear_to_srgb",
+           "MAX_SIDE"]
 
 #: the largest side of a baked texture (what the KO atlas and most old engines take)
 MAX_SIDE = 2048
@@ -508,3 +509,30 @@ def bake_colors(scene: Scene, *, drop_extras: tuple = (), limit: int = MAX_SIDE,
         a is not b for a, b in zip(prims[i], mesh.primitives)) else mesh
         for i, mesh in enumerate(scene.meshes)]
     return dataclasses.replace(scene, meshes=meshes, materials=materials, images=images), notes
+
+
+def _used_materials(scene: Scene) -> set:
+    return {p.material for m in scene.meshes for p in m.primitives if p.material is not None}
+
+
+def drop_orphaned_materials(before: Scene, after: Scene) -> Scene:
+    """``after`` (``before`` with its colours baked) without the materials that
+    primitives of ``before`` used and none of ``after`` does: those the bake
+    replaced by their "(vertex colours)" copies everywhere.  A target whose
+    material list is written from the scene's then lists (and writes the
+    texture of) only what the model uses; materials that nothing used before
+    the bake stay, and the primitives' indices follow the shortened list."""
+    orphans = _used_materials(before) - _used_materials(after)
+    orphans = {i for i in orphans if 0 <= i < len(after.materials)}
+    if not orphans:
+        return after
+    keep = [i for i in range(len(after.materials)) if i not in orphans]
+    new_index = {old: new for new, old in enumerate(keep)}
+
+    def moved(p: Primitive) -> Primitive:
+        if p.material is None or p.material not in new_index:
+            return p
+        return dataclasses.replace(p, material=new_index[p.material])
+    meshes = [dataclasses.replace(m, primitives=[moved(p) for p in m.primitives])
+              for m in after.meshes]
+    return dataclasses.replace(after, meshes=meshes, materials=[after.materials[i] for i in keep])

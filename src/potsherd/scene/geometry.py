@@ -57,6 +57,46 @@ def strip_or_fan_triangles(seq: Any, mode: int) -> np.ndarray:
     return tri[keep].reshape(-1).astype(np.uint32)
 
 
+_HASH_MUL = np.uint64(0x9E3779B97F4A7C15)
+
+
+def row_groups(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """Rows of equal bytes grouped: ``(first, inverse)``, ``first`` (G,) the
+    first row of each group (the groups in no particular order) and ``inverse``
+    (R,) each row's group; None in the unlikely case that two different rows
+    hash alike (the caller then sorts the rows themselves).  Rows of a group are
+    equal when each equals the one before it in hash order.
+
+    ``rows`` is (R, W) uint8.  Each row is hashed to one 64-bit word and the
+    words sorted, several times faster than sorting the rows (a ``np.unique``
+    of ``W``-byte void rows); the groups are then checked byte for byte."""
+    rows = np.ascontiguousarray(rows, np.uint8)
+    n, width = rows.shape
+    if not n:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    if width % 8:
+        rows = np.concatenate([rows, np.zeros((n, 8 - width % 8), np.uint8)], axis=1)
+    words = rows.view(np.uint64)
+    h = np.full(n, 0xCBF29CE484222325, np.uint64)
+    for j in range(words.shape[1]):           # wraps modulo 2**64, as a hash should
+        h ^= words[:, j]
+        h *= _HASH_MUL
+        h ^= h >> np.uint64(29)
+    order = np.argsort(h)
+    hs = h[order]
+    new = np.ones(n, bool)
+    new[1:] = hs[1:] != hs[:-1]
+    same = ~new[1:]
+    for j in range(words.shape[1]):           # in hash order, each row as its group's previous
+        col = words[:, j][order]              # (a column at a time: 2-D gathers are slow)
+        if (same & (col[1:] != col[:-1])).any():
+            return None
+    first = np.minimum.reduceat(order, np.flatnonzero(new))
+    inverse = np.empty(n, np.int64)
+    inverse[order] = np.cumsum(new) - 1
+    return first, inverse
+
+
 def weld(*keys: Any) -> tuple:
     """Unique vertices from per-corner keys.
 
@@ -77,8 +117,12 @@ def weld(*keys: Any) -> tuple:
             a = np.ascontiguousarray(a).view(np.uint8).reshape(len(a), -1)
         cols.append(np.ascontiguousarray(a).view(np.uint8).reshape(len(a), -1))
     rows = np.ascontiguousarray(np.concatenate(cols, axis=1))
-    void = rows.view(np.dtype((np.void, rows.shape[1]))).reshape(-1)
-    _, first_sorted, inverse = np.unique(void, return_index=True, return_inverse=True)
+    groups = row_groups(rows)
+    if groups is None:                # a hash collision: sort the rows themselves
+        void = rows.view(np.dtype((np.void, rows.shape[1]))).reshape(-1)
+        _, first_sorted, inverse = np.unique(void, return_index=True, return_inverse=True)
+    else:
+        first_sorted, inverse = groups
     order = np.argsort(first_sorted, kind="stable")       # keep first-appearance order
     rank = np.empty_like(order)
     rank[order] = np.arange(len(order))

@@ -215,10 +215,9 @@ class ShapeCodec(DarkstarCodec):
 
     def from_scene(self, scene: Any, *, like: Document | None = None, out_name: str = "",
                    out_dir: str = "", **options: Any) -> Any:
-        from ...scene.import_prep import prepare
-        from .importing import IMPORT_HOLDS, shape_from_scene
+        from .importing import prepared, shape_from_scene
         opts = _typed(self.import_options, options)
-        scene = prepare(scene, IMPORT_HOLDS)     # (baked colours are bitmaps beside it too)
+        scene = prepared(scene, like)     # (baked colours are bitmaps beside it too)
         doc = shape_from_scene(scene, like=like, version=opts.get("version"),
                                details=opts.get("details"))
         return _with_bitmaps(scene, doc, out_name or "shape.dts", opts, out_dir)

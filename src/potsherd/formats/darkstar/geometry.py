@@ -19,6 +19,7 @@ import numpy as np
 
 from ...core.errors import FormatError, LimitError, ValueFormatError
 from .structs import normal_table
+from ...scene.geometry import row_groups
 
 NORMALS: np.ndarray = normal_table()
 NORMALS.setflags(write=False)
@@ -192,15 +193,28 @@ def nearest_normals(n: np.ndarray) -> np.ndarray:
     unit = np.where(length > 0, n / np.where(length > 0, length, 1), 0.0)
     if not len(unit):
         return np.zeros(0, np.uint8)
-    # the distinct rows in np.unique(axis=0)'s order (lexicographic by value), by
-    # a lexsort of the columns: several times faster than sorting structured rows
-    order = np.lexsort((unit[:, 2], unit[:, 1], unit[:, 0]))
-    srt = unit[order]
-    new = np.ones(len(srt), bool)
-    new[1:] = (srt[1:] != srt[:-1]).any(axis=1)
-    uniq = srt[new]
-    inverse = np.empty(len(unit), np.int64)
-    inverse[order] = np.cumsum(new) - 1
+    # the distinct rows in np.unique(axis=0)'s order (lexicographic by value): grouped
+    # by their bytes (-0.0 made 0.0, equal by value), then only the distinct ones sorted
+    groups = row_groups((unit + 0.0).view(np.uint8).reshape(len(unit), -1))
+    if groups is None:                       # a hash collision: sort all the rows
+        order = np.lexsort((unit[:, 2], unit[:, 1], unit[:, 0]))
+        srt = unit[order]
+        new = np.ones(len(srt), bool)
+        new[1:] = (srt[1:] != srt[:-1]).any(axis=1)
+        uniq = srt[new]
+        inverse = np.empty(len(unit), np.int64)
+        inverse[order] = np.cumsum(new) - 1
+    else:
+        first, grp = groups
+        reps = unit[first]
+        order = np.lexsort((reps[:, 2], reps[:, 1], reps[:, 0]))
+        srt = reps[order]
+        new = np.ones(len(srt), bool)
+        new[1:] = (srt[1:] != srt[:-1]).any(axis=1)
+        uniq = srt[new]
+        rank = np.empty(len(reps), np.int64)
+        rank[order] = np.cumsum(new) - 1
+        inverse = rank[grp]
     table = NORMALS.astype(np.float64)
     table_sq = (table * table).sum(axis=1)
     best = np.empty(len(uniq), np.int64)

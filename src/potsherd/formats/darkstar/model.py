@@ -129,11 +129,20 @@ def original_name(item: Any) -> str:
 def sample(times: np.ndarray, values: np.ndarray, interpolation: str, at: np.ndarray,
            rotation: bool = False) -> np.ndarray:
     """Channel values at times ``at`` (held before the first and after the last key)."""
+    return np.ascontiguousarray(sample_many(times, [values], interpolation, at, rotation)[:, 0])
+
+
+def sample_many(times: np.ndarray, values: list, interpolation: str, at: np.ndarray,
+                rotation: bool = False) -> np.ndarray:
+    """:func:`sample` of several channels with the same key times: (len(at), N, d)."""
     times = np.asarray(times, np.float64)
-    values = np.asarray(values, np.float64)
-    if interpolation == "CUBICSPLINE":
-        values = values.reshape(len(times), 3, -1)[:, 1]
-    values = values.reshape(len(times), -1)
+    rows = []
+    for v in values:
+        v = np.asarray(v, np.float64)
+        if interpolation == "CUBICSPLINE":
+            v = v.reshape(len(times), 3, -1)[:, 1]
+        rows.append(v.reshape(len(times), -1))
+    values = np.stack(rows, axis=1)
     if len(times) == 1:
         return np.repeat(values, len(at), axis=0)
     i = np.clip(np.searchsorted(times, at, side="right") - 1, 0, len(times) - 1)
@@ -145,9 +154,9 @@ def sample(times: np.ndarray, values: np.ndarray, interpolation: str, at: np.nda
     u = np.clip(u, 0.0, 1.0)
     exact = np.isclose(at, times[i], rtol=0, atol=1e-9)
     if rotation:
-        out = quat_slerp(values[i], values[j], u)
+        out = quat_slerp(values[i], values[j], u[:, None])
     else:
-        out = values[i] + (values[j] - values[i]) * u[:, None]
+        out = values[i] + (values[j] - values[i]) * u[:, None, None]
     out[exact] = values[i][exact]
     return out
 
@@ -319,36 +328,82 @@ def _geometry_pieces(scene: Scene, worlds: list, warnings: list,
             # each joint's skinning matrix at rest: bind space -> world
             posed = {k: worlds[int(skin.joints[k])] @ binds[k]
                      for k in range(min(len(skin.joints), len(binds)))}
-            for j in np.unique(tri_joint).tolist():
-                if not 0 <= j < len(skin.joints):
-                    warnings.append(f"mesh {mesh.name!r}: joint {j} outside its skin; triangles skipped")
-                    continue
-                target = int(skin.joints[j])
-                bind = binds[j]
-                sel = np.repeat(tri_joint == j, 3)
-                corners = idx[sel]
-                # a corner of another joint is where that joint poses it at rest, seen
-                # from this joint (the same as this joint's bind matrix when the rest
-                # pose is the bind pose); this joint's own corners take its bind matrix
-                per = np.repeat(bind[None], len(corners), 0)
-                to_target = _inverse(worlds[target])
-                for d in np.unique(dominant[corners]).tolist():
-                    if d != j and d in posed:
-                        per[dominant[corners] == d] = to_target @ posed[d]
-                f = frames[:, corners]
-                lin = per[:, :3, :3]
-                moved = np.empty_like(f)
-                moved[0] = np.einsum("cij,cj->ci", lin, f[0]) + per[:, :3, 3]
-                if len(f) > 1:
-                    moved[1:] = np.einsum("cij,fcj->fci", lin, f[1:] - f[0][None]) + moved[0][None]
-                nm = nrm[corners]
-                solid = np.abs(np.linalg.det(lin)) > 1e-12
-                if solid.any():
-                    nm = nm.copy()
-                    nm[solid] = np.einsum("cj,cji->ci", nm[solid], np.linalg.inv(lin[solid]))
-                piece = (moved, nm, uv[corners], prim.material, hi)
-                pieces.setdefault(target, []).append(_mirrored(piece, bind[:3, :3]))
+            _skinned_pieces(pieces, mesh.name, skin, worlds, binds, posed, idx, tri_joint,
+                            dominant, frames, nrm, uv, prim.material, hi, warnings)
     return pieces
+
+
+def _skinned_pieces(pieces: dict, mesh_name: str, skin: Any, worlds: list, binds: np.ndarray,
+                    posed: dict, idx: np.ndarray, tri_joint: np.ndarray, dominant: np.ndarray,
+                    frames: np.ndarray, nrm: np.ndarray, uv: np.ndarray, material: Any, hi: int,
+                    warnings: list) -> None:
+    """The pieces of a skinned primitive, one per joint (in joint order) with
+    triangles, added to ``pieces`` under the joint's node: its triangles' corners
+    taken into the joint's space.  A corner of another joint is where that joint
+    poses it at rest, seen from this joint (the same as this joint's bind matrix
+    when the rest pose is the bind pose); this joint's own corners take its bind
+    matrix.  All corners are moved in one pass, each by its index into the few
+    distinct matrices (inverted once each, not per corner)."""
+    by_joint = np.argsort(tri_joint, kind="stable")     # each joint's triangles, in order
+    joint_ids, starts = np.unique(tri_joint[by_joint], return_index=True)
+    ends = starts[1:].tolist() + [len(by_joint)]
+    runs = []                                           # (joint, first, end triangle)
+    for j, a, b in zip(joint_ids.tolist(), starts.tolist(), ends):
+        if not 0 <= j < len(skin.joints):
+            warnings.append(f"mesh {mesh_name!r}: joint {j} outside its skin; triangles skipped")
+            continue
+        runs.append((j, a, b))
+    if not runs:
+        return
+    tris = np.concatenate([by_joint[a:b] for _, a, b in runs])
+    corners = np.take(idx.reshape(-1, 3), tris, axis=0).reshape(-1)
+    corner_joint = np.repeat(np.concatenate([np.full(b - a, j) for j, a, b in runs]), 3)
+    corner_dom = dominant[corners]
+    mats = [binds[j] for j, _, _ in runs]               # matrix k: run k's bind
+    which = np.repeat(np.arange(len(runs)), [3 * (b - a) for _, a, b in runs])
+    other = corner_dom != corner_joint
+    if other.any():
+        pairs, inv = np.unique(np.stack([corner_joint[other], corner_dom[other]], 1), axis=0,
+                               return_inverse=True)
+        pair_mat = np.full(len(pairs), -1)
+        to_target: dict = {}
+        for p, (j, d) in enumerate(pairs.tolist()):
+            if d in posed:
+                target = int(skin.joints[j])
+                if target not in to_target:
+                    to_target[target] = _inverse(worlds[target])
+                pair_mat[p] = len(mats)
+                mats.append(to_target[target] @ posed[d])
+        chosen = pair_mat[inv.reshape(-1)]
+        sub = which[other]
+        which[other] = np.where(chosen >= 0, chosen, sub)
+    mats = np.stack(mats)
+    # (np.take: several times faster than fancy indexing of rows, the same values)
+    per = np.take(mats, which, axis=0)
+    f = np.take(frames, corners, axis=1)
+    lin = per[:, :3, :3]
+    moved = np.empty_like(f)
+    moved[0] = np.einsum("cij,cj->ci", lin, f[0]) + per[:, :3, 3]
+    if len(f) > 1:
+        moved[1:] = np.einsum("cij,fcj->fci", lin, f[1:] - f[0][None]) + moved[0][None]
+    nm = np.take(nrm, corners, axis=0)
+    m_lin = mats[:, :3, :3]
+    m_solid = np.abs(np.linalg.det(m_lin)) > 1e-12
+    solid = m_solid[which]
+    if solid.any():
+        m_inv = np.zeros_like(m_lin)
+        m_inv[m_solid] = np.linalg.inv(m_lin[m_solid])
+        if solid.all():
+            nm = np.einsum("cj,cji->ci", nm, np.take(m_inv, which, axis=0))
+        else:
+            nm[solid] = np.einsum("cj,cji->ci", nm[solid], m_inv[which[solid]])
+    uv_c = np.take(uv, corners, axis=0)
+    at = 0
+    for j, a, b in runs:
+        c0, c1 = at, at + 3 * (b - a)
+        at = c1
+        piece = (moved[:, c0:c1], nm[c0:c1], uv_c[c0:c1], material, hi)
+        pieces.setdefault(int(skin.joints[j]), []).append(_mirrored(piece, binds[j][:3, :3]))
 
 
 def _mirrored(piece: tuple, lin: np.ndarray) -> tuple:
@@ -449,23 +504,29 @@ def shape_model(scene: Scene, *, version: int = 8) -> ShapeModel:
 
     rigid = version >= 8         # v8 transforms have no scale: nodes keep T and R only
 
-    def frame(i: int) -> np.ndarray:
-        if not rigid:
-            return shape_world[i]
-        t, r, _s = decompose_matrix(shape_world[i])
-        return trs_to_matrix(t, r)
+    if rigid and candidates:     # all at once: the same values as one by one
+        t, r, _s = decompose_matrix(np.stack([shape_world[i] for i in candidates]))
+        frames_w = dict(zip(candidates, trs_to_matrix(t, r)))
+    else:
+        frames_w = {i: shape_world[i] for i in candidates}
+    inverses: dict[int, np.ndarray] = {}
 
-    frames_w = {i: frame(i) for i in candidates}
+    def inverse_frame(i: int) -> np.ndarray:
+        """``_inverse(frames_w[i])``, once per node (several children ask for it)."""
+        inv = inverses.get(i)
+        if inv is None:
+            inv = inverses[i] = _inverse(frames_w[i])
+        return inv
 
     def local_of(i: int) -> np.ndarray:
         p = dts_parent(i)
-        return frames_w[i] if p is None else _inverse(frames_w[p]) @ frames_w[i]
+        return frames_w[i] if p is None else inverse_frame(p) @ frames_w[i]
 
     def key_fix(i: int) -> np.ndarray:
         """Scene-local keys of node ``i`` -> its shape-local transform."""
         p, sp = dts_parent(i), parents[i]
         above = GLTF_TO_SHAPE if sp is None else shape_world[sp]
-        return above if p is None else _inverse(frames_w[p]) @ above
+        return above if p is None else inverse_frame(p) @ above
 
     object_leaf = set()
     for i in candidates:
@@ -497,10 +558,10 @@ def shape_model(scene: Scene, *, version: int = 8) -> ShapeModel:
         ps = pieces[i]
         if i in object_leaf:
             host = node_index[dts_parent(i)]
-            offset = _inverse(frames_w[dts_parent(i)]) @ shape_world[i]
+            offset = inverse_frame(dts_parent(i)) @ shape_world[i]
         else:
             host = node_index[i]
-            offset = _inverse(frames_w[i]) @ shape_world[i]     # scale a v8 node cannot hold
+            offset = inverse_frame(i) @ shape_world[i]     # scale a v8 node cannot hold
         lin = offset[:3, :3]
         if (version >= 8 or i not in object_leaf) and np.abs(lin - np.eye(3)).max() > 1e-9:
             # v8 objects are offset by a translation only: the rest goes into the vertices
@@ -547,6 +608,53 @@ def _preorder(scene: Scene) -> list[int]:
     return out
 
 
+def _node_keys(scene: Scene, members: list, by_node: dict, duration: float, fixes: dict,
+               rigid: bool) -> dict:
+    """Scene node -> (times, rotation, translation, scale, scale keys dropped) of the
+    nodes ``members``, whose channels have the same key times: sampled on the union
+    of their channels' times, turned into shape-local keys, all in one pass."""
+    chans0 = by_node[members[0]]
+    parts = [np.asarray(c.times, np.float64) for p, c in chans0.items() if p != "weights"]
+    for p, c in chans0.items():
+        if p != "weights" and c.interpolation == "STEP" and len(c.times) > 1:
+            # shape keys interpolate: hold the old value until just before each step
+            ct = np.asarray(c.times, np.float64)
+            parts.append(np.maximum(ct[1:] - 1e-4 * max(duration, 1e-3), ct[:-1]))
+    times = np.unique(np.concatenate(parts))
+    rests = []
+    for sn in members:
+        n = scene.nodes[sn]
+        rests.append({"rotation": n.rotation if n.rotation is not None else (0, 0, 0, 1),
+                      "translation": n.translation if n.translation is not None else (0, 0, 0),
+                      "scale": n.scale if n.scale is not None else (1, 1, 1)})
+    vals = {}
+    for path in ("rotation", "translation", "scale"):
+        c = chans0.get(path)
+        if c is None:
+            vals[path] = np.stack([np.tile(np.asarray(r[path], np.float64), (len(times), 1))
+                                   for r in rests], axis=1)
+        else:
+            vals[path] = sample_many(c.times, [by_node[sn][path].values for sn in members],
+                                     c.interpolation, times, path == "rotation")
+    rot = quat_normalize(vals["rotation"])                # (K, N, 4)
+    tr, sc = vals["translation"], vals["scale"]
+    fix = np.stack([fixes[sn] for sn in members])
+    if not _close_to_identity(fix[0], 1e-12):
+        with np.errstate(all="ignore"):      # non-finite keys are refused after this
+            m = fix[None] @ trs_to_matrix(tr, rot, sc)
+            tr, rot, sc = decompose_matrix(m)
+    dropped = np.zeros(len(members), bool)
+    if rigid:
+        rest_m = fix @ trs_to_matrix(np.array([r["translation"] for r in rests], np.float64),
+                                     np.array([r["rotation"] for r in rests], np.float64),
+                                     np.array([r["scale"] for r in rests], np.float64))
+        rest_scale = decompose_matrix(rest_m)[2]
+        dropped = np.abs(sc - rest_scale[None]).max(axis=(0, 2)) > 1e-4
+        sc = np.ones_like(sc)
+    return {sn: (times.copy(), np.ascontiguousarray(rot[:, k]), np.ascontiguousarray(tr[:, k]),
+                 np.ascontiguousarray(sc[:, k]), bool(dropped[k])) for k, sn in enumerate(members)}
+
+
 def _sequence(scene: Scene, a: Any, node_index: dict, object_of_scene_node: dict,
               object_of_holder: dict, object_leaf: set, fixes: dict, rigid: bool,
               warnings: list, blends: dict[int, tuple]) -> SequenceM:
@@ -559,41 +667,24 @@ def _sequence(scene: Scene, a: Any, node_index: dict, object_of_scene_node: dict
     for ch in a.channels:
         by_node.setdefault(ch.node, {})[ch.path] = ch
     empty = bool(a.extras.get("empty"))
+    # nodes whose channels have the same key times are sampled and reframed together
+    groups: dict = {}
     for sn, chans in by_node.items():
         if sn in node_index and not empty and chans.keys() & {"rotation", "translation", "scale"}:
-            parts = [np.asarray(c.times, np.float64) for p, c in chans.items() if p != "weights"]
-            for p, c in chans.items():
-                if p != "weights" and c.interpolation == "STEP" and len(c.times) > 1:
-                    # shape keys interpolate: hold the old value until just before each step
-                    ct = np.asarray(c.times, np.float64)
-                    parts.append(np.maximum(ct[1:] - 1e-4 * max(duration, 1e-3), ct[:-1]))
-            times = np.unique(np.concatenate(parts))
-            n = scene.nodes[sn]
-            rest = {"rotation": n.rotation if n.rotation is not None else (0, 0, 0, 1),
-                    "translation": n.translation if n.translation is not None else (0, 0, 0),
-                    "scale": n.scale if n.scale is not None else (1, 1, 1)}
-            vals = {}
-            for path in ("rotation", "translation", "scale"):
-                c = chans.get(path)
-                if c is None:
-                    vals[path] = np.tile(np.asarray(rest[path], np.float64), (len(times), 1))
-                else:
-                    vals[path] = sample(c.times, c.values, c.interpolation, times, path == "rotation")
-            rot = quat_normalize(vals["rotation"])
-            tr, sc = vals["translation"], vals["scale"]
-            fix = fixes[sn]
-            if not _close_to_identity(fix, 1e-12):
-                with np.errstate(all="ignore"):      # non-finite keys are refused after this
-                    m = fix[None] @ trs_to_matrix(tr, rot, sc)
-                    tr, rot, sc = decompose_matrix(m)
-            if rigid:
-                rest_m = fix @ trs_to_matrix(rest["translation"], rest["rotation"], rest["scale"])
-                rest_scale = decompose_matrix(rest_m)[2]
-                if np.abs(sc - rest_scale).max() > 1e-4:       # the rest scale is in the vertices
-                    warnings.append(f"sequence {seq.name!r}: scale keys of node "
-                                    f"{original_name(n)!r} dropped (v8 has no scale; "
-                                    "--option version=7 keeps them, and the engine reads v7)")
-                sc = np.ones_like(sc)
+            sig = (tuple((p, np.asarray(c.times, np.float64).tobytes(), c.interpolation,
+                          np.shape(c.values)) for p, c in sorted(chans.items()) if p != "weights"),
+                   _close_to_identity(fixes[sn], 1e-12))
+            groups.setdefault(sig, []).append(sn)
+    keyed: dict = {}
+    for members in groups.values():
+        keyed.update(_node_keys(scene, members, by_node, duration, fixes, rigid))
+    for sn, chans in by_node.items():
+        if sn in keyed:
+            times, rot, tr, sc, dropped = keyed[sn]
+            if dropped:                                 # the rest scale is in the vertices
+                warnings.append(f"sequence {seq.name!r}: scale keys of node "
+                                f"{original_name(scene.nodes[sn])!r} dropped (v8 has no scale; "
+                                "--option version=7 keeps them, and the engine reads v7)")
             seq.node_keys[node_index[sn]] = (times, rot, tr, sc)
         obj = object_of_scene_node.get(sn)
         c = chans.get("scale")

@@ -41,14 +41,13 @@ from urllib.parse import unquote
 import numpy as np
 
 from ....core.errors import FormatError, ValueFormatError
-from ....core.layout import Table
 from ....document import Document
-from ....scene import Material, Scene, decompose_matrix, quat_normalize
+from ....scene import Material, Scene
 from ....scene.finite import require_finite
-from ....scene.geometry import flattened_triangles, weld
 from ....scene.ops import from_time_zero
-from ..geometry import name_text, nearest_normals
+from ..geometry import name_text, nearest_normals  # noqa: F401  (nearest_normals: part of the API)
 from ....scene.import_prep import Holds, prepare
+from ....scene.bake_colors import drop_orphaned_materials
 
 #: what a shape stores of a glTF (scene.import_prep): a normal per vertex (the
 #: engine's table), morph targets as mesh frames, no vertex colours (baked into a
@@ -56,15 +55,11 @@ from ....scene.import_prep import Holds, prepare
 IMPORT_HOLDS = Holds("dts", normals=True, vertex_colors=False, morph_targets=True,
                      texture=True, texture_extras=("map", "flags", "type", "rgb"))
 from ..model import NodeM, ObjectM, ShapeModel, shape_model
-from ..pers import LAYOUT
 from .like import adopt_unchanged, keep_unexported, _like_scenes, _reusable_meshes
 from .compare import compare
+from .keys import transforms_and_keys
+from .meshes import _block, _table, _tables, bounds_mesh, mesh_block, mesh_blocks, quantise  # noqa: F401
 
-QUAT16 = 32767.0
-#: keyframe flag words stock shapes use on node and mesh-frame keys:
-#: visible + affects frame (v8 u16; v3-v7 the same bits at 31..28)
-KEY_FLAGS = {8: 0x9000, 7: 0x90000000}
-VIS_BITS = {8: (0x8000, 0x4000), 7: (0x80000000, 0x40000000)}
 #: material flag bits (type, smooth shading, alpha)
 MAT_RGB, MAT_TEXTURE, SMOOTH, TRANSPARENT, TRANSLUCENT = 2, 3, 0x400, 0x1000, 0x2000
 
@@ -89,25 +84,6 @@ def _rows_by_name(lp: dict | None, table: str) -> dict:
     return out
 
 
-def _tables(cls: str, version: int) -> dict[str, np.dtype]:
-    """The record dtype of each table field of a (class, version) payload."""
-    return {f.name: f.storage.table_dtype for f in LAYOUT.record(f"{cls} v{version}").fields
-            if isinstance(f.storage, Table)}
-
-
-def _block(cls: str, version: int, payload: dict) -> dict:
-    name = cls.encode()
-    return {"tag": b"PERS", "size": 0, "className": name, "namePad": b"\0" * (len(name) & 1),
-            "version": version, "payload": payload, "slack": b"", "pad": b""}
-
-
-def _table(dtype: np.dtype, rows: int, **cols: Any) -> np.ndarray:
-    t = np.zeros(rows, dtype)
-    for k, v in cols.items():
-        t[k] = v
-    return t
-
-
 def _slot(text: str, size: int, warnings: list, what: str) -> bytes:
     raw = text.encode("latin-1", errors="replace")
     if len(raw) > size - 1:
@@ -118,75 +94,6 @@ def _slot(text: str, size: int, warnings: list, what: str) -> bytes:
 
 # ---------------------------------------------------------------------------
 # meshes
-
-
-def quantise(frames: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(bytes (F, V, 3) u8, scale (F, 3) f32, origin (F, 3) f32) per frame."""
-    lo = frames.min(axis=1).astype(np.float32)
-    hi = frames.max(axis=1).astype(np.float32)
-    scale = ((hi - lo) / np.float32(255)).astype(np.float32)
-    safe = np.where(scale > 0, scale, 1).astype(np.float64)
-    q = np.rint((frames - lo[:, None, :].astype(np.float64)) / safe[:, None, :])
-    q = np.where(scale[:, None, :] > 0, q, 0)
-    return np.clip(q, 0, 255).astype(np.uint8), scale, lo
-
-
-def mesh_block(obj: ObjectM, material_map: dict, warnings: list) -> dict:
-    """A ``TS::CelAnimMesh`` v3 for one object (see the module docstring)."""
-    frames = obj.frames                      # (F, C, 3) corners
-    nf, nc = frames.shape[0], frames.shape[1]
-    normal_idx = nearest_normals(obj.normals) if nc else np.zeros(0, np.uint8)
-    key = np.concatenate([frames.transpose(1, 0, 2).reshape(nc, -1).astype(np.float32).view(np.uint32),
-                          normal_idx[:, None].astype(np.uint32)], axis=1) if nc else np.zeros((0, 1))
-    vfirst, vremap = weld(key)
-    uv = obj.uvs.astype(np.float32)
-    tfirst, tremap = weld(uv)
-    verts_per_frame = len(vfirst)
-    q, scale, origin = quantise(frames[:, vfirst]) if nc else (np.zeros((nf, 0, 3), np.uint8),
-                                                               np.zeros((nf, 3), np.float32),
-                                                               np.zeros((nf, 3), np.float32))
-    if nc:
-        lost = flattened_triangles(frames[0][vfirst], q[0], vremap.reshape(-1, 3))
-        if lost:
-            warnings.append(f"mesh {obj.name!r}: {lost} of {nc // 3} triangles flatten to lines in "
-                            "the format's 8-bit vertices (255 steps across the mesh per axis); "
-                            "split the mesh into smaller ones for finer steps")
-    t = _tables("TS::CelAnimMesh", 3)
-    flat = q.reshape(-1, 3)
-    verts = _table(t["verts"], len(flat), x=flat[:, 0], y=flat[:, 1], z=flat[:, 2],
-                   normal=np.tile(normal_idx[vfirst], nf) if nc else 0)
-    tv = _table(t["textureVerts"], len(tfirst), x=uv[tfirst, 0] if nc else 0, y=uv[tfirst, 1] if nc else 0)
-    tri_v = vremap.reshape(-1, 3)[:, [0, 2, 1]]           # back to the stored winding
-    tri_t = tremap.reshape(-1, 3)[:, [0, 2, 1]]
-    mats = np.array([material_map.get(int(m), 0) for m in obj.materials.tolist()], np.int64)
-    faces = _table(t["faces"], len(tri_v), vi1=tri_v[:, 0], ti1=tri_t[:, 0], vi2=tri_v[:, 1],
-                   ti2=tri_t[:, 1], vi3=tri_v[:, 2], ti3=tri_t[:, 2], material=mats)
-    fr = _table(t["frames"], nf, firstVert=np.arange(nf) * verts_per_frame,
-                scaleX=scale[:, 0], scaleY=scale[:, 1], scaleZ=scale[:, 2],
-                originX=origin[:, 0], originY=origin[:, 1], originZ=origin[:, 2])
-    # in float64: the corners of a huge model square past float32's range
-    decoded = flat.reshape(nf, -1, 3) * scale[:, None, :].astype(np.float64) + origin[:, None, :]
-    radius = float(np.linalg.norm(decoded.reshape(-1, 3), axis=1).max()) if nc else 0.0
-    payload = {"numVerts": len(verts), "mVertsPerFrame": verts_per_frame, "numTexVerts": len(tv),
-               "numFaces": len(faces), "numFrames": nf, "mTextureVertsPerFrame": len(tv),
-               "radius": radius, "verts": verts, "textureVerts": tv, "faces": faces, "frames": fr}
-    return _block("TS::CelAnimMesh", 3, payload)
-
-
-def bounds_mesh(lo: np.ndarray, hi: np.ndarray) -> dict:
-    """The utility ``bounds`` mesh stock shapes carry: two vertices, the box corners."""
-    corners = np.stack([lo, hi]).astype(np.float64)[None]
-    q, scale, origin = quantise(corners)
-    t = _tables("TS::CelAnimMesh", 3)
-    payload = {"numVerts": 2, "mVertsPerFrame": 2, "numTexVerts": 0, "numFaces": 0, "numFrames": 1,
-               "mTextureVertsPerFrame": 0,
-               "radius": float(max(np.linalg.norm(lo), np.linalg.norm(hi))),
-               "verts": _table(t["verts"], 2, x=q[0, :, 0], y=q[0, :, 1], z=q[0, :, 2], normal=0),
-               "textureVerts": _table(t["textureVerts"], 0), "faces": _table(t["faces"], 0),
-               "frames": _table(t["frames"], 1, firstVert=0, scaleX=scale[0, 0], scaleY=scale[0, 1],
-                                scaleZ=scale[0, 2], originX=origin[0, 0], originY=origin[0, 1],
-                                originZ=origin[0, 2])}
-    return _block("TS::CelAnimMesh", 3, payload)
 
 
 # ---------------------------------------------------------------------------
@@ -370,18 +277,6 @@ class _Names:
         return self.index[text]
 
 
-def _stored_quat(q_gltf: np.ndarray, version: int) -> np.ndarray:
-    q = quat_normalize(q_gltf) * np.array([-1.0, -1.0, -1.0, 1.0])
-    # the engine's packing: a C cast, truncation toward zero (stock files show it: their
-    # Quat16 norms fall short of 32767 by 0.74 on average, as truncation predicts, 0 for rounding)
-    return np.trunc(q * QUAT16).astype(np.int64) if version >= 7 else q.astype(np.float32)
-
-
-def _trs(m: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    t, r, s = decompose_matrix(m)
-    return t, r, s
-
-
 def _check_fits(version: int, **counts: int) -> None:
     if version >= 8:
         for what, n in counts.items():
@@ -442,68 +337,12 @@ def build_shape(model: ShapeModel, version: int, *, details: list | None = None,
     elif generate:
         det = _details(nodes, model, details, warnings, prepend_root)
 
-    # transforms: defaults first; a transform stored before is shared, as the
-    # Starsiege exporter shares them between keys and with the defaults
-    rot, tr, sc = [], [], []
-    stored_at: dict = {}
-
-    def add_transform(q: np.ndarray, tv: np.ndarray, sv: np.ndarray) -> int:
-        key = (np.asarray(q).tobytes(), np.asarray(tv, np.float32).tobytes(),
-               np.asarray(sv, np.float32).tobytes() if version < 8 else b"")
-        at = stored_at.get(key)
-        if at is None:
-            at = stored_at[key] = len(rot)
-            rot.append(q)
-            tr.append(tv)
-            sc.append(sv)
-        return at
-
-    default_tf = []
-    for n in nodes:
-        tv, q, sv = _trs(n.local)
-        if version >= 8 and np.abs(sv - 1).max() > 1e-4:
-            warnings.append(f"node {n.name!r}: scale {np.round(sv, 4).tolist()} dropped "
-                            "(v8 transforms have none)")
-        default_tf.append(add_transform(_stored_quat(q, version), tv, sv))
-
     seqs = model.sequences
-    # sub-sequences: per node, then per object; keyframes in that order
-    subs, keys = [], []
-    node_subs = {i: [] for i in range(len(nodes))}
-    obj_subs = {i: [] for i in range(len(objects))}
-    flags = KEY_FLAGS[8 if version >= 8 else 7]
-    vis_on, vis_affects = VIS_BITS[8 if version >= 8 else 7]
-    for i in range(len(nodes)):
-        src = node_src.get(i, i)
-        mi = src - 1 if prepend_root else src
-        for s, seq in enumerate(seqs):
-            k = seq.node_keys.get(mi)
-            if k is None:
-                continue
-            times, q, tv, sv = k
-            dur = seq.duration if seq.duration > 0 else 1.0
-            first = len(keys)
-            stored = _stored_quat(q, version)
-            for j in range(len(times)):
-                keys.append((float(times[j]) / dur, add_transform(stored[j], tv[j], sv[j]), flags))
-            node_subs[i].append(len(subs))
-            subs.append((s, len(times), first))
-    for oi in range(len(objects)):
-        for s, seq in enumerate(seqs):
-            k = seq.object_keys.get(obj_src.get(oi, oi))
-            if k is None:
-                continue
-            times, frame, visible = k
-            dur = seq.duration if seq.duration > 0 else 1.0
-            first = len(keys)
-            for j in range(len(times)):
-                f = flags
-                if visible is not None:
-                    f = (f & ~vis_on) | vis_affects | (vis_on if visible[j] else 0)
-                keys.append((float(times[j]) / dur, int(frame[j]) if frame is not None else 0, f))
-            obj_subs[oi].append(len(subs))
-            subs.append((s, len(times), first))
-    _check_fits(version, nodes=len(nodes), transforms=len(rot), keyframes=len(keys),
+    tk = transforms_and_keys(nodes, objects, seqs, node_src, obj_src, prepend_root, version,
+                             warnings)
+    subs, node_subs, obj_subs = tk.subs, tk.node_subs, tk.obj_subs
+    n_keys, n_tf = len(tk.key_position), len(tk.rotation)
+    _check_fits(version, nodes=len(nodes), transforms=n_tf, keyframes=n_keys,
                 sub_sequences=len(subs), objects=len(objects) + 1)
 
     # meshes and objects
@@ -515,9 +354,12 @@ def build_shape(model: ShapeModel, version: int, *, details: list | None = None,
         model.materials.append(Material(name="default"))
     meshes, obj_rows = [], []
     reuse_meshes = reuse_meshes or {}
+    # the objects to encode, as one batch (meshes.mesh_blocks)
+    todo = [oi for oi in range(len(objects)) if reuse_meshes.get(oi) is None]
+    made = dict(zip(todo, mesh_blocks([objects[oi] for oi in todo], material_map, warnings)))
     for oi, o in enumerate(objects):
         block = reuse_meshes.get(oi)
-        meshes.append(block if block is not None else mesh_block(o, material_map, warnings))
+        meshes.append(block if block is not None else made[oi])
         obj_rows.append(o)
     if not has_bounds:
         bm = bounds_mesh(lo, hi)
@@ -532,7 +374,7 @@ def build_shape(model: ShapeModel, version: int, *, details: list | None = None,
     node_rows = _table(t["nodes"], n_nodes)
     for i, n in enumerate(nodes):
         ss = node_subs[i]
-        node_rows[i] = (names(n.name), n.parent, len(ss), ss[0] if ss else 0, default_tf[i])
+        node_rows[i] = (names(n.name), n.parent, len(ss), ss[0] if ss else 0, int(tk.default_tf[i]))
     seq_rows = _table(t["sequences"], len(seqs))
     triggers = []
     like_seq = _rows_by_name(lp, "sequences")
@@ -557,23 +399,17 @@ def build_shape(model: ShapeModel, version: int, *, details: list | None = None,
     if subs:
         a = np.array(subs, np.int64)
         sub_rows["fSequenceIndex"], sub_rows["fnKeyframes"], sub_rows["fFirstKeyframe"] = a[:, 0], a[:, 1], a[:, 2]
-    key_rows = _table(t["keyframes"], len(keys))
-    if keys:
-        key_rows["fPosition"] = [k[0] for k in keys]
-        key_rows["fKeyValue"] = [k[1] for k in keys]
-        key_rows["fMatIndex"] = [k[2] for k in keys]
-    tf_rows = _table(t["transforms"], len(rot))
-    if rot:
-        q = np.array(rot)
-        tv = np.array(tr, np.float64)
+    key_rows = _table(t["keyframes"], n_keys, fPosition=tk.key_position, fKeyValue=tk.key_value,
+                      fMatIndex=tk.key_flags)
+    tf_rows = _table(t["transforms"], n_tf)
+    if n_tf:
         for c, k in enumerate(("fRotateX", "fRotateY", "fRotateZ", "fRotateW")):
-            tf_rows[k] = q[:, c]
+            tf_rows[k] = tk.rotation[:, c]
         for c, k in enumerate(("fTranslateX", "fTranslateY", "fTranslateZ")):
-            tf_rows[k] = tv[:, c]
+            tf_rows[k] = tk.translation[:, c]
         if "fScaleX" in t["transforms"].names:
-            sv = np.array(sc, np.float64)
             for c, k in enumerate(("fScaleX", "fScaleY", "fScaleZ")):
-                tf_rows[k] = sv[:, c]
+                tf_rows[k] = tk.scale[:, c]
     like_obj_flags = _rows_by_name(lp, "objects")
     ob_rows = _table(t["objects"], len(obj_rows))
     for i, o in enumerate(obj_rows):
@@ -608,8 +444,8 @@ def build_shape(model: ShapeModel, version: int, *, details: list | None = None,
 
     centre = (lo + hi) / 2
     radius = float(np.linalg.norm(hi - lo) / 2)
-    p: dict = {"nNodes": n_nodes, "nSeqs": len(seqs), "nSubSeqs": len(subs), "nKeyframes": len(keys),
-               "nTransforms": len(rot), "nNames": 0, "nObjects": len(obj_rows), "nDetails": len(det),
+    p: dict = {"nNodes": n_nodes, "nSeqs": len(seqs), "nSubSeqs": len(subs), "nKeyframes": n_keys,
+               "nTransforms": n_tf, "nNames": 0, "nObjects": len(obj_rows), "nDetails": len(det),
                "nMeshes": len(meshes), "nTransitions": 0, "nFrameTriggers": len(triggers),
                "fRadius": radius, "fCentreX": centre[0], "fCentreY": centre[1], "fCentreZ": centre[2]}
     if version >= 8:
@@ -698,12 +534,23 @@ def _sizes(text: Any) -> list | None:
         raise ShapeImportError(f"details={text!r}: expected comma-separated sizes") from None
 
 
+def prepared(scene: Scene, like: Document | None = None) -> Scene:
+    """``scene`` as the shape importer reads it (``scene.import_prep.prepare``):
+    vertex colours baked into new materials, and without ``like`` the materials
+    the bake left unused dropped, so the shape's material list (and the bitmaps
+    written beside it) holds only what its faces use.  With ``like`` the list
+    keeps them: the original's mesh blocks, kept where unedited, index its
+    material list as it was."""
+    out = prepare(scene, IMPORT_HOLDS)
+    return out if like is not None or out is scene else drop_orphaned_materials(scene, out)
+
+
 def shape_from_scene(scene: Scene, *, like: Document | None = None, version: Any = None,
                      details: Any = None) -> Document:
     """A ``.dts`` document from ``scene`` (see the module docstring)."""
     v = _version(version, like)
     require_finite(scene)
-    scene = from_time_zero(prepare(scene, IMPORT_HOLDS))
+    scene = from_time_zero(prepared(scene, like))
     try:
         model = shape_model(scene, version=v)
     except FormatError:

@@ -1,0 +1,215 @@
+"""The shape's mesh blocks (import, encoding step): one ``TS::CelAnimMesh`` v3
+per object.
+
+Vertices are welded on (positions of every frame, normal index), texture
+vertices on uv; per frame ``origin = min`` and ``scale = (max - min) / 255``
+and each byte the *rounded* step (the original exporter truncated: rounding
+halves the error); the normal byte is the nearest of the engine's 256 normals
+(lowest index on a tie); faces are wound back (the export reversed every
+triangle).
+
+:func:`mesh_blocks` encodes many objects at once: the objects with the same
+frame count are welded, quantised and checked as one array (the object's index
+a part of each weld key, its own minimum and maximum per frame by segment), so
+a shape of many small meshes costs a few array passes, not a few per mesh; each
+block is what encoding its object alone gives.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ....core.layout import Table
+from ....scene.geometry import weld
+from ..geometry import nearest_normals
+from ..model import ObjectM
+from ..pers import LAYOUT
+
+
+def _tables(cls: str, version: int) -> dict[str, np.dtype]:
+    """The record dtype of each table field of a (class, version) payload."""
+    return {f.name: f.storage.table_dtype for f in LAYOUT.record(f"{cls} v{version}").fields
+            if isinstance(f.storage, Table)}
+
+
+def _block(cls: str, version: int, payload: dict) -> dict:
+    name = cls.encode()
+    return {"tag": b"PERS", "size": 0, "className": name, "namePad": b"\0" * (len(name) & 1),
+            "version": version, "payload": payload, "slack": b"", "pad": b""}
+
+
+def _table(dtype: np.dtype, rows: int, **cols: Any) -> np.ndarray:
+    t = np.zeros(rows, dtype)
+    for k, v in cols.items():
+        t[k] = v
+    return t
+
+
+def quantise(frames: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(bytes (F, V, 3) u8, scale (F, 3) f32, origin (F, 3) f32) per frame."""
+    lo = frames.min(axis=1).astype(np.float32)
+    hi = frames.max(axis=1).astype(np.float32)
+    return _quantised(frames, lo, hi, None)
+
+
+def _quantised(frames: np.ndarray, lo: np.ndarray, hi: np.ndarray,
+               counts: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`quantise` given each frame's (or, with ``counts``, each segment of
+    ``counts`` vertices') float32 minimum ``lo`` and maximum ``hi``."""
+    scale = ((hi - lo) / np.float32(255)).astype(np.float32)
+    safe = np.where(scale > 0, scale, 1).astype(np.float64)
+    if counts is None:
+        lo_v, safe_v, scale_v = lo[:, None, :], safe[:, None, :], scale[:, None, :]
+    else:                            # each segment's values on each of its vertices
+        lo_v, safe_v, scale_v = (np.repeat(x, counts, axis=1) for x in (lo, safe, scale))
+    q = np.rint((frames - lo_v.astype(np.float64)) / safe_v)
+    q = np.where(scale_v > 0, q, 0)
+    return np.clip(q, 0, 255).astype(np.uint8), scale, lo
+
+
+def _mapped(values: np.ndarray, mapping: dict, default: int = 0) -> np.ndarray:
+    """``mapping.get(v, default)`` for each of the integers ``values``, as int64."""
+    v = np.asarray(values, np.int64).reshape(-1)
+    if not mapping or not len(v):
+        return np.full(len(v), default, np.int64)
+    keys = np.fromiter(mapping.keys(), np.int64, len(mapping))
+    vals = np.fromiter(mapping.values(), np.int64, len(mapping))
+    order = np.argsort(keys, kind="stable")
+    keys, vals = keys[order], vals[order]
+    at = np.minimum(np.searchsorted(keys, v), len(keys) - 1)
+    return np.where(keys[at] == v, vals[at], default)
+
+
+def _cross_areas(p: np.ndarray, tris: np.ndarray) -> np.ndarray:
+    """Twice each triangle's area (``scene.geometry.flattened_triangles``' measure)."""
+    c = np.take(p, tris, axis=0)
+    return np.linalg.norm(np.cross(c[:, 1] - c[:, 0], c[:, 2] - c[:, 0]), axis=1)
+
+
+def mesh_block(obj: ObjectM, material_map: dict, warnings: list) -> dict:
+    """A ``TS::CelAnimMesh`` v3 for one object (see the module docstring)."""
+    return mesh_blocks([obj], material_map, warnings)[0]
+
+
+def mesh_blocks(objects: list, material_map: dict, warnings: list) -> list[dict]:
+    """The mesh block of each of ``objects``, in order (see the module docstring)."""
+    blocks: list = [None] * len(objects)
+    lost: dict[int, int] = {}
+    groups: dict[int, list] = {}
+    for k, o in enumerate(objects):
+        if o.frames.shape[1]:
+            groups.setdefault(o.frames.shape[0], []).append(k)
+        else:
+            blocks[k] = _empty_block(o)
+    if groups:
+        # the engine's normal of every corner, in one search
+        idx = nearest_normals(np.concatenate([objects[k].normals.reshape(-1, 3)
+                                              for g in groups.values() for k in g]))
+        at = 0
+        for nf, members in groups.items():
+            cs = np.cumsum([0] + [objects[k].frames.shape[1] for k in members])
+            normal_idx, at = idx[at:at + cs[-1]], at + int(cs[-1])
+            _encode_group([objects[k] for k in members], members, nf, cs, normal_idx,
+                          material_map, blocks, lost)
+    for k, o in enumerate(objects):
+        if lost.get(k):
+            warnings.append(f"mesh {o.name!r}: {lost[k]} of {o.frames.shape[1] // 3} triangles "
+                            "flatten to lines in the format's 8-bit vertices (255 steps across "
+                            "the mesh per axis); split the mesh into smaller ones for finer steps")
+    return blocks
+
+
+def _encode_group(objs: list, members: list, nf: int, cs: np.ndarray, normal_idx: np.ndarray,
+                  material_map: dict, blocks: list, lost: dict) -> None:
+    """The blocks of objects with ``nf`` frames each and corners ``cs[k]:cs[k + 1]``
+    of the concatenation."""
+    n, nc = len(objs), int(cs[-1])
+    counts_c = np.diff(cs)
+    oid = np.repeat(np.arange(n, dtype=np.uint32), counts_c)
+    frames = np.concatenate([o.frames for o in objs], axis=1)            # (F, C, 3) corners
+    key = np.concatenate([oid[:, None],
+                          frames.transpose(1, 0, 2).reshape(nc, -1).astype(np.float32).view(np.uint32),
+                          normal_idx[:, None].astype(np.uint32)], axis=1)
+    vfirst, vremap = weld(key)
+    uv = np.concatenate([o.uvs for o in objs]).astype(np.float32)
+    tfirst, tremap = weld(oid, uv)
+    # each object's vertices (and texture vertices) are a run: the first appearances
+    # of its corners' keys, which are the object's own
+    vs = np.searchsorted(vfirst, cs)
+    ts = np.searchsorted(tfirst, cs)
+    counts_v = np.diff(vs)
+    vframes = np.take(frames, vfirst, axis=1)
+    lo = np.minimum.reduceat(vframes, vs[:-1], axis=1).astype(np.float32)   # (F, n, 3)
+    hi = np.maximum.reduceat(vframes, vs[:-1], axis=1).astype(np.float32)
+    q, scale, origin = _quantised(vframes, lo, hi, counts_v)
+    # triangles that flatten: an area before, none after (scene.geometry.flattened_triangles)
+    # (the areas before only of the triangles with none after, usually none)
+    tris = vremap.reshape(-1, 3)
+    none_after = np.flatnonzero(_cross_areas(q[0].astype(np.float64), tris) == 0)
+    if len(none_after):
+        b = vframes[0]
+        corners = np.take(b, vremap, axis=0)
+        extent = (np.maximum.reduceat(corners, cs[:-1], axis=0)
+                  - np.minimum.reduceat(corners, cs[:-1], axis=0)).max(axis=1)
+        tri_obj = oid[::3].astype(np.int64)[none_after]
+        had = _cross_areas(b, tris[none_after]) > (1e-9 * extent * extent)[tri_obj]
+        for k, c in enumerate(np.bincount(tri_obj[had], minlength=n).tolist()):
+            if c:
+                lost[members[k]] = c
+    # in float64: the corners of a huge model square past float32's range
+    decoded = q * np.repeat(scale, counts_v, axis=1).astype(np.float64) \
+        + np.repeat(origin, counts_v, axis=1)
+    radius = np.maximum.reduceat(np.linalg.norm(decoded, axis=2), vs[:-1], axis=1).max(axis=0)
+    mats = _mapped(np.concatenate([o.materials for o in objs]), material_map)
+    t = _tables("TS::CelAnimMesh", 3)
+    for k, o in enumerate(objs):
+        c0, c1, v0, v1, t0, t1 = cs[k], cs[k + 1], vs[k], vs[k + 1], ts[k], ts[k + 1]
+        nv = int(v1 - v0)
+        fq = q[:, v0:v1].reshape(-1, 3)
+        verts = _table(t["verts"], len(fq), x=fq[:, 0], y=fq[:, 1], z=fq[:, 2],
+                       normal=np.tile(normal_idx[vfirst[v0:v1]], nf))
+        tuv = uv[tfirst[t0:t1]]
+        tv = _table(t["textureVerts"], int(t1 - t0), x=tuv[:, 0], y=tuv[:, 1])
+        tri_v = (vremap[c0:c1] - v0).reshape(-1, 3)[:, [0, 2, 1]]      # back to the stored winding
+        tri_t = (tremap[c0:c1] - t0).reshape(-1, 3)[:, [0, 2, 1]]
+        faces = _table(t["faces"], len(tri_v), vi1=tri_v[:, 0], ti1=tri_t[:, 0], vi2=tri_v[:, 1],
+                       ti2=tri_t[:, 1], vi3=tri_v[:, 2], ti3=tri_t[:, 2],
+                       material=mats[c0 // 3:c1 // 3])
+        sc, og = scale[:, k], origin[:, k]
+        fr = _table(t["frames"], nf, firstVert=np.arange(nf) * nv,
+                    scaleX=sc[:, 0], scaleY=sc[:, 1], scaleZ=sc[:, 2],
+                    originX=og[:, 0], originY=og[:, 1], originZ=og[:, 2])
+        payload = {"numVerts": len(verts), "mVertsPerFrame": nv, "numTexVerts": len(tv),
+                   "numFaces": len(faces), "numFrames": nf, "mTextureVertsPerFrame": len(tv),
+                   "radius": float(radius[k]), "verts": verts, "textureVerts": tv,
+                   "faces": faces, "frames": fr}
+        blocks[members[k]] = _block("TS::CelAnimMesh", 3, payload)
+
+
+def _empty_block(obj: ObjectM) -> dict:
+    """The block of an object without corners."""
+    nf = obj.frames.shape[0]
+    t = _tables("TS::CelAnimMesh", 3)
+    fr = _table(t["frames"], nf, firstVert=0)
+    payload = {"numVerts": 0, "mVertsPerFrame": 0, "numTexVerts": 0, "numFaces": 0,
+               "numFrames": nf, "mTextureVertsPerFrame": 0, "radius": 0.0,
+               "verts": _table(t["verts"], 0), "textureVerts": _table(t["textureVerts"], 0),
+               "faces": _table(t["faces"], 0), "frames": fr}
+    return _block("TS::CelAnimMesh", 3, payload)
+
+
+def bounds_mesh(lo: np.ndarray, hi: np.ndarray) -> dict:
+    """The utility ``bounds`` mesh stock shapes carry: two vertices, the box corners."""
+    corners = np.stack([lo, hi]).astype(np.float64)[None]
+    q, scale, origin = quantise(corners)
+    t = _tables("TS::CelAnimMesh", 3)
+    payload = {"numVerts": 2, "mVertsPerFrame": 2, "numTexVerts": 0, "numFaces": 0, "numFrames": 1,
+               "mTextureVertsPerFrame": 0,
+               "radius": float(max(np.linalg.norm(lo), np.linalg.norm(hi))),
+               "verts": _table(t["verts"], 2, x=q[0, :, 0], y=q[0, :, 1], z=q[0, :, 2], normal=0),
+               "textureVerts": _table(t["textureVerts"], 0), "faces": _table(t["faces"], 0),
+               "frames": _table(t["frames"], 1, firstVert=0, scaleX=scale[0, 0], scaleY=scale[0, 1],
+                                scaleZ=scale[0, 2], originX=origin[0, 0], originY=origin[0, 1],
+                                originZ=origin[0, 2])}
+    return _block("TS::CelAnimMesh", 3, payload)
