@@ -69,7 +69,8 @@ from .base import FPS, ImportRefused
 from .animation import _anim_base, _animations, mov_table
 from .animation import euler_yxz, rotation_words  # noqa: F401  (imported from here)
 from .same import pixel_corners, same_attributes, same_mesh, same_triangles
-from .textures import _Textures, affine_quad
+from .polygons import _attributes, polygons as make_polygons
+from .textures import _Textures
 from ....scene.import_prep import Holds, prepare
 
 #: what a moveable stores of a glTF (scene.import_prep): normals or, for vertex
@@ -81,12 +82,6 @@ IMPORT_HOLDS = Holds("trwad", normals=True, shades=True, vertex_colors=True,
 # vertex, an i16 (layouts/common.layout); its polygon count a u16.
 MAX_VERTICES = 32767
 MAX_POLYGONS = 0xFFFF
-
-# corner ids 0 nw, 1 ne, 2 se, 3 sw of the texture rectangle, per TR polygon corner
-_QUAD = {(0, 1, 2, 3): 0, (1, 0, 3, 2): 0x8000}
-_TRI = {(0, 1, 3): 0x0000, (1, 0, 2): 0x8000, (1, 2, 0): 0x2000, (0, 3, 1): 0xA000,
-        (2, 3, 1): 0x4000, (3, 2, 0): 0xC000, (3, 0, 2): 0x6000, (2, 1, 3): 0xE000}
-
 
 def from_scene(scene: Any, *, like: Any = None, out_name: str = "", applied: dict | None = None,
                **options: Any) -> dict:
@@ -522,7 +517,8 @@ def _mesh(scene: Any, frame: np.ndarray, to_tr: np.ndarray, parts: list, texture
                            "polygons": []}, byte_colours)
         if kept is not None:
             return kept
-    polygons = _polygons(scene, corner_key, corner_uv, corner_pos, tri_mat, textures, ours)
+    polygons = make_polygons(scene, corner_key, corner_uv, corner_pos, tri_mat, textures,
+                             ours)
     if len(polygons) > MAX_POLYGONS:
         raise ImportRefused(f"{_bone_name(scene, bone)}: {len(polygons)} polygons; a TR4 mesh "
                             f"holds at most {MAX_POLYGONS} (its polygon count is a u16): "
@@ -625,108 +621,6 @@ def _sphere(v: np.ndarray) -> tuple[tuple, int]:
     c = np.round((v.min(0).astype(np.float64) + v.max(0)) / 2)
     r = int(math.ceil(np.linalg.norm(v - c, axis=1).max()))
     return tuple(int(x) for x in c), min(r, 0xFFFF)
-
-
-def _polygons(scene: Any, keys: list, uvs: list, pos: list, mats: list, textures: _Textures,
-              ours: bool) -> list[dict]:
-    """TR polygons from clockwise triangles: pairs sharing a diagonal become quads."""
-    by_edge: dict[tuple, list[int]] = {}
-    for i, k in enumerate(keys):
-        for r in range(3):
-            by_edge.setdefault((k[r], k[(r + 1) % 3]), []).append(i)
-    used = [False] * len(keys)
-    out = []
-    # a quad's corners in one indexing of the stacked per-triangle corner arrays
-    uv_all = np.asarray(uvs) if keys else None
-    pos_all = np.asarray(pos) if keys else None
-    for i, k in enumerate(keys):
-        if used[i]:
-            continue
-        used[i] = True
-        quad = None
-        for r in (0, 1, 2):
-            a, b, c = k[r], k[(r + 1) % 3], k[(r + 2) % 3]
-            for j in by_edge.get((a, c), ()):
-                if used[j] or j <= i or mats[j] != mats[i]:
-                    continue
-                kj = keys[j]
-                s = kj.index(a)
-                if kj[(s + 1) % 3] != c:
-                    continue
-                d = kj[(s + 2) % 3]
-                if d in (a, b, c):
-                    continue
-                rows, cols = (i, i, i, j), (r, (r + 1) % 3, (r + 2) % 3, (s + 2) % 3)
-                quv, qpos = uv_all[rows, cols], pos_all[rows, cols]
-                poly = _quad(scene, (a, b, c, d), quv, qpos, mats[i], textures, ours)
-                if poly is not None:
-                    quad = poly
-                    used[j] = True
-                    break
-            if quad is not None:
-                break
-        out.append(quad if quad is not None else _triangle(k, uvs[i], mats[i], textures))
-    return out
-
-
-def _attributes(scene: Any, material: int | None) -> int:
-    if material is None or not 0 <= material < len(scene.materials):
-        return 0
-    m = scene.materials[material]
-    carried = m.extras.get("tr4_attributes")
-    if isinstance(carried, int) and 0 <= carried <= 0xFF:
-        return carried
-    return 1 if m.extras.get("additive") or m.alpha_mode == "BLEND" else 0
-
-
-def _triangle(k: tuple, uv: np.ndarray, material: int | None, textures: _Textures) -> dict:
-    found = textures.carried_index(material, uv)
-    flags = None
-    if found is not None:
-        index, corners = found
-        turn = next((t for t in range(3) if corners[t:] + corners[:t] in _TRI), 0)
-        k, flags = k[turn:] + k[:turn], _TRI.get(corners[turn:] + corners[:turn])
-    if flags is None:
-        index, corners = textures.bake(material, uv)
-        flags = _TRI[corners]
-    return {"shape": 8, "vertices": np.asarray(k, np.uint16), "texture": flags | index,
-            "attributes": _attributes(textures.scene, material), "unknown": 0}
-
-
-def _quad(scene: Any, k: tuple, uv: np.ndarray, pos: np.ndarray, material: int | None,
-          textures: _Textures, ours: bool) -> dict | None:
-    found = textures.carried_index(material, uv)
-    if found is not None:
-        index, corners = found
-        flags = _QUAD.get(corners)
-        # a quad paired from its second triangle (triangles in another order, as
-        # Blender may give them) starts at the far end of its diagonal
-        if flags is None and corners[2:] + corners[:2] in _QUAD:
-            k, flags = k[2:] + k[:2], _QUAD[corners[2:] + corners[:2]]
-        if flags is None or (flags and index == 0):
-            return None
-    else:
-        if ours and textures.carried:
-            return None
-        p = pos.astype(np.float64)
-        (x0, y0, z0), (x1, y1, z1), (x2, y2, z2), (x3, y3, z3) = p.tolist()
-        ax, ay, az, bx, by, bz = x1 - x0, y1 - y0, z1 - z0, x2 - x0, y2 - y0, z2 - z0
-        cx, cy, cz = x3 - x0, y3 - y0, z3 - z0
-        n1 = (ay * bz - az * by, az * bx - ax * bz, ax * by - ay * bx)
-        n2 = (by * cz - bz * cy, bz * cx - bx * cz, bx * cy - by * cx)
-        l1 = math.sqrt(n1[0] * n1[0] + n1[1] * n1[1] + n1[2] * n1[2])
-        l2 = math.sqrt(n2[0] * n2[0] + n2[1] * n2[1] + n2[2] * n2[2])
-        if l1 == 0 or l2 == 0 or \
-                (n1[0] * n2[0] + n1[1] * n2[1] + n1[2] * n2[2]) / (l1 * l2) < 0.9999:
-            return None      # not planar (or degenerate): keep two triangles
-        arr, _ = textures.image(material)
-        if arr is not None and not affine_quad(p, uv, (arr.shape[1], arr.shape[0])):
-            return None      # one rectangle would skew its texture: two triangles, each affine
-        index, corners = textures.bake(material, uv)
-        flags = 0
-    return {"shape": 9, "vertices": np.asarray(k, np.uint16),
-            "texture": model.texture_word(9, index, flags),
-            "attributes": _attributes(scene, material), "unknown": 0}
 
 
 # --------------------------------------------------------------------------
