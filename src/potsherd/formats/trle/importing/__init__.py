@@ -430,42 +430,54 @@ def _meshes(scene: Any, world: np.ndarray, to_tr: np.ndarray, bones: list, frame
         scene.warnings.append(f"{spanning} skinned triangles have corners on different joints: "
                               "a moveable's meshes are rigid, so each follows one joint and its "
                               "other corners leave theirs when the joints move apart")
+    seen: dict = {}     # per triangle set (a skinned one is every bone's): what _mesh reuses
     return [_mesh(scene, frames[k], to_tr, parts, textures, ours, bones[k],
-                  like["meshes"][k] if like and k < len(like["meshes"]) else None)
+                  like["meshes"][k] if like and k < len(like["meshes"]) else None, seen)
             for k, parts in enumerate(per_bone)]
 
 
 def _mesh(scene: Any, frame: np.ndarray, to_tr: np.ndarray, parts: list, textures: _Textures,
-          ours: bool, bone: int, like_mesh: Any) -> dict:
+          ours: bool, bone: int, like_mesh: Any, seen: dict) -> dict:
     inv = np.linalg.inv(frame) @ to_tr
     rot = inv[:3, :3] / np.linalg.norm(inv[:3, :3], axis=0)
     bx = scene.nodes[bone].extras if bone >= 0 else {}
-    corner_pos, corner_uv, corner_key, tri_mat = [], [], [], []
-    verts: list[tuple] = []
-    normals: list[tuple] = []
-    shades: list[int] = []
+    corner_pos, corner_uv, tri_mat = [], [], []
+    corner_key = verts = normals = np.zeros((0, 3), np.int64)
+    shades = np.zeros(0, np.int64)
     use_shades = bool(parts) and all(_shaded(scene, ts, ours, bone) for ts, _ in parts)
-    rounded = []
+    rounded, local = [], []
     flat = total = 0
     for ts, tris in parts:
-        if not np.isfinite(ts.positions).all():
-            raise ImportRefused(f"mesh {ts.mesh} has non-finite vertex positions")
-        q = np.round(ts.positions @ inv[:3, :3].T + inv[:3, 3])
+        if ("reach", id(ts)) not in seen:
+            if not np.isfinite(ts.positions).all():
+                raise ImportRefused(f"mesh {ts.mesh} has non-finite vertex positions")
+            seen["reach", id(ts)] = np.abs(np.asarray(ts.positions, np.float64)).max(0, initial=0)
+        # only the vertices these triangles use (a skinned set is shared by every
+        # bone), renumbered in order; the whole set is checked against the range
+        # unless a bound of its coordinates in this frame shows none can leave it
+        used = np.unique(tris)
+        tris = np.searchsorted(used, tris)
+        local.append((ts, used, tris))
+        bound = float((np.abs(inv[:3, :3]) @ seen["reach", id(ts)] + np.abs(inv[:3, 3])).max())
+        every = bound * (1 + 1e-9) + 1e-6 >= 32767.5
+        q = np.round((ts.positions if every else ts.positions[used]) @ inv[:3, :3].T + inv[:3, 3])
         if np.abs(q).max(initial=0) > 32767:
             raise ImportRefused("a vertex lies beyond the TR4 coordinate range (+-32767 units "
                                 "from its bone); pass a larger unit_scale (metres per unit)")
-        q = q.astype(np.int64)
-        flat += flattened_triangles(ts.positions, q, tris)
+        q = (q[used] if every else q).astype(np.int64)
+        flat += flattened_triangles(ts.positions[used], q, tris)
         total += len(tris)
         if use_shades and ts.colors is not None:
-            c = _unit_colors(ts.colors)
+            c = _unit_colors(np.asarray(ts.colors)[used])
             lum = c[:, :3].mean(1) if c.ndim == 2 else c
             attr = np.clip(np.round(8191.0 - lum * 8191.0), 0, 8191).astype(np.int64)[:, None]
         else:
             nrm = ts.normals
             if nrm is None:
-                nrm = compute_normals(ts.positions, ts.indices)
-            nrm = np.asarray(nrm, np.float64) @ rot.T
+                nrm = seen.get(("normals", id(ts)))
+                if nrm is None:
+                    nrm = seen["normals", id(ts)] = compute_normals(ts.positions, ts.indices)
+            nrm = np.asarray(nrm, np.float64)[used] @ rot.T
             length = np.linalg.norm(nrm, axis=1, keepdims=True)
             nrm = nrm / np.where(length > 0, length, 1.0)
             attr = np.round(nrm * 16384).astype(np.int64)
@@ -475,13 +487,12 @@ def _mesh(scene: Any, frame: np.ndarray, to_tr: np.ndarray, parts: list, texture
                               "lines at whole TR4 units (the model is small for its unit_scale; "
                               "pass a smaller unit_scale, metres per unit)")
     if parts:    # the vertices the merge below makes: distinct (position, shade or normal)
-        keys = [np.concatenate([q, a], 1)[np.unique(tris)]
-                for (q, a), (_, tris) in zip(rounded, parts)]
+        keys = [np.concatenate([q, a], 1) for q, a in rounded]    # (every one used)
         _check_vertex_count(len(np.unique(np.concatenate(keys), axis=0)), scene, bone)
     # vertices merged by (position, shade or normal), numbered in order of first use
     # by the triangles' corners (one array operation over every part's corners)
     cols, corner_uvs, corner_qs, mats = [], [], [], []
-    for (q, attr), (ts, tris) in zip(rounded, parts):
+    for (q, attr), (ts, used, tris) in zip(rounded, local):
         t = np.asarray(tris, np.int64).reshape(-1, 3)
         c = t.reshape(-1)
         key = np.zeros((len(c), 7), np.int64)
@@ -489,7 +500,7 @@ def _mesh(scene: Any, frame: np.ndarray, to_tr: np.ndarray, parts: list, texture
         key[:, 3] = attr.shape[1]
         key[:, 4:4 + attr.shape[1]] = attr[c]
         cols.append(key)
-        uv = np.asarray(ts.uvs[0], np.float64) if ts.uvs else np.zeros((len(q), 2))
+        uv = np.asarray(ts.uvs[0], np.float64)[used] if ts.uvs else np.zeros((len(q), 2))
         order = t[:, [0, 2, 1]]          # glTF counter-clockwise (a, b, c) -> TR clockwise (a, c, b)
         corner_uvs.append(uv[order])
         corner_qs.append(q[order])
@@ -498,13 +509,12 @@ def _mesh(scene: Any, frame: np.ndarray, to_tr: np.ndarray, parts: list, texture
         keys = np.concatenate(cols)
         first, ids = weld(keys)
         kv = keys[first]
-        verts = [tuple(r) for r in kv[:, :3].tolist()]
+        verts = kv[:, :3]
         if use_shades:
-            shades = np.where(kv[:, 3] == 1, kv[:, 4], 0).tolist()
+            shades = np.where(kv[:, 3] == 1, kv[:, 4], 0)
         else:
-            normals = [tuple(r) for r in np.where((kv[:, 3] == 3)[:, None], kv[:, 4:7],
-                                                  [0, -16384, 0]).tolist()]
-        corner_key = [tuple(r) for r in ids.reshape(-1, 3)[:, [0, 2, 1]].tolist()]
+            normals = np.where((kv[:, 3] == 3)[:, None], kv[:, 4:7], [0, -16384, 0])
+        corner_key = ids.reshape(-1, 3)[:, [0, 2, 1]]
         corner_uv = np.concatenate(corner_uvs)      # (T, 3, 2): a row per triangle
         corner_pos = np.concatenate(corner_qs)
         tri_mat = mats
@@ -512,8 +522,10 @@ def _mesh(scene: Any, frame: np.ndarray, to_tr: np.ndarray, parts: list, texture
         byte_colours = use_shades and any(np.asarray(ts.colors).dtype.kind in "ui"
                                           for ts, _ in parts if ts.colors is not None)
         kept = _kept_mesh(scene, like_mesh, list(corner_pos), list(corner_uv), tri_mat, textures,
-                          {"vertices": verts, "normal_count": -len(verts) if use_shades
-                           else len(verts), "shades": shades, "normals": normals,
+                          {"vertices": [tuple(r) for r in verts.tolist()],
+                           "normal_count": -len(verts) if use_shades else len(verts),
+                           "shades": shades.tolist(),
+                           "normals": [tuple(r) for r in normals.tolist()],
                            "polygons": []}, byte_colours)
         if kept is not None:
             return kept
