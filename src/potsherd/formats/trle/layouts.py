@@ -47,7 +47,10 @@ class PolyShape(Storage):
     def encode(self, w: Writer, v: Any, s: Scope) -> None:
         if v not in (8, 9) or isinstance(v, bool):
             raise EncodeError(f"polygon shape must be 8 or 9, found {v!r}")
-        PRIMS["u16"].encode(w, v, s)
+        if v.__class__ is int:       # (the common case, once per polygon: straight to its u16)
+            w.pack(PRIMS["u16"].st, v)
+        else:
+            PRIMS["u16"].encode(w, v, s)
 
     def to_json(self, v: Any, ctx: JsonCtx) -> Any:
         return int(v)

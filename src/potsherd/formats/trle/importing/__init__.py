@@ -69,7 +69,8 @@ from .base import FPS, ImportRefused
 from .animation import _anim_base, _animations, mov_table
 from .animation import euler_yxz, rotation_words  # noqa: F401  (imported from here)
 from .same import pixel_corners, same_attributes, same_mesh, same_triangles
-from .textures import _Textures, affine_quad
+from .polygons import _attributes, polygons as make_polygons
+from .textures import _Textures
 from ....scene.import_prep import Holds, prepare, warn_once
 
 #: what a moveable stores of a glTF (scene.import_prep): normals or, for vertex
@@ -85,12 +86,6 @@ OWN_HOLDS = dataclasses.replace(IMPORT_HOLDS, vertex_colors=True, texture=False)
 # vertex, an i16 (layouts/common.layout); its polygon count a u16.
 MAX_VERTICES = 32767
 MAX_POLYGONS = 0xFFFF
-
-# corner ids 0 nw, 1 ne, 2 se, 3 sw of the texture rectangle, per TR polygon corner
-_QUAD = {(0, 1, 2, 3): 0, (1, 0, 3, 2): 0x8000}
-_TRI = {(0, 1, 3): 0x0000, (1, 0, 2): 0x8000, (1, 2, 0): 0x2000, (0, 3, 1): 0xA000,
-        (2, 3, 1): 0x4000, (3, 2, 0): 0xC000, (3, 0, 2): 0x6000, (2, 1, 3): 0xE000}
-
 
 def from_scene(scene: Any, *, like: Any = None, out_name: str = "", applied: dict | None = None,
                **options: Any) -> dict:
@@ -440,44 +435,56 @@ def _meshes(scene: Any, world: np.ndarray, to_tr: np.ndarray, bones: list, frame
         scene.warnings.append(f"{spanning} skinned triangles have corners on different joints: "
                               "a moveable's meshes are rigid, so each follows one joint and its "
                               "other corners leave theirs when the joints move apart")
+    seen: dict = {}     # per triangle set (a skinned one is every bone's): what _mesh reuses
     return [_mesh(scene, frames[k], to_tr, parts, textures, ours, bones[k],
-                  like["meshes"][k] if like and k < len(like["meshes"]) else None)
+                  like["meshes"][k] if like and k < len(like["meshes"]) else None, seen)
             for k, parts in enumerate(per_bone)]
 
 
 def _mesh(scene: Any, frame: np.ndarray, to_tr: np.ndarray, parts: list, textures: _Textures,
-          ours: bool, bone: int, like_mesh: Any) -> dict:
+          ours: bool, bone: int, like_mesh: Any, seen: dict) -> dict:
     inv = np.linalg.inv(frame) @ to_tr
     rot = inv[:3, :3] / np.linalg.norm(inv[:3, :3], axis=0)
     bx = scene.nodes[bone].extras if bone >= 0 else {}
-    corner_pos, corner_uv, corner_key, tri_mat = [], [], [], []
-    verts: list[tuple] = []
-    normals: list[tuple] = []
-    shades: list[int] = []
+    corner_pos, corner_uv, tri_mat = [], [], []
+    corner_key = verts = normals = np.zeros((0, 3), np.int64)
+    shades = np.zeros(0, np.int64)
     use_shades = bool(parts) and all(_shaded(scene, ts, ours, bone) for ts, _ in parts)
     if not ours:
         _warn_shades(scene, parts, use_shades)
-    rounded = []
+    rounded, local = [], []
     flat = total = 0
     for ts, tris in parts:
-        if not np.isfinite(ts.positions).all():
-            raise ImportRefused(f"mesh {ts.mesh} has non-finite vertex positions")
-        q = np.round(ts.positions @ inv[:3, :3].T + inv[:3, 3])
+        if ("reach", id(ts)) not in seen:
+            if not np.isfinite(ts.positions).all():
+                raise ImportRefused(f"mesh {ts.mesh} has non-finite vertex positions")
+            seen["reach", id(ts)] = np.abs(np.asarray(ts.positions, np.float64)).max(0, initial=0)
+        # only the vertices these triangles use (a skinned set is shared by every
+        # bone), renumbered in order; the whole set is checked against the range
+        # unless a bound of its coordinates in this frame shows none can leave it
+        used = np.unique(tris)
+        tris = np.searchsorted(used, tris)
+        local.append((ts, used, tris))
+        bound = float((np.abs(inv[:3, :3]) @ seen["reach", id(ts)] + np.abs(inv[:3, 3])).max())
+        every = bound * (1 + 1e-9) + 1e-6 >= 32767.5
+        q = np.round((ts.positions if every else ts.positions[used]) @ inv[:3, :3].T + inv[:3, 3])
         if np.abs(q).max(initial=0) > 32767:
             raise ImportRefused("a vertex lies beyond the TR4 coordinate range (+-32767 units "
                                 "from its bone); pass a larger unit_scale (metres per unit)")
-        q = q.astype(np.int64)
-        flat += flattened_triangles(ts.positions, q, tris)
+        q = (q[used] if every else q).astype(np.int64)
+        flat += flattened_triangles(ts.positions[used], q, tris)
         total += len(tris)
         if use_shades and ts.colors is not None:
-            c = _unit_colors(ts.colors)
+            c = _unit_colors(np.asarray(ts.colors)[used])
             lum = c[:, :3].mean(1) if c.ndim == 2 else c
             attr = np.clip(np.round(8191.0 - lum * 8191.0), 0, 8191).astype(np.int64)[:, None]
         else:
             nrm = ts.normals
             if nrm is None:
-                nrm = compute_normals(ts.positions, ts.indices)
-            nrm = np.asarray(nrm, np.float64) @ rot.T
+                nrm = seen.get(("normals", id(ts)))
+                if nrm is None:
+                    nrm = seen["normals", id(ts)] = compute_normals(ts.positions, ts.indices)
+            nrm = np.asarray(nrm, np.float64)[used] @ rot.T
             length = np.linalg.norm(nrm, axis=1, keepdims=True)
             nrm = nrm / np.where(length > 0, length, 1.0)
             attr = np.round(nrm * 16384).astype(np.int64)
@@ -487,13 +494,12 @@ def _mesh(scene: Any, frame: np.ndarray, to_tr: np.ndarray, parts: list, texture
                               "lines at whole TR4 units (the model is small for its unit_scale; "
                               "pass a smaller unit_scale, metres per unit)")
     if parts:    # the vertices the merge below makes: distinct (position, shade or normal)
-        keys = [np.concatenate([q, a], 1)[np.unique(tris)]
-                for (q, a), (_, tris) in zip(rounded, parts)]
+        keys = [np.concatenate([q, a], 1) for q, a in rounded]    # (every one used)
         _check_vertex_count(len(np.unique(np.concatenate(keys), axis=0)), scene, bone)
     # vertices merged by (position, shade or normal), numbered in order of first use
     # by the triangles' corners (one array operation over every part's corners)
     cols, corner_uvs, corner_qs, mats = [], [], [], []
-    for (q, attr), (ts, tris) in zip(rounded, parts):
+    for (q, attr), (ts, used, tris) in zip(rounded, local):
         t = np.asarray(tris, np.int64).reshape(-1, 3)
         c = t.reshape(-1)
         key = np.zeros((len(c), 7), np.int64)
@@ -501,7 +507,7 @@ def _mesh(scene: Any, frame: np.ndarray, to_tr: np.ndarray, parts: list, texture
         key[:, 3] = attr.shape[1]
         key[:, 4:4 + attr.shape[1]] = attr[c]
         cols.append(key)
-        uv = np.asarray(ts.uvs[0], np.float64) if ts.uvs else np.zeros((len(q), 2))
+        uv = np.asarray(ts.uvs[0], np.float64)[used] if ts.uvs else np.zeros((len(q), 2))
         order = t[:, [0, 2, 1]]          # glTF counter-clockwise (a, b, c) -> TR clockwise (a, c, b)
         corner_uvs.append(uv[order])
         corner_qs.append(q[order])
@@ -510,13 +516,12 @@ def _mesh(scene: Any, frame: np.ndarray, to_tr: np.ndarray, parts: list, texture
         keys = np.concatenate(cols)
         first, ids = weld(keys)
         kv = keys[first]
-        verts = [tuple(r) for r in kv[:, :3].tolist()]
+        verts = kv[:, :3]
         if use_shades:
-            shades = np.where(kv[:, 3] == 1, kv[:, 4], 0).tolist()
+            shades = np.where(kv[:, 3] == 1, kv[:, 4], 0)
         else:
-            normals = [tuple(r) for r in np.where((kv[:, 3] == 3)[:, None], kv[:, 4:7],
-                                                  [0, -16384, 0]).tolist()]
-        corner_key = [tuple(r) for r in ids.reshape(-1, 3)[:, [0, 2, 1]].tolist()]
+            normals = np.where((kv[:, 3] == 3)[:, None], kv[:, 4:7], [0, -16384, 0])
+        corner_key = ids.reshape(-1, 3)[:, [0, 2, 1]]
         corner_uv = np.concatenate(corner_uvs)      # (T, 3, 2): a row per triangle
         corner_pos = np.concatenate(corner_qs)
         tri_mat = mats
@@ -524,12 +529,15 @@ def _mesh(scene: Any, frame: np.ndarray, to_tr: np.ndarray, parts: list, texture
         byte_colours = use_shades and any(np.asarray(ts.colors).dtype.kind in "ui"
                                           for ts, _ in parts if ts.colors is not None)
         kept = _kept_mesh(scene, like_mesh, list(corner_pos), list(corner_uv), tri_mat, textures,
-                          {"vertices": verts, "normal_count": -len(verts) if use_shades
-                           else len(verts), "shades": shades, "normals": normals,
+                          {"vertices": [tuple(r) for r in verts.tolist()],
+                           "normal_count": -len(verts) if use_shades else len(verts),
+                           "shades": shades.tolist(),
+                           "normals": [tuple(r) for r in normals.tolist()],
                            "polygons": []}, byte_colours)
         if kept is not None:
             return kept
-    polygons = _polygons(scene, corner_key, corner_uv, corner_pos, tri_mat, textures, ours)
+    polygons = make_polygons(scene, corner_key, corner_uv, corner_pos, tri_mat, textures,
+                             ours)
     if len(polygons) > MAX_POLYGONS:
         raise ImportRefused(f"{_bone_name(scene, bone)}: {len(polygons)} polygons; a TR4 mesh "
                             f"holds at most {MAX_POLYGONS} (its polygon count is a u16): "
@@ -646,108 +654,6 @@ def _sphere(v: np.ndarray) -> tuple[tuple, int]:
     c = np.round((v.min(0).astype(np.float64) + v.max(0)) / 2)
     r = int(math.ceil(np.linalg.norm(v - c, axis=1).max()))
     return tuple(int(x) for x in c), min(r, 0xFFFF)
-
-
-def _polygons(scene: Any, keys: list, uvs: list, pos: list, mats: list, textures: _Textures,
-              ours: bool) -> list[dict]:
-    """TR polygons from clockwise triangles: pairs sharing a diagonal become quads."""
-    by_edge: dict[tuple, list[int]] = {}
-    for i, k in enumerate(keys):
-        for r in range(3):
-            by_edge.setdefault((k[r], k[(r + 1) % 3]), []).append(i)
-    used = [False] * len(keys)
-    out = []
-    # a quad's corners in one indexing of the stacked per-triangle corner arrays
-    uv_all = np.asarray(uvs) if keys else None
-    pos_all = np.asarray(pos) if keys else None
-    for i, k in enumerate(keys):
-        if used[i]:
-            continue
-        used[i] = True
-        quad = None
-        for r in (0, 1, 2):
-            a, b, c = k[r], k[(r + 1) % 3], k[(r + 2) % 3]
-            for j in by_edge.get((a, c), ()):
-                if used[j] or j <= i or mats[j] != mats[i]:
-                    continue
-                kj = keys[j]
-                s = kj.index(a)
-                if kj[(s + 1) % 3] != c:
-                    continue
-                d = kj[(s + 2) % 3]
-                if d in (a, b, c):
-                    continue
-                rows, cols = (i, i, i, j), (r, (r + 1) % 3, (r + 2) % 3, (s + 2) % 3)
-                quv, qpos = uv_all[rows, cols], pos_all[rows, cols]
-                poly = _quad(scene, (a, b, c, d), quv, qpos, mats[i], textures, ours)
-                if poly is not None:
-                    quad = poly
-                    used[j] = True
-                    break
-            if quad is not None:
-                break
-        out.append(quad if quad is not None else _triangle(k, uvs[i], mats[i], textures))
-    return out
-
-
-def _attributes(scene: Any, material: int | None) -> int:
-    if material is None or not 0 <= material < len(scene.materials):
-        return 0
-    m = scene.materials[material]
-    carried = m.extras.get("tr4_attributes")
-    if isinstance(carried, int) and 0 <= carried <= 0xFF:
-        return carried
-    return 1 if m.extras.get("additive") or m.alpha_mode == "BLEND" else 0
-
-
-def _triangle(k: tuple, uv: np.ndarray, material: int | None, textures: _Textures) -> dict:
-    found = textures.carried_index(material, uv)
-    flags = None
-    if found is not None:
-        index, corners = found
-        turn = next((t for t in range(3) if corners[t:] + corners[:t] in _TRI), 0)
-        k, flags = k[turn:] + k[:turn], _TRI.get(corners[turn:] + corners[:turn])
-    if flags is None:
-        index, corners = textures.bake(material, uv)
-        flags = _TRI[corners]
-    return {"shape": 8, "vertices": np.asarray(k, np.uint16), "texture": flags | index,
-            "attributes": _attributes(textures.scene, material), "unknown": 0}
-
-
-def _quad(scene: Any, k: tuple, uv: np.ndarray, pos: np.ndarray, material: int | None,
-          textures: _Textures, ours: bool) -> dict | None:
-    found = textures.carried_index(material, uv)
-    if found is not None:
-        index, corners = found
-        flags = _QUAD.get(corners)
-        # a quad paired from its second triangle (triangles in another order, as
-        # Blender may give them) starts at the far end of its diagonal
-        if flags is None and corners[2:] + corners[:2] in _QUAD:
-            k, flags = k[2:] + k[:2], _QUAD[corners[2:] + corners[:2]]
-        if flags is None or (flags and index == 0):
-            return None
-    else:
-        if ours and textures.carried:
-            return None
-        p = pos.astype(np.float64)
-        (x0, y0, z0), (x1, y1, z1), (x2, y2, z2), (x3, y3, z3) = p.tolist()
-        ax, ay, az, bx, by, bz = x1 - x0, y1 - y0, z1 - z0, x2 - x0, y2 - y0, z2 - z0
-        cx, cy, cz = x3 - x0, y3 - y0, z3 - z0
-        n1 = (ay * bz - az * by, az * bx - ax * bz, ax * by - ay * bx)
-        n2 = (by * cz - bz * cy, bz * cx - bx * cz, bx * cy - by * cx)
-        l1 = math.sqrt(n1[0] * n1[0] + n1[1] * n1[1] + n1[2] * n1[2])
-        l2 = math.sqrt(n2[0] * n2[0] + n2[1] * n2[1] + n2[2] * n2[2])
-        if l1 == 0 or l2 == 0 or \
-                (n1[0] * n2[0] + n1[1] * n2[1] + n1[2] * n2[2]) / (l1 * l2) < 0.9999:
-            return None      # not planar (or degenerate): keep two triangles
-        arr, _ = textures.image(material)
-        if arr is not None and not affine_quad(p, uv, (arr.shape[1], arr.shape[0])):
-            return None      # one rectangle would skew its texture: two triangles, each affine
-        index, corners = textures.bake(material, uv)
-        flags = 0
-    return {"shape": 9, "vertices": np.asarray(k, np.uint16),
-            "texture": model.texture_word(9, index, flags),
-            "attributes": _attributes(scene, material), "unknown": 0}
 
 
 # --------------------------------------------------------------------------

@@ -236,24 +236,27 @@ def _bone_frames(scene: Any, anim: Any, times: np.ndarray, bones: list, parents:
         p = node_parents[i]
         world[:, i] = local[:, i] if p is None else world[:, p] @ local[:, i]
         world_rest[i] = rest[i] if p is None else world_rest[p] @ rest[i]
-    if drift is not None:
-        for k, b in enumerate(bones):
-            if b < 0:
-                continue
-            posed, at_rest = to_tr @ world[:, b] @ post, to_tr @ world_rest[b] @ post
-            # the shape the meshes hold (the rest scale and shear), turned as keyed
-            stretch0 = quat_to_matrix(decompose_matrix(at_rest)[1])[:3, :3].T @ at_rest[:3, :3]
-            turn = quat_to_matrix(decompose_matrix(posed)[1])[..., :3, :3]
-            off = np.linalg.norm(posed[:, :3, :3] - turn @ stretch0, axis=(-2, -1)).max(initial=0.0)
-            drift[k] = float(off / max(np.linalg.norm(at_rest[:3, :3]), 1e-12))
-    fr = np.empty((count, n, 4, 4))
-    for k, b in enumerate(bones):
-        fr[:, k] = np.eye(4)
-        if b < 0:
-            continue
-        t_, r_, _ = decompose_matrix(to_tr @ world[:, b] @ post)
-        fr[:, k, :3, :3] = quat_to_matrix(r_)[..., :3, :3]
-        fr[:, k, :3, 3] = t_
+    # every bone at once (the same per-matrix operations as bone by bone)
+    have = [k for k, b in enumerate(bones) if b >= 0]
+    nodes = [bones[k] for k in have]
+    posed = to_tr @ world[:, nodes] @ post            # (F, bones with a node, 4, 4)
+    if drift is not None and have:
+        at_rest = to_tr @ world_rest[nodes] @ post
+        # the shape the meshes hold (the rest scale and shear), turned as keyed
+        stretch0 = np.swapaxes(quat_to_matrix(decompose_matrix(at_rest)[1])[..., :3, :3], -1, -2) \
+            @ at_rest[..., :3, :3]
+        turn = quat_to_matrix(decompose_matrix(posed)[1])[..., :3, :3]
+        off = np.linalg.norm(posed[..., :3, :3] - turn @ stretch0, axis=(-2, -1)).max(
+            axis=0, initial=0.0)
+        for j, k in enumerate(have):
+            drift[k] = float(off[j] / max(np.linalg.norm(at_rest[j, :3, :3]), 1e-12))
+    fr = np.tile(np.eye(4), (count, n, 1, 1))
+    if have:
+        t_, r_, _ = decompose_matrix(posed)
+        block = fr[:, have]
+        block[..., :3, :3] = quat_to_matrix(r_)[..., :3, :3]
+        block[..., :3, 3] = t_
+        fr[:, have] = block
     rel = np.empty((count, n, 3, 3))
     for k in range(n):
         rel[:, k] = fr[:, k, :3, :3] if parents[k] < 0 else \

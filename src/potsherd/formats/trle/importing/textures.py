@@ -2,7 +2,6 @@
 the object texture records (texinfos) its polygons point at."""
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
@@ -116,43 +115,106 @@ class _Textures:
         return solids[key]
 
     def bake(self, material: int | None, uv: np.ndarray) -> tuple[int, tuple]:
-        """A texture holding the polygon's UV area, mapped onto the rectangle's
-        corners nw, ne, sw (triangles) or nw, ne, se, sw (quads)."""
-        arr, colour = self.image(material)
-        if arr is None:
-            return self.solid(colour), ((0, 1, 3) if len(uv) == 3 else (0, 1, 2, 3))
+        """A texture holding one polygon's UV area (see :meth:`bake_many`) and the
+        rectangle corners nw, ne, sw (triangles) or nw, ne, se, sw (quads) it uses."""
+        corners = (0, 1, 3) if len(uv) == 3 else (0, 1, 2, 3)
+        full = np.zeros((1, 4, 2))
+        full[0, :len(uv)] = uv
+        return self.bake_many([material], full, np.array([len(uv)]))[0], corners
+
+    def bake_many(self, materials: list, uv: np.ndarray, corners: np.ndarray) -> list[int]:
+        """Textures holding polygons' UV areas (``uv`` (n, 4, 2), triangles' last
+        row unused, ``corners`` 3 or 4 each), resampled onto rectangles whose
+        corners nw, ne, sw (triangles) or nw, ne, se, sw (quads) the polygons use;
+        solid base colours for untextured materials.  Blocks of one material and
+        size are resampled together; textures are made in the polygons' order
+        (identical ones shared), so the indices are those of baking one by one."""
+        n = len(materials)
+        blocks: list = [None] * n
+        px_all = np.zeros((n, 4, 2))
+        sized = np.zeros((n, 2), np.int64)      # (tw, th) of image-baked polygons, else 0
+        groups: dict = {}
+        for k, m in enumerate(materials):
+            groups.setdefault(m, []).append(k)
+        solid_of: dict = {}
+        for m, rows in groups.items():
+            arr, colour = self.image(m)
+            if arr is None:
+                solid_of[m] = colour
+                continue
+            rows = np.asarray(rows)
+            for c in (3, 4):
+                sel = rows[corners[rows] == c]
+                if len(sel):
+                    self._resample(arr, colour, uv[sel, :c], c, sel, blocks, px_all, sized)
+        solid_index: dict = {}
+        out = []
+        for k, m in enumerate(materials):
+            if blocks[k] is None:
+                if m not in solid_index:
+                    solid_index[m] = self.solid(solid_of[m])
+                out.append(solid_index[m])
+            else:
+                out.append(self.add(blocks[k]))
+        baked = sized[:, 0] > 0
+        if baked.any():     # for the shrink warning's texel counts (see finish)
+            self.__dict__.setdefault("baked", []).append(
+                (px_all[baked], corners[baked], sized[baked]))
+        return out
+
+    def _resample(self, arr: np.ndarray, colour: tuple, uv: np.ndarray, c: int, rows: np.ndarray,
+                  blocks: list, px_all: np.ndarray, sized: np.ndarray) -> None:
+        """The blocks of ``c``-cornered polygons of one image, by nearest texel."""
         ih, iw = arr.shape[:2]
         px = uv * [iw, ih]
-        if len(uv) == 3:
-            w = max(np.linalg.norm(px[1] - px[0]), 1.0)
-            h = max(np.linalg.norm(px[2] - px[0]), 1.0)
+        px_all[rows, :c] = px
+
+        def norm(v: np.ndarray) -> np.ndarray:
+            return np.sqrt(v[:, 0] * v[:, 0] + v[:, 1] * v[:, 1])
+        if c == 3:
+            w = np.maximum(norm(px[:, 1] - px[:, 0]), 1.0)
+            h = np.maximum(norm(px[:, 2] - px[:, 0]), 1.0)
         else:
-            w = max(np.linalg.norm(px[1] - px[0]), np.linalg.norm(px[2] - px[3]), 1.0)
-            h = max(np.linalg.norm(px[3] - px[0]), np.linalg.norm(px[2] - px[1]), 1.0)
-        tw, th = int(min(math.ceil(w), MAX_BAKED)), int(min(math.ceil(h), MAX_BAKED))
-        # texels of the source the polygon covers, and those its block keeps
-        area = _polygon_area(px)
-        self.source_texels = getattr(self, "source_texels", 0.0) + area
-        kept = tw * th / (2.0 if len(uv) == 3 else 1.0)
-        self.kept_texels = getattr(self, "kept_texels", 0.0) + min(kept, area)
-        if math.ceil(w) > MAX_BAKED or math.ceil(h) > MAX_BAKED:
-            self.shrunk = getattr(self, "shrunk", 0) + 1
-        s = (np.arange(tw) + 0.5) / tw
-        t = (np.arange(th) + 0.5) / th
-        ss, tt = np.meshgrid(s, t)
-        if len(uv) == 3:   # nw + s (ne - nw) + t (sw - nw)
-            src = px[0] + ss[..., None] * (px[1] - px[0]) + tt[..., None] * (px[2] - px[0])
-        else:              # bilinear over nw, ne, se, sw
-            top = px[0] + ss[..., None] * (px[1] - px[0])
-            bottom = px[3] + ss[..., None] * (px[2] - px[3])
-            src = top + tt[..., None] * (bottom - top)
-        xs = np.floor(src[..., 0]).astype(np.int64) % iw
-        ys = np.floor(src[..., 1]).astype(np.int64) % ih
-        texels = arr[ys, xs]
+            w = np.maximum(np.maximum(norm(px[:, 1] - px[:, 0]), norm(px[:, 2] - px[:, 3])), 1.0)
+            h = np.maximum(np.maximum(norm(px[:, 3] - px[:, 0]), norm(px[:, 2] - px[:, 1])), 1.0)
+        cw, ch = np.ceil(w), np.ceil(h)
+        self.shrunk = getattr(self, "shrunk", 0) + int(((cw > MAX_BAKED) | (ch > MAX_BAKED)).sum())
+        tws = np.minimum(cw, MAX_BAKED).astype(np.int64)
+        ths = np.minimum(ch, MAX_BAKED).astype(np.int64)
+        sized[rows, 0], sized[rows, 1] = tws, ths
         tint = np.asarray(colour[:3], np.float64)
-        rgb = np.clip(np.round(texels[..., :3] * tint), 0, 255).astype(np.uint8)
-        rgb[texels[..., 3] < 128] = (255, 0, 255)
-        return self.add(rgb), ((0, 1, 3) if len(uv) == 3 else (0, 1, 2, 3))
+        for tw, th in set(zip(tws.tolist(), ths.tolist())):
+            same = np.flatnonzero((tws == tw) & (ths == th))
+            step = max(1, (1 << 20) // (tw * th))         # bounded memory per batch
+            for lo in range(0, len(same), step):
+                part = same[lo:lo + step]
+                p = px[part][:, :, None, None, :]        # (n, c, 1, 1, 2)
+                ss, tt = np.meshgrid((np.arange(tw) + 0.5) / tw, (np.arange(th) + 0.5) / th)
+                ss, tt = ss[None, ..., None], tt[None, ..., None]
+                if c == 3:   # nw + s (ne - nw) + t (sw - nw)
+                    src = p[:, 0] + ss * (p[:, 1] - p[:, 0]) + tt * (p[:, 2] - p[:, 0])
+                else:        # bilinear over nw, ne, se, sw
+                    top = p[:, 0] + ss * (p[:, 1] - p[:, 0])
+                    bottom = p[:, 3] + ss * (p[:, 2] - p[:, 3])
+                    src = top + tt * (bottom - top)
+                xs = np.floor(src[..., 0]).astype(np.int64) % iw
+                ys = np.floor(src[..., 1]).astype(np.int64) % ih
+                texels = arr[ys, xs]
+                rgb = np.clip(np.round(texels[..., :3] * tint), 0, 255).astype(np.uint8)
+                rgb[texels[..., 3] < 128] = (255, 0, 255)
+                for q, k in enumerate(rows[part].tolist()):
+                    blocks[k] = rgb[q]
+
+    def _texel_counts(self) -> tuple[float, float]:
+        """Texels of the sources the baked polygons cover, and those their blocks
+        keep, summed polygon by polygon in baking order."""
+        source = kept = 0.0
+        for px, corners, sized in getattr(self, "baked", []):
+            for p, c, (tw, th) in zip(px, corners.tolist(), sized.tolist()):
+                area = _polygon_area(p[:c])
+                source += area
+                kept += min(tw * th / (2.0 if c == 3 else 1.0), area)
+        return source, kept
 
     def finish(self) -> list[dict]:
         """The texinfo list; new textures packed onto 256x256 pages after the
@@ -174,10 +236,11 @@ class _Textures:
             for i, (page, x, y) in zip(new, places):
                 self.items[i].update(x=x, y=y, page=page)
         if getattr(self, "shrunk", 0):
-            lost = 1.0 - self.kept_texels / self.source_texels if self.source_texels else 0.0
+            source, kept = self._texel_counts()
+            lost = 1.0 - kept / source if source else 0.0
             self.warnings.append(f"{self.shrunk} polygon textures were shrunk to at most "
                                  f"{MAX_BAKED}x{MAX_BAKED} pixels: {100 * lost:.0f}% of the "
-                                 f"{self.source_texels:.0f} source texels the baked polygons "
+                                 f"{source:.0f} source texels the baked polygons "
                                  "cover are lost")
         if len(self.items) > 0x1000:
             raise ImportRefused(f"{len(self.items)} textures: a TR4 triangle can address "

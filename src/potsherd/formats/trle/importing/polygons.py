@@ -1,0 +1,218 @@
+"""A bone mesh's TR polygons from its clockwise triangles: pairs sharing a
+diagonal become quads when the texture corners (potsherd's atlas) or the plane
+(others) allow it; each polygon's texture is the atlas rectangle it spans or a
+baked block.  Candidate pairs and, without an atlas, the quad tests and the
+baking are array operations; only the greedy pairing, first triangle first,
+walks the triangles one by one."""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from .. import model
+from .textures import _Textures, affine_quad
+
+# corner ids 0 nw, 1 ne, 2 se, 3 sw of the texture rectangle, per TR polygon corner
+_QUAD = {(0, 1, 2, 3): 0, (1, 0, 3, 2): 0x8000}
+_TRI = {(0, 1, 3): 0x0000, (1, 0, 2): 0x8000, (1, 2, 0): 0x2000, (0, 3, 1): 0xA000,
+        (2, 3, 1): 0x4000, (3, 2, 0): 0xC000, (3, 0, 2): 0x6000, (2, 1, 3): 0xE000}
+
+
+def polygons(scene: Any, keys: list, uvs: Any, pos: Any, mats: list, textures: _Textures,
+             ours: bool) -> list[dict]:
+    """TR polygons from clockwise triangles (``keys`` their vertex ids, ``uvs``
+    and ``pos`` their corners): each triangle in turn, unless already taken,
+    pairs with the first later triangle of its material across one of its edges
+    that makes an acceptable quad."""
+    if not len(keys):
+        return []
+    k = np.asarray(keys, np.int64).reshape(-1, 3)
+    uv = np.asarray(uvs, np.float64).reshape(-1, 3, 2)
+    p = np.asarray(pos).reshape(-1, 3, 3)
+    codes: dict = {}
+    mat = np.asarray([codes.setdefault(m, len(codes)) for m in mats], np.int64)
+    ci, cr, cj, cs = _candidates(k, mat)
+    rows = np.stack([ci, ci, ci, cj], 1)
+    cols = np.stack([cr, (cr + 1) % 3, (cr + 2) % 3, (cs + 2) % 3], 1)
+    quv, qpos = uv[rows, cols], p[rows, cols]
+    qkey = k[rows, cols]
+    if textures.carried:
+        # atlas corners are looked up (and their pixels filled) pair by pair, as met
+        made: dict = {}
+
+        def accept(c: int) -> bool:
+            made[c] = _quad(scene, tuple(qkey[c].tolist()), quv[c], qpos[c], mats[ci[c]],
+                            textures, ours)
+            return made[c] is not None
+        pairs = _pair(len(k), ci, cj, accept)
+        return [_triangle(tuple(k[i].tolist()), uv[i], mats[i], textures) if c < 0 else made[c]
+                for i, c in pairs]
+    for m in codes:     # images decoded (and undecodable ones named) in order of first use
+        textures.image(m)
+    ok = _flat_quads(qpos, quv, [mats[i] for i in ci.tolist()], textures)
+    accepted = ok.tolist()
+    pairs = _pair(len(k), ci, cj, lambda c: accepted[c])
+    return _baked_polygons(scene, pairs, k, uv, qkey, quv, mats, textures)
+
+
+def _candidates(k: np.ndarray, mat: np.ndarray) -> tuple:
+    """(i, r, j, s) of every triangle j after triangle i, of its material, whose
+    edge k[j][s] -> k[j][s+1] is i's diagonal k[i][r] -> k[i][r+2] with a fourth
+    vertex k[j][s+2] of its own; in the order i, r, then j's edges in turn."""
+    n = int(k.max()) + 1
+    edges = (k * n + np.roll(k, -1, axis=1)).reshape(-1)
+    order = np.argsort(edges, kind="stable")
+    sorted_edges = edges[order]
+    query = (k * n + np.roll(k, -2, axis=1)).reshape(-1)
+    lo = np.searchsorted(sorted_edges, query, "left")
+    hi = np.searchsorted(sorted_edges, query, "right")
+    count = hi - lo
+    q = np.repeat(np.arange(len(query)), count)
+    at = np.repeat(lo - np.cumsum(count) + count, count) + np.arange(count.sum())
+    i, r, j = q // 3, q % 3, order[at] // 3
+    a, b, c = k[i, r], k[i, (r + 1) % 3], k[i, (r + 2) % 3]
+    kj = k[j]
+    s = np.where(kj[:, 0] == a, 0, np.where(kj[:, 1] == a, 1, 2))   # (list.index: the first)
+    d = kj[np.arange(len(j)), (s + 2) % 3]
+    keep = (j > i) & (mat[j] == mat[i]) & (kj[np.arange(len(j)), (s + 1) % 3] == c) \
+        & (d != a) & (d != b) & (d != c)
+    return i[keep], r[keep], j[keep], s[keep]
+
+
+def _pair(count: int, ci: np.ndarray, cj: np.ndarray, accept: Any) -> list[tuple[int, int]]:
+    """(triangle, candidate or -1) per polygon: the greedy pairing, first triangle first."""
+    used = [False] * count
+    starts = np.searchsorted(ci, np.arange(count + 1)).tolist()
+    js = cj.tolist()
+    out = []
+    for i in range(count):
+        if used[i]:
+            continue
+        used[i] = True
+        chosen = -1
+        for c in range(starts[i], starts[i + 1]):
+            if not used[js[c]] and accept(c):
+                chosen = c
+                used[js[c]] = True
+                break
+        out.append((i, chosen))
+    return out
+
+
+def _flat_quads(qpos: np.ndarray, quv: np.ndarray, qmats: list, textures: _Textures) -> np.ndarray:
+    """Whether each candidate quad (no atlas) is planar and, textured, affine
+    (:func:`.textures.affine_quad`): the tests of :func:`_quad`, on every pair at once."""
+    p = qpos.astype(np.float64)
+    x0, y0, z0 = p[:, 0].T
+    x1, y1, z1 = p[:, 1].T
+    x2, y2, z2 = p[:, 2].T
+    x3, y3, z3 = p[:, 3].T
+    ax, ay, az, bx, by, bz = x1 - x0, y1 - y0, z1 - z0, x2 - x0, y2 - y0, z2 - z0
+    cx, cy, cz = x3 - x0, y3 - y0, z3 - z0
+    n1 = (ay * bz - az * by, az * bx - ax * bz, ax * by - ay * bx)
+    n2 = (by * cz - bz * cy, bz * cx - bx * cz, bx * cy - by * cx)
+    l1 = np.sqrt(n1[0] * n1[0] + n1[1] * n1[1] + n1[2] * n1[2])
+    l2 = np.sqrt(n2[0] * n2[0] + n2[1] * n2[1] + n2[2] * n2[2])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ok = (l1 != 0) & (l2 != 0) & \
+            ((n1[0] * n2[0] + n1[1] * n2[1] + n1[2] * n2[2]) / (l1 * l2) >= 0.9999)
+    size = np.maximum((p.max(1) - p.min(1)).max(1), 1e-12)
+    skew = np.abs(p[:, 0] + p[:, 2] - p[:, 1] - p[:, 3]).max(1, initial=0.0)
+    for m in set(qmats):
+        arr, _ = textures.image(m)
+        if arr is None:
+            continue
+        rows = np.flatnonzero([q == m for q in qmats])
+        t = quv[rows] * np.asarray((arr.shape[1], arr.shape[0]), np.float64)
+        uv_skew = np.abs(t[:, 0] + t[:, 2] - t[:, 1] - t[:, 3]).max(1)
+        ok[rows] &= (skew[rows] <= 1e-3 * size[rows]) & (uv_skew <= 0.5)
+    return ok
+
+
+def _baked_polygons(scene: Any, pairs: list, k: np.ndarray, uv: np.ndarray, qkey: np.ndarray,
+                    quv: np.ndarray, mats: list, textures: _Textures) -> list[dict]:
+    """The polygons of a pairing without atlas: every texture baked, in polygon order."""
+    tri = np.asarray([c < 0 for _, c in pairs])
+    first = np.asarray([i for i, _ in pairs], np.int64)
+    cand = np.asarray([c for _, c in pairs], np.int64)
+    corner_uv = np.zeros((len(pairs), 4, 2))
+    corner_uv[tri, :3] = uv[first[tri]]
+    corner_uv[~tri] = quv[cand[~tri]]
+    poly_mats = [mats[i] for i in first.tolist()]
+    index = textures.bake_many(poly_mats, corner_uv, np.where(tri, 3, 4))
+    tri_verts = iter(k[first[tri]].astype(np.uint16))
+    quad_verts = iter(qkey[cand[~tri]].astype(np.uint16))
+    attrs = {m: _attributes(scene, m) for m in set(poly_mats)}
+    out = []
+    for is_tri, m, t in zip(tri.tolist(), poly_mats, index):
+        if is_tri:
+            out.append({"shape": 8, "vertices": next(tri_verts), "texture": _TRI[(0, 1, 3)] | t,
+                        "attributes": attrs[m], "unknown": 0})
+        else:
+            out.append({"shape": 9, "vertices": next(quad_verts),
+                        "texture": model.texture_word(9, t, 0),
+                        "attributes": attrs[m], "unknown": 0})
+    return out
+
+
+def _attributes(scene: Any, material: int | None) -> int:
+    if material is None or not 0 <= material < len(scene.materials):
+        return 0
+    m = scene.materials[material]
+    carried = m.extras.get("tr4_attributes")
+    if isinstance(carried, int) and 0 <= carried <= 0xFF:
+        return carried
+    return 1 if m.extras.get("additive") or m.alpha_mode == "BLEND" else 0
+def _triangle(k: tuple, uv: np.ndarray, material: int | None, textures: _Textures) -> dict:
+    found = textures.carried_index(material, uv)
+    flags = None
+    if found is not None:
+        index, corners = found
+        turn = next((t for t in range(3) if corners[t:] + corners[:t] in _TRI), 0)
+        k, flags = k[turn:] + k[:turn], _TRI.get(corners[turn:] + corners[:turn])
+    if flags is None:
+        index, corners = textures.bake(material, uv)
+        flags = _TRI[corners]
+    return {"shape": 8, "vertices": np.asarray(k, np.uint16), "texture": flags | index,
+            "attributes": _attributes(textures.scene, material), "unknown": 0}
+
+
+def _quad(scene: Any, k: tuple, uv: np.ndarray, pos: np.ndarray, material: int | None,
+          textures: _Textures, ours: bool) -> dict | None:
+    found = textures.carried_index(material, uv)
+    if found is not None:
+        index, corners = found
+        flags = _QUAD.get(corners)
+        # a quad paired from its second triangle (triangles in another order, as
+        # Blender may give them) starts at the far end of its diagonal
+        if flags is None and corners[2:] + corners[:2] in _QUAD:
+            k, flags = k[2:] + k[:2], _QUAD[corners[2:] + corners[:2]]
+        if flags is None or (flags and index == 0):
+            return None
+    else:
+        if ours and textures.carried:
+            return None
+        p = pos.astype(np.float64)
+        (x0, y0, z0), (x1, y1, z1), (x2, y2, z2), (x3, y3, z3) = p.tolist()
+        ax, ay, az, bx, by, bz = x1 - x0, y1 - y0, z1 - z0, x2 - x0, y2 - y0, z2 - z0
+        cx, cy, cz = x3 - x0, y3 - y0, z3 - z0
+        n1 = (ay * bz - az * by, az * bx - ax * bz, ax * by - ay * bx)
+        n2 = (by * cz - bz * cy, bz * cx - bx * cz, bx * cy - by * cx)
+        l1 = math.sqrt(n1[0] * n1[0] + n1[1] * n1[1] + n1[2] * n1[2])
+        l2 = math.sqrt(n2[0] * n2[0] + n2[1] * n2[1] + n2[2] * n2[2])
+        if l1 == 0 or l2 == 0 or \
+                (n1[0] * n2[0] + n1[1] * n2[1] + n1[2] * n2[2]) / (l1 * l2) < 0.9999:
+            return None      # not planar (or degenerate): keep two triangles
+        arr, _ = textures.image(material)
+        if arr is not None and not affine_quad(p, uv, (arr.shape[1], arr.shape[0])):
+            return None      # one rectangle would skew its texture: two triangles, each affine
+        index, corners = textures.bake(material, uv)
+        flags = 0
+    return {"shape": 9, "vertices": np.asarray(k, np.uint16),
+            "texture": model.texture_word(9, index, flags),
+            "attributes": _attributes(scene, material), "unknown": 0}
+
+
+
