@@ -84,3 +84,49 @@ def test_tr_names_what_shades_lose(tmp_path):
     _, _, summary = _tr_round_trip(mixed, tmp_path / "mixed")
     said = [w for w in summary["warnings"] if "vertex colours" in w]
     assert len(said) == 1 and "dropped" in said[0] and "normals" in said[0], summary["warnings"]
+
+
+# ---- BoxTextured: a bare mesh file holds no material ------------------------------------
+
+def _textured_plane(texture: bool = True, factor: tuple = (1.0, 1.0, 1.0, 1.0)):
+    """BoxTextured's kind of scene, small: a plane whose one material has a texture."""
+    import numpy as np
+    from potsherd.scene import Image, Material, Mesh, Primitive, Scene, TextureRef
+    from test_import_colours import _gradient_png, _grid
+    s = Scene(name="textured")
+    if texture:
+        s.add_image(Image(name="grad", data=_gradient_png()))
+    s.add_material(Material(base_color=factor,
+                            base_color_texture=TextureRef(image=0) if texture else None))
+    pos, idx, uv = _grid(2)
+    s.add_node(name="plane", mesh=s.add_mesh(Mesh(name="plane", primitives=[Primitive(
+        positions=pos, indices=idx, normals=np.tile([0, 0, 1.0], (len(pos), 1)), uvs=[uv],
+        material=0)])))
+    return s
+
+
+def test_bare_n3_meshes_name_the_material_they_drop(tmp_path):
+    """.n3pmesh and .n3cskins hold geometry only (the part, plug or shape that uses
+    them names the texture): BoxTextured came back untextured from both, and
+    nothing was said.  Each names the texture or colour it drops, once, and
+    where to import to keep it; a material that shows nothing is not named,
+    and the formats that write the texture say nothing of it."""
+    for target in ("n3pmesh", "n3cskins"):
+        for texture, factor, shown in ((True, (1.0, 1.0, 1.0, 1.0), "base colour texture"),
+                                       (False, (0.8, 0.8, 0.8, 1.0), "base colour")):
+            src = tmp_path / f"{target}{texture}.glb"
+            write_glb(_textured_plane(texture, factor), src)
+            summary = import_gltf(src, tmp_path / f"{target}{texture}.{target}")
+            said = [w for w in summary["warnings"] if "materials not written" in w]
+            assert len(said) == 1 and shown in said[0] and ".n3cpart" in said[0], \
+                summary["warnings"]
+        src = tmp_path / f"{target}-white.glb"
+        write_glb(_textured_plane(False), src)
+        summary = import_gltf(src, tmp_path / f"white.{target}")
+        assert not any("material" in w for w in summary["warnings"]), summary["warnings"]
+    src = tmp_path / "part.glb"
+    write_glb(_textured_plane(True), src)
+    for target in ("n3cpart", "n3shape"):
+        summary = import_gltf(src, tmp_path / f"out.{target}")
+        assert not any("materials not written" in w for w in summary["warnings"]), \
+            summary["warnings"]

@@ -14,7 +14,10 @@ what its format stores.  The glTF rules applied once for all of them:
   named in ``scene.warnings`` once per import, never dropped silently;
 * vertex colours on a target with textures but no colours are baked into new
   textures (:mod:`.bake_colors`: factor x texture x COLOR_0), the warning
-  naming what detail that lost.
+  naming what detail that lost;
+* a target that holds no material at all (a bare mesh file, whose texture
+  and colour are named by the file that uses it) names the materials that
+  showed something (a texture, a colour factor, alpha), and where to keep them.
 
 The scene given is not changed: the result shares its nodes, materials and
 ``warnings`` list, with new meshes where primitives were completed.
@@ -57,6 +60,11 @@ class Holds:
     morph_targets: bool = False
     #: the importer names dropped morph targets itself (no second warning)
     names_morph_loss: bool = False
+    #: a material (base colour, its texture, alpha) is stored, in the file or in
+    #: one it writes beside it; a bare mesh format has none
+    materials: bool = True
+    #: what to import to instead, for the warning of a format without materials
+    materials_elsewhere: str = ""
 
 
 def warn_once(scene: Scene, message: str) -> None:
@@ -135,7 +143,38 @@ def prepare(scene: Scene, holds: Holds) -> Scene:
     elif colored and not holds.vertex_colors:
         warn_once(scene, f"{holds.format}: vertex colours (COLOR_0) of {colored} primitive(s) "
                          "dropped: the format has none")
+    if not holds.materials:
+        _warn_materials(scene, holds)
     return out
+
+
+def _shows(m) -> list:
+    """What of material ``m`` draws differently from no material at all."""
+    what = []
+    if m.base_color_texture is not None:
+        what.append("base colour texture")
+    if any(abs(float(c) - 1.0) > 1e-6 for c in tuple(m.base_color)[:3]):
+        what.append("base colour")
+    if m.alpha_mode != "OPAQUE":
+        what.append(f"alpha ({m.alpha_mode})")
+    return what
+
+
+def _warn_materials(scene: Scene, holds: Holds) -> None:
+    """One warning naming the materials a format without any drops (a bare mesh)."""
+    used = sorted({p.material for mesh in scene.meshes for p in mesh.primitives
+                   if p.material is not None and 0 <= p.material < len(scene.materials)})
+    lost: dict = {}
+    for i in used:
+        for what in _shows(scene.materials[i]):
+            lost.setdefault(what, []).append(scene.materials[i].name or f"#{i}")
+    if not lost:
+        return
+    said = "; ".join(f"{what} of {', '.join(repr(n) for n in names[:3])}"
+                     f"{' and others' if len(names) > 3 else ''}" for what, names in lost.items())
+    warn_once(scene, f"{holds.format}: materials not written ({said}): the format holds no "
+                     "material" + (f"; {holds.materials_elsewhere}" if holds.materials_elsewhere
+                                   else ""))
 
 
 def _baked_warning(fmt: str, notes: dict) -> str:

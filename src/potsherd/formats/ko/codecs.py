@@ -136,9 +136,11 @@ def _scene_importer(name: str):
 
 def _holds(name: str, names_morph_loss: bool = True):
     from ...scene.import_prep import Holds
+    bare = name in ("n3pmesh", "n3cskins")   # (their texture is named by a part, plug or shape)
     return Holds(name, normals=True, vertex_colors=False, morph_targets=False,
-                 names_morph_loss=names_morph_loss,
-                 texture=name not in ("n3pmesh", "n3cskins"))
+                 names_morph_loss=names_morph_loss, texture=not bare, materials=not bare,
+                 materials_elsewhere="import to .n3cpart, .n3cplug or .n3shape, which write "
+                                     "the texture and name it" if bare else "")
 
 
 #: what each KO mesh format stores of a glTF (scene.import_prep): normals, no vertex
