@@ -477,7 +477,10 @@ def bake_colors(scene: Scene, *, drop_extras: tuple = (), limit: int = MAX_SIDE,
             notes["shrunk"] = local["shrunk"]
         img, new_uvs = got
         image = len(images)
-        images.append(Image(name=f"{mat.name or 'material'}_vcol", data=_png(img, opaque)))
+        # (marked: a writer that block-compresses textures keeps a bake lossless,
+        # since its smooth two-way gradients are what block compression loses)
+        images.append(Image(name=f"{mat.name or 'material'}_vcol", data=_png(img, opaque),
+                            extras={"baked": "vertex colours"}))
         sampler = {} if ref is None or atlas else \
             {"wrap_s": ref.wrap_s, "wrap_t": ref.wrap_t, "mag_filter": ref.mag_filter,
              "min_filter": ref.min_filter}

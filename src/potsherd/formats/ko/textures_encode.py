@@ -59,9 +59,23 @@ def choose_format(alpha: np.ndarray) -> int:
     return ntf.FOURCC_DXT5
 
 
+#: the most texels a lossless (32-bit) texture gets: 1 MB at full detail
+LOSSLESS_MAX_TEXELS = 512 * 512
+
+
+def _bgra(img: Any) -> bytes:
+    """A level as ``A8R8G8B8``/``X8R8G8B8`` pixels: little-endian words, so the
+    bytes of each pixel are blue, green, red, alpha."""
+    return np.ascontiguousarray(np.asarray(img.convert("RGBA"))[..., [2, 1, 0, 3]]).tobytes()
+
+
 def encode_ntf(img: Any, name: str, *, encrypt: bool = False, mipmap: bool = True,
-               warnings: list | None = None) -> dict:
-    """An NTF record (the dict ``DxtCodec`` decodes) of a Pillow image."""
+               warnings: list | None = None, lossless: bool = False) -> dict:
+    """An NTF record (the dict ``DxtCodec`` decodes) of a Pillow image.
+    ``lossless``: 32-bit pixels (``X8R8G8B8``, ``A8R8G8B8`` with alpha, formats
+    the client's own files use) instead of block compression, up to
+    :data:`LOSSLESS_MAX_TEXELS`: for pictures block compression would spoil,
+    such as baked vertex colours."""
     from PIL import Image
     rgba = img.convert("RGBA")
     w, h = rgba.size
@@ -70,22 +84,26 @@ def encode_ntf(img: Any, name: str, *, encrypt: bool = False, mipmap: bool = Tru
         rgba = rgba.resize((pw, ph), Image.LANCZOS)
         if warnings is not None:
             warnings.append(f"texture {name}: {w}x{h} resized to {pw}x{ph} (power of two)")
-    fmt = choose_format(np.asarray(rgba)[..., 3])
+    alpha = np.asarray(rgba)[..., 3]
+    if lossless and pw * ph <= LOSSLESS_MAX_TEXELS:
+        fmt = ntf.D3DFMT_X8R8G8B8 if alpha.min() == 255 else ntf.D3DFMT_A8R8G8B8
+    else:
+        fmt = choose_format(alpha)
     pixel_format = ntf.FORMAT_NAMES[fmt]
     dims = ntf.level_dims(pw, ph, int(mipmap))
     levels, fallback = [], []
     for i, (lw, lh) in enumerate(dims):
         level = rgba if i == 0 else rgba.resize((lw, lh), Image.LANCZOS)
-        data = _bc(level if pixel_format != "DXT1" else level, pixel_format)
+        data = _bgra(level) if fmt in ntf.PIXEL_BYTES else _bc(level, pixel_format)
         if len(data) != ntf.level_bytes(fmt, lw, lh):
             raise FormatError(f"texture {name}: level {i} encoded to {len(data)} bytes, "
                               f"expected {ntf.level_bytes(fmt, lw, lh)}")
         if encrypt:
             data = ntf.decrypt_level(data, fmt, lw)   # RC4 XOR: the same operation
         levels.append(data)
-        if mipmap and i < len(dims) - 1:
+        if mipmap and i < len(dims) - 1 and fmt in ntf.DXT_FORMATS:
             fallback.append(_fallback16(level.resize((lw // 2, lh // 2), Image.LANCZOS), fmt))
-    if not mipmap:
+    if not mipmap and fmt in ntf.DXT_FORMATS:
         fallback.append(_fallback16(rgba.resize((pw // 2, ph // 2), Image.LANCZOS), fmt))
     sizes, fb_size, thumb = ntf.payload_plan(fmt, pw, ph, int(mipmap))
     fb = b"".join(fallback)

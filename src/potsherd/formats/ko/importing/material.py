@@ -76,7 +76,7 @@ def edited_texture(scene: Scene, material: int | None, like: Document, ref: Any,
     are, or when either cannot be read (the reference is then kept as it was)."""
     if material is None or not 0 <= material < len(scene.materials) or not text(ref):
         return None
-    _, pic, _ = base_color_picture(scene, scene.materials[material])
+    img, pic, _ = base_color_picture(scene, scene.materials[material])
     if pic is None:
         return None
     from ....scene import Scene as _Sink
@@ -101,7 +101,7 @@ def edited_texture(scene: Scene, material: int | None, like: Document, ref: Any,
     name = os.path.basename(text(ref).replace("\\", "/"))
     from ..textures_encode import encode_ntf
     rec = encode_ntf(pic, os.path.splitext(name)[0], encrypt=bool(options.get("encrypt")),
-                     warnings=scene.warnings)
+                     warnings=scene.warnings, lossless=bool(img.extras.get("baked")))
     scene.warnings.append(f"texture {text(ref)!r} repainted in the glTF: written as {name}")
     return name, Document("dxt", rec, {}, b"", [], {"text_encoding": CP_DEFAULT})
 
@@ -120,5 +120,7 @@ def texture_file(scene: Scene, material: int | None, stem: str,
                               f"texture {img.name!r}: cannot be read ({problem}); not converted")
         return None
     from ..textures_encode import encode_ntf
-    rec = encode_ntf(pic, stem, encrypt=bool(options.get("encrypt")), warnings=scene.warnings)
+    # (a bake of vertex colours is kept lossless: block compression spoils its gradients)
+    rec = encode_ntf(pic, stem, encrypt=bool(options.get("encrypt")), warnings=scene.warnings,
+                     lossless=bool(img.extras.get("baked")))
     return f"{stem}.dxt", Document("dxt", rec, {}, b"", [], {"text_encoding": CP_DEFAULT})
