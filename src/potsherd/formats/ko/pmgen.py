@@ -404,8 +404,10 @@ def build_progressive(positions: np.ndarray, triangles: np.ndarray,
     tri_at = list(range(len(tris)))         # slot -> triangle id
     live_v, live_t = nv_total, len(tris)
     refcount = np.bincount(tris.reshape(-1), minlength=nv_total).tolist()
-    records: list[tuple] = []               # creation order (the record's columns)
-    changes: list[tuple[int, int]] = []     # (triangle id, corner)
+    records: list[int] = []                 # creation order, six columns per record
+    # (flat lists of ints: a tuple per change or record would be a million small
+    # containers for the cyclic collector to scan on a big mesh)
+    changes: list[int] = []                 # 3 * triangle id + corner
 
     def swap_vertex_to_end(v: int) -> None:
         nonlocal live_v
@@ -478,7 +480,7 @@ def build_progressive(positions: np.ndarray, triangles: np.ndarray,
                 if tracking:
                     m.tris[t, k] = b
                 c[k] = b
-                changes.append((t, k))
+                changes.append(3 * t + k)
                 faces_a.discard(t)
                 faces_b.add(t)
             refcount[a] -= len(moved)
@@ -494,7 +496,7 @@ def build_progressive(positions: np.ndarray, triangles: np.ndarray,
         n_changes = len(changes) - first_change
         # indicesToLose, indicesToChange, verticesToLose, indexChangesOffset,
         # collapseTo, partner
-        records.append((3 * len(dying), n_changes, lost, first_change if n_changes else 0,
+        records.extend((3 * len(dying), n_changes, lost, first_change if n_changes else 0,
                         b, partner))
         if not tracking:            # (a replayed order needs no fresh costs)
             return
@@ -606,12 +608,11 @@ def build_progressive(positions: np.ndarray, triangles: np.ndarray,
     final_tris = np.array(m.corners, np.int64).reshape(-1, 3)   # dead ones as they died
     pos_arr, slot_arr = np.asarray(pos_of, np.int64), np.asarray(slot_of, np.int64)
     final_idx.reshape(-1, 3)[:] = pos_arr[final_tris[np.asarray(tri_at, np.int64)]]
-    ch = np.asarray(changes, np.int64).reshape(-1, 2)
-    change_pos = slot_arr[ch[:, 0]] * 3 + ch[:, 1]
-    in_file_order = records[::-1]   # file order is creation order reversed
-    out = np.zeros(len(in_file_order), record_table("collapse").dtype)   # padding stays zero
-    cols = (np.array(in_file_order, np.int64).reshape(-1, 6).T if in_file_order else
-            np.zeros((6, 0), np.int64))
+    ch = np.asarray(changes, np.int64)
+    change_pos = slot_arr[ch // 3] * 3 + ch % 3
+    # file order is creation order reversed
+    cols = np.asarray(records, np.int64).reshape(-1, 6)[::-1].T
+    out = np.zeros(cols.shape[1], record_table("collapse").dtype)   # padding stays zero
     for k, name in enumerate(("indicesToLose", "indicesToChange", "verticesToLose",
                               "indexChangesOffset")):
         out[name] = cols[k]
