@@ -16,6 +16,8 @@ from potsherd.scene import (Animation, Channel, Image, Material, Mesh, Node, Pri
                             TextureRef)
 from srgb_formula import decode, encode   # (IEC 61966-2-1, not the renderer's)
 
+NEAREST, REPEAT, CLAMP = 9728, 10497, 33071
+
 
 def _rig_scene() -> Scene:
     s = Scene(name="rig")
@@ -79,29 +81,36 @@ def _quad(z: float, material: int) -> Primitive:
                      uvs=[uv], indices=np.array([0, 1, 2, 0, 2, 3], np.uint8), material=material)
 
 
-def _alpha_scene(mode: str, left_alpha: int) -> Scene:
+def _alpha_scene(mode: str, left_alpha: int, mag_filter: int | None = NEAREST,
+                 wrap: int = REPEAT) -> Scene:
     """A red quad behind a quad whose texture's left texel is magenta with
-    ``left_alpha`` and whose right texel is opaque green."""
+    ``left_alpha`` and whose right texel is opaque green (sampled NEAREST: two
+    flat halves; glTF's unset filter is linear)."""
     s = Scene(name="alpha")
     img = s.add_image(Image(name="keyed", data=_png([[[255, 0, 255, left_alpha],
                                                        [0, 255, 0, 255]]])))
     red = s.add_material(Material(name="red", base_color=(1.0, 0.0, 0.0, 1.0)))
-    keyed = s.add_material(Material(name="keyed", base_color_texture=TextureRef(img),
+    ref = TextureRef(img, mag_filter=mag_filter, wrap_s=wrap, wrap_t=wrap)
+    keyed = s.add_material(Material(name="keyed", base_color_texture=ref,
                                     alpha_mode=mode, double_sided=True))
     s.add_node(Node(name="back", mesh=s.add_mesh(Mesh(primitives=[_quad(-0.5, red)]))))
     s.add_node(Node(name="front", mesh=s.add_mesh(Mesh(primitives=[_quad(0.0, keyed)]))))
     return s
 
 
-def _front_pixels(tmp_path, mode: str, left_alpha: int) -> tuple:
-    path = tmp_path / f"{mode}_{left_alpha}.glb"
-    write_glb(_alpha_scene(mode, left_alpha), path)
+def _front_image(tmp_path, mode: str, left_alpha: int, **kw) -> np.ndarray:
+    path = tmp_path / f"{mode}_{left_alpha}_{len(kw)}_{sorted(kw.items())}.glb"
+    write_glb(_alpha_scene(mode, left_alpha, **kw), path)
     g = rd.Gltf(str(path))
     tris = rd.scene_triangles(g, None)
     d, up = rd.VIEWS["front (+Z)"]
     basis = rd._basis(d, up)
     q = np.concatenate([t["pos"].reshape(-1, 3) for t in tris]) @ basis.T
-    img = rd._raster(tris, basis, 64, (q.min(0), q.max(0)))
+    return rd._raster(tris, basis, 64, (q.min(0), q.max(0)))
+
+
+def _front_pixels(tmp_path, mode: str, left_alpha: int) -> tuple:
+    img = _front_image(tmp_path, mode, left_alpha)
     return img[32, 16], img[32, 48]            # left half, right half
 
 
@@ -146,3 +155,28 @@ def test_scene_text_already_valid_is_kept_and_escapes_are_still_fixed():
     sc.add_node(name=cp949, extras={"label": cp949})
     gl, _ = scene_to_gltf(sc, True)
     assert gl["nodes"][0]["name"] == "갑옷" and gl["nodes"][0]["extras"]["label"] == "갑옷"
+
+
+def test_textures_are_sampled_through_their_sampler(tmp_path):
+    """An unset magFilter is linear, as viewers draw it: across the quad the
+    two texels blend in linear light, one texel's colour at its centre and
+    their decoded mean halfway; CLAMP_TO_EDGE keeps the edge texel's colour at
+    the edge where REPEAT blends in the other side's; NEAREST (the control)
+    gives two flat halves."""
+    row = lambda **kw: _front_image(tmp_path, "OPAQUE", 255, **kw)[32]   # noqa: E731
+    linear, clamp, nearest = row(mag_filter=None), row(mag_filter=None, wrap=CLAMP), row()
+    covered = np.flatnonzero(np.abs(nearest - nearest[0]).max(1) > 0.05)   # (the quad)
+    first, last = int(covered[0]), int(covered[-1])
+    centre = (first + last) // 2
+    magenta, green = nearest[first + 4], nearest[last - 4]    # (lit: one shade everywhere)
+    assert magenta[1] == 0 and magenta[0] == magenta[2] > 0.5 and green[0] == green[2] == 0
+    assert np.allclose(nearest[first:centre - 1], magenta, atol=1e-6)   # flat (the control)
+    assert np.allclose(nearest[centre + 2:last + 1], green, atol=1e-6)
+    # halfway between the texel centres (u = 1/2): the mean of the decoded colours
+    mid = clamp[centre:centre + 2].mean(0)
+    want = encode(0.5 * decode(magenta) + 0.5 * decode(green))
+    assert np.allclose(mid, want, atol=0.03), (mid, want)
+    assert np.abs(mid - 0.5 * (magenta + green)).max() > 0.1   # (not the encoded mean)
+    # at the left edge: CLAMP keeps magenta, REPEAT blends in the green of the right edge
+    assert np.allclose(clamp[first], magenta, atol=1e-6)
+    assert linear[first][1] > 0.3 and linear[first][0] > 0.3

@@ -2,8 +2,8 @@
 
 Renders a .glb/.gltf from four orthographic views (front = camera on +Z,
 right = camera on +X, top = camera on +Y, and a 3/4 view) into one PNG:
-z-buffer, Lambert shading, base colour factor x texture (nearest) x vertex
-colour, skinning and morph weights evaluated at a chosen animation time.
+z-buffer, Lambert shading, base colour factor x texture (through its sampler:
+wrap modes, bilinear unless ``magFilter`` is NEAREST) x vertex colour, skinning and morph weights evaluated at a chosen animation time.
 Colour is handled as glTF defines it: texels of the base colour and emissive
 textures are sRGB-encoded and decoded to linear light; ``baseColorFactor``,
 ``COLOR_0`` and ``emissiveFactor`` are linear already.  The base colour
@@ -37,13 +37,16 @@ from PIL import Image, ImageDraw
 
 from ..core.errors import FormatError, LimitError
 from ..core.limits import DEFAULT_LIMITS
-from ..scene.bake_colors import linear_to_srgb, srgb_to_linear
+from ..scene.bake_colors import _wrap, linear_to_srgb, sample, srgb_to_linear
 from ..scene.gltf_access import GltfAccess
 from ..scene.gltf_instancing import drawn_budget
 from ..scene.geometry import strip_or_fan_triangles
 from ..scene.gltf_read import GltfInstances, texture_transform
 from ..scene.ops import normal_matrices, skin_blend
 from ..scene.xform import quat_slerp, trs_to_matrix
+
+#: glTF sampler values (wrap modes and the NEAREST/LINEAR magnification filters)
+REPEAT, NEAREST_FILTER, LINEAR_FILTER = 10497, 9728, 9729
 
 KTX2_MAGIC = b"\xabKTX 20\xbb\r\n\x1a\n"
 
@@ -93,6 +96,7 @@ class Gltf:
                         for b in self.json.get("buffers", [])]
         self._acc_cache: dict = {}
         self._image_cache: dict = {}
+        self._linear_cache: dict = {}     # id(image array) -> (array, linear copy)
         self.instances = GltfInstances(data, self.folder)
         #: vertices instanced copies may add (the reader's bound)
         self.copy_budget = drawn_budget(DEFAULT_LIMITS, len(data))
@@ -201,6 +205,27 @@ class Gltf:
                 return ext[name]["source"]
         self.notes.append(f"texture {ti} has no image: drawn untextured")
         return None
+
+    def linear(self, tex: np.ndarray | None) -> np.ndarray | None:
+        """An image from :meth:`image` with its RGB decoded to linear light (alpha
+        as is), once per image: the bilinear filter works in linear light."""
+        if tex is None:
+            return None
+        got = self._linear_cache.get(id(tex))
+        if got is None or got[0] is not tex:
+            got = (tex, np.concatenate([srgb_to_linear(tex[..., :3]), tex[..., 3:]], axis=-1))
+            self._linear_cache[id(tex)] = got
+        return got[1]
+
+    def sampler(self, info: dict) -> tuple:
+        """``(wrap_s, wrap_t, linear)`` of a texture info's sampler: glTF's
+        defaults are REPEAT and, for an unset filter, what viewers use, linear."""
+        t = self.json["textures"][info["index"]]
+        si = t.get("sampler")
+        smp = self.json.get("samplers", [])[si] if isinstance(si, int) and \
+            0 <= si < len(self.json.get("samplers", [])) else {}
+        return (int(smp.get("wrapS", REPEAT)), int(smp.get("wrapT", REPEAT)),
+                smp.get("magFilter", LINEAR_FILTER) != NEAREST_FILTER)
 
     def texture(self, info: dict, at: dict, idx: np.ndarray) -> tuple:
         """(RGBA image, per-corner UVs (T, 3, 2)) of a material's texture info, its
@@ -389,15 +414,19 @@ def scene_triangles(g: Gltf, animation: int | None = None, t: float = 0.0) -> li
             pbr = mat.get("pbrMetallicRoughness", {})
             col = col * np.array(pbr.get("baseColorFactor", [1, 1, 1, 1]))
             flat = kidx.reshape(-1, 3)                  # the corners of every instance's copy
-            tex = uv = None
+            tex = uv = sampler = None
             if "baseColorTexture" in pbr:
                 tex, uv = g.texture(pbr["baseColorTexture"], at, flat)
-            etex = euv = None
+                sampler = g.sampler(pbr["baseColorTexture"])
+            etex = euv = esampler = None
             if "emissiveTexture" in mat:   # added after shading, scaled by emissiveFactor
                 etex, euv = g.texture(mat["emissiveTexture"], at, flat)
+                esampler = g.sampler(mat["emissiveTexture"])
             out.append({"pos": pw[kk, kidx].reshape(-1, 3, 3),
                         "nrm": None if nw is None else nw[kk, kidx].reshape(-1, 3, 3), "uv": uv,
-                        "color": col[flat], "tex": tex, "double": mat.get("doubleSided", False),
+                        "color": col[flat], "tex": tex, "sampler": sampler,
+                        "tex_linear": g.linear(tex), "esampler": esampler,
+                        "etex_linear": g.linear(etex), "double": mat.get("doubleSided", False),
                         "blend": mat.get("alphaMode") == "BLEND", "etex": etex, "euv": euv,
                         "emissive": np.array(mat.get("emissiveFactor", [0.0, 0.0, 0.0]), float),
                         "emap": "emissiveTexture" in mat,
@@ -515,10 +544,8 @@ def _raster(tris: list, basis: np.ndarray, size: int, bounds: tuple) -> np.ndarr
             # white default; one whose texture cannot be drawn emits nothing)
             if tr.get("etex") is not None:
                 euv = (tr["euv"][tri] * bc).sum(1)
-                eh, ew = tr["etex"].shape[:2]
-                eu = np.floor(np.mod(euv[:, 0], 1.0) * ew).astype(int).clip(0, ew - 1)
-                ev = np.floor(np.mod(euv[:, 1], 1.0) * eh).astype(int).clip(0, eh - 1)
-                rgb = rgb + srgb_to_linear(tr["etex"][ev, eu][:, :3]) * tr["emissive"][:3]
+                texel = _texels(tr["etex"], tr.get("etex_linear"), euv, tr.get("esampler"))
+                rgb = rgb + texel[:, :3] * tr["emissive"][:3]
             elif not tr.get("emap") and np.any(tr.get("emissive", 0.0)):
                 rgb = rgb + tr["emissive"][:3]
             back = ~fr
@@ -531,17 +558,30 @@ def _raster(tris: list, basis: np.ndarray, size: int, bounds: tuple) -> np.ndarr
     return linear_to_srgb(img)
 
 
+def _texels(tex: np.ndarray, lin: np.ndarray | None, uv: np.ndarray,
+            sampler: tuple | None) -> np.ndarray:
+    """Texels of ``tex`` (RGBA as stored, sRGB colour; ``lin``: the same with its
+    RGB in linear light) at ``uv``, RGB in linear light: through the sampler's
+    wrap modes, filtered bilinearly in linear light (as a GPU filters an sRGB
+    texture) unless its ``magFilter`` is NEAREST."""
+    ws, wt, linear = sampler if sampler is not None else (REPEAT, REPEAT, True)
+    if linear and lin is not None:
+        return sample(lin, uv, ws, wt)
+    th, tw = tex.shape[:2]
+    u = _wrap(np.floor(np.nan_to_num(uv[:, 0]) * tw).astype(np.int64), tw, ws)
+    v = _wrap(np.floor(np.nan_to_num(uv[:, 1]) * th).astype(np.int64), th, wt)
+    texel = tex[v, u]
+    return np.concatenate([srgb_to_linear(texel[:, :3]), texel[:, 3:]], axis=1)
+
+
 def _fragment_rgba(tr: dict, tri: np.ndarray, bc: np.ndarray) -> np.ndarray:
     """Base colour of fragments, RGBA in linear light: vertex colour x factor
-    (linear) x the nearest texel, its RGB sRGB-decoded (its alpha is linear)."""
+    (linear) x the texel (:func:`_texels`: the sampler's wrap and filter, its RGB
+    sRGB-decoded, its alpha linear)."""
     col = (tr["color"][tri] * bc).sum(1)
     if tr["tex"] is not None:
         uv = (tr["uv"][tri] * bc).sum(1)
-        th, tw = tr["tex"].shape[:2]
-        u = np.floor(np.mod(uv[:, 0], 1.0) * tw).astype(int).clip(0, tw - 1)
-        v = np.floor(np.mod(uv[:, 1], 1.0) * th).astype(int).clip(0, th - 1)
-        texel = tr["tex"][v, u]
-        col = col * np.concatenate([srgb_to_linear(texel[:, :3]), texel[:, 3:]], axis=1)
+        col = col * _texels(tr["tex"], tr.get("tex_linear"), uv, tr.get("sampler"))
     return col
 
 
