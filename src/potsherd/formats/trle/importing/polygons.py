@@ -6,13 +6,12 @@ baking are array operations; only the greedy pairing, first triangle first,
 walks the triangles one by one."""
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
 
 from .. import model
-from .textures import _Textures, affine_quad
+from .textures import _Textures
 
 # corner ids 0 nw, 1 ne, 2 se, 3 sw of the texture rectangle, per TR polygon corner
 _QUAD = {(0, 1, 2, 3): 0, (1, 0, 3, 2): 0x8000}
@@ -101,10 +100,9 @@ def _pair(count: int, ci: np.ndarray, cj: np.ndarray, accept: Any) -> list[tuple
     return out
 
 
-def _flat_quads(qpos: np.ndarray, quv: np.ndarray, qmats: list, textures: _Textures) -> np.ndarray:
-    """Whether each candidate quad (no atlas) is planar and, textured, affine
-    (:func:`.textures.affine_quad`): the tests of :func:`_quad`, on every pair at once."""
-    p = qpos.astype(np.float64)
+def _planar(p: np.ndarray) -> np.ndarray:
+    """Whether each quad of ``p`` (N, 4, 3) is planar: the normals of its
+    triangles (0, 1, 2) and (0, 2, 3) agree to 0.9999 (a degenerate one is not)."""
     x0, y0, z0 = p[:, 0].T
     x1, y1, z1 = p[:, 1].T
     x2, y2, z2 = p[:, 2].T
@@ -116,18 +114,34 @@ def _flat_quads(qpos: np.ndarray, quv: np.ndarray, qmats: list, textures: _Textu
     l1 = np.sqrt(n1[0] * n1[0] + n1[1] * n1[1] + n1[2] * n1[2])
     l2 = np.sqrt(n2[0] * n2[0] + n2[1] * n2[1] + n2[2] * n2[2])
     with np.errstate(divide="ignore", invalid="ignore"):
-        ok = (l1 != 0) & (l2 != 0) & \
+        return (l1 != 0) & (l2 != 0) & \
             ((n1[0] * n2[0] + n1[1] * n2[1] + n1[2] * n2[2]) / (l1 * l2) >= 0.9999)
+
+
+def _affine(p: np.ndarray, texels: np.ndarray) -> np.ndarray:
+    """Whether each quad's texture is one affine map of its corners, so a
+    rectangle's texels drawn on it (the engine maps them affinely per triangle,
+    along either diagonal) show what its two glTF triangles show: its positions
+    ``p`` (N, 4, 3) and its UVs in texels ``texels`` (N, 4, 2) are both
+    parallelograms (the UVs within half a texel)."""
     size = np.maximum((p.max(1) - p.min(1)).max(1), 1e-12)
     skew = np.abs(p[:, 0] + p[:, 2] - p[:, 1] - p[:, 3]).max(1, initial=0.0)
+    uv_skew = np.abs(texels[:, 0] + texels[:, 2] - texels[:, 1] - texels[:, 3]).max(1)
+    return (skew <= 1e-3 * size) & (uv_skew <= 0.5)
+
+
+def _flat_quads(qpos: np.ndarray, quv: np.ndarray, qmats: list, textures: _Textures) -> np.ndarray:
+    """Whether each candidate quad (no atlas) is planar and, textured, affine:
+    the tests of :func:`_quad`, on every pair at once."""
+    p = qpos.astype(np.float64)
+    ok = _planar(p)
     for m in set(qmats):
         arr, _ = textures.image(m)
         if arr is None:
             continue
         rows = np.flatnonzero([q == m for q in qmats])
-        t = quv[rows] * np.asarray((arr.shape[1], arr.shape[0]), np.float64)
-        uv_skew = np.abs(t[:, 0] + t[:, 2] - t[:, 1] - t[:, 3]).max(1)
-        ok[rows] &= (skew[rows] <= 1e-3 * size[rows]) & (uv_skew <= 0.5)
+        ok[rows] &= _affine(p[rows], quv[rows] * np.asarray((arr.shape[1], arr.shape[0]),
+                                                            np.float64))
     return ok
 
 
@@ -194,19 +208,12 @@ def _quad(scene: Any, k: tuple, uv: np.ndarray, pos: np.ndarray, material: int |
     else:
         if ours and textures.carried:
             return None
-        p = pos.astype(np.float64)
-        (x0, y0, z0), (x1, y1, z1), (x2, y2, z2), (x3, y3, z3) = p.tolist()
-        ax, ay, az, bx, by, bz = x1 - x0, y1 - y0, z1 - z0, x2 - x0, y2 - y0, z2 - z0
-        cx, cy, cz = x3 - x0, y3 - y0, z3 - z0
-        n1 = (ay * bz - az * by, az * bx - ax * bz, ax * by - ay * bx)
-        n2 = (by * cz - bz * cy, bz * cx - bx * cz, bx * cy - by * cx)
-        l1 = math.sqrt(n1[0] * n1[0] + n1[1] * n1[1] + n1[2] * n1[2])
-        l2 = math.sqrt(n2[0] * n2[0] + n2[1] * n2[1] + n2[2] * n2[2])
-        if l1 == 0 or l2 == 0 or \
-                (n1[0] * n2[0] + n1[1] * n2[1] + n1[2] * n2[2]) / (l1 * l2) < 0.9999:
+        p = pos.astype(np.float64)[None]
+        if not _planar(p)[0]:
             return None      # not planar (or degenerate): keep two triangles
         arr, _ = textures.image(material)
-        if arr is not None and not affine_quad(p, uv, (arr.shape[1], arr.shape[0])):
+        if arr is not None and not _affine(p, np.asarray(uv, np.float64)[None] * np.asarray(
+                (arr.shape[1], arr.shape[0]), np.float64))[0]:
             return None      # one rectangle would skew its texture: two triangles, each affine
         index, corners = textures.bake(material, uv)
         flags = 0

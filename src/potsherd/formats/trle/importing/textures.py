@@ -253,18 +253,3 @@ def _polygon_area(px: np.ndarray) -> float:
     """Area of a polygon given by its corners in order (shoelace)."""
     x, y = px[:, 0], px[:, 1]
     return float(abs(np.dot(x, np.roll(y, -1)) - np.dot(y, np.roll(x, -1))) / 2)
-
-
-def affine_quad(pos: np.ndarray, uv: np.ndarray, image_size: tuple | None) -> bool:
-    """Whether a quad's texture is one affine map of its corners, so a
-    rectangle's texels drawn on it (the engine maps them affinely per triangle,
-    along either diagonal) show what its two glTF triangles show: the positions
-    and the UVs are both parallelograms (the UVs within half a texel)."""
-    p = np.asarray(pos, np.float64)
-    size = max(float(np.ptp(p, axis=0).max()), 1e-12)
-    if np.abs(p[0] + p[2] - p[1] - p[3]).max() > 1e-3 * size:
-        return False
-    scale = np.asarray(image_size if image_size else (1, 1), np.float64)
-    t = np.asarray(uv, np.float64) * scale
-    tol = 0.5 if image_size else 1e-4
-    return bool(np.abs(t[0] + t[2] - t[1] - t[3]).max() <= tol)
