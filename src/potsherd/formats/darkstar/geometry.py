@@ -197,24 +197,18 @@ def nearest_normals(n: np.ndarray) -> np.ndarray:
     # by their bytes (-0.0 made 0.0, equal by value), then only the distinct ones sorted
     groups = row_groups((unit + 0.0).view(np.uint8).reshape(len(unit), -1))
     if groups is None:                       # a hash collision: sort all the rows
-        order = np.lexsort((unit[:, 2], unit[:, 1], unit[:, 0]))
-        srt = unit[order]
-        new = np.ones(len(srt), bool)
-        new[1:] = (srt[1:] != srt[:-1]).any(axis=1)
-        uniq = srt[new]
-        inverse = np.empty(len(unit), np.int64)
-        inverse[order] = np.cumsum(new) - 1
-    else:
-        first, grp = groups
-        reps = unit[first]
-        order = np.lexsort((reps[:, 2], reps[:, 1], reps[:, 0]))
-        srt = reps[order]
-        new = np.ones(len(srt), bool)
-        new[1:] = (srt[1:] != srt[:-1]).any(axis=1)
-        uniq = srt[new]
-        rank = np.empty(len(reps), np.int64)
-        rank[order] = np.cumsum(new) - 1
-        inverse = rank[grp]
+        every = np.arange(len(unit))
+        groups = (every, every)
+    first, grp = groups
+    reps = unit[first]
+    order = np.lexsort((reps[:, 2], reps[:, 1], reps[:, 0]))
+    srt = reps[order]
+    new = np.ones(len(srt), bool)
+    new[1:] = (srt[1:] != srt[:-1]).any(axis=1)
+    uniq = srt[new]
+    rank = np.empty(len(reps), np.int64)
+    rank[order] = np.cumsum(new) - 1
+    inverse = rank[grp]
     table = NORMALS.astype(np.float64)
     table_sq = (table * table).sum(axis=1)
     best = np.empty(len(uniq), np.int64)
