@@ -37,16 +37,14 @@ from PIL import Image, ImageDraw
 
 from ..core.errors import FormatError, LimitError
 from ..core.limits import DEFAULT_LIMITS
-from ..scene.bake_colors import _wrap, linear_to_srgb, sample, srgb_to_linear
+from ..scene.bake_colors import linear_to_srgb, sample, srgb_to_linear, wrap_index
 from ..scene.gltf_access import GltfAccess
 from ..scene.gltf_instancing import drawn_budget
 from ..scene.geometry import strip_or_fan_triangles
 from ..scene.gltf_read import GltfInstances, texture_transform
 from ..scene.ops import normal_matrices, skin_blend
+from ..scene.model import LINEAR_FILTER, NEAREST, REPEAT
 from ..scene.xform import quat_slerp, trs_to_matrix
-
-#: glTF sampler values (wrap modes and the NEAREST/LINEAR magnification filters)
-REPEAT, NEAREST_FILTER, LINEAR_FILTER = 10497, 9728, 9729
 
 KTX2_MAGIC = b"\xabKTX 20\xbb\r\n\x1a\n"
 
@@ -220,12 +218,11 @@ class Gltf:
     def sampler(self, info: dict) -> tuple:
         """``(wrap_s, wrap_t, linear)`` of a texture info's sampler: glTF's
         defaults are REPEAT and, for an unset filter, what viewers use, linear."""
-        t = self.json["textures"][info["index"]]
-        si = t.get("sampler")
-        smp = self.json.get("samplers", [])[si] if isinstance(si, int) and \
-            0 <= si < len(self.json.get("samplers", [])) else {}
+        si = self.json["textures"][info["index"]].get("sampler")
+        samplers = self.json.get("samplers", [])
+        smp = samplers[si] if isinstance(si, int) and 0 <= si < len(samplers) else {}
         return (int(smp.get("wrapS", REPEAT)), int(smp.get("wrapT", REPEAT)),
-                smp.get("magFilter", LINEAR_FILTER) != NEAREST_FILTER)
+                smp.get("magFilter", LINEAR_FILTER) != NEAREST)
 
     def texture(self, info: dict, at: dict, idx: np.ndarray) -> tuple:
         """(RGBA image, per-corner UVs (T, 3, 2)) of a material's texture info, its
@@ -568,8 +565,8 @@ def _texels(tex: np.ndarray, lin: np.ndarray | None, uv: np.ndarray,
     if linear and lin is not None:
         return sample(lin, uv, ws, wt)
     th, tw = tex.shape[:2]
-    u = _wrap(np.floor(np.nan_to_num(uv[:, 0]) * tw).astype(np.int64), tw, ws)
-    v = _wrap(np.floor(np.nan_to_num(uv[:, 1]) * th).astype(np.int64), th, wt)
+    u = wrap_index(np.floor(np.nan_to_num(uv[:, 0]) * tw).astype(np.int64), tw, ws)
+    v = wrap_index(np.floor(np.nan_to_num(uv[:, 1]) * th).astype(np.int64), th, wt)
     texel = tex[v, u]
     return np.concatenate([srgb_to_linear(texel[:, :3]), texel[:, 3:]], axis=1)
 

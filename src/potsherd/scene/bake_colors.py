@@ -164,7 +164,8 @@ def raster(xy: np.ndarray, width: int, height: int, strict: float = 0.0):
                    np.stack([l0[inside], l1[inside], l2[inside]], axis=1))
 
 
-def _wrap(i: np.ndarray, n: int, mode: int) -> np.ndarray:
+def wrap_index(i: np.ndarray, n: int, mode: int) -> np.ndarray:
+    """Texel indices ``i`` on an axis of ``n`` texels through a glTF wrap mode."""
     if mode == CLAMP_TO_EDGE:
         return np.clip(i, 0, n - 1)
     if mode == MIRRORED_REPEAT:
@@ -182,8 +183,8 @@ def sample(tex: np.ndarray, uv: np.ndarray, wrap_s: int, wrap_t: int) -> np.ndar
     fx = (x - x0)[:, None].astype(np.float32)
     fy = (y - y0)[:, None].astype(np.float32)
     x0, y0 = x0.astype(np.int64), y0.astype(np.int64)
-    xa, xb = _wrap(x0, w, wrap_s), _wrap(x0 + 1, w, wrap_s)
-    ya, yb = _wrap(y0, h, wrap_t), _wrap(y0 + 1, h, wrap_t)
+    xa, xb = wrap_index(x0, w, wrap_s), wrap_index(x0 + 1, w, wrap_s)
+    ya, yb = wrap_index(y0, h, wrap_t), wrap_index(y0 + 1, h, wrap_t)
     return ((tex[ya, xa] * (1 - fx) + tex[ya, xb] * fx) * (1 - fy)
             + (tex[yb, xa] * (1 - fx) + tex[yb, xb] * fx) * fy)
 
