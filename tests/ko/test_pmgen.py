@@ -194,13 +194,15 @@ def test_uv_quadrics_keep_a_bent_texture_map(fraction):
     collapse cost what it does to the texture: on a flat plane whose map bends,
     the levels keep the vertices where u = x^3 curves.  Geometry alone cannot
     tell the collapses apart (the control, ``attributes=None``, as imports
-    priced them before) smears the map 3-14 times as much."""
+    priced them before) smears the map 2.5-11 times as much (which of its many tied
+    collapses goes first is arbitrary, so its figure moves with any change to
+    the queue)."""
     pos, tris, uv = stretched_plane()
     n = int(fraction * len(tris))
     with_uv = texture_error(pos, uv, level_with_triangles(
         build_progressive(pos, tris, attributes=uv), n))
     without = texture_error(pos, uv, level_with_triangles(build_progressive(pos, tris), n))
-    assert with_uv < 0.001 and without > 2.5 * with_uv, (with_uv, without)
+    assert with_uv < 0.001 and without > 2 * with_uv, (with_uv, without)
 
 
 def test_the_compiled_order_is_the_simplifiers_and_keeps_the_shape_as_well(sphere):
@@ -272,3 +274,33 @@ def test_counts_at_a_vertex_count_are_the_engine_loops(recs, min_v, min_i):
     nv, ni = pmesh_counts_at_vertex_count(m, targets)
     assert [(int(a), int(b)) for a, b in zip(nv, ni)] == \
         [pmesh_at_vertex_count(m, int(x))[:2] for x in targets]
+
+
+def test_requeueing_only_changed_choices_chooses_the_same_collapses(monkeypatch):
+    """A collapse onto b changes the faces of a's neighbours and b's quadric;
+    another neighbour of b keeps its faces, and its collapse onto b only gets
+    dearer, so its queued choice stands unless it was b.  Strictly greedy and
+    without ties (a bumpy sphere), requeueing only the changed choices gives
+    the same mesh as requeueing every neighbour of b, with fewer costs computed
+    (the control: the count of recomputed positions, which must fall)."""
+    pos, tris = sphere_without_unused(10, 20)
+    pos = pos * np.random.default_rng(5).uniform(0.9, 1.1, (len(pos), 1))
+    monkeypatch.setattr(pmgen, "REFRESH_BATCH", 1)
+    inner = pmgen._candidates
+    priced = []
+
+    def counting(m, q, vs, scale2):
+        priced.append(len(vs))
+        return inner(m, q, vs, scale2)
+
+    monkeypatch.setattr(pmgen, "_candidates", counting)
+    out = {}
+    for only_changed in (True, False):
+        monkeypatch.setattr(pmgen, "REQUEUE_CHANGED_ONLY", only_changed)
+        priced.clear()
+        out[only_changed] = build_progressive(pos, tris), sum(priced)
+    (lean, lean_work), (full, full_work) = out[True], out[False]
+    assert np.array_equal(lean.collapses, full.collapses)
+    assert np.array_equal(lean.indices, full.indices)
+    assert np.array_equal(lean.index_changes, full.index_changes)
+    assert lean_work < 0.9 * full_work, (lean_work, full_work)

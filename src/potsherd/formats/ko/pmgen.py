@@ -9,10 +9,10 @@ to ``numVertices - 1``.  Going down, the same positions are set back to
 ``collapseTo``.  For that to work the generator (the engine's own tool is
 ``CN3PMeshCreate``) keeps three invariants, reproduced here:
 
-* the vertex removed by a collapse is swapped to the end of the live vertex
+* the vertex removed by a collapse goes to the end of the live vertex
   range, so it is the last vertex restored by its split; vertices left
   unreferenced by the collapse go just below it;
-* triangles that degenerate are swapped to the end of the live index range, so
+* triangles that degenerate go to the end of the live index range, so
   a split restores them by growing the range;
 * index changes name index-buffer positions in the final slot order.
 
@@ -51,15 +51,20 @@ SEAM_WEIGHT = 0.1       #: the same along UV and normal seams (closed by positio
 ATTRIBUTE_WEIGHT = 0.1  #: weight of the attribute quadrics (UVs in the mesh's scale) to face planes
 FLIP_PENALTY = 1e3      #: added cost (times the mesh scale squared) for a flipped face
 #: changed vertices gathered before their costs are recomputed in one batch (at
-#: most this many, and one per 32 live vertices, so a small mesh stays strictly
-#: greedy): until then they sit out, so the collapses between two batches spread
+#: most this many, and one per 16 live vertices; one below ``GREEDY_BELOW`` live
+#: vertices, so a small mesh stays strictly greedy): until then they sit out, so the collapses between two batches spread
 #: over the mesh (an independent set, as parallel simplifiers take) and numpy's
 #: per-call cost is paid once per batch instead of once per collapse
 REFRESH_BATCH = 64
+GREEDY_BELOW = 64
 #: rows of attribute quadrics evaluated per batch in ``_candidates``
 QA_CHUNK = 4096
 #: a vertex with at least this many (pair, copy) rows has them computed as a grid
 QA_GRID = 4096
+#: after a collapse, queue fresh costs only for the positions whose queued
+#: choice it can have changed (False: for every neighbour of the kept vertex,
+#: the tests' control, which chooses the same collapses with more work)
+REQUEUE_CHANGED_ONLY = True
 
 
 @dataclass
@@ -94,16 +99,18 @@ def _sum_upper(n: int, index: np.ndarray, upper: np.ndarray, k: int) -> np.ndarr
     return out
 
 
-def _plane_quadrics(pos: np.ndarray, tris: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per-face (T, 4, 4) area-weighted plane quadrics and unit normals."""
+def _plane_quadric_rows(pos: np.ndarray, tris: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per-face area-weighted plane quadrics as the rows of their upper halves
+    (10, T), in ``np.triu_indices(4)`` order (what :func:`_sum_upper` sums,
+    without the (T, 4, 4) matrices), and the faces' unit normals."""
     a, b, c = pos[tris[:, 0]], pos[tris[:, 1]], pos[tris[:, 2]]
     n = np.cross(b - a, c - a)
     area = np.linalg.norm(n, axis=1)
     unit = n / np.where(area > 0, area, 1.0)[:, None]
     d = -np.einsum("ij,ij->i", unit, a)
-    p = np.concatenate([unit, d[:, None]], axis=1)
-    q = np.einsum("ti,tj->tij", p, p) * (area / 2)[:, None, None]
-    return q, unit
+    p = np.concatenate([unit, d[:, None]], axis=1).T
+    half = area / 2
+    return np.array([p[i] * p[j] * half for i, j in zip(*np.triu_indices(4))]), unit
 
 
 def _attribute_quadrics(pos: np.ndarray, attrs: np.ndarray, tris: np.ndarray) -> np.ndarray:
@@ -199,7 +206,7 @@ class _Mesh:
         by_vertex = np.argsort(flat, kind="stable")
         faces = (by_vertex // 3).tolist()
         ends = np.searchsorted(flat[by_vertex], np.arange(len(pos) + 1)).tolist()
-        self.vert_tris: list[set] = [set(faces[ends[v]:ends[v + 1]]) for v in range(len(pos))]
+        self.vert_tris: list[set] = [set(faces[s:e]) for s, e in zip(ends, ends[1:])]
 
     def neighbours(self, v: int) -> set:
         out: set = set()
@@ -381,11 +388,13 @@ def build_progressive(positions: np.ndarray, triangles: np.ndarray,
     _, label = (np.unique(pos, axis=0, return_inverse=True) if coincident is None else
                 np.unique(np.asarray(coincident).reshape(-1), return_inverse=True))
     label = label.reshape(-1)
-    groups: list[list[int]] = [[] for _ in range(int(label.max()) + 1 if len(label) else 0)]
-    for v, g in enumerate(label.tolist()):
-        groups[g].append(v)
-    face_q, face_n = _plane_quadrics(pos, tris)
-    q_vertex = _sum_into(nv_total, tris.T.reshape(-1), np.concatenate([face_q] * 3))
+    # the vertices at each position, ascending (one stable sort, then slices)
+    by_label = np.argsort(label, kind="stable").tolist()
+    bounds = np.searchsorted(label[by_label] if len(label) else label,
+                             np.arange(int(label.max()) + 2 if len(label) else 1)).tolist()
+    groups: list[list[int]] = [by_label[s:e] for s, e in zip(bounds, bounds[1:])]
+    face_rows, face_n = _plane_quadric_rows(pos, tris)
+    q_vertex = _sum_upper(nv_total, tris.T.reshape(-1), np.tile(face_rows, 3), 4)
     q_vertex += _border_quadrics(pos, tris, face_n, label)
     q = _sum_into(len(groups), label, q_vertex)     # one quadric per position
     ext = np.ptp(pos, axis=0).max() if len(pos) else 1.0
@@ -398,31 +407,25 @@ def build_progressive(positions: np.ndarray, triangles: np.ndarray,
     # --- engine bookkeeping state -------------------------------------------------
     # (Python lists: the loop reads and writes single items, which numpy does slowly)
     lab = label.tolist()                    # vertex id -> position label
-    pos_of = list(range(nv_total))          # vertex id -> position in the vertex buffer
-    vert_at = list(range(nv_total))         # position -> vertex id
-    slot_of = list(range(len(tris)))        # triangle id -> slot in the index buffer
-    tri_at = list(range(len(tris)))         # slot -> triangle id
-    live_v, live_t = nv_total, len(tris)
+    # Where things end up follows from the order they die in: a removed vertex
+    # takes the last live place and is never moved again, so the i-th vertex
+    # to go sits at V-1-i; the same for triangles and index slots.  Only those
+    # orders are kept here, and the places are worked out once at the end.
+    vertex_deaths: list[int] = []           # vertex ids in the order they leave
+    triangle_deaths: list[int] = []         # triangle ids in the order they die
     refcount = np.bincount(tris.reshape(-1), minlength=nv_total).tolist()
     records: list[int] = []                 # creation order, six columns per record
     # (flat lists of ints: a tuple per change or record would be a million small
     # containers for the cyclic collector to scan on a big mesh)
     changes: list[int] = []                 # 3 * triangle id + corner
 
-    def swap_vertex_to_end(v: int) -> None:
-        nonlocal live_v
-        p, last = pos_of[v], live_v - 1
-        w = vert_at[last]
-        vert_at[p], vert_at[last] = w, v
-        pos_of[w], pos_of[v] = p, last
-        live_v -= 1
-
     # vertices no triangle uses never take part (the caller welds them away)
-    for v in [v for v, r in enumerate(refcount) if r == 0][::-1]:
-        swap_vertex_to_end(v)
+    vertex_deaths.extend(v for v in range(nv_total - 1, -1, -1) if refcount[v] == 0)
 
     version = np.zeros(len(groups), np.int64)      # per position
     alive_v = [r > 0 for r in refcount]
+    #: per position, the position its queued candidate collapses onto
+    best_to = [-1] * len(groups)
 
     def representatives(vs) -> list[int]:
         """The first live copy of each position of ``vs``, once, in ``vs`` order."""
@@ -436,63 +439,53 @@ def build_progressive(positions: np.ndarray, triangles: np.ndarray,
                     out.append(rep)
         return out
 
-
     def collapse(a: int, b: int, partner: bool = False) -> None:
         """Vertex ``a`` onto ``b`` with the engine's bookkeeping."""
-        nonlocal live_v, live_t
         # (one call per collapse: the helpers are inlined and what it touches is
         # bound locally, as the replay of a compiled order spends most of its
         # time here)
         first_change = len(changes)
-        corners, vert_tris, slots = m.corners, m.vert_tris, slot_of
-        # a to the end of the live vertices (swap_vertex_to_end)
-        p, last = pos_of[a], live_v - 1
-        w = vert_at[last]
-        vert_at[p], vert_at[last] = w, a
-        pos_of[w], pos_of[a] = p, last
-        live_v = last
+        corners, vert_tris = m.corners, m.vert_tris
+        vertex_deaths.append(a)
         dying, moved = [], []
         at_b = lab[b]
-        for t in sorted(vert_tris[a], key=slots.__getitem__):
+        for t in sorted(vert_tris[a]):
             x, y, z = corners[t]
             if lab[x] == at_b or lab[y] == at_b or lab[z] == at_b:   # b or a copy of it
                 dying.append(t)
             else:
                 moved.append(t)
         touched = {b}
-        for t in dying:
-            # the triangle to the end of the live slots
-            sl, last = slots[t], live_t - 1
-            u = tri_at[last]
-            tri_at[sl], tri_at[last] = u, t
-            slots[u], slots[t] = sl, last
-            live_t = last
-            c = corners[t]
-            touched.update(c)
-            for v in c:
-                vert_tris[v].discard(t)
-                refcount[v] -= 1
+        if dying:
+            triangle_deaths.extend(dying)
+            for t in dying:
+                c = corners[t]
+                touched.update(c)
+                for v in c:
+                    vert_tris[v].discard(t)
+                    refcount[v] -= 1
         if moved:
-            faces_a, faces_b = vert_tris[a], vert_tris[b]
+            ks = []
             for t in moved:
                 c = corners[t]
                 k = c.index(a)
-                if tracking:
-                    m.tris[t, k] = b
                 c[k] = b
+                ks.append(k)
                 changes.append(3 * t + k)
-                faces_a.discard(t)
-                faces_b.add(t)
-            refcount[a] -= len(moved)
+            if tracking:
+                m.tris[moved, ks] = b
+            vert_tris[b].update(moved)
             refcount[b] += len(moved)
+        vert_tris[a] = set()        # (a is gone: its faces died or are b's now)
         alive_v[a] = False
-        lost = 1
-        touched.discard(a)
-        for v in (sorted(touched, key=pos_of.__getitem__) if len(touched) > 1 else touched):
-            if alive_v[v] and refcount[v] == 0:
-                swap_vertex_to_end(v)
+        # vertices whose last face died leave with a, just below it
+        gone = [v for v in touched if alive_v[v] and refcount[v] == 0]
+        if gone:
+            gone.sort()
+            vertex_deaths.extend(gone)
+            for v in gone:
                 alive_v[v] = False
-                lost += 1
+        lost = 1 + len(gone)
         n_changes = len(changes) - first_change
         # indicesToLose, indicesToChange, verticesToLose, indexChangesOffset,
         # collapseTo, partner
@@ -500,21 +493,65 @@ def build_progressive(positions: np.ndarray, triangles: np.ndarray,
                         b, partner))
         if not tracking:            # (a replayed order needs no fresh costs)
             return
-        # b's quadric and the faces of b's neighbours changed, and so did those of
-        # the vertices that lost a face (touched)
-        around = (touched | m.neighbours(b) | {b}) - {a}
+        # Whose queued candidate may now be wrong: the vertices whose faces
+        # changed (the corners of the moved and the dead faces) and b, whose
+        # quadric grew.  Another neighbour of b keeps its faces, so only its
+        # collapse onto b got dearer (a quadric only adds error): its queued
+        # choice still stands unless that choice was b.
+        around = touched
+        around.add(b)
+        for t in moved:
+            around.update(corners[t])
+        if REQUEUE_CHANGED_ONLY:
+            for v in m.neighbours(b):
+                if best_to[lab[v]] == at_b:
+                    around.add(v)
+        else:
+            around |= m.neighbours(b)
+        around.discard(a)
         for v in around:
             version[lab[v]] += 1
         dirty.update(around)
-        dirty.discard(a)
 
     def refresh() -> None:
         """New candidates of the positions recent collapses changed (one batch)."""
         # a dead vertex still names its position: its copies may live on
-        vs = representatives(sorted(dirty, key=pos_of.__getitem__))
+        vs = representatives(sorted(dirty))
         dirty.clear()
+        queue(vs)
+
+    def queue(vs: list[int]) -> None:
+        """Price the collapses of the positions of ``vs`` and queue the cheapest."""
         for c, v, w in _candidates(m, q, vs, scale2):
-            heapq.heappush(heap, (c, next(counter), v, w, version[lab[v]]))
+            g = lab[v]
+            best_to[g] = lab[w]
+            heapq.heappush(heap, (c, next(counter), v, w, version[g]))
+
+    # While a compiled order is replayed nothing reads the quadrics (but the
+    # rare choice between copies below), so their sums wait in these lists and
+    # are made in one array operation (``merge_quadrics``): two small-array
+    # additions per collapse were a tenth of the replay.
+    merges_q: list[int] = []        # (removed position, kept position) pairs, flat
+    merges_attr: list[int] = []     # (removed vertex, kept vertex) pairs, flat
+
+    def merge_quadrics() -> None:
+        _merge_into_roots(q, merges_q)
+        if attrs is not None:
+            _merge_into_roots(m.attr_q, merges_attr)
+        merges_q.clear()
+        merges_attr.clear()
+
+    def add_quadric(into: int, frm: int) -> None:
+        if tracking:
+            m.attr_q[into] += m.attr_q[frm]
+        else:
+            merges_attr.extend((frm, into))
+
+    def add_position_quadric(gb: int, ga: int) -> None:
+        if tracking:
+            q[gb] += q[ga]
+        else:
+            merges_q.extend((ga, gb))
 
     def collapse_position(a: int, b: int) -> None:
         """Every copy of a's position onto b's (see the loop below)."""
@@ -522,10 +559,15 @@ def build_progressive(positions: np.ndarray, triangles: np.ndarray,
         if len(groups[ga]) == 1 and len(groups[gb]) == 1:
             # one copy on each side (most positions): the loop below comes down to this
             if alive_v[a] and alive_v[b] and not m.vert_tris[a].isdisjoint(m.vert_tris[b]):
-                if attrs is not None:
-                    m.attr_q[b] += m.attr_q[a]
+                if tracking:
+                    if attrs is not None:
+                        m.attr_q[b] += m.attr_q[a]
+                    q[gb] += q[ga]
+                else:           # (add_quadric and add_position_quadric, inlined)
+                    if attrs is not None:
+                        merges_attr.extend((a, b))
+                    merges_q.extend((ga, gb))
                 collapse(a, b)
-                q[gb] += q[ga]
             return
         # every copy of a's position goes to a live copy of b's position it shares
         # a face with (keeping its side of a seam), else onto b, or another copy
@@ -553,17 +595,18 @@ def build_progressive(positions: np.ndarray, triangles: np.ndarray,
                 if attrs is None:
                     pick = (0, b if alive_v[b] else targets[0])
                 else:       # the copy of b's position its attribute quadric prefers
+                    merge_quadrics()
                     h = np.concatenate([pos[targets], attrs[targets],
                                         np.ones((len(targets), 1))], axis=1)
                     err = np.einsum("ki,ij,kj->k", h, m.attr_q[pending[0]], h)
                     pick = (0, targets[int(np.argmin(err))])
             i, target = pick
             if attrs is not None:
-                m.attr_q[target] += m.attr_q[pending[i]]
+                add_quadric(target, pending[i])
             collapse(pending.pop(i), target, partner=done > 0)
             done += 1
         if done:
-            q[gb] += q[ga]
+            add_position_quadric(gb, ga)
 
     dirty: set = set()
     tracking = False
@@ -583,31 +626,42 @@ def build_progressive(positions: np.ndarray, triangles: np.ndarray,
                     continue
                 first_live[gb] = b
             collapse_position(a, b)
+        merge_quadrics()
     tracking = True
     m.tris = np.array(m.corners, np.int64).reshape(-1, 3)     # (the replay kept only the lists)
 
     counter = itertools.count()     # ties pop in insertion order (deterministic)
-    heap = [(cost, next(counter), a, b, 0) for cost, a, b in
-            _candidates(m, q, representatives(np.flatnonzero(alive_v).tolist()), scale2)]
-    heapq.heapify(heap)
+    heap: list = []
+    queue(representatives(np.flatnonzero(alive_v).tolist()))
     while heap or dirty:
-        if len(dirty) >= min(REFRESH_BATCH, (live_v >> 5) or 1) or not heap:
+        live_v = nv_total - len(vertex_deaths)
+        if len(dirty) >= (min(REFRESH_BATCH, live_v >> 4) if live_v >= GREEDY_BELOW else 1) \
+                or not heap:
             refresh()
             continue
         cost, _, a, b, va = heapq.heappop(heap)
-        if not alive_v[b] or version[lab[a]] != va:
+        if version[lab[a]] != va:
             continue
-        collapse_position(a, b)
+        if alive_v[b]:
+            collapse_position(a, b)
 
+    live_t = len(tris) - len(triangle_deaths)
     if live_t:  # only a triangle with its three corners at one position stays
         raise ValueError(f"progressive mesh generation left {live_t} triangles uncollapsed "
                          "(all corners of each at one position)")
 
     # --- lay out in file terms ------------------------------------------------------
-    final_idx = np.empty(len(tris) * 3, np.int64)
+    # the vertices left (ascending), then the removed ones, the first removed last
+    vert_at = np.concatenate([np.flatnonzero(alive_v),
+                              np.asarray(vertex_deaths[::-1], np.int64)]).astype(np.int64)
+    live_v = nv_total - len(vertex_deaths)
+    pos_arr = np.empty(nv_total, np.int64)
+    pos_arr[vert_at] = np.arange(nv_total)
+    tri_at = np.asarray(triangle_deaths[::-1], np.int64)
+    slot_arr = np.empty(len(tris), np.int64)
+    slot_arr[tri_at] = np.arange(len(tris))
     final_tris = np.array(m.corners, np.int64).reshape(-1, 3)   # dead ones as they died
-    pos_arr, slot_arr = np.asarray(pos_of, np.int64), np.asarray(slot_of, np.int64)
-    final_idx.reshape(-1, 3)[:] = pos_arr[final_tris[np.asarray(tri_at, np.int64)]]
+    final_idx = pos_arr[final_tris[tri_at]].reshape(-1)
     ch = np.asarray(changes, np.int64)
     change_pos = slot_arr[ch // 3] * 3 + ch % 3
     # file order is creation order reversed
@@ -619,9 +673,29 @@ def build_progressive(positions: np.ndarray, triangles: np.ndarray,
     out["collapseTo"] = pos_arr[cols[4]]
     # a record is flagged when the one before it in file order was a partner collapse
     out["shouldCollapse"][1:] = cols[5][:-1]
-    return Progressive(order=np.asarray(vert_at, np.int64), indices=final_idx, collapses=out,
+    return Progressive(order=vert_at, indices=final_idx, collapses=out,
                        index_changes=change_pos.astype(np.int32), min_vertices=live_v,
-                       min_indices=live_t * 3)
+                       min_indices=0)
+
+
+def _merge_into_roots(quadrics: np.ndarray, merges: list[int]) -> None:
+    """Add each removed entry's quadric into the entry that finally kept it:
+    ``merges`` holds (removed, kept) pairs, flat, in collapse order, and a kept
+    entry may itself be removed later, so each is followed to its last keeper
+    (pointer jumping) and all are summed there at once.  The sums are those of
+    adding them one collapse at a time, in another order."""
+    if not merges:
+        return
+    pairs = np.asarray(merges, np.int64).reshape(-1, 2)
+    removed, kept = pairs[:, 0], pairs[:, 1]
+    parent = np.arange(len(quadrics))
+    parent[removed] = kept
+    while True:                 # halve every chain until each points at its root
+        up = parent[parent]
+        if np.array_equal(up, parent):
+            break
+        parent = up
+    np.add.at(quadrics, parent[removed], quadrics[removed])
 
 
 def _simplifier_pairs(points: np.ndarray, faces: np.ndarray) -> np.ndarray | None:
