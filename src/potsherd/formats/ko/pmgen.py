@@ -217,6 +217,38 @@ class _Mesh:
         return out
 
 
+def _distinct(keys: np.ndarray) -> np.ndarray:
+    """``np.unique(keys)`` for a 1-D integer array, without its wrapper's cost
+    (it is called once per refresh batch, on a few hundred keys)."""
+    k = np.sort(keys)
+    return k[np.concatenate(([True], k[1:] != k[:-1]))] if len(k) else k
+
+
+def _first_and_inverse(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(keys, return_index=True, return_inverse=True)[1:]``: where
+    each distinct key first occurs, and each key's distinct index."""
+    order = np.argsort(keys, kind="stable")
+    k = keys[order]
+    new = np.concatenate(([True], k[1:] != k[:-1])) if len(k) else np.zeros(0, bool)
+    inverse = np.empty(len(keys), np.int64)
+    inverse[order] = np.cumsum(new) - 1
+    return order[new], inverse
+
+
+def _row_labels(points: np.ndarray) -> np.ndarray:
+    """Dense labels of equal rows of ``points`` (N, 3), numbered in sorted row
+    order as ``np.unique(points, axis=0, return_inverse=True)`` numbers them,
+    from one lexsort instead of its sort of whole rows."""
+    if not len(points):
+        return np.zeros(0, np.int64)
+    order = np.lexsort(points.T[::-1])
+    rows = points[order]
+    new = np.concatenate(([True], (rows[1:] != rows[:-1]).any(axis=1)))
+    label = np.empty(len(points), np.int64)
+    label[order] = np.cumsum(new) - 1
+    return label
+
+
 def _cross(u: np.ndarray, v: np.ndarray) -> np.ndarray:
     """Cross product over the last axis (np.cross is slow on many tiny arrays)."""
     return np.stack([u[..., 1] * v[..., 2] - u[..., 2] * v[..., 1],
@@ -263,7 +295,7 @@ def _candidates(m: _Mesh, q: np.ndarray, vs: list, scale2: float) -> list[tuple[
     Vl = label[V]
     other = label[corner] != Vl[slot_c]
     n_all = len(m.pos)
-    key = np.unique(slot_c[other] * n_all + corner[other])
+    key = _distinct(slot_c[other] * n_all + corner[other])
     pair_slot, B = np.divmod(key, n_all)
     k = np.bincount(pair_slot, minlength=len(V))
     A = V[pair_slot]
@@ -305,9 +337,7 @@ def _candidates(m: _Mesh, q: np.ndarray, vs: list, scale2: float) -> list[tuple[
         # pair of a vertex has that vertex's copies, so they are found once per
         # vertex (over its faces) and repeated per pair
         copy_f = c3[inc, at]                                    # per (vertex, face)
-        _, ufirst, uinv = np.unique(slot_i * n_all + copy_f, return_index=True,
-                                    return_inverse=True)
-        uinv = uinv.reshape(-1)
+        ufirst, uinv = _first_and_inverse(slot_i * n_all + copy_f)
         nu = np.bincount(slot_i[ufirst], minlength=len(V))       # copies per vertex
         u_start = np.cumsum(nu) - nu
         nu_p = nu[pair_slot]                                     # copies per pair
@@ -385,9 +415,8 @@ def build_progressive(positions: np.ndarray, triangles: np.ndarray,
     tris = np.asarray(triangles, np.int64).reshape(-1, 3)
     nv_total = len(pos)
     # dense position labels 0..P-1, from the positions or the caller's labels
-    _, label = (np.unique(pos, axis=0, return_inverse=True) if coincident is None else
-                np.unique(np.asarray(coincident).reshape(-1), return_inverse=True))
-    label = label.reshape(-1)
+    label = (_row_labels(pos) if coincident is None else
+             np.unique(np.asarray(coincident).reshape(-1), return_inverse=True)[1].reshape(-1))
     # the vertices at each position, ascending (one stable sort, then slices)
     by_label = np.argsort(label, kind="stable").tolist()
     bounds = np.searchsorted(label[by_label] if len(label) else label,
@@ -660,7 +689,7 @@ def build_progressive(positions: np.ndarray, triangles: np.ndarray,
     tri_at = np.asarray(triangle_deaths[::-1], np.int64)
     slot_arr = np.empty(len(tris), np.int64)
     slot_arr[tri_at] = np.arange(len(tris))
-    final_tris = np.array(m.corners, np.int64).reshape(-1, 3)   # dead ones as they died
+    final_tris = m.tris      # (kept in step with m.corners while tracking; dead ones as they died)
     final_idx = pos_arr[final_tris[tri_at]].reshape(-1)
     ch = np.asarray(changes, np.int64)
     change_pos = slot_arr[ch // 3] * 3 + ch % 3
@@ -708,7 +737,7 @@ def _simplifier_pairs(points: np.ndarray, faces: np.ndarray) -> np.ndarray | Non
         return None
     if not len(faces):
         return np.zeros((0, 2), np.int64)
-    used = np.unique(faces)
+    used = np.flatnonzero(np.bincount(faces.reshape(-1), minlength=len(points)))
     remap = np.full(len(points), -1, np.int64)
     remap[used] = np.arange(len(used))
     _, _, pairs = fast_simplification.simplify(
