@@ -51,11 +51,12 @@ SEAM_WEIGHT = 0.1       #: the same along UV and normal seams (closed by positio
 ATTRIBUTE_WEIGHT = 0.1  #: weight of the attribute quadrics (UVs in the mesh's scale) to face planes
 FLIP_PENALTY = 1e3      #: added cost (times the mesh scale squared) for a flipped face
 #: changed vertices gathered before their costs are recomputed in one batch (at
-#: most this many, and one per 16 live vertices; one below ``GREEDY_BELOW`` live
+#: most this many, and one per 8 live vertices; one below ``GREEDY_BELOW`` live
 #: vertices, so a small mesh stays strictly greedy): until then they sit out, so the collapses between two batches spread
 #: over the mesh (an independent set, as parallel simplifiers take) and numpy's
 #: per-call cost is paid once per batch instead of once per collapse
 REFRESH_BATCH = 64
+REFRESH_SHARE = 3       #: ... and at most one per 2**REFRESH_SHARE live vertices
 GREEDY_BELOW = 64
 #: rows of attribute quadrics evaluated per batch in ``_candidates``
 QA_CHUNK = 4096
@@ -664,8 +665,8 @@ def build_progressive(positions: np.ndarray, triangles: np.ndarray,
     queue(representatives(np.flatnonzero(alive_v).tolist()))
     while heap or dirty:
         live_v = nv_total - len(vertex_deaths)
-        if len(dirty) >= (min(REFRESH_BATCH, live_v >> 4) if live_v >= GREEDY_BELOW else 1) \
-                or not heap:
+        batch = min(REFRESH_BATCH, live_v >> REFRESH_SHARE) if live_v >= GREEDY_BELOW else 1
+        if len(dirty) >= batch or not heap:
             refresh()
             continue
         cost, _, a, b, va = heapq.heappop(heap)
