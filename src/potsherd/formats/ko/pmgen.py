@@ -50,13 +50,14 @@ BORDER_WEIGHT = 10.0    #: weight of the border-keeping planes relative to face 
 SEAM_WEIGHT = 0.1       #: the same along UV and normal seams (closed by position)
 ATTRIBUTE_WEIGHT = 0.1  #: weight of the attribute quadrics (UVs in the mesh's scale) to face planes
 FLIP_PENALTY = 1e3      #: added cost (times the mesh scale squared) for a flipped face
-#: changed vertices gathered before their costs are recomputed in one batch (at
-#: most this many, and one per 8 live vertices; one below ``GREEDY_BELOW`` live
-#: vertices, so a small mesh stays strictly greedy): until then they sit out, so the collapses between two batches spread
-#: over the mesh (an independent set, as parallel simplifiers take) and numpy's
-#: per-call cost is paid once per batch instead of once per collapse
+#: changed vertices gathered before their costs are recomputed in one batch: at
+#: most ``REFRESH_BATCH``, and one per 2**``REFRESH_SHARE`` live vertices; one
+#: below ``GREEDY_BELOW`` live vertices, so a small mesh stays strictly greedy.
+#: Until then they sit out, so the collapses between two batches spread over the
+#: mesh (an independent set, as parallel simplifiers take) and numpy's per-call
+#: cost is paid once per batch instead of once per collapse
 REFRESH_BATCH = 64
-REFRESH_SHARE = 3       #: ... and at most one per 2**REFRESH_SHARE live vertices
+REFRESH_SHARE = 3
 GREEDY_BELOW = 64
 #: rows of attribute quadrics evaluated per batch in ``_candidates``
 QA_CHUNK = 4096
