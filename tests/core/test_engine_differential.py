@@ -21,8 +21,8 @@ import pytest
 
 from potsherd import registry
 from potsherd.core import fastpath
-from potsherd.core.errors import FormatError
-from potsherd.core.layout import JsonCtx, Layout, Ragged, Storage
+from potsherd.core.errors import EncodeError, FormatError
+from potsherd.core.layout import PRIMS, JsonCtx, Layout, Ragged, Storage
 from potsherd.core.limits import DEFAULT_LIMITS
 from corpus_paths import CORPUS_ROOT
 
@@ -401,3 +401,60 @@ def test_custom_storage_is_delegated():
     assert v == {"a": 5, "t": b"\x07\x07"} and end == 3
     assert layout.encode("r", v) == b"\x05\x07\x01"
     assert layout.to_json("r", v, JsonCtx()) == {"a": 5, "t": "0707"}
+
+
+class Shape(Storage):
+    """A u16 that must be 8 or 9, packed inline by the fast path (``packs_as``)."""
+    size = min_size = 2
+    packs_as = (PRIMS["u16"], frozenset((8, 9)))
+
+    def decode(self, r, s):
+        return r.unpack(PRIMS["u16"].st)[0]
+
+    def encode(self, w, v, s):
+        if v.__class__ is not int or v not in (8, 9):
+            raise EncodeError(f"shape must be 8 or 9, found {v!r}")
+        w.pack(PRIMS["u16"].st, v)
+
+    def to_json(self, v, ctx):
+        return v
+
+    def from_json(self, o, ctx, jpath):
+        return o
+
+
+COUNTED = """
+mesh
+n	"u16"	"always"
+polys	{"kind":"array","count":"n","item":"poly"}	"always"
+
+poly
+shape	"shape"	"always"
+corners	{"kind":"array","count":{"choose":[{"eq":["shape",9]},4,3]},"item":"u16"}	"always"
+texture	"u16"	"always"
+weight	"f32"	"always"
+"""
+
+
+def test_records_counted_by_their_own_fields_encode_like_the_reference():
+    """Fixed fields after an array counted by the record's own scalar (a TR
+    polygon) are packed in one loop, without a generated call per record; any
+    unusual value gives the reference's bytes or error."""
+    layout = Layout(COUNTED, {"shape": Shape()})
+    rng = np.random.default_rng(5)
+    polys = [{"shape": s, "corners": rng.integers(0, 999, 4 if s == 9 else 3).astype(np.uint16),
+              "texture": int(rng.integers(0, 65535)), "weight": float(rng.random())}
+             for s in rng.choice([8, 9], 40).tolist()]
+    v = {"n": len(polys), "polys": polys}
+    fast = layout.encode("mesh", v)
+    assert fast == layout.encode("mesh", v, reference=True)
+    assert layout.decode("mesh", fast)[1] == len(fast)
+    assert "def W1_poly" not in fastpath.fast_layout(layout).source
+    for bad in ({"shape": 7}, {"shape": True}, {"corners": np.zeros(5, np.uint16)},
+                {"corners": np.zeros(3, np.int32)}, {"corners": [1, 2, 3]}, {"texture": 1.0},
+                {"weight": "x"}, {"extra": 1}):
+        w = {**v, "polys": polys[:3] + [{**polys[3], **bad}]}
+        w["n"] = 4
+        fast = outcome(lambda: layout.encode("mesh", w))
+        ref = outcome(lambda: layout.encode("mesh", w, reference=True))
+        same_outcome(fast, ref, f"bad {bad}")

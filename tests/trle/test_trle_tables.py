@@ -263,3 +263,22 @@ def test_layout_codec_envelopes_are_checked_and_kept(fmt):
         assert e.value.path == f"$.{key}", key
     kept = potsherd.from_json(dict(j, trailing="abcd", meta={"note": "x"}))
     assert kept.meta == {"note": "x"} and kept.encode() == data + b"\xab\xcd"
+
+
+def test_trwad_polygon_checks_on_columns_match_the_per_polygon_forms():
+    """trwad_warnings reads a mesh's polygons as columns: the first polygon past
+    the vertices and every texture index as the one-polygon forms give them."""
+    from potsherd.formats.trle.codecs import _first_polygon_beyond, _texture_indices
+    rng = np.random.default_rng(1)
+    for trial in range(300):
+        nv = int(rng.integers(1, 60))
+        polys = []
+        for s in rng.choice([8, 9], int(rng.integers(1, 12))).tolist():
+            v = rng.integers(0, 64, 4 if s == 9 else 3).astype(np.uint16)
+            polys.append({"shape": s, "vertices": v if rng.random() < .8 else v.tolist(),
+                          "texture": int(rng.integers(-70000, 70000))})
+        first = next((j for j, p in enumerate(polys) if max(np.asarray(p["vertices"]).tolist()) >= nv),
+                     None)
+        assert _first_polygon_beyond(polys, nv) == first, trial
+        assert _texture_indices(polys).tolist() == \
+            [model.texture_index(p["shape"], p["texture"])[0] for p in polys], trial

@@ -151,3 +151,61 @@ def _fixed_record_fields(item: Any) -> list | None:
         return None
     order = order or "<"
     return [(n, s, k, order) for n, s, k in out]
+
+
+#: operators a per-element count may use without a scope (no lookups, no stream state)
+_LOCAL_OPS = frozenset({"gt", "lt", "ge", "eq", "ne", "and", "or", "not", "minus", "plus",
+                        "product", "min", "max", "mask", "choose"})
+
+
+def _local_expression(e: Any, names: set[str]) -> bool:
+    """``e`` uses only ``names`` and operators computed from values alone."""
+    if isinstance(e, str):
+        return e in names
+    if isinstance(e, (bool, int, float)):
+        return True
+    if isinstance(e, list):
+        return all(_local_expression(a, names) for a in e)
+    if isinstance(e, dict) and len(e) == 1:
+        (op, arg), = e.items()
+        return op in _LOCAL_OPS and _local_expression(arg, names)
+    return False
+
+
+def _counted_record_fields(item: Any) -> list | None:
+    """For a record of unconditional fields, each a fixed scalar, a custom
+    storage packed as a primitive (``Storage.packs_as``) or a numeric array
+    counted by an expression of the scalars before it (a TR polygon: shape,
+    3 or 4 indices, then fixed fields again): [(name, storage, kind, order)],
+    kind "prim" | "group" | "bytes" | "packs_as" | "array"; else None.  Such
+    records are written one struct call per fixed run and one ``tobytes`` per
+    array, with no scope frame (their counts need no lookups)."""
+    if _kind(item) is not L.Record or not item.fields or item.derivations \
+            or item.size_derivations:
+        return None
+    out, scalars, arrays = [], set(), 0
+    for f in item.fields:
+        if f.cond is not None or f.is_param:
+            return None
+        st = f.storage
+        t = _kind(st)
+        if t is L.Prim:
+            entry = (f.name, st, "prim", st.st.format[0])
+            scalars.add(f.name)
+        elif t is L.Group:
+            entry = (f.name, st, "group", st.prim.st.format[0])
+        elif t is L.Bytes and st.size is not None and st.size > 0:
+            entry = (f.name, st.size, "bytes", None)
+        elif t is None and getattr(st, "packs_as", None) is not None:
+            entry = (f.name, st, "packs_as", st.packs_as[0].st.format[0])
+            scalars.add(f.name)
+        elif t is L.Array and st.elem_dtype is not None \
+                and _local_expression(st.count_src, scalars):
+            entry = (f.name, st, "array", None)
+            arrays += 1
+        else:
+            return None
+        out.append(entry)
+    if not arrays or len({e[0] for e in out}) != len(out):
+        return None
+    return out

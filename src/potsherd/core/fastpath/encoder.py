@@ -6,7 +6,8 @@ from typing import Any
 
 
 from . import kinds as L
-from .analysis import _field_groups, _fixed_record_fields, _kind, _run_order, _type_test
+from .analysis import (_counted_record_fields, _field_groups, _fixed_record_fields, _kind,
+                       _run_order, _type_test)
 from .exprs import _ExprEnv, _GenBase
 
 
@@ -219,6 +220,10 @@ class _EncoderGen(_GenBase):
         if fixed is not None:
             self.enc_fixed_records(item, fixed, x, out, ind)
             return
+        counted = _counted_record_fields(item)
+        if counted is not None:
+            self.enc_counted_records(item, counted, x, out, ind)
+            return
         y = self.fresh("e")
         out.append(f"{ind}for {y} in {x}:")
         self.enc_storage(item, y, out, ind + "    ", env)
@@ -260,4 +265,73 @@ class _EncoderGen(_GenBase):
         for b in body:
             out.append(f"{ind}    {b}")
         out.append(f"{ind}    {parts}.append({pk}({', '.join(vals)}))")
+        out.append(f"{ind}wr(b''.join({parts}))")
+
+    def enc_counted_records(self, item: Any, fields: list, x: str, out: list, ind: str) -> None:
+        """Records whose arrays are counted by their own scalars (see
+        ``_counted_record_fields``): per record, each run of fixed fields in one
+        struct call and each array as its bytes, all joined in one write."""
+        env = _ExprEnv("encode", item)
+        d, parts = self.fresh("d"), self.fresh("pp")
+        body: list[str] = []
+        pieces: list[str] = []
+        run_fmt, run_vals = "", []
+
+        def close_run() -> None:
+            nonlocal run_fmt, run_vals
+            if run_vals:
+                pk = self.const(struct.Struct(run_fmt).pack, "P")
+                pieces.append(f"{pk}({', '.join(run_vals)})")
+            run_fmt, run_vals = "", []
+
+        for name, st, kind, order in fields:
+            y = self.fresh("y")
+            body.append(f"{y} = {d}[{name!r}]")
+            if kind == "array":
+                close_run()
+                n = self.fresh("n")
+                self.enc_count(st.count_src, n, body, "", env)
+                inner = tuple(st.elem_dtype.shape)
+                shape = f"({n},) + {inner!r}" if inner else f"({n},)"
+                body.append(f"if {y}.__class__ is not np.ndarray or {y}.dtype != "
+                            f"{self.const(st.elem_dtype.base, 'DT')}: raise _FB")
+                body.append(f"if {y}.shape != {shape} and not ({n} == 0 and {y}.size == 0): raise _FB")
+                pieces.append(f"{y}.tobytes()")
+                continue
+            if order is not None and run_fmt and run_fmt[0] != order:
+                close_run()
+            if not run_fmt:
+                run_fmt = order or "<"
+            if kind == "prim":
+                run_fmt += st.st.format[-1]
+                body.append(f"if {_type_test(st, y)}: raise _FB")
+                run_vals.append(y)
+            elif kind == "packs_as":
+                prim, accepted = st.packs_as
+                run_fmt += prim.st.format[-1]
+                body.append(f"if {y}.__class__ is not int or {y} not in "
+                            f"{self.const(frozenset(accepted), 'KV')}: raise _FB")
+                run_vals.append(y)
+            elif kind == "group":
+                run_fmt += st.prim.st.format[-1] * st.n
+                zs = [self.fresh("z") for _ in range(st.n)]
+                body.append(f"if {y}.__class__ is not list: raise _FB")
+                body.append(f"{', '.join(zs)}, = {y}")
+                body.extend(f"if {_type_test(st.prim, z)}: raise _FB" for z in zs)
+                run_vals.extend(zs)
+            else:
+                run_fmt += f"{st}s"
+                body.append(f"if ({y}.__class__ is not bytes and {y}.__class__ is not RawString) "
+                            f"or len({y}) != {st}: raise _FB")
+                run_vals.append(y)
+            if kind in ("prim", "packs_as"):   # (checked ints or numbers: usable in counts)
+                env.define(name, y, False, body, "")
+                env.plain[name] = True
+        close_run()
+        out.append(f"{ind}if {x} and len(_S.frames) > _S.limits.max_depth: raise _FB")
+        out.append(f"{ind}{parts} = []")
+        out.append(f"{ind}for {d} in {x}:")
+        out.append(f"{ind}    if {d}.__class__ is not dict or len({d}) != {len(fields)}: raise _FB")
+        out.extend(f"{ind}    {b}" for b in body)
+        out.append(f"{ind}    {parts}.append({' + '.join(pieces)})")
         out.append(f"{ind}wr(b''.join({parts}))")

@@ -30,6 +30,10 @@ class Storage:
     dtype: np.dtype | None = None
     #: counted as bytes kept opaque (not decoded into fields) by ``validate``
     opaque: bool = False
+    #: (a Prim, the ints accepted) when this custom storage writes an accepted
+    #: int exactly as that primitive does: the fast path then packs such values
+    #: inline with their neighbours and leaves any other value to ``encode``
+    packs_as: "tuple[Prim, frozenset[int]] | None" = None
 
     def decode(self, r: Reader, s: Scope) -> Any:
         raise NotImplementedError

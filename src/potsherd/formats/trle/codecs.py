@@ -247,6 +247,27 @@ def _pad_matters(root: dict) -> bool:
     return any(odd_quads(m["polygons"]) for m in root.get("meshes", []))
 
 
+def _first_polygon_beyond(polygons: list, vertex_count: int) -> int | None:
+    """The first polygon with a vertex index >= ``vertex_count`` (one pass
+    over the mesh's indices, not one reduction per polygon), or None."""
+    if not polygons:
+        return None
+    corners = [p["vertices"] for p in polygons]
+    beyond = np.flatnonzero(np.concatenate(corners) >= vertex_count)
+    if not len(beyond):
+        return None
+    ends = np.cumsum([len(c) for c in corners])
+    return int(np.searchsorted(ends, beyond[0], "right"))
+
+
+def _texture_indices(polygons: list) -> np.ndarray:
+    """Every polygon's texture index (:func:`model.texture_index` on columns)."""
+    shape = np.array([p["shape"] for p in polygons], np.int64)
+    word = np.array([p["texture"] for p in polygons], np.int64) & 0xFFFF
+    quad_index = np.where(word & 0x8000, (0x10000 - word) & 0xFFFF, word)
+    return np.where(shape == 9, quad_index, word & 0x0FFF)
+
+
 def trwad_warnings(root: dict) -> list[str]:
     """What makes a ``.trwad`` unusual (validation warns, never aborts)."""
     out = []
@@ -269,18 +290,17 @@ def trwad_warnings(root: dict) -> list[str]:
         out.append(f"{int(np.count_nonzero(z))} of the {len(z)} words after the meshes are not zero")
     for i, m in enumerate(root["meshes"]):
         nv = int(m["vertex_count"])
-        for j, p in enumerate(m["polygons"]):
-            v = p["vertices"]       # (a few numbers: Python's max, not a numpy reduction)
-            if int(max(v.tolist() if isinstance(v, np.ndarray) else v)) >= nv:
-                out.append(f"mesh {i} polygon {j} uses a vertex index >= its {nv} vertices")
-                break
-        if out and out[-1].startswith(f"mesh {i} "):
+        j = _first_polygon_beyond(m["polygons"], nv)
+        if j is not None:
+            out.append(f"mesh {i} polygon {j} uses a vertex index >= its {nv} vertices")
             break
     t = root["texture_count"]
     for i, m in enumerate(root["meshes"]):
-        bad = [j for j, p in enumerate(m["polygons"])
-               if model.texture_index(p["shape"], p["texture"])[0] >= t]
-        if bad:
+        polys = m["polygons"]
+        if not polys:
+            continue
+        bad = np.flatnonzero(_texture_indices(polys) >= t)
+        if len(bad):
             out.append(f"mesh {i} polygon {bad[0]} refers to a texture beyond the {t} stored")
             break
     anims = model.records(root["animations"])

@@ -35,6 +35,8 @@ class PolyShape(Storage):
     """The u16 polygon shape: only 8 and 9 exist; anything else desynchronises."""
 
     size = min_size = 2
+    #: (a record of polygons is then packed by the fast path, not one call per shape)
+    packs_as = (PRIMS["u16"], frozenset((8, 9)))
 
     def decode(self, r: Reader, s: Scope) -> Any:
         p = r.pos
