@@ -130,18 +130,10 @@ def _fixed_record_fields(item: Any) -> list | None:
     out = []
     order = None
     for f in item.fields:
-        if f.cond is not None or f.is_param:
+        entry = _scalar_entry(f)
+        if entry is None:
             return None
-        st = f.storage
-        t = _kind(st)
-        if t is L.Prim:
-            o, entry = st.st.format[0], (f.name, st, "prim")
-        elif t is L.Group:
-            o, entry = st.prim.st.format[0], (f.name, st, "group")
-        elif t is L.Bytes and st.size is not None and st.size > 0:
-            o, entry = None, (f.name, st.size, "bytes")
-        else:
-            return None
+        o = entry[3]
         if o is not None:
             if order is not None and o != order:
                 return None
@@ -150,7 +142,24 @@ def _fixed_record_fields(item: Any) -> list | None:
     if len({e[0] for e in out}) != len(out):
         return None
     order = order or "<"
-    return [(n, s, k, order) for n, s, k in out]
+    return [(n, s, k, order) for n, s, k, _o in out]
+
+
+def _scalar_entry(f: Any) -> tuple | None:
+    """``(name, storage-or-size, kind, byte order or None)`` of an
+    unconditional fixed scalar field (kind "prim" | "group" | "bytes"), else
+    None: the fields both record fast paths pack with ``struct``."""
+    if f.cond is not None or f.is_param:
+        return None
+    st = f.storage
+    t = _kind(st)
+    if t is L.Prim:
+        return f.name, st, "prim", st.st.format[0]
+    if t is L.Group:
+        return f.name, st, "group", st.prim.st.format[0]
+    if t is L.Bytes and st.size is not None and st.size > 0:
+        return f.name, st.size, "bytes", None
+    return None
 
 
 #: operators a per-element count may use without a scope (no lookups, no stream state)
@@ -189,13 +198,10 @@ def _counted_record_fields(item: Any) -> list | None:
             return None
         st = f.storage
         t = _kind(st)
-        if t is L.Prim:
-            entry = (f.name, st, "prim", st.st.format[0])
-            scalars.add(f.name)
-        elif t is L.Group:
-            entry = (f.name, st, "group", st.prim.st.format[0])
-        elif t is L.Bytes and st.size is not None and st.size > 0:
-            entry = (f.name, st.size, "bytes", None)
+        entry = _scalar_entry(f)
+        if entry is not None:
+            if entry[2] == "prim":
+                scalars.add(f.name)
         elif t is None and getattr(st, "packs_as", None) is not None:
             entry = (f.name, st, "packs_as", st.packs_as[0].st.format[0])
             scalars.add(f.name)

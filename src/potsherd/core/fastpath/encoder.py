@@ -228,6 +228,26 @@ class _EncoderGen(_GenBase):
         out.append(f"{ind}for {y} in {x}:")
         self.enc_storage(item, y, out, ind + "    ", env)
 
+    def scalar_checks(self, y: str, st: Any, kind: str, body: list, vals: list) -> str:
+        """The checks of a fixed scalar field's value ``y`` (kind "prim" |
+        "group" | "bytes", see ``analysis._scalar_entry``) into ``body``, the
+        names it packs into ``vals``; returns its struct format characters."""
+        if kind == "prim":
+            body.append(f"if {_type_test(st, y)}: raise _FB")
+            vals.append(y)
+            return st.st.format[-1]
+        if kind == "group":
+            zs = [self.fresh("z") for _ in range(st.n)]
+            body.append(f"if {y}.__class__ is not list: raise _FB")
+            body.append(f"{', '.join(zs)}, = {y}")
+            body.extend(f"if {_type_test(st.prim, z)}: raise _FB" for z in zs)
+            vals.extend(zs)
+            return st.prim.st.format[-1] * st.n
+        body.append(f"if ({y}.__class__ is not bytes and {y}.__class__ is not RawString) "
+                    f"or len({y}) != {st}: raise _FB")
+        vals.append(y)
+        return f"{st}s"
+
     def enc_fixed_records(self, item: Any, fixed: list, x: str, out: list, ind: str) -> None:
         order = fixed[0][3]
         fmt = order
@@ -237,23 +257,7 @@ class _EncoderGen(_GenBase):
         for name, st, kind, _o in fixed:
             y = self.fresh("y")
             body.append(f"{y} = {d}[{name!r}]")
-            if kind == "prim":
-                fmt += st.st.format[-1]
-                body.append(f"if {_type_test(st, y)}: raise _FB")
-                vals.append(y)
-            elif kind == "group":
-                fmt += st.prim.st.format[-1] * st.n
-                zs = [self.fresh("z") for _ in range(st.n)]
-                body.append(f"if {y}.__class__ is not list: raise _FB")
-                body.append(f"{', '.join(zs)}, = {y}")
-                for z in zs:
-                    body.append(f"if {_type_test(st.prim, z)}: raise _FB")
-                vals.extend(zs)
-            else:
-                fmt += f"{st}s"
-                body.append(f"if ({y}.__class__ is not bytes and {y}.__class__ is not RawString) "
-                            f"or len({y}) != {st}: raise _FB")
-                vals.append(y)
+            fmt += self.scalar_checks(y, st, kind, body, vals)
         ST = struct.Struct(fmt)
         nkeys = len({f[0] for f in fixed})
         out.append(f"{ind}if {x} and len(_S.frames) > _S.limits.max_depth: raise _FB")
@@ -302,28 +306,14 @@ class _EncoderGen(_GenBase):
                 close_run()
             if not run_fmt:
                 run_fmt = order or "<"
-            if kind == "prim":
-                run_fmt += st.st.format[-1]
-                body.append(f"if {_type_test(st, y)}: raise _FB")
-                run_vals.append(y)
-            elif kind == "packs_as":
+            if kind == "packs_as":
                 prim, accepted = st.packs_as
                 run_fmt += prim.st.format[-1]
                 body.append(f"if {y}.__class__ is not int or {y} not in "
                             f"{self.const(frozenset(accepted), 'KV')}: raise _FB")
                 run_vals.append(y)
-            elif kind == "group":
-                run_fmt += st.prim.st.format[-1] * st.n
-                zs = [self.fresh("z") for _ in range(st.n)]
-                body.append(f"if {y}.__class__ is not list: raise _FB")
-                body.append(f"{', '.join(zs)}, = {y}")
-                body.extend(f"if {_type_test(st.prim, z)}: raise _FB" for z in zs)
-                run_vals.extend(zs)
             else:
-                run_fmt += f"{st}s"
-                body.append(f"if ({y}.__class__ is not bytes and {y}.__class__ is not RawString) "
-                            f"or len({y}) != {st}: raise _FB")
-                run_vals.append(y)
+                run_fmt += self.scalar_checks(y, st, kind, body, run_vals)
             if kind in ("prim", "packs_as"):   # (checked ints or numbers: usable in counts)
                 env.define(name, y, False, body, "")
                 env.plain[name] = True
