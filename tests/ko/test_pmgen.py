@@ -335,3 +335,30 @@ def test_batched_refreshes_keep_the_levels_of_the_strictly_greedy_order(monkeypa
     assert not np.array_equal(batched.collapses, greedy.collapses)
     assert all(d <= 1.06 * g for d, g in zip(depth, greedy_depth)), (depth, greedy_depth)
     assert any(d > 1.06 * g for d, g in zip(coarse_depth, greedy_depth)), coarse_depth
+
+
+def test_deferred_quadric_merges_sum_as_the_collapses_did():
+    """A replayed order adds each removed quadric into its keeper, which may be
+    removed later in turn; ``_merge_into_roots`` makes all those sums at once.
+    With whole-number entries (exact in any order) they equal the additions
+    made one collapse at a time, and a merge that was never made is not
+    counted (the control: dropping one pair changes the result)."""
+    rng = np.random.default_rng(7)
+    n = 300
+    start = rng.integers(-50, 50, (n, 4, 4)).astype(float)
+    alive = list(range(n))
+    pairs = []
+    for _ in range(250):                      # a random merge forest, in order
+        a, b = rng.choice(len(alive), 2, replace=False)
+        removed, kept = alive[a], alive[b]
+        pairs.append((removed, kept))
+        alive.remove(removed)
+    one_by_one = start.copy()
+    for removed, kept in pairs:
+        one_by_one[kept] += one_by_one[removed]
+    merged = start.copy()
+    pmgen._merge_into_roots(merged, [v for p in pairs for v in p])
+    assert np.array_equal(merged[alive], one_by_one[alive])
+    short = start.copy()
+    pmgen._merge_into_roots(short, [v for p in pairs[:-1] for v in p])
+    assert not np.array_equal(short[alive], one_by_one[alive])
