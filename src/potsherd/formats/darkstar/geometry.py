@@ -19,7 +19,7 @@ import numpy as np
 
 from ...core.errors import FormatError, LimitError, ValueFormatError
 from .structs import normal_table
-from ...scene.geometry import row_groups
+from ...scene.geometry import row_groups, vector_lengths
 
 NORMALS: np.ndarray = normal_table()
 NORMALS.setflags(write=False)
@@ -189,7 +189,7 @@ def nearest_normals(n: np.ndarray) -> np.ndarray:
     candidates and the exact distances (the ones a plain search computes, so
     ties break the same) decide among them."""
     n = np.asarray(n, np.float64).reshape(-1, 3)
-    length = np.linalg.norm(n, axis=1, keepdims=True)
+    length = vector_lengths(n)[:, None]
     unit = np.where(length > 0, n / np.where(length > 0, length, 1), 0.0)
     if not len(unit):
         return np.zeros(0, np.uint8)

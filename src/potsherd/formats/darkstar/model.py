@@ -46,9 +46,10 @@ EPS = 1e-6
 
 
 def _inverse(m: np.ndarray) -> np.ndarray:
-    """The inverse of a world matrix, also of one a scale of 0 collapses (a part
-    hidden by scaling it away): geometry taken into its frame stays flat along
-    the collapsed axes, as glTF draws it (``xform.inverse_affine``)."""
+    """The inverse of a world matrix (or of each of a stack of them), also of one
+    a scale of 0 collapses (a part hidden by scaling it away): geometry taken into
+    its frame stays flat along the collapsed axes, as glTF draws it
+    (``xform.inverse_affine``)."""
     return inverse_affine(m)[0]
 
 
@@ -366,12 +367,12 @@ def _skinned_pieces(pieces: dict, mesh_name: str, skin: Any, worlds: list, binds
         pairs, inv = np.unique(np.stack([corner_joint[other], corner_dom[other]], 1), axis=0,
                                return_inverse=True)
         pair_mat = np.full(len(pairs), -1)
-        to_target: dict = {}
-        for p, (j, d) in enumerate(pairs.tolist()):
-            if d in posed:
-                target = int(skin.joints[j])
-                if target not in to_target:
-                    to_target[target] = _inverse(worlds[target])
+        usable = [(p, int(skin.joints[j]), d) for p, (j, d) in enumerate(pairs.tolist())
+                  if d in posed]
+        if usable:               # the target joints' world inverses in one batch
+            targets = sorted({t for _, t, _ in usable})
+            to_target = dict(zip(targets, _inverse(np.stack([worlds[t] for t in targets]))))
+            for p, target, d in usable:
                 pair_mat[p] = len(mats)
                 mats.append(to_target[target] @ posed[d])
         chosen = pair_mat[inv.reshape(-1)]
@@ -509,24 +510,21 @@ def shape_model(scene: Scene, *, version: int = 8) -> ShapeModel:
         frames_w = dict(zip(candidates, trs_to_matrix(t, r)))
     else:
         frames_w = {i: shape_world[i] for i in candidates}
-    inverses: dict[int, np.ndarray] = {}
-
-    def inverse_frame(i: int) -> np.ndarray:
-        """``_inverse(frames_w[i])``, once per node (several children ask for it)."""
-        inv = inverses.get(i)
-        if inv is None:
-            inv = inverses[i] = _inverse(frames_w[i])
-        return inv
+    # the frames children and geometry are taken into, inverted in one batch (the
+    # same bits as one by one) rather than a call per node
+    framed = sorted({p for p in map(dts_parent, candidates) if p is not None}
+                    | {i for i in candidates if i in pieces})
+    inverses = dict(zip(framed, _inverse(np.stack([frames_w[i] for i in framed])))) if framed else {}
 
     def local_of(i: int) -> np.ndarray:
         p = dts_parent(i)
-        return frames_w[i] if p is None else inverse_frame(p) @ frames_w[i]
+        return frames_w[i] if p is None else inverses[p] @ frames_w[i]
 
     def key_fix(i: int) -> np.ndarray:
         """Scene-local keys of node ``i`` -> its shape-local transform."""
         p, sp = dts_parent(i), parents[i]
         above = GLTF_TO_SHAPE if sp is None else shape_world[sp]
-        return above if p is None else inverse_frame(p) @ above
+        return above if p is None else inverses[p] @ above
 
     object_leaf = set()
     for i in candidates:
@@ -558,10 +556,10 @@ def shape_model(scene: Scene, *, version: int = 8) -> ShapeModel:
         ps = pieces[i]
         if i in object_leaf:
             host = node_index[dts_parent(i)]
-            offset = inverse_frame(dts_parent(i)) @ shape_world[i]
+            offset = inverses[dts_parent(i)] @ shape_world[i]
         else:
             host = node_index[i]
-            offset = inverse_frame(i) @ shape_world[i]     # scale a v8 node cannot hold
+            offset = inverses[i] @ shape_world[i]     # scale a v8 node cannot hold
         lin = offset[:3, :3]
         if (version >= 8 or i not in object_leaf) and np.abs(lin - np.eye(3)).max() > 1e-9:
             # v8 objects are offset by a translation only: the rest goes into the vertices
