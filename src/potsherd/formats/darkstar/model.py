@@ -364,8 +364,13 @@ def _skinned_pieces(pieces: dict, mesh_name: str, skin: Any, worlds: list, binds
     which = np.repeat(np.arange(len(runs)), [3 * (b - a) for _, a, b in runs])
     other = corner_dom != corner_joint
     if other.any():
-        pairs, inv = np.unique(np.stack([corner_joint[other], corner_dom[other]], 1), axis=0,
-                               return_inverse=True)
+        # the distinct (joint, dominant joint) pairs in order, as one integer each
+        # (a 1-D unique, several times faster than np.unique(axis=0) on the pairs)
+        j, d = corner_joint[other], corner_dom[other]
+        d_min = int(d.min())
+        span = int(d.max()) - d_min + 1
+        keys, inv = np.unique(j * span + (d - d_min), return_inverse=True)
+        pairs = np.stack([keys // span, keys % span + d_min], 1)
         pair_mat = np.full(len(pairs), -1)
         usable = [(p, int(skin.joints[j]), d) for p, (j, d) in enumerate(pairs.tolist())
                   if d in posed]
