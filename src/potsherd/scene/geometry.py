@@ -150,10 +150,12 @@ def weld(*keys: Any) -> tuple:
         _, first_sorted, inverse = np.unique(void, return_index=True, return_inverse=True)
     else:
         first_sorted, inverse = groups
-    order = np.argsort(first_sorted, kind="stable")       # keep first-appearance order
-    rank = np.empty_like(order)
-    rank[order] = np.arange(len(order))
-    return first_sorted[order].astype(np.int64), rank[inverse.reshape(-1)].astype(np.int64)
+    # first-appearance order: the groups' first rows are distinct row numbers, so
+    # marking them and counting the marks ranks them without a sort
+    is_first = np.zeros(len(rows), bool)
+    is_first[first_sorted] = True
+    rank = np.cumsum(is_first) - 1
+    return np.flatnonzero(is_first), rank[first_sorted][inverse.reshape(-1)].astype(np.int64)
 
 
 def flattened_triangles(before: Any, after: Any, triangles: Any) -> int:
