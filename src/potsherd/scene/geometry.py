@@ -57,7 +57,29 @@ def strip_or_fan_triangles(seq: Any, mode: int) -> np.ndarray:
     return tri[keep].reshape(-1).astype(np.uint32)
 
 
+def vector_lengths(v: np.ndarray) -> np.ndarray:
+    """``np.linalg.norm(v, axis=-1)`` of 3-vectors, the same bits (the squares
+    summed x, y, z in that order): a reduction over a length-3 last axis is
+    several times slower than adding the three columns."""
+    v = np.asarray(v, np.float64)
+    x, y, z = v[..., 0], v[..., 1], v[..., 2]
+    return np.sqrt((x * x + y * y) + z * z)
+
+
+def column_extremes(p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(p.min(axis=0), p.max(axis=0))`` of (N, 3) points, column by column (the
+    same values: a reduction down the long axis of an (N, 3) array is slow)."""
+    cols = [p[:, k] for k in range(p.shape[1])]
+    return (np.array([c.min() for c in cols], p.dtype), np.array([c.max() for c in cols], p.dtype))
+
+
 _HASH_MUL = np.uint64(0x9E3779B97F4A7C15)
+
+
+def padded_rows(n: int, width: int) -> np.ndarray:
+    """Zeroed (n, width rounded up to 8) uint8 rows, to fill with key bytes:
+    :func:`row_groups` reads them as 64-bit words without copying them wider."""
+    return np.zeros((n, -(-width // 8) * 8), np.uint8)
 
 
 def row_groups(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
@@ -69,13 +91,16 @@ def row_groups(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
 
     ``rows`` is (R, W) uint8.  Each row is hashed to one 64-bit word and the
     words sorted, several times faster than sorting the rows (a ``np.unique``
-    of ``W``-byte void rows); the groups are then checked byte for byte."""
+    of ``W``-byte void rows); the groups are then checked byte for byte.  Rows
+    as wide as a multiple of 8 bytes (:func:`padded_rows`) are read in place."""
     rows = np.ascontiguousarray(rows, np.uint8)
     n, width = rows.shape
     if not n:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     if width % 8:
-        rows = np.concatenate([rows, np.zeros((n, 8 - width % 8), np.uint8)], axis=1)
+        wide = padded_rows(n, width)
+        wide[:, :width] = rows
+        rows = wide
     words = rows.view(np.uint64)
     h = np.full(n, 0xCBF29CE484222325, np.uint64)
     for j in range(words.shape[1]):           # wraps modulo 2**64, as a hash should
@@ -88,7 +113,7 @@ def row_groups(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     new[1:] = hs[1:] != hs[:-1]
     same = ~new[1:]
     for j in range(words.shape[1]):           # in hash order, each row as its group's previous
-        col = words[:, j][order]              # (a column at a time: 2-D gathers are slow)
+        col = np.take(words[:, j], order)     # (a column at a time: 2-D gathers are slow)
         if (same & (col[1:] != col[:-1])).any():
             return None
     first = np.minimum.reduceat(order, np.flatnonzero(new))
@@ -113,20 +138,24 @@ def weld(*keys: Any) -> tuple:
     for k in keys:
         a = np.asarray(k)
         a = a.reshape(len(a), -1)
-        if a.dtype.kind == "f":
-            a = np.ascontiguousarray(a).view(np.uint8).reshape(len(a), -1)
         cols.append(np.ascontiguousarray(a).view(np.uint8).reshape(len(a), -1))
-    rows = np.ascontiguousarray(np.concatenate(cols, axis=1))
+    rows = padded_rows(len(cols[0]), sum(c.shape[1] for c in cols))
+    at = 0
+    for c in cols:
+        rows[:, at:at + c.shape[1]] = c
+        at += c.shape[1]
     groups = row_groups(rows)
     if groups is None:                # a hash collision: sort the rows themselves
         void = rows.view(np.dtype((np.void, rows.shape[1]))).reshape(-1)
         _, first_sorted, inverse = np.unique(void, return_index=True, return_inverse=True)
     else:
         first_sorted, inverse = groups
-    order = np.argsort(first_sorted, kind="stable")       # keep first-appearance order
-    rank = np.empty_like(order)
-    rank[order] = np.arange(len(order))
-    return first_sorted[order].astype(np.int64), rank[inverse.reshape(-1)].astype(np.int64)
+    # first-appearance order: the groups' first rows are distinct row numbers, so
+    # marking them and counting the marks ranks them without a sort
+    is_first = np.zeros(len(rows), bool)
+    is_first[first_sorted] = True
+    rank = np.cumsum(is_first) - 1
+    return np.flatnonzero(is_first), rank[first_sorted][inverse.reshape(-1)].astype(np.int64)
 
 
 def flattened_triangles(before: Any, after: Any, triangles: Any) -> int:

@@ -19,7 +19,7 @@ import numpy as np
 
 from ...core.errors import FormatError, LimitError, ValueFormatError
 from .structs import normal_table
-from ...scene.geometry import row_groups
+from ...scene.geometry import row_groups, vector_lengths
 
 NORMALS: np.ndarray = normal_table()
 NORMALS.setflags(write=False)
@@ -189,18 +189,19 @@ def nearest_normals(n: np.ndarray) -> np.ndarray:
     candidates and the exact distances (the ones a plain search computes, so
     ties break the same) decide among them."""
     n = np.asarray(n, np.float64).reshape(-1, 3)
-    length = np.linalg.norm(n, axis=1, keepdims=True)
-    unit = np.where(length > 0, n / np.where(length > 0, length, 1), 0.0)
-    if not len(unit):
+    if not len(n):
         return np.zeros(0, np.uint8)
-    # the distinct rows in np.unique(axis=0)'s order (lexicographic by value): grouped
-    # by their bytes (-0.0 made 0.0, equal by value), then only the distinct ones sorted
-    groups = row_groups((unit + 0.0).view(np.uint8).reshape(len(unit), -1))
+    # each distinct row once (corners share their vertex's normal), grouped by its
+    # bytes (-0.0 made 0.0), made unit, then sorted in np.unique(axis=0)'s order
+    # (lexicographic by value) with rows of equal unit values merged
+    groups = row_groups((n + 0.0).view(np.uint8).reshape(len(n), -1))
     if groups is None:                       # a hash collision: sort all the rows
-        every = np.arange(len(unit))
+        every = np.arange(len(n))
         groups = (every, every)
     first, grp = groups
-    reps = unit[first]
+    raw = n[first]
+    length = vector_lengths(raw)[:, None]
+    reps = np.where(length > 0, raw / np.where(length > 0, length, 1), 0.0)
     order = np.lexsort((reps[:, 2], reps[:, 1], reps[:, 0]))
     srt = reps[order]
     new = np.ones(len(srt), bool)

@@ -44,6 +44,7 @@ from ....core.errors import FormatError, ValueFormatError
 from ....document import Document
 from ....scene import Material, Scene
 from ....scene.finite import require_finite
+from ....scene.geometry import column_extremes
 from ....scene.ops import from_time_zero
 from ..geometry import name_text, nearest_normals  # noqa: F401  (nearest_normals: part of the API)
 from ....scene.import_prep import Holds, prepare
@@ -310,7 +311,8 @@ def build_shape(model: ShapeModel, version: int, *, details: list | None = None,
             continue
         m = worlds[o.node] @ o.offset
         p = o.frames.reshape(-1, 3) @ m[:3, :3].T + m[:3, 3]
-        lo, hi = np.minimum(lo, p.min(axis=0)), np.maximum(hi, p.max(axis=0))
+        p_lo, p_hi = column_extremes(p)
+        lo, hi = np.minimum(lo, p_lo), np.maximum(hi, p_hi)
     if not np.isfinite(lo).all():
         lo = hi = np.zeros(3)
     roots = [i for i, n in enumerate(nodes) if n.parent < 0]

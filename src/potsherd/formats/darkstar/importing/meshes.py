@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from ....core.layout import Table
-from ....scene.geometry import weld
+from ....scene.geometry import vector_lengths, weld
 from ..geometry import nearest_normals
 from ..model import ObjectM
 from ..pers import LAYOUT
@@ -84,7 +84,7 @@ def _mapped(values: np.ndarray, mapping: dict, default: int = 0) -> np.ndarray:
 def _cross_areas(p: np.ndarray, tris: np.ndarray) -> np.ndarray:
     """Twice each triangle's area (``scene.geometry.flattened_triangles``' measure)."""
     c = np.take(p, tris, axis=0)
-    return np.linalg.norm(np.cross(c[:, 1] - c[:, 0], c[:, 2] - c[:, 0]), axis=1)
+    return vector_lengths(np.cross(c[:, 1] - c[:, 0], c[:, 2] - c[:, 0]))
 
 
 def mesh_block(obj: ObjectM, material_map: dict, warnings: list) -> dict:
@@ -160,7 +160,7 @@ def _encode_group(objs: list, members: list, nf: int, cs: np.ndarray, normal_idx
     # in float64: the corners of a huge model square past float32's range
     decoded = q * np.repeat(scale, counts_v, axis=1).astype(np.float64) \
         + np.repeat(origin, counts_v, axis=1)
-    radius = np.maximum.reduceat(np.linalg.norm(decoded, axis=2), vs[:-1], axis=1).max(axis=0)
+    radius = np.maximum.reduceat(vector_lengths(decoded), vs[:-1], axis=1).max(axis=0)
     mats = _mapped(np.concatenate([o.materials for o in objs]), material_map)
     t = _tables("TS::CelAnimMesh", 3)
     for k, o in enumerate(objs):
