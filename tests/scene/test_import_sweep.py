@@ -176,3 +176,18 @@ def test_a_plug_names_the_skinned_meshes_it_leaves_out(tmp_path):
         assert len(claims) == (1 if bind_pose else 0), summary["warnings"]
         mesh = potsherd.read(next((tmp_path / name).glob("*.n3pmesh")))
         assert int(mesh.root["indexCount"]) == 3 * (24 if name == "skinned" else 12)
+
+
+# ---- BrainStem: joints without names, on a TR moveable ----------------------------------
+
+def test_tr_warnings_tell_unnamed_bones_apart_from_the_root():
+    """BrainStem's 18 joints have no names; every per-bone TR warning (16
+    "triangles flatten to lines" with different counts) called its mesh "the
+    root mesh".  An unnamed bone is named by its node now; the root stays the root."""
+    from potsherd.formats.trle.importing import _bone_name
+    from potsherd.scene import Scene
+    s = Scene(name="s")
+    named, unnamed = s.add_node(name="hip"), s.add_node(name="")
+    assert _bone_name(s, named) == "the mesh of bone 'hip'"
+    assert _bone_name(s, unnamed) == f"the mesh of unnamed bone node {unnamed}"
+    assert _bone_name(s, -1) == "the root mesh"
