@@ -130,3 +130,64 @@ def test_bare_n3_meshes_name_the_material_they_drop(tmp_path):
         summary = import_gltf(src, tmp_path / f"out.{target}")
         assert not any("materials not written" in w for w in summary["warnings"]), \
             summary["warnings"]
+
+
+# ---- Fox (a Blender re-export): a skinned body beside rigid meshes, as a plug ------------
+
+def _body_and_stand(stand: bool = True, body: bool = True):
+    """The skinned column of test_import_fidelity and a rigid box beside it."""
+    import numpy as np
+    from potsherd.scene import Mesh, Primitive
+    from test_import_fidelity import _box, skinned_column
+    s = skinned_column(2)
+    if not body:
+        s.nodes[-1].mesh = None
+        s.nodes[-1].skin = None
+    if stand:
+        pos, idx = _box(0.5)
+        s.add_node(name="stand", translation=(3.0, 0.0, 0.0), mesh=s.add_mesh(Mesh(
+            name="stand", primitives=[Primitive(positions=pos, indices=idx.astype(np.uint32),
+                                                material=0)])))
+    return s
+
+
+def test_a_plug_names_the_skinned_meshes_it_leaves_out(tmp_path):
+    """A plug is made of the scene's rigid meshes when it has any (a weapon
+    exported beside the body holding it); the Fox sample (skinned fox, rigid
+    stand) came back from .n3cplug without the fox (576 of 3552 triangles), and
+    the only word was "skin dropped; the mesh is written in its bind pose".
+    Now the left-out skinned mesh is named with its triangle count and the
+    bind-pose claim is not made; a rigid-only scene says neither, and a
+    skinned-only one still takes its rest pose on its strongest joint."""
+    import potsherd
+    for name, scene, left_out, bind_pose in (
+            ("mixed", _body_and_stand(), True, False),
+            ("rigid", _body_and_stand(body=False), False, False),
+            ("skinned", _body_and_stand(stand=False), False, True)):
+        src = tmp_path / f"{name}.glb"
+        write_glb(scene, src)
+        (tmp_path / name).mkdir()
+        summary = import_gltf(src, tmp_path / name / "out.n3cplug")
+        said = [w for w in summary["warnings"] if "not written" in w and "skinned" in w]
+        assert len(said) == (1 if left_out else 0), summary["warnings"]
+        if left_out:
+            assert "'body'" in said[0] and "24 triangles" in said[0] and ".n3cpart" in said[0]
+        claims = [w for w in summary["warnings"] if "written in its bind pose" in w]
+        assert len(claims) == (1 if bind_pose else 0), summary["warnings"]
+        mesh = potsherd.read(next((tmp_path / name).glob("*.n3pmesh")))
+        assert int(mesh.root["indexCount"]) == 3 * (24 if name == "skinned" else 12)
+
+
+# ---- BrainStem: joints without names, on a TR moveable ----------------------------------
+
+def test_tr_warnings_tell_unnamed_bones_apart_from_the_root():
+    """BrainStem's 18 joints have no names; every per-bone TR warning (16
+    "triangles flatten to lines" with different counts) called its mesh "the
+    root mesh".  An unnamed bone is named by its node now; the root stays the root."""
+    from potsherd.formats.trle.importing import _bone_name
+    from potsherd.scene import Scene
+    s = Scene(name="s")
+    named, unnamed = s.add_node(name="hip"), s.add_node(name="")
+    assert _bone_name(s, named) == "the mesh of bone 'hip'"
+    assert _bone_name(s, unnamed) == f"the mesh of unnamed bone node {unnamed}"
+    assert _bone_name(s, -1) == "the root mesh"

@@ -300,14 +300,16 @@ def import_pmesh(scene: Scene, *, like: Document | None = None, out_name: str = 
     return _pmesh_doc(scene, geo, like, options, _file_stem(out_name, scene.name or "mesh"))
 
 
-def _warn_static(scene: Scene, what: str, holds: str = "a static mesh") -> None:
-    """Name what a format without clips cannot hold."""
+def _warn_static(scene: Scene, what: str, holds: str = "a static mesh",
+                 skins_written: bool = True) -> None:
+    """Name what a format without clips cannot hold (``skins_written``: whether
+    the skinned meshes are written, in their bind pose, or left out whole)."""
     if scene.animations:
         scene.warnings.append(f"{what}: {len(scene.animations)} animation(s) dropped ({holds}; "
                               "import to .n3chr for skinned animation)")
     if any(p.targets for m in scene.meshes for p in m.primitives):
         scene.warnings.append(f"{what}: morph targets dropped (the format has none)")
-    if scene.skins:
+    if scene.skins and skins_written:
         scene.warnings.append(f"{what}: skin dropped; the mesh is written in its bind pose")
 
 
@@ -517,7 +519,9 @@ def import_plug(scene: Scene, *, like: Document | None = None, out_name: str = "
     stem = _file_stem(out_name, scene.name or "plug")
     sets = _mesh_sets(scene, skinned=False)
     world = world_matrices(scene)
+    skins_written = not sets
     if sets:
+        _warn_skinned_left_out(scene, _mesh_sets(scene, skinned=True))
         # the plug's transform is its mesh node's (the first one); geometry in that frame
         node = sets[0].node
         frame, local = world[node], world[node]
@@ -536,13 +540,25 @@ def import_plug(scene: Scene, *, like: Document | None = None, out_name: str = "
         scene.warnings.append(f"n3cplug: the mesh is skinned; taken in its rest pose on its "
                               f"strongest joint {scene.nodes[node].name!r} (joint {joint})")
     sets = merge_materials(scene, sets, "n3cplug")
-    _warn_static(scene, "n3cplug", "a plug follows its joint")
+    _warn_static(scene, "n3cplug", "a plug follows its joint", skins_written)
     frame, local = _unmirrored(scene, frame, local, stem)
     local = into_frame(scene, sets, frame, local, "n3cplug")
     geo = gather(scene, sets, "n3cplug")
     like_mesh = _like_ref(like, "n3cplug", "geometry", "n3pmesh")
     return _plug_files(scene, geo, stem, str(options.get("folder", "item")), like, like_mesh,
                        local, joint, options)
+
+
+def _warn_skinned_left_out(scene: Scene, skinned: list) -> None:
+    """A plug is the scene's rigid meshes when it has any (a weapon exported beside
+    the body that holds it); name the skinned meshes that are therefore not written."""
+    if not skinned:
+        return
+    names = list(dict.fromkeys(scene.nodes[s.node].name or f"node {s.node}" for s in skinned))
+    tris = sum(s.triangle_count for s in skinned)
+    scene.warnings.append(f"n3cplug: skinned mesh(es) {names} not written ({tris} triangles): "
+                          "a plug is made of the rigid meshes; import to .n3cpart or .n3chr "
+                          "for the skinned ones")
 
 
 def _unmirrored(scene: Scene, frame: np.ndarray, local: np.ndarray, name: str) -> tuple:

@@ -595,8 +595,11 @@ def _kept_mesh(scene: Any, like_mesh: dict, corner_pos: list, corner_uv: list, t
 
 
 def _bone_name(scene: Any, bone: int) -> str:
-    name = scene.nodes[bone].name if bone >= 0 else ""
-    return f"the mesh of bone {name!r}" if name else "the root mesh"
+    if bone < 0:
+        return "the root mesh"
+    # (an unnamed joint by its node index: BrainStem's 18 unnamed joints were all "the root")
+    name = scene.nodes[bone].name
+    return f"the mesh of bone {name!r}" if name else f"the mesh of unnamed bone node {bone}"
 
 
 def _check_vertex_count(count: int, scene: Any, bone: int) -> None:
