@@ -96,7 +96,6 @@ class _Mesh:
         self.attr_q = None if attributes is None else attribute_quadrics(pos, attributes, tris)
         self.tris = tris.copy()
         self.corners: list[list[int]] = tris.tolist()    # the same, for Python-side walks
-        self.alive_tri = np.ones(len(tris), bool)
         # each vertex's faces, added in ascending face order as a loop over the
         # faces would add them (so the sets iterate alike), from one stable sort
         flat = tris.reshape(-1)
@@ -485,15 +484,10 @@ def build_progressive(positions: np.ndarray, triangles: np.ndarray,
         if len(groups[ga]) == 1 and len(groups[gb]) == 1:
             # one copy on each side (most positions): the loop below comes down to this
             if alive_v[a] and alive_v[b] and not m.vert_tris[a].isdisjoint(m.vert_tris[b]):
-                if tracking:
-                    if attrs is not None:
-                        m.attr_q[b] += m.attr_q[a]
-                    q[gb] += q[ga]
-                else:           # (add_quadric and add_position_quadric, inlined)
-                    if attrs is not None:
-                        merges_attr.extend((a, b))
-                    merges_q.extend((ga, gb))
+                if attrs is not None:
+                    add_quadric(b, a)
                 collapse(a, b)
+                add_position_quadric(gb, ga)
             return
         # every copy of a's position goes to a live copy of b's position it shares
         # a face with (keeping its side of a seam), else onto b, or another copy
