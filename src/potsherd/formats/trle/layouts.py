@@ -35,24 +35,22 @@ class PolyShape(Storage):
     """The u16 polygon shape: only 8 and 9 exist; anything else desynchronises."""
 
     size = min_size = 2
+    SHAPES = (8, 9)
     #: (a record of polygons is then packed by the fast path, not one call per shape)
-    packs_as = (PRIMS["u16"], frozenset((8, 9)))
+    packs_as = (PRIMS["u16"], frozenset(SHAPES))
 
     def decode(self, r: Reader, s: Scope) -> Any:
         p = r.pos
         v = r.unpack(PRIMS["u16"].st)[0]
-        if v not in (8, 9):
+        if v not in self.SHAPES:
             raise ValueFormatError(f"polygon shape {v} (expected 8 or 9)", offset=p,
                                    expected="8 or 9", found=v)
         return v
 
     def encode(self, w: Writer, v: Any, s: Scope) -> None:
-        if v not in (8, 9) or isinstance(v, bool):
+        if v not in self.SHAPES or isinstance(v, bool):
             raise EncodeError(f"polygon shape must be 8 or 9, found {v!r}")
-        if v.__class__ is int:       # (the common case, once per polygon: straight to its u16)
-            w.pack(PRIMS["u16"].st, v)
-        else:
-            PRIMS["u16"].encode(w, v, s)
+        PRIMS["u16"].encode(w, v, s)
 
     def to_json(self, v: Any, ctx: JsonCtx) -> Any:
         return int(v)
