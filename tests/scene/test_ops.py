@@ -397,3 +397,18 @@ def test_reorient_joints_refuses_non_uniform_scale():
 def quat_to_matrix_(q):
     from potsherd.scene.xform import quat_to_matrix
     return quat_to_matrix(np.asarray(q).reshape(4))
+
+
+def test_lexicographic_labels_are_np_unique_rows():
+    """One lexsort gives np.unique(axis=0)'s distinct rows and inverse, -0.0
+    equal to 0.0 (the control: the rows do repeat, so labels are shared)."""
+    from potsherd.scene.geometry import lexicographic_labels
+    rows = np.random.default_rng(4).integers(-2, 3, (400, 3)).astype(float)
+    rows[::7] *= -0.0
+    distinct, label = lexicographic_labels(rows)
+    expect, inverse = np.unique(rows, axis=0, return_inverse=True)
+    assert np.array_equal(distinct, expect)
+    assert np.array_equal(label, inverse.reshape(-1))
+    assert len(distinct) < len(rows)
+    empty, none = lexicographic_labels(np.zeros((0, 3)))
+    assert empty.shape == (0, 3) and none.shape == (0,)

@@ -73,6 +73,23 @@ def column_extremes(p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return (np.array([c.min() for c in cols], p.dtype), np.array([c.max() for c in cols], p.dtype))
 
 
+def lexicographic_labels(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(rows, axis=0, return_inverse=True)`` of (N, K) numeric rows:
+    the distinct rows in lexicographic order by value (-0.0 equal to 0.0) and
+    each row's index among them, from one ``np.lexsort`` instead of a sort of
+    whole rows."""
+    rows = np.asarray(rows)
+    if not len(rows):
+        return rows[:0], np.zeros(0, np.int64)
+    order = np.lexsort(rows.T[::-1])
+    srt = rows[order]
+    new = np.ones(len(srt), bool)
+    new[1:] = (srt[1:] != srt[:-1]).any(axis=1)
+    label = np.empty(len(rows), np.int64)
+    label[order] = np.cumsum(new) - 1
+    return srt[new], label
+
+
 _HASH_MUL = np.uint64(0x9E3779B97F4A7C15)
 
 

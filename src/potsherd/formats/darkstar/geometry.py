@@ -19,7 +19,7 @@ import numpy as np
 
 from ...core.errors import FormatError, LimitError, ValueFormatError
 from .structs import normal_table
-from ...scene.geometry import row_groups, vector_lengths
+from ...scene.geometry import lexicographic_labels, row_groups, vector_lengths
 
 NORMALS: np.ndarray = normal_table()
 NORMALS.setflags(write=False)
@@ -202,13 +202,7 @@ def nearest_normals(n: np.ndarray) -> np.ndarray:
     raw = n[first]
     length = vector_lengths(raw)[:, None]
     reps = np.where(length > 0, raw / np.where(length > 0, length, 1), 0.0)
-    order = np.lexsort((reps[:, 2], reps[:, 1], reps[:, 0]))
-    srt = reps[order]
-    new = np.ones(len(srt), bool)
-    new[1:] = (srt[1:] != srt[:-1]).any(axis=1)
-    uniq = srt[new]
-    rank = np.empty(len(reps), np.int64)
-    rank[order] = np.cumsum(new) - 1
+    uniq, rank = lexicographic_labels(reps)
     inverse = rank[grp]
     table = NORMALS.astype(np.float64)
     table_sq = (table * table).sum(axis=1)

@@ -44,6 +44,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ...scene.geometry import lexicographic_labels
 from .quadrics import attribute_quadrics, border_quadrics, plane_quadric_rows, sum_into, sum_upper
 from .wire import record_columns, record_table
 
@@ -129,20 +130,6 @@ def _first_and_inverse(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     inverse = np.empty(len(keys), np.int64)
     inverse[order] = np.cumsum(new) - 1
     return order[new], inverse
-
-
-def _row_labels(points: np.ndarray) -> np.ndarray:
-    """Dense labels of equal rows of ``points`` (N, 3), numbered in sorted row
-    order as ``np.unique(points, axis=0, return_inverse=True)`` numbers them,
-    from one lexsort instead of its sort of whole rows."""
-    if not len(points):
-        return np.zeros(0, np.int64)
-    order = np.lexsort(points.T[::-1])
-    rows = points[order]
-    new = np.concatenate(([True], (rows[1:] != rows[:-1]).any(axis=1)))
-    label = np.empty(len(points), np.int64)
-    label[order] = np.cumsum(new) - 1
-    return label
 
 
 def _cross(u: np.ndarray, v: np.ndarray) -> np.ndarray:
@@ -311,7 +298,7 @@ def build_progressive(positions: np.ndarray, triangles: np.ndarray,
     tris = np.asarray(triangles, np.int64).reshape(-1, 3)
     nv_total = len(pos)
     # dense position labels 0..P-1, from the positions or the caller's labels
-    label = (_row_labels(pos) if coincident is None else
+    label = (lexicographic_labels(pos)[1] if coincident is None else
              np.unique(np.asarray(coincident).reshape(-1), return_inverse=True)[1].reshape(-1))
     # the vertices at each position, ascending (one stable sort, then slices)
     by_label = np.argsort(label, kind="stable").tolist()
