@@ -517,11 +517,13 @@ def _plug_matrix_n3(local: np.ndarray) -> np.ndarray:
 def import_plug(scene: Scene, *, like: Document | None = None, out_name: str = "",
                 **options: Any) -> list:
     stem = _file_stem(out_name, scene.name or "plug")
-    sets = _mesh_sets(scene, skinned=False)
+    every = _mesh_sets(scene)
+    sets = [s for s in every if s.skin is None]
+    skinned = [s for s in every if s.skin is not None]
     world = world_matrices(scene)
     skins_written = not sets
     if sets:
-        _warn_skinned_left_out(scene, _mesh_sets(scene, skinned=True))
+        _warn_skinned_left_out(scene, skinned)
         # the plug's transform is its mesh node's (the first one); geometry in that frame
         node = sets[0].node
         frame, local = world[node], world[node]
@@ -530,7 +532,7 @@ def import_plug(scene: Scene, *, like: Document | None = None, out_name: str = "
         joint = (scene.nodes[node].extras or {}).get("joint")
         joint = int(joint) if isinstance(joint, (int, float)) and math.isfinite(joint) else -1
     else:
-        sets = _mesh_sets(scene, skinned=True)
+        sets = skinned
         if not sets:
             raise ImportError_("the scene has no mesh to make a plug from")
         # a weapon exported with its armature: rigid on its strongest joint, which the engine's
