@@ -841,3 +841,28 @@ def test_triangles_with_corners_on_two_joints_are_named():
     still = rigid_spanning_scene(span=False)
     TRWAD.from_scene(still)
     assert not any("corners on different joints" in w for w in still.warnings)
+
+
+def test_base_colour_factors_are_baked_as_srgb_texels():
+    """glTF's baseColorFactor is linear light and texels are sRGB: a flat colour
+    is encoded, and a tinted texture is multiplied in linear light.  Blender's
+    light blue (0.514, 0.606, 0.891) was baked as (131, 155, 227), its linear
+    values times 255, which every viewer draws darker; it is (190, 204, 242)."""
+    from PIL import Image as PILImage
+    factor = (0.5140066, 0.6060802, 0.8912759, 1.0)
+    s = Scene()
+    grey = s.add_image(Image.from_pil(PILImage.fromarray(np.full((8, 8, 3), 188, np.uint8))))
+    flat = s.add_material(Material(base_color=factor))
+    tinted = s.add_material(Material(base_color=(0.5, 0.5, 0.5, 1.0),
+                                     base_color_texture=TextureRef(image=grey)))
+    plain = s.add_material(Material(base_color_texture=TextureRef(image=grey)))
+    pos = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0]], np.float32)
+    uv = np.array([[0, 0], [1, 0], [0, 1]], np.float32)
+    for k, mat in enumerate((flat, tinted, plain)):
+        mesh = s.add_mesh(Mesh(primitives=[Primitive(positions=pos + k, uvs=[uv], material=mat)]))
+        s.add_node(name=f"m{k}", mesh=mesh)
+    r = TRWAD.from_scene(s).root
+    colours = {tuple(model.bgr_block(t)[0, 0].tolist()) for t in r["textures"]}
+    # sRGB 188 is linear 0.5; half of it is linear 0.25, sRGB 137 (the old
+    # product in sRGB, 94, is the negative control); an untinted texel stays
+    assert colours == {(190, 204, 242), (137, 137, 137), (188, 188, 188)}, colours

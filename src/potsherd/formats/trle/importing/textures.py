@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from ....scene.bake_colors import linear_to_srgb, srgb_to_linear
 from ....scene.ops import base_color_picture
 from .. import model
 from ..moveables import _pack_textures
@@ -109,8 +110,8 @@ class _Textures:
     def solid(self, colour: tuple) -> int:
         key = tuple(float(c) for c in colour[:3])
         solids = self.__dict__.setdefault("solids", {})
-        if key not in solids:
-            rgb = np.clip(np.round(np.asarray(key, np.float64) * 255), 0, 255)
+        if key not in solids:       # (the factor is linear light; texels are sRGB)
+            rgb = np.clip(np.round(linear_to_srgb(np.asarray(key, np.float64)) * 255), 0, 255)
             solids[key] = self.add(np.tile(rgb.astype(np.uint8), (4, 4, 1)))
         return solids[key]
 
@@ -200,7 +201,10 @@ class _Textures:
                 xs = np.floor(src[..., 0]).astype(np.int64) % iw
                 ys = np.floor(src[..., 1]).astype(np.int64) % ih
                 texels = arr[ys, xs]
-                rgb = np.clip(np.round(texels[..., :3] * tint), 0, 255).astype(np.uint8)
+                rgb = texels[..., :3].astype(np.float64)
+                if (tint != 1.0).any():     # the linear factor times the texel in linear light
+                    rgb = linear_to_srgb(srgb_to_linear(rgb / 255.0) * tint) * 255.0
+                rgb = np.clip(np.round(rgb), 0, 255).astype(np.uint8)
                 rgb[texels[..., 3] < 128] = (255, 0, 255)
                 for q, k in enumerate(rows[part].tolist()):
                     blocks[k] = rgb[q]
