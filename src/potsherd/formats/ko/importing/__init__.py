@@ -57,6 +57,7 @@ from ....scene.ops import triangle_sets, world_matrices
 from ....scene.xform import decompose_matrix, inverse_affine, mirror_x, trs_to_matrix
 from .material import edited_texture, material_record, texture_file
 from ..text import text
+from ..lodsnap import lod_triangles
 from ..pmgen import build_progressive, replay
 
 #: collapse order of imported progressive meshes: the compiled simplifier's
@@ -334,8 +335,9 @@ def _pmesh_doc(scene: Scene, geo: Geometry, like: Document | None, options: dict
 def _skin_lod(geo: Geometry, tris: np.ndarray, name: str) -> dict:
     """One n3cskin record over the vertices ``tris`` uses: positions (with normals
     and bindings) and UVs indexed separately per face corner."""
-    vert_sel = np.unique(tris.reshape(-1))
-    corners = np.searchsorted(vert_sel, tris.reshape(-1))
+    used = np.bincount(tris.reshape(-1), minlength=len(geo.positions)) > 0
+    vert_sel = np.flatnonzero(used)                        # (ascending, as np.unique)
+    corners = (np.cumsum(used) - 1)[tris.reshape(-1)]      # each corner's place in it
     vkeys = [geo.positions[vert_sel], geo.normals[vert_sel]]
     if geo.joints is not None:
         vkeys += [geo.joints[vert_sel], geo.weights[vert_sel].astype(np.float32)]
@@ -386,16 +388,23 @@ def _BINDING_TABLE():
 
 def skins_root(geo: Geometry, name: str, *, progressive: bool,
                lod_names: list | None = None) -> dict:
-    """Four LODs: the full mesh, then snapshots of one progressive mesh at
-    half, a quarter and an eighth of its vertices."""
+    """Four LODs: the full mesh, then nested levels with half, a quarter and
+    an eighth of its vertices, snapshots of the compiled simplifier's collapse
+    order (:mod:`..lodsnap`), or without it of a progressive mesh's replay."""
     names = lod_names or [name] * 4
     lods = []
     if progressive and len(geo.triangles):
-        p = build_progressive(geo.positions, geo.triangles, attributes=geo.uvs, order=PM_ORDER)
-        for k, f in enumerate(SKIN_LOD_FRACTIONS):
-            nv, ni, idx = replay(p, max(int(round(f * geo.vertex_count)), 3) if k else None)
-            tris = p.order[idx[:ni]].reshape(-1, 3)
-            lods.append(_skin_lod(geo, tris, names[k]))
+        targets = [None] + [max(int(round(f * geo.vertex_count)), 3)
+                            for f in SKIN_LOD_FRACTIONS[1:]]
+        levels = lod_triangles(geo.positions, geo.triangles, targets, geo.uvs, geo.normals)
+        if levels is None:
+            p = build_progressive(geo.positions, geo.triangles, attributes=geo.uvs,
+                                  order=PM_ORDER)
+            levels = []
+            for t in targets:
+                nv, ni, idx = replay(p, t)
+                levels.append(p.order[idx[:ni]].reshape(-1, 3))
+        lods = [_skin_lod(geo, tris, names[k]) for k, tris in enumerate(levels)]
     else:
         for k in range(4):
             lods.append(_skin_lod(geo, geo.triangles, names[k]))
