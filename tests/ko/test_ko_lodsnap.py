@@ -146,3 +146,19 @@ def test_without_the_simplifier_the_caller_replays(monkeypatch):
     pos, uv, tris, lab = uv_sphere(8, 16)
     monkeypatch.setattr(lodsnap, "compiled_schedule", lambda *a: None)
     assert lodsnap.lod_triangles(pos, tris, [None, 50], uv) is None
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(0, 5), min_size=1, max_size=40), st.data())
+def test_restricted_welds_are_welding_the_rows_again(keys, data):
+    """A level's welds are the full mesh's groups restricted to its vertices:
+    the same first rows and groups as welding its rows on their own."""
+    from potsherd.formats.ko.importing import _restricted
+    from potsherd.scene import weld
+    keys = np.asarray(keys, np.int64)
+    sel = np.flatnonzero(np.asarray(data.draw(st.lists(st.booleans(), min_size=len(keys),
+                                                       max_size=len(keys)))))
+    group = weld(keys)[1]
+    first, remap = _restricted(group, sel)
+    want_first, want_remap = weld(keys[sel])
+    assert np.array_equal(first, want_first) and np.array_equal(remap, want_remap)

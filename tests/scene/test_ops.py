@@ -412,3 +412,12 @@ def test_lexicographic_labels_are_np_unique_rows():
     assert len(distinct) < len(rows)
     empty, none = lexicographic_labels(np.zeros((0, 3)))
     assert empty.shape == (0, 3) and none.shape == (0,)
+
+
+def test_det3_is_the_determinant_and_its_sign_reverses_mirrored_skins():
+    from potsherd.scene.ops import det3
+    m = np.random.default_rng(4).normal(size=(500, 3, 3))
+    assert np.allclose(det3(m), np.linalg.det(m), rtol=1e-12, atol=1e-12)
+    mirror = m * np.array([-1.0, 1.0, 1.0])[:, None]            # one row negated
+    assert np.array_equal(np.sign(det3(mirror)), -np.sign(det3(m)))
+    assert det3(np.eye(3)) == 1.0 and det3(np.zeros((3, 3))) == 0.0

@@ -99,6 +99,14 @@ def normal_matrices(m: np.ndarray) -> np.ndarray:
     return cof * np.where(det < 0, -1.0, 1.0)[..., None, None]
 
 
+def det3(m: np.ndarray) -> np.ndarray:
+    """(...,) determinants of (..., 3, 3) matrices, as the triple product of
+    their columns: a skinned mesh asks it of one matrix per vertex, where
+    ``np.linalg.det``'s LU factorisation per matrix is several times slower."""
+    m = np.asarray(m, dtype=np.float64)
+    return np.einsum("...i,...i->...", m[..., :, 0], np.cross(m[..., :, 1], m[..., :, 2]))
+
+
 def skin_blend(joints: Any, weights: Any, joint_matrices: np.ndarray,
                rigid: np.ndarray) -> tuple:
     """(blend (V, 4, 4), unweighted (V,) bool): each vertex's linear blend
@@ -354,7 +362,7 @@ def triangle_sets(scene: Scene, *, world: Optional[np.ndarray] = None) -> list:
             if nrm is not None:
                 nm = normal_matrices(lin)
                 nrm = np.einsum("vij,vj->vi", nm, nrm) if skinned else nrm @ nm[0].T
-            flip = np.linalg.det(lin) < 0
+            flip = det3(lin) < 0
             flip_tris = flip[idx.reshape(-1, 3)].sum(axis=1) >= 2 if skinned else \
                 np.full(len(idx) // 3, bool(flip[0]))
             if nrm is not None:

@@ -332,17 +332,39 @@ def _pmesh_doc(scene: Scene, geo: Geometry, like: Document | None, options: dict
 # .n3cskins
 
 
-def _skin_lod(geo: Geometry, tris: np.ndarray, name: str) -> dict:
+def _skin_welds(geo: Geometry) -> tuple[np.ndarray, np.ndarray]:
+    """Each vertex's group of equal skin vertices (position, normal, joints,
+    weights) and of equal UVs, welded once for all four LODs: a level's welds
+    are these groups restricted to its vertices (:func:`_restricted`)."""
+    vkeys = [geo.positions, geo.normals]
+    if geo.joints is not None:
+        vkeys += [geo.joints, geo.weights.astype(np.float32)]
+    return weld(*vkeys)[1], weld(geo.uvs)[1]
+
+
+def _restricted(group: np.ndarray, sel: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``weld`` of the rows ``sel`` (ascending) whose groups ``group`` holds:
+    (first row of each group present, in order of first appearance; each
+    row's group among them), as welding those rows again would give."""
+    g = group[sel]
+    order = np.argsort(g, kind="stable")
+    new = np.r_[True, g[order][1:] != g[order][:-1]] if len(g) else np.zeros(0, bool)
+    first = np.sort(order[new])                  # each present group's first row
+    rank = np.empty(int(group.max()) + 1 if len(group) else 0, np.int64)
+    rank[g[first]] = np.arange(len(first))
+    return first, rank[g]
+
+
+def _skin_lod(geo: Geometry, tris: np.ndarray, name: str,
+              welds: tuple | None = None) -> dict:
     """One n3cskin record over the vertices ``tris`` uses: positions (with normals
     and bindings) and UVs indexed separately per face corner."""
     used = np.bincount(tris.reshape(-1), minlength=len(geo.positions)) > 0
     vert_sel = np.flatnonzero(used)                        # (ascending, as np.unique)
     corners = (np.cumsum(used) - 1)[tris.reshape(-1)]      # each corner's place in it
-    vkeys = [geo.positions[vert_sel], geo.normals[vert_sel]]
-    if geo.joints is not None:
-        vkeys += [geo.joints[vert_sel], geo.weights[vert_sel].astype(np.float32)]
-    pfirst, premap = weld(*vkeys)
-    ufirst, uremap = weld(geo.uvs[vert_sel])
+    pgroup, ugroup = welds or _skin_welds(geo)
+    pfirst, premap = _restricted(pgroup, vert_sel)
+    ufirst, uremap = _restricted(ugroup, vert_sel)
     pos_src = vert_sel[pfirst]
     rec: dict = {"skinBindings": 1, "name": _raw(name), "faceCount": len(tris),
                  "vertexCount": len(pfirst) if len(tris) else 0,
@@ -404,10 +426,12 @@ def skins_root(geo: Geometry, name: str, *, progressive: bool,
             for t in targets:
                 nv, ni, idx = replay(p, t)
                 levels.append(p.order[idx[:ni]].reshape(-1, 3))
-        lods = [_skin_lod(geo, tris, names[k]) for k, tris in enumerate(levels)]
+        welds = _skin_welds(geo)
+        lods = [_skin_lod(geo, tris, names[k], welds) for k, tris in enumerate(levels)]
     else:
+        welds = _skin_welds(geo)
         for k in range(4):
-            lods.append(_skin_lod(geo, geo.triangles, names[k]))
+            lods.append(_skin_lod(geo, geo.triangles, names[k], welds))
     return {"name": _raw(name), "lods": lods}
 
 
