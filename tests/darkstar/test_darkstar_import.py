@@ -831,3 +831,19 @@ def test_repeated_key_poses_share_one_stored_transform(version):
     chord = np.minimum(np.linalg.norm(got - rest, axis=1), np.linalg.norm(got + rest, axis=1))
     turn = 4 * np.arcsin(chord / 2)                 # the angle between the two rotations
     assert np.allclose(turn, [0, 0.6, 0, 0.6], atol=1e-4), turn
+
+
+def test_rgb_material_bytes_go_through_linear_glTF_and_back():
+    """An RGB material's bytes are display values: the scene holds them in
+    linear light, and the importer encodes them back to the same bytes."""
+    import srgb_formula as srgb
+    from potsherd.formats.darkstar.importing import material_list
+    from potsherd.scene import Material
+    rng = np.random.default_rng(3)
+    rgb = rng.integers(0, 256, (64, 3))
+    mats = [Material(name=f"m{i}", base_color=(*srgb.decode(c / 255.0), 1.0)) for i, c in enumerate(rgb)]
+    rows = material_list(mats, 3, [])["payload"]["materials"]
+    got = np.stack([rows["fRed"], rows["fGreen"], rows["fBlue"]], 1).astype(int)
+    assert np.array_equal(got, rgb)
+    # control: the factors written as bytes straight (the old reading) are other bytes
+    assert not np.array_equal(np.round(srgb.decode(rgb / 255.0) * 255).astype(int), rgb)

@@ -16,6 +16,7 @@ from potsherd.formats.darkstar.scene import to_scene
 from potsherd.scene import trs_to_matrix
 
 from dts_fixtures import envelope, matlist_bytes, shape_doc
+import srgb_formula as srgb
 from corpus_paths import CORPUS_ROOT
 
 H = math.sqrt(0.5)
@@ -104,9 +105,12 @@ def test_v8_mesh_primitive_and_morph_target():
     assert prim.targets[0].positions.tolist() == [[11.0, 6.75, 0.0], [-106.5, 8.5, 0.0],
                                                   [-106.5, 8.5, 0.0]]
     assert prim.normals.shape == (3, 3)
-    # face material 1 of the v4 list: an RGB material (0x202)
+    # face material 1 of the v4 list: an RGB material (0x202) of bytes (255, 128, 64),
+    # display values as a bitmap's texels: glTF's factor is them in linear light
     mat = s.materials[prim.material]
-    assert mat.name == "x.bmp" and mat.base_color == pytest.approx((1.0, 128 / 255, 64 / 255, 1.0))
+    assert mat.name == "x.bmp" and mat.base_color == pytest.approx(
+        (1.0, *srgb.decode([128 / 255, 64 / 255]), 1.0), rel=1e-12)
+    assert mat.base_color[1] == pytest.approx(0.2158605, abs=1e-7)   # (not 128 / 255 = 0.502)
     assert s.materials[0].base_color == (1.0, 1.0, 1.0, 1.0)
     assert s.materials[0].extras["map"] == "WOOD1.bmp"
 

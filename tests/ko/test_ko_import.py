@@ -959,6 +959,21 @@ def test_several_materials_become_one_texture_atlas(tmp_path, fmt):
     assert np.abs(_drawn_colour(one, np.array([1.25, 0.75, 0])) - (250, 0, 0)).max() <= 12
 
 
+def test_an_untextured_material_gets_its_colour_sRGB_encoded_in_the_atlas(tmp_path):
+    """The grip's colour is a linear factor; its atlas cell holds texels, which
+    are sRGB-encoded, so the cell is the factor encoded (it drew darker before)."""
+    import srgb_formula as srgb
+    scene = _two_material_plank()
+    grip = (0.2140, 0.5, 0.0331)
+    scene.materials[1].base_color = (*grip, 1.0)
+    write_all(CODEC["n3cplug"].from_scene(scene, out_name="plank.n3cplug"), tmp_path)
+    back = export(tmp_path / "plank.n3cplug", data_root=str(tmp_path))
+    got = _drawn_colour(back, np.array([1.5, 0.5, 0]))
+    want = srgb.encode(np.array(grip)) * 255                     # (128, 188, 51)
+    assert np.abs(got - want).max() <= 12, got                   # DXT1's 5:6:5 rounding
+    assert np.abs(got - np.array(grip) * 255).max() > 40          # control: the factor as bytes
+
+
 def test_a_skinned_weapon_becomes_a_plug_on_its_strongest_joint(tmp_path):
     """A weapon exported with its armature (a skinned mesh, every vertex on the
     hand bone) used to be refused as a plug ("no rigid mesh").  It is now taken in

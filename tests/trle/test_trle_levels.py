@@ -211,3 +211,17 @@ def test_tr1_demo_order_is_detected(demo):
     # the palette sits after the sprite sequences in the demo, after the light map otherwise
     at = data.find(bytes(np.arange(768, dtype=np.uint8) % 64))
     assert (at < len(data) - 8192) == bool(demo)
+
+
+def test_flat_faces_take_their_palette_colour_in_linear_light():
+    """A TR1 flat-coloured face indexes the 6-bit palette (times 4 to 8 bits):
+    display values, as the texture pages' texels; glTF's factor is linear."""
+    import srgb_formula as srgb
+    from potsherd.formats.trle.levelscene import _Builder
+    doc = BY_NAME["tr1level"].decode(_minimal_tr1(0))
+    b = _Builder(doc, 1.0)
+    mat = b.scene.materials[b.flat_material(0x0705)]        # low byte: entry 5, (15, 16, 17)
+    want = srgb.decode(np.array([15, 16, 17]) * 4 / 255.0)
+    assert mat.base_color[:3] == pytest.approx(tuple(want), rel=1e-12)
+    assert mat.base_color[0] == pytest.approx(0.0451862, abs=1e-6)   # (not 60 / 255 = 0.235)
+    assert mat.extras["tr_colour_word"] == 0x0705 and mat.unlit

@@ -40,6 +40,7 @@ from ...core.errors import FormatError, ValueFormatError
 from ...scene import (Z_UP_Y_FORWARD_TO_GLTF, Animation, Channel, Material, Mesh, MorphTarget,
                       Primitive, Scene, decompose_matrix, flip_winding, mat4_from_gltf,
                       quat_conjugate, quat_continuous, quat_normalize, weld)
+from ...scene.bake_colors import srgb_to_linear
 from . import geometry
 from .geometry import name_text
 from .skinning import skin_rigid_scene
@@ -149,8 +150,10 @@ def _materials(view: _ShapeView, scene: Scene) -> list[int]:
         r = table[i]
         flags = int(r["fFlags"])
         mtype = flags & 0xF
-        rgb = (int(r["fRed"]) / 255.0, int(r["fGreen"]) / 255.0, int(r["fBlue"]) / 255.0)
-        color = (*rgb, 1.0) if mtype == 2 else (1.0, 1.0, 1.0, 1.0)
+        # the bytes are drawn as they are (display values, as a bitmap's texels);
+        # glTF's factor is linear light
+        rgb = srgb_to_linear(np.array([int(r["fRed"]), int(r["fGreen"]), int(r["fBlue"])]) / 255.0)
+        color = (*(float(c) for c in rgb), 1.0) if mtype == 2 else (1.0, 1.0, 1.0, 1.0)
         alpha_mode = "BLEND" if flags & 0x2000 else "MASK" if flags & 0x1000 else "OPAQUE"
         mapname = name_text(bytes(r["fName"]))
         out.append(scene.add_material(Material(

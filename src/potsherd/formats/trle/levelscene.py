@@ -32,6 +32,7 @@ import numpy as np
 from ...scene import (NEAREST, Image, Material, Mesh, Primitive, Scene, TextureRef,
                       Y_DOWN_Z_FORWARD_TO_GLTF)
 from ...scene.model import Node
+from ...scene.bake_colors import srgb_to_linear
 from .levelpages import _pages
 from .levelstore import level_data
 
@@ -101,6 +102,8 @@ class _Builder:
                 if pal is not None:
                     p = np.asarray(pal).reshape(256, 3)[word & 255]
                     rgb = tuple(float(min(int(x) * 4, 255)) / 255.0 for x in p)
+            # palette entries are display values; glTF's factor is linear light
+            rgb = tuple(float(c) for c in srgb_to_linear(np.asarray(rgb)))
             self.flat_materials[word] = self.scene.add_material(Material(
                 name=f"colour {word}", base_color=(*rgb, 1.0), unlit=True,
                 extras={"tr_colour_word": int(word)}))

@@ -48,7 +48,7 @@ from ....scene.geometry import column_extremes
 from ....scene.ops import from_time_zero
 from ..geometry import name_text, nearest_normals  # noqa: F401  (nearest_normals: part of the API)
 from ....scene.import_prep import Holds, prepare
-from ....scene.bake_colors import drop_orphaned_materials
+from ....scene.bake_colors import drop_orphaned_materials, linear_to_srgb
 
 #: what a shape stores of a glTF (scene.import_prep): a normal per vertex (the
 #: engine's table), morph targets as mesh frames, no vertex colours (baked into a
@@ -230,7 +230,9 @@ def material_list(materials: list, version: int, warnings: list, like: dict | No
         mapname = ex.get("map") if isinstance(ex.get("map"), str) else ""
         if not mapname and m.base_color_texture is not None:
             mapname = texture_name(m, images, i)
-        r, g, b = (int(round(min(max(float(c), 0.0), 1.0) * 255)) for c in m.base_color[:3])
+        # (glTF's factor is linear light; the file's bytes display values)
+        r, g, b = (int(round(float(c) * 255)) for c in linear_to_srgb(
+            np.nan_to_num(np.asarray(m.base_color[:3], np.float64))))
         flags = (MAT_TEXTURE if mapname else MAT_RGB) | SMOOTH
         if m.alpha_mode == "MASK":
             flags |= TRANSPARENT

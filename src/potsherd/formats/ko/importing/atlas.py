@@ -66,8 +66,12 @@ def _picture(scene: Scene, mat: Material | None, limit: int) -> np.ndarray | Non
 
 
 def _solid(mat: Material | None) -> np.ndarray:
-    colour = np.asarray(mat.base_color if mat is not None else (1.0, 1.0, 1.0, 1.0), np.float64)
-    return np.broadcast_to(np.clip(colour, 0, 1), (SOLID, SOLID, 4)).copy()
+    """A block of the material's colour as texels: glTF's factor is linear light,
+    a texture's RGB sRGB-encoded (alpha stays linear)."""
+    colour = np.clip(np.asarray(mat.base_color if mat is not None else (1.0, 1.0, 1.0, 1.0),
+                                np.float64), 0, 1)
+    colour[:3] = _linear_to_srgb(colour[:3])
+    return np.broadcast_to(colour, (SOLID, SOLID, 4)).copy()
 
 
 def _corner_uvs(sets: list) -> np.ndarray:
