@@ -421,3 +421,29 @@ def test_det3_is_the_determinant_and_its_sign_reverses_mirrored_skins():
     mirror = m * np.array([-1.0, 1.0, 1.0])[:, None]            # one row negated
     assert np.array_equal(np.sign(det3(mirror)), -np.sign(det3(m)))
     assert det3(np.eye(3)) == 1.0 and det3(np.zeros((3, 3))) == 0.0
+
+
+def test_channels_sampled_together_are_each_sampled_alone():
+    """``sample_channels`` groups channels of equal keys and kind into one
+    array operation: every channel gets its own values back, in its place,
+    whatever the mix (paths, interpolations, shared and other keys)."""
+    from potsherd.scene.ops import sample_channels
+    rng = np.random.default_rng(7)
+    keys = np.array([0.0, 0.5, 1.25, 2.0])
+    chans = []
+    for i in range(24):
+        path = ("translation", "rotation", "scale")[i % 3]
+        interp = ("LINEAR", "STEP", "CUBICSPLINE")[(i // 3) % 3]
+        t = keys if i % 5 else np.array([0.0, 1.0 + i / 10])
+        width = 4 if path == "rotation" else 3
+        vals = rng.normal(size=(len(t) * (3 if interp == "CUBICSPLINE" else 1), width))
+        chans.append(Channel(i, path, t, vals, interp))
+    chans.append(Channel(99, "rotation", np.array([0.5]), np.array([[0, 0, 2.0, 0]]), "LINEAR"))
+    times = np.linspace(-0.5, 2.5, 31)
+    together = sample_channels(chans, times)
+    for ch, got in zip(chans, together):
+        alone = sample_channels([ch], times)[0]
+        assert got.shape == alone.shape and np.array_equal(got, alone)
+    assert np.array_equal(together[-1], np.tile([0, 0, 1.0, 0], (31, 1)))   # one key, normalised
+    # control: the groups are really shared (more channels than groups)
+    assert not np.array_equal(together[0], together[3])

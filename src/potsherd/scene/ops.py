@@ -18,7 +18,8 @@ from .model import Channel, Node, Primitive, Scene
 from .xform import decompose_matrix, quat_normalize, quat_slerp, trs_to_matrix
 
 __all__ = ["local_matrix", "parents_first", "world_matrices", "frame_times", "sample_channel",
-           "rest_trs", "sample_node_trs", "from_time_zero", "skin_matrices", "normal_matrices",
+           "sample_channels", "rest_trs", "sample_node_trs", "sample_nodes_trs", "from_time_zero",
+           "skin_matrices", "normal_matrices",
            "skin_blend", "TriangleSet", "triangle_sets",
            "base_color_picture", "default_morph_weights", "morphed",
            "split_by_dominant_joint", "weld_primitive"]
@@ -145,39 +146,67 @@ def sample_channel(channel: Channel, times: Any) -> np.ndarray:
     """Values of ``channel`` at ``times`` (clamped to its first/last key), as glTF
     viewers evaluate them: STEP holds, LINEAR lerps (slerps rotations), CUBICSPLINE
     is the Hermite spline with the stored tangents (rotations renormalised)."""
+    return sample_channels([channel], times)[0]
+
+
+def sample_channels(channels: list, times: Any) -> list:
+    """:func:`sample_channel` of each of ``channels`` at the same ``times``.
+    Channels with the same keys, path, interpolation and value width (a clip's
+    bones, sampled on one timeline) are evaluated together, one array operation
+    for all of them instead of a few dozen small ones each."""
     t = np.asarray(times, dtype=np.float64).reshape(-1)
-    keys = np.asarray(channel.times, dtype=np.float64).reshape(-1)
-    cubic = channel.interpolation == "CUBICSPLINE"
-    vals = np.asarray(channel.values, dtype=np.float64)
-    vals = vals.reshape(len(keys) * (3 if cubic else 1), -1)
+    out: list = [None] * len(channels)
+    groups: dict = {}
+    for i, ch in enumerate(channels):
+        keys = np.asarray(ch.times, dtype=np.float64).reshape(-1)
+        if len(keys) == 0:
+            raise ValueError("channel without keys")
+        cubic = ch.interpolation == "CUBICSPLINE"
+        vals = np.asarray(ch.values, dtype=np.float64).reshape(len(keys) * (3 if cubic else 1), -1)
+        key = (ch.path == "rotation", ch.interpolation, vals.shape[1], keys.tobytes())
+        g = groups.get(key)
+        if g is None:
+            groups[key] = g = (keys, [], [])
+        g[1].append(i)
+        g[2].append(vals)
+    for (rotation, interpolation, _, _), (keys, members, vals) in groups.items():
+        got = _evaluate(keys, np.stack(vals), interpolation, rotation, t)
+        for i, v in zip(members, got):
+            out[i] = v
+    return out
+
+
+def _evaluate(keys: np.ndarray, vals: np.ndarray, interpolation: str, rotation: bool,
+              t: np.ndarray) -> np.ndarray:
+    """(G, F, C) values at ``t`` of G channels sharing ``keys``: ``vals`` (G, K, C),
+    or (G, 3K, C) in-tangent, value, out-tangent triples for CUBICSPLINE."""
+    cubic = interpolation == "CUBICSPLINE"
     if cubic:
-        a_tan, v, b_tan = vals[0::3], vals[1::3], vals[2::3]
+        a_tan, v, b_tan = vals[:, 0::3], vals[:, 1::3], vals[:, 2::3]
     else:
         v = vals
-    if len(keys) == 0:
-        raise ValueError("channel without keys")
     if len(keys) == 1:
-        out = np.repeat(v[:1], len(t), axis=0)
-        return quat_normalize(out) if channel.path == "rotation" else out
+        out = np.repeat(v[:, :1], len(t), axis=1)
+        return quat_normalize(out) if rotation else out
     tc = np.clip(t, keys[0], keys[-1])
     k = np.clip(np.searchsorted(keys, tc, side="right") - 1, 0, len(keys) - 2)
     span = keys[k + 1] - keys[k]
     s = (tc - keys[k]) / span
-    if channel.interpolation == "STEP":
+    if interpolation == "STEP":
         idx = np.where(tc >= keys[-1], len(keys) - 1, k)
-        return v[idx].copy()
+        return v[:, idx].copy()
     if cubic:
         s2, s3 = s * s, s * s * s
         h00 = 2 * s3 - 3 * s2 + 1
         h10 = s3 - 2 * s2 + s
         h01 = -2 * s3 + 3 * s2
         h11 = s3 - s2
-        out = (h00[:, None] * v[k] + (span * h10)[:, None] * b_tan[k]
-               + h01[:, None] * v[k + 1] + (span * h11)[:, None] * a_tan[k + 1])
-        return quat_normalize(out) if channel.path == "rotation" else out
-    if channel.path == "rotation":
-        return quat_slerp(v[k], v[k + 1], s)
-    return v[k] + s[:, None] * (v[k + 1] - v[k])
+        out = (h00[:, None] * v[:, k] + (span * h10)[:, None] * b_tan[:, k]
+               + h01[:, None] * v[:, k + 1] + (span * h11)[:, None] * a_tan[:, k + 1])
+        return quat_normalize(out) if rotation else out
+    if rotation:
+        return quat_slerp(v[:, k], v[:, k + 1], s)
+    return v[:, k] + s[:, None] * (v[:, k + 1] - v[:, k])
 
 
 def from_time_zero(scene: Scene) -> Scene:
@@ -270,14 +299,32 @@ def rest_trs(node: Node) -> tuple:
 def sample_node_trs(scene: Scene, animation: Any, node: int, times: Any) -> tuple:
     """(T (F, 3), R (F, 4) xyzw, S (F, 3)) of ``node`` at ``times``: animated
     paths sampled, the others held at the node's rest transform."""
+    return sample_nodes_trs(scene, animation, [node], times)[node]
+
+
+_TRS = ("translation", "rotation", "scale")
+
+
+def sample_nodes_trs(scene: Scene, animation: Any, nodes: Any, times: Any) -> dict:
+    """{node: :func:`sample_node_trs`} for each of ``nodes``, their channels
+    sampled together (:func:`sample_channels`); a node's last channel of a path
+    is the one that counts."""
     t = np.asarray(times, dtype=np.float64).reshape(-1)
-    t0, r0, s0 = rest_trs(scene.nodes[node])
-    out = {"translation": np.tile(t0, (len(t), 1)), "rotation": np.tile(r0, (len(t), 1)),
-           "scale": np.tile(s0, (len(t), 1))}
+    want = set(nodes)
+    last: dict = {}
     for ch in animation.channels:
-        if ch.node == node and ch.path in out and len(ch.times):
-            out[ch.path] = sample_channel(ch, t)
-    return out["translation"], out["rotation"], out["scale"]
+        if ch.node in want and ch.path in _TRS and len(ch.times):
+            last[(ch.node, ch.path)] = ch
+    sampled = dict(zip(last, sample_channels(list(last.values()), t)))
+    out = {}
+    for node in nodes:
+        if all((node, p) in sampled for p in _TRS):
+            out[node] = tuple(sampled[(node, p)] for p in _TRS)
+            continue
+        rest = rest_trs(scene.nodes[node])
+        out[node] = tuple(sampled[(node, p)] if (node, p) in sampled else np.tile(r, (len(t), 1))
+                          for p, r in zip(_TRS, rest))
+    return out
 
 
 # ---- geometry ----------------------------------------------------------------------------

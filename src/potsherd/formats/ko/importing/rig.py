@@ -13,8 +13,8 @@ from ....scene import Scene
 from ....scene.bind_pose import rest_at_bind
 from ....scene.compare import paired_by_name
 from ....scene.model import unique_labels
-from ....scene.ops import (local_matrix, node_rotation_per_component, sample_node_trs,
-                          world_matrices)
+from ....scene.ops import (local_matrix, node_rotation_per_component, rest_trs, sample_node_trs,
+                          sample_nodes_trs, world_matrices)
 from ....scene.reorient import frames_like, reorient_joints
 from ....scene.xform import (decompose_matrix, inverse_affine, mirror_x, mirror_x_quat,
                             quat_continuous, quat_normalize, trs_to_matrix)
@@ -158,18 +158,30 @@ def _ancestors(scene: Scene, node: int | None) -> list[int]:
     return out
 
 
-def _timeline_trs(scene: Scene, node: int, layout: list, total: int) -> tuple:
+def _timeline_trs(scene: Scene, node: int, layout: list, total: int,
+                  cache: dict | None = None) -> tuple:
     """(T, R, S) of ``node`` on the joint timeline (``max(total, 1)`` frames):
-    frame 0 and the gaps hold the rest pose, each clip its sampled keys."""
-    t0, r0, s0 = sample_node_trs(scene, _EMPTY, node, [0.0])
+    frame 0 and the gaps hold the rest pose, each clip its sampled keys
+    (from ``cache``, :func:`_timelines`, when it has the node)."""
+    if cache is not None and node in cache:
+        return cache[node]
+    return _timelines(scene, [node], layout, total)[node]
+
+
+def _timelines(scene: Scene, nodes: list, layout: list, total: int) -> dict:
+    """{node: :func:`_timeline_trs`} for ``nodes``, each clip's channels of them
+    sampled together (one array operation per clip and kind of channel, not
+    a few per joint)."""
     n = max(total, 1)
-    tr, ro, sc = np.tile(t0[0], (n, 1)), np.tile(r0[0], (n, 1)), np.tile(s0[0], (n, 1))
+    out = {node: [np.tile(r, (n, 1)) for r in rest_trs(scene.nodes[node])] for node in nodes}
     frames = np.arange(n, dtype=np.float64)
     for a, lay in zip(scene.animations, layout):
         span = slice(int(lay["start"]), int(lay["end"]) + 1)
-        t, r, s_ = sample_node_trs(scene, a, node, (frames[span] - lay["start"]) / lay["fps"])
-        tr[span], ro[span], sc[span] = t, r, s_
-    return tr, ro, sc
+        got = sample_nodes_trs(scene, a, nodes, (frames[span] - lay["start"]) / lay["fps"])
+        for node, trs in got.items():
+            for track, values in zip(out[node], trs):
+                track[span] = values
+    return {node: tuple(v) for node, v in out.items()}
 
 
 def _world_track(scene: Scene, node: int | None, layout: list, total: int,
@@ -181,7 +193,7 @@ def _world_track(scene: Scene, node: int | None, layout: list, total: int,
     for k in range(len(chain) - 1, -1, -1):
         n = chain[k]
         if n not in cache:
-            local = trs_to_matrix(*_timeline_trs(scene, n, layout, total))
+            local = trs_to_matrix(*_timeline_trs(scene, n, layout, total, cache.get("trs")))
             cache[n] = local if k == len(chain) - 1 else cache[chain[k + 1]] @ local
     return cache[node]
 
@@ -221,7 +233,10 @@ def joint_root(scene: Scene, order: list[int], name: str | None = None,
     rebased = set(_rebased(scene, order))
     animated = {(c.node, c.path) for a in scene.animations for c in a.channels}
     moving = {node for node, path in animated if path in ("translation", "rotation", "scale")}
-    cache: dict = {}
+    # world tracks by node, and under "trs" every joint's and ancestor's
+    # timeline, sampled together
+    wanted = {a for node in order for a in _ancestors(scene, node)}
+    cache: dict = {"trs": _timelines(scene, sorted(wanted), layout, total)}
     records = []
     for node in order:
         nd = scene.nodes[node]
@@ -233,7 +248,7 @@ def joint_root(scene: Scene, order: list[int], name: str | None = None,
                                         local_matrix(nd), atol=1e-7):
                 _note_baked(scene, node, n3p[node])
         else:
-            tr, ro, sc = _timeline_trs(scene, node, layout, total)
+            tr, ro, sc = _timeline_trs(scene, node, layout, total, cache["trs"])
             baked = False
         if not (np.abs(tr) <= F32_MAX).all() or not (np.abs(sc) <= F32_MAX).all():
             raise ImportError_(f"skeleton: joint {nd.name!r} is placed or scaled past float32's "
