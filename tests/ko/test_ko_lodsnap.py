@@ -162,3 +162,19 @@ def test_restricted_welds_are_welding_the_rows_again(keys, data):
     first, remap = _restricted(group, sel)
     want_first, want_remap = weld(keys[sel])
     assert np.array_equal(first, want_first) and np.array_equal(remap, want_remap)
+
+
+def test_copies_are_chosen_alike_in_chunks_and_a_huge_fan_is_bounded(monkeypatch):
+    pos, uv, tris, lab = uv_sphere()
+    V = len(np.unique(tris))
+    targets = [V // 2, V // 4, V // 8]
+    whole = lodsnap.lod_triangles(pos, tris, targets, uv)
+    monkeypatch.setattr(lodsnap, "CHUNK_ROWS", 7)              # a few vertices per chunk
+    chunked = lodsnap.lod_triangles(pos, tris, targets, uv)
+    assert all(np.array_equal(a, b) for a, b in zip(whole, chunked))
+    # a position of more copies than MAX_CHOICE is landed on at its first copy,
+    # so the work stays vertices x MAX_CHOICE (here 1: the seam's two copies too)
+    monkeypatch.setattr(lodsnap, "MAX_CHOICE", 1)
+    capped = lodsnap.lod_triangles(pos, tris, targets, uv)
+    assert len(capped[0]) == len(whole[0])                     # the same collapses
+    assert not all(np.array_equal(a, b) for a, b in zip(whole, capped))   # other copies

@@ -36,6 +36,10 @@ from .pmgen import compiled_schedule
 NORMAL_WEIGHT = 1e-4
 #: rounds of the search for a level's collapse count (each one array pass)
 SEARCH_ROUNDS = 6
+#: (vertex, copy) pairs compared at once when copies pick their copy at a target
+CHUNK_ROWS = 1 << 20
+#: a position with more copies than this is landed on at its first copy
+MAX_CHOICE = 1024
 
 
 def accepted_collapses(schedule: np.ndarray, positions: int) -> np.ndarray:
@@ -91,7 +95,7 @@ class _Copies:
         self.by_label = np.argsort(label, kind="stable")
         self.count = np.bincount(label)
         self.start = np.cumsum(self.count) - self.count
-        self.keys = keys
+        self.keys = None if keys is None else np.nan_to_num(keys)   # (every distance a number)
 
     def landing(self, root: np.ndarray) -> np.ndarray:
         """(V,) the vertex each vertex becomes: itself where its position stays,
@@ -110,17 +114,34 @@ class _Copies:
         if not len(many):
             return out
         v, t, k = moved[many], target[many], n[many]
+        out[v] = self.by_label[self.start[t]]              # the first copy, unless...
         if self.keys is None:
-            out[v] = self.by_label[self.start[t]]
             return out
+        # ... one nearer in keys: all copies compared, in chunks of rows (a
+        # position of over MAX_CHOICE copies keeps its first: no model's seam
+        # or pole has so many, and comparing them all is vertices x copies)
+        pick = np.flatnonzero(k <= MAX_CHOICE)
+        ends = np.cumsum(k[pick])
+        at = 0
+        while at < len(pick):
+            stop = int(np.searchsorted(ends, (ends[at - 1] if at else 0) + CHUNK_ROWS, "right"))
+            stop = max(stop, at + 1)
+            rows = pick[at:stop]
+            out[v[rows]] = self._nearest(v[rows], t[rows], k[rows])
+            at = stop
+        return out
+
+    def _nearest(self, v: np.ndarray, t: np.ndarray, k: np.ndarray) -> np.ndarray:
+        """For each vertex ``v``, the copy at position ``t`` (``k`` copies)
+        nearest to it in keys, the first of equals."""
+        seg = np.cumsum(k) - k                          # each vertex's first row
         row = np.repeat(np.arange(len(v)), k)
-        within = np.arange(int(k.sum())) - np.repeat(np.cumsum(k) - k, k)
+        within = np.arange(int(k.sum())) - seg[row]
         cand = self.by_label[self.start[t][row] + within]
         d = ((self.keys[cand] - self.keys[v][row]) ** 2).sum(axis=1)
-        order = np.lexsort((within, d, row))      # per row: nearest, then first
-        first = np.flatnonzero(np.r_[True, row[order][1:] != row[order][:-1]])
-        out[v] = cand[order[first]]
-        return out
+        nearest = np.flatnonzero(d == np.minimum.reduceat(d, seg)[row])
+        first = nearest[np.searchsorted(nearest, seg)]  # each vertex's first nearest row
+        return cand[first]
 
 
 def snapshot(tris: np.ndarray, copies: _Copies, root: np.ndarray) -> np.ndarray:
