@@ -178,3 +178,24 @@ def test_copies_are_chosen_alike_in_chunks_and_a_huge_fan_is_bounded(monkeypatch
     capped = lodsnap.lod_triangles(pos, tris, targets, uv)
     assert len(capped[0]) == len(whole[0])                     # the same collapses
     assert not all(np.array_equal(a, b) for a, b in zip(whole, capped))   # other copies
+
+
+def test_where_the_order_stops_short_the_skin_replays_to_its_counts():
+    """The simplifier keeps a small grid's border and stops with more vertices
+    than the last level asks: no snapshot is taken then (it would repeat the
+    level above), and the skin's levels come from the replay's greedy tail."""
+    from potsherd.formats.ko.importing import Geometry, skins_root
+    n = 4
+    g = np.stack(np.meshgrid(np.arange(n + 1), np.arange(n + 1), indexing="ij"), -1).reshape(-1, 2)
+    pos = np.c_[g, np.zeros(len(g))].astype(np.float32)
+    a = (np.arange(n)[:, None] * (n + 1) + np.arange(n)[None]).ravel()
+    tris = np.concatenate([np.stack([a, a + n + 1, a + 1], 1),
+                           np.stack([a + 1, a + n + 1, a + n + 2], 1)])
+    V = len(pos)
+    assert lodsnap.lod_triangles(pos, tris, [V // 2, V // 4, V // 8], g / n) is None
+    geo = Geometry(pos, np.tile(np.float32([0, 0, 1]), (V, 1)), (g / n).astype(np.float32),
+                   tris, None, None)
+    lods = skins_root(geo, "grid", progressive=True)["lods"]
+    counts = [int(l["vertexCount"]) for l in lods]
+    assert counts[0] == V and counts[1] <= round(V / 2) and counts[3] <= round(V / 8)
+    assert counts[1] > counts[2] > counts[3] or counts[3] == 0

@@ -159,7 +159,9 @@ def lod_triangles(positions: np.ndarray, triangles: np.ndarray, vertex_targets: 
                   normals: np.ndarray | None = None) -> list | None:
     """For each of ``vertex_targets`` (None: the input), the (T', 3) triangles of
     the nested level with at most that many vertices in use; None without the
-    compiled simplifier (the caller then replays a progressive mesh)."""
+    compiled simplifier, or when its order stops short of a level (it leaves a
+    small or border-heavy mesh early): the caller then replays a progressive
+    mesh, whose greedy tail goes on to nothing."""
     pos = np.asarray(positions, np.float64)
     tris = np.asarray(triangles, np.int64).reshape(-1, 3)
     label = lexicographic_labels(pos)[1].reshape(-1)
@@ -182,16 +184,18 @@ def lod_triangles(positions: np.ndarray, triangles: np.ndarray, vertex_targets: 
             continue
         k, level = _level(tris, copies, pairs, n_pos, int(target), k,
                           int(used_p - target / per_position), per_position)
+        if level is None:
+            return None
         out.append(level)
     return out
 
 
 def _level(tris, copies, pairs, n_pos, target, floor, guess,
-           per_position) -> tuple[int, np.ndarray]:
+           per_position) -> tuple[int, np.ndarray | None]:
     """(k, triangles): the snapshot after ``k`` collapses (``k`` from ``floor``, so
     levels nest) using at most ``target`` vertices and within 1% of it, found
     from ``guess`` in steps of the vertices over or under (a vertex count falls
-    about ``per_position`` per collapse); all collapses when they leave more."""
+    about ``per_position`` per collapse); (k, None) when all of them leave more."""
     lo, hi = floor, len(pairs)        # the answer lies in [lo, hi]
     k = min(max(guess, lo), hi)
     best_k, best = None, None
@@ -208,6 +212,8 @@ def _level(tris, copies, pairs, n_pos, target, floor, guess,
             if lo > hi:
                 break
             k = min(hi, k + int(np.ceil((used - target) / per_position)))
-    if best is None:
-        best_k, best = hi, snapshot(tris, copies, roots(pairs[:hi], n_pos))
+    if best is None:                  # (then hi is every collapse: do they reach it?)
+        level = snapshot(tris, copies, roots(pairs[:hi], n_pos))
+        used = int(np.count_nonzero(np.bincount(level.reshape(-1), minlength=len(copies.label))))
+        best_k, best = hi, (level if used <= target else None)
     return best_k, best
