@@ -185,6 +185,7 @@ def test_where_the_order_stops_short_the_skin_replays_to_its_counts():
     than the last level asks: no snapshot is taken then (it would repeat the
     level above), and the skin's levels come from the replay's greedy tail."""
     from potsherd.formats.ko.importing import Geometry, skins_root
+    from potsherd.formats.ko.importing.base import SKIN_LOD_FRACTIONS
     n = 4
     g = np.stack(np.meshgrid(np.arange(n + 1), np.arange(n + 1), indexing="ij"), -1).reshape(-1, 2)
     pos = np.c_[g, np.zeros(len(g))].astype(np.float32)
@@ -197,5 +198,30 @@ def test_where_the_order_stops_short_the_skin_replays_to_its_counts():
                    tris, None, None)
     lods = skins_root(geo, "grid", progressive=True)["lods"]
     counts = [int(l["vertexCount"]) for l in lods]
-    assert counts[0] == V and counts[1] <= round(V / 2) and counts[3] <= round(V / 8)
-    assert counts[1] > counts[2] > counts[3] or counts[3] == 0
+    want = [round(f * V) for f in SKIN_LOD_FRACTIONS]
+    assert counts[0] == V and all(c <= w for c, w in zip(counts[1:], want[1:]))
+    assert counts[1] > counts[2] > counts[3] > 0
+
+
+def test_a_tiny_part_keeps_triangles_at_every_lod():
+    """The engine draws nothing for a skin LOD without vertices, so a part
+    whose lower levels collapse to nothing would vanish at a distance; such a
+    level repeats the one above."""
+    from potsherd.formats.ko.importing import Geometry, skins_root
+    from potsherd.formats.ko.importing.base import SKIN_LOD_FRACTIONS
+    corners = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0], [0, 0, 1]], np.float32)
+    pos, nrm, tris = [], [], []
+    for q in [(0, 2, 1), (0, 1, 3), (0, 3, 2), (1, 2, 3)]:   # flat-shaded: copies per face
+        c = corners[list(q)]
+        n = np.cross(c[1] - c[0], c[2] - c[0])
+        tris.append((len(pos), len(pos) + 1, len(pos) + 2))
+        pos += list(c)
+        nrm += [n / np.linalg.norm(n)] * 3
+    pos, nrm, tris = np.array(pos, np.float32), np.array(nrm, np.float32), np.array(tris)
+    uv = np.zeros((len(pos), 2), np.float32)
+    V = len(pos)
+    targets = [None] + [max(int(round(f * V)), 3) for f in SKIN_LOD_FRACTIONS[1:]]
+    raw = lodsnap.lod_triangles(pos, tris, targets, uv, nrm)
+    assert [len(t) for t in raw] == [4, 2, 0, 0]           # (the control: levels of nothing)
+    lods = skins_root(Geometry(pos, nrm, uv, tris, None, None), "tet", progressive=True)["lods"]
+    assert [int(l["faceCount"]) for l in lods] == [4, 2, 2, 2]

@@ -410,9 +410,11 @@ def _BINDING_TABLE():
 
 def skins_root(geo: Geometry, name: str, *, progressive: bool,
                lod_names: list | None = None) -> dict:
-    """Four LODs: the full mesh, then nested levels with half, a quarter and
-    an eighth of its vertices, snapshots of the compiled simplifier's collapse
-    order (:mod:`..lodsnap`), or without it of a progressive mesh's replay."""
+    """Four LODs: the full mesh, then nested levels with fewer of its vertices
+    (``SKIN_LOD_FRACTIONS``), snapshots of the compiled simplifier's collapse
+    order (:mod:`..lodsnap`), or without it of a progressive mesh's replay.
+    A level left without triangles (a tiny part) repeats the one above: the
+    engine draws nothing for an empty skin, so the part would vanish."""
     names = lod_names or [name] * 4
     lods = []
     if progressive and len(geo.triangles):
@@ -426,6 +428,9 @@ def skins_root(geo: Geometry, name: str, *, progressive: bool,
             for t in targets:
                 nv, ni, idx = replay(p, t)
                 levels.append(p.order[idx[:ni]].reshape(-1, 3))
+        for k in range(1, len(levels)):
+            if not len(levels[k]):
+                levels[k] = levels[k - 1]
         welds = _skin_welds(geo)
         lods = [_skin_lod(geo, tris, names[k], welds) for k, tris in enumerate(levels)]
     else:
