@@ -77,10 +77,27 @@ class ObjectM:
     materials: np.ndarray            #: (T,) scene material index, -1 none
     scene_node: int                  #: the glTF node standing for the object (offset node or its node)
     extras: dict = field(default_factory=dict)
+    #: (labels (C,), frames, normals, uvs): corners of one label have the same frames,
+    #: normal and uv (a vertex's corners), so an encoder may weld the labels' first
+    #: corners only; valid while those very arrays are the object's (see ``labels``)
+    _shared: tuple | None = field(default=None, repr=False, compare=False)
 
     @property
     def triangles(self) -> int:
         return self.frames.shape[1] // 3
+
+    def share_labels(self, labels: np.ndarray | None) -> None:
+        """Record corner labels (see ``_shared``) for the current arrays."""
+        self._shared = None if labels is None else (labels, self.frames, self.normals, self.uvs)
+
+    @property
+    def labels(self) -> np.ndarray | None:
+        """The corner labels, or None once any of the arrays was replaced."""
+        sh = self._shared
+        if sh is None or sh[1] is not self.frames or sh[2] is not self.normals \
+                or sh[3] is not self.uvs:
+            return None
+        return sh[0]
 
 
 @dataclass
@@ -303,7 +320,8 @@ def _geometry_pieces(scene: Scene, worlds: list, warnings: list,
             uv = (np.asarray(prim.uvs[0], np.float64) if prim.uvs and len(prim.uvs[0]) == n
                   else np.zeros((n, 2)))
             if skin is None or prim.joints is None or prim.weights is None:
-                pieces.setdefault(hi, []).append((frames[:, idx], nrm[idx], uv[idx], prim.material, hi))
+                pieces.setdefault(hi, []).append((frames[:, idx], nrm[idx], uv[idx], prim.material, hi,
+                                                  idx))
                 continue
             joints = np.asarray(prim.joints, np.int64).reshape(n, -1)
             weights = np.asarray(prim.weights, np.float64).reshape(n, -1)
@@ -384,6 +402,10 @@ def _skinned_pieces(pieces: dict, mesh_name: str, skin: Any, worlds: list, binds
         sub = which[other]
         which[other] = np.where(chosen >= 0, chosen, sub)
     mats = np.stack(mats)
+    # each corner is a (vertex, matrix) pair, and its vertex's corners share a few:
+    # the pairs are moved once each, in order of first appearance, then given out
+    reps, label = _distinct_pairs(corners, which, other, len(frames[0]))
+    corners, which = corners[reps], which[reps]
     # (np.take: several times faster than fancy indexing of rows, the same values;
     # only the top three rows, linear part and translation: a quarter less to copy)
     per = np.take(mats[:, :3], which, axis=0)
@@ -405,12 +427,40 @@ def _skinned_pieces(pieces: dict, mesh_name: str, skin: Any, worlds: list, binds
         else:
             nm[solid] = np.einsum("cj,cji->ci", nm[solid], m_inv[which[solid]])
     uv_c = np.take(uv, corners, axis=0)
+    moved, nm, uv_c = np.take(moved, label, axis=1), np.take(nm, label, axis=0), np.take(uv_c, label, axis=0)
     at = 0
     for j, a, b in runs:
         c0, c1 = at, at + 3 * (b - a)
         at = c1
-        piece = (moved[:, c0:c1], nm[c0:c1], uv_c[c0:c1], material, hi)
+        piece = (moved[:, c0:c1], nm[c0:c1], uv_c[c0:c1], material, hi, label[c0:c1])
         pieces.setdefault(int(skin.joints[j]), []).append(_mirrored(piece, binds[j][:3, :3]))
+
+
+def _distinct_pairs(corners: np.ndarray, which: np.ndarray, other: np.ndarray,
+                    n: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(reps, label)``: the first corner of each distinct (vertex, matrix) pair, in
+    corner order, and each corner's pair.  A corner on its own joint has that joint's
+    matrix, so its vertex alone is its key (a table of ``n``); only the few on
+    another joint's triangles need the pair, as one integer each."""
+    key = corners.copy()
+    if other.any():
+        _, inv = np.unique(corners[other] * (int(which.max()) + 1) + which[other],
+                           return_inverse=True)
+        key[other] = n + inv.reshape(-1)
+    return first_labels(key)
+
+
+def first_labels(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(reps, label)`` of small non-negative integer keys: the first position of
+    each distinct key (ascending) and each position's index among them, by a table
+    as long as the largest key, not a sort (``np.unique`` by first appearance)."""
+    pos = np.arange(len(key))
+    first = np.full(int(key.max()) + 1 if len(key) else 0, len(key))
+    np.minimum.at(first, key, pos)
+    is_first = np.zeros(len(key), bool)
+    is_first[first[key]] = True
+    rank = np.cumsum(is_first) - 1
+    return np.flatnonzero(is_first), rank[first[key]]
 
 
 def _mirrored(piece: tuple, lin: np.ndarray) -> tuple:
@@ -423,7 +473,9 @@ def _mirrored(piece: tuple, lin: np.ndarray) -> tuple:
         return piece
     frames, nrm, uv = piece[:3]
     order = np.arange(frames.shape[1]).reshape(-1, 3)[:, [0, 2, 1]].reshape(-1)
-    return (frames[:, order], nrm[order], uv[order], *piece[3:])
+    labels = piece[5] if len(piece) > 5 and piece[5] is not None else None
+    return (frames[:, order], nrm[order], uv[order], piece[3], piece[4],
+            None if labels is None else labels[order])
 
 
 def _animated_paths(scene: Scene) -> dict[int, set]:
@@ -570,21 +622,24 @@ def shape_model(scene: Scene, *, version: int = 8) -> ShapeModel:
         if (version >= 8 or i not in object_leaf) and np.abs(lin - np.eye(3)).max() > 1e-9:
             # v8 objects are offset by a translation only: the rest goes into the vertices
             inv_t = np.linalg.inv(lin).T if abs(np.linalg.det(lin)) > 1e-12 else lin
-            ps = [_mirrored((p[0] @ lin.T, p[1] @ inv_t.T, p[2], p[3], p[4]), lin) for p in ps]
+            # (no labels: a matrix product need not give equal rows equal bits)
+            ps = [_mirrored((p[0] @ lin.T, p[1] @ inv_t.T, p[2], p[3], p[4], None), lin) for p in ps]
         if version >= 8 or i not in object_leaf:
             t_only = np.eye(4)
             t_only[:3, 3] = offset[:3, 3] if i in object_leaf else 0.0
             if i not in object_leaf and np.abs(offset[:3, 3]).max() > 1e-9:
-                ps = [(p[0] + offset[:3, 3], p[1], p[2], p[3], p[4]) for p in ps]
+                ps = [(p[0] + offset[:3, 3], *p[1:]) for p in ps]
             offset = t_only
         nf = max(p[0].shape[0] for p in ps)
         frames = np.concatenate([np.concatenate([p[0], np.repeat(p[0][:1], nf - p[0].shape[0], 0)])
                                  for p in ps], axis=1)
         mats = np.concatenate([np.full(p[0].shape[1] // 3, -1 if p[3] is None else int(p[3])) for p in ps])
         node = scene.nodes[i]
-        objects.append(ObjectM(original_name(node) or f"object {i}", host, offset, frames,
-                               np.concatenate([p[1] for p in ps]), np.concatenate([p[2] for p in ps]),
-                               mats, i, dict(node.extras)))
+        obj = ObjectM(original_name(node) or f"object {i}", host, offset, frames,
+                      np.concatenate([p[1] for p in ps]), np.concatenate([p[2] for p in ps]),
+                      mats, i, dict(node.extras))
+        obj.share_labels(_object_labels(ps))
+        objects.append(obj)
         object_of_scene_node[i] = len(objects) - 1
         for p in ps:
             object_of_holder.setdefault(p[4], len(objects) - 1)
@@ -596,6 +651,19 @@ def shape_model(scene: Scene, *, version: int = 8) -> ShapeModel:
     joints = {int(j) for sk in scene.skins for j in sk.joints}
     return ShapeModel(nodes, objects, sequences, list(scene.materials), dict(scene.extras), warnings,
                       list(scene.images), joints)
+
+
+def _object_labels(ps: list) -> np.ndarray | None:
+    """The pieces' corner labels made one object's (each piece's shifted past the
+    ones before), or None when a piece has none."""
+    if any(p[5] is None for p in ps):
+        return None
+    out, at = [], 0
+    for p in ps:
+        lab = np.asarray(p[5], np.int64)
+        out.append(lab + at)
+        at += int(lab.max()) + 1 if len(lab) else 0
+    return np.concatenate(out) if out else np.zeros(0, np.int64)
 
 
 def _preorder(scene: Scene) -> list[int]:

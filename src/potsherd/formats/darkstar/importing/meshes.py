@@ -23,7 +23,7 @@ import numpy as np
 from ....core.layout import Table
 from ....scene.geometry import vector_lengths, weld
 from ..geometry import nearest_normals
-from ..model import ObjectM
+from ..model import ObjectM, first_labels
 from ..pers import LAYOUT
 
 
@@ -103,15 +103,19 @@ def mesh_blocks(objects: list, material_map: dict, warnings: list) -> list[dict]
         else:
             blocks[k] = _empty_block(o)
     if groups:
-        # the engine's normal of every corner, in one search
-        idx = nearest_normals(np.concatenate([objects[k].normals.reshape(-1, 3)
-                                              for g in groups.values() for k in g]))
+        order = [k for g in groups.values() for k in g]
+        reps, label = _corner_reps([objects[k] for k in order])
+        # the engine's normal of every distinct corner, in one search
+        idx = nearest_normals(np.take(np.concatenate([objects[k].normals.reshape(-1, 3)
+                                                      for k in order]), reps, axis=0))
         at = 0
         for nf, members in groups.items():
             cs = np.cumsum([0] + [objects[k].frames.shape[1] for k in members])
-            normal_idx, at = idx[at:at + cs[-1]], at + int(cs[-1])
-            _encode_group([objects[k] for k in members], members, nf, cs, normal_idx,
+            r0, r1 = np.searchsorted(reps, [at, at + int(cs[-1])])
+            _encode_group([objects[k] for k in members], members, nf, cs,
+                          (reps[r0:r1] - at, label[at:at + cs[-1]] - r0, idx[r0:r1]),
                           material_map, blocks, lost)
+            at += int(cs[-1])
     for k, o in enumerate(objects):
         if lost.get(k):
             warnings.append(f"mesh {o.name!r}: {lost[k]} of {o.frames.shape[1] // 3} triangles "
@@ -120,20 +124,46 @@ def mesh_blocks(objects: list, material_map: dict, warnings: list) -> list[dict]
     return blocks
 
 
-def _encode_group(objs: list, members: list, nf: int, cs: np.ndarray, normal_idx: np.ndarray,
+def _corner_reps(objs: list) -> tuple[np.ndarray, np.ndarray]:
+    """``(reps, label)`` over the objects' corners one after another: the first
+    corner of each set of corners known to be alike (``ObjectM.labels``: a vertex's
+    corners; every corner its own where an object has none), ascending, and each
+    corner's set.  Welding the first corners and handing each corner its set's
+    vertex gives what welding every corner does, at a fraction of the rows."""
+    keys, at = [], 0
+    for o in objs:
+        lab, c = o.labels, o.frames.shape[1]
+        if lab is None or len(lab) != c:
+            lab = np.arange(c)
+        keys.append(np.asarray(lab, np.int64) + at)
+        at += int(lab.max()) + 1 if c else 0
+    return first_labels(np.concatenate(keys))
+
+
+def _encode_group(objs: list, members: list, nf: int, cs: np.ndarray, alike: tuple,
                   material_map: dict, blocks: list, lost: dict) -> None:
     """The blocks of objects with ``nf`` frames each and corners ``cs[k]:cs[k + 1]``
-    of the concatenation."""
+    of the concatenation; ``alike`` is ``(reps, label, normal)``, the first corners of
+    the sets of alike corners (:func:`_corner_reps`), each corner's set, and each
+    set's engine normal."""
     n, nc = len(objs), int(cs[-1])
+    reps, label, rep_normal = alike
     counts_c = np.diff(cs)
     oid = np.repeat(np.arange(n, dtype=np.uint32), counts_c)
     frames = np.concatenate([o.frames for o in objs], axis=1)            # (F, C, 3) corners
-    key = np.concatenate([oid[:, None],
-                          frames.transpose(1, 0, 2).reshape(nc, -1).astype(np.float32).view(np.uint32),
-                          normal_idx[:, None].astype(np.uint32)], axis=1)
+    rep_frames = np.take(frames, reps, axis=1)
+    key = np.concatenate([oid[reps][:, None],
+                          rep_frames.transpose(1, 0, 2).reshape(len(reps), -1).astype(np.float32)
+                          .view(np.uint32),
+                          rep_normal[:, None].astype(np.uint32)], axis=1)
+    # welding the sets' first corners (in corner order) and composing: the same
+    # first appearances and vertex of every corner as welding every corner
     vfirst, vremap = weld(key)
+    vfirst, vremap = reps[vfirst], np.take(vremap, label)
     uv = np.concatenate([o.uvs for o in objs]).astype(np.float32)
-    tfirst, tremap = weld(oid, uv)
+    tfirst, tremap = weld(oid[reps], np.take(uv, reps, axis=0))
+    tfirst, tremap = reps[tfirst], np.take(tremap, label)
+    normal_idx = np.take(rep_normal, label)
     # each object's vertices (and texture vertices) are a run: the first appearances
     # of its corners' keys, which are the object's own
     vs = np.searchsorted(vfirst, cs)
