@@ -87,6 +87,16 @@ def _cross_areas(p: np.ndarray, tris: np.ndarray) -> np.ndarray:
     return vector_lengths(np.cross(c[:, 1] - c[:, 0], c[:, 2] - c[:, 0]))
 
 
+def _flat_after(q: np.ndarray, tris: np.ndarray) -> np.ndarray:
+    """Whether each triangle of the byte vertices ``q`` (V, 3) has no area: its
+    cross product is zero, exactly, in integers (what ``_cross_areas(q) == 0``
+    finds in floats, whose squares of such small integers are exact too)."""
+    c = np.take(q.astype(np.int32), tris, axis=0)
+    e1, e2 = c[:, 1] - c[:, 0], c[:, 2] - c[:, 0]
+    return ((e1[:, 1] * e2[:, 2] == e1[:, 2] * e2[:, 1]) & (e1[:, 2] * e2[:, 0] == e1[:, 0] * e2[:, 2])
+            & (e1[:, 0] * e2[:, 1] == e1[:, 1] * e2[:, 0]))
+
+
 def mesh_block(obj: ObjectM, material_map: dict, warnings: list) -> dict:
     """A ``TS::CelAnimMesh`` v3 for one object (see the module docstring)."""
     return mesh_blocks([obj], material_map, warnings)[0]
@@ -176,7 +186,7 @@ def _encode_group(objs: list, members: list, nf: int, cs: np.ndarray, alike: tup
     # triangles that flatten: an area before, none after (scene.geometry.flattened_triangles)
     # (the areas before only of the triangles with none after, usually none)
     tris = vremap.reshape(-1, 3)
-    none_after = np.flatnonzero(_cross_areas(q[0].astype(np.float64), tris) == 0)
+    none_after = np.flatnonzero(_flat_after(q[0], tris))
     if len(none_after):
         b = vframes[0]
         corners = np.take(b, vremap, axis=0)
