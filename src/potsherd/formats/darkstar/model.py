@@ -37,6 +37,7 @@ import numpy as np
 from ...scene import (Z_UP_Y_FORWARD_TO_GLTF, Scene, decompose_matrix,
                       quat_normalize, quat_slerp, trs_to_matrix)
 from ...scene.ops import default_morph_weights, morphed
+from ...scene.geometry import first_labels
 from ...scene.xform import inverse_affine
 from .skinning import world_matrices
 
@@ -432,12 +433,13 @@ def _skinned_pieces(pieces: dict, mesh_name: str, skin: Any, worlds: list, binds
         else:
             nm[solid] = np.einsum("cj,cji->ci", nm[solid], m_inv[which[solid]])
     uv_c = np.take(uv, corners, axis=0)
-    moved, nm, uv_c = np.take(moved, label, axis=1), np.take(nm, label, axis=0), np.take(uv_c, label, axis=0)
     at = 0
-    for j, a, b in runs:
+    for j, a, b in runs:                # each joint's corners taken from the pairs
         c0, c1 = at, at + 3 * (b - a)
         at = c1
-        piece = (moved[:, c0:c1], nm[c0:c1], uv_c[c0:c1], material, hi, label[c0:c1])
+        lab = label[c0:c1]
+        piece = (np.take(moved, lab, axis=1), np.take(nm, lab, axis=0), np.take(uv_c, lab, axis=0),
+                 material, hi, lab)
         pieces.setdefault(int(skin.joints[j]), []).append(_mirrored(piece, binds[j][:3, :3]))
 
 
@@ -453,19 +455,6 @@ def _distinct_pairs(corners: np.ndarray, which: np.ndarray, other: np.ndarray,
                            return_inverse=True)
         key[other] = n + inv.reshape(-1)
     return first_labels(key)
-
-
-def first_labels(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(reps, label)`` of small non-negative integer keys: the first position of
-    each distinct key (ascending) and each position's index among them, by a table
-    as long as the largest key, not a sort (``np.unique`` by first appearance)."""
-    pos = np.arange(len(key))
-    first = np.full(int(key.max()) + 1 if len(key) else 0, len(key))
-    np.minimum.at(first, key, pos)
-    is_first = np.zeros(len(key), bool)
-    is_first[first[key]] = True
-    rank = np.cumsum(is_first) - 1
-    return np.flatnonzero(is_first), rank[first[key]]
 
 
 def _mirrored(piece: tuple, lin: np.ndarray) -> tuple:
@@ -636,12 +625,15 @@ def shape_model(scene: Scene, *, version: int = 8) -> ShapeModel:
                 ps = [(p[0] + offset[:3, 3], *p[1:]) for p in ps]
             offset = t_only
         nf = max(p[0].shape[0] for p in ps)
-        frames = np.concatenate([np.concatenate([p[0], np.repeat(p[0][:1], nf - p[0].shape[0], 0)])
-                                 for p in ps], axis=1)
         mats = np.concatenate([np.full(p[0].shape[1] // 3, -1 if p[3] is None else int(p[3])) for p in ps])
         node = scene.nodes[i]
-        obj = ObjectM(original_name(node) or f"object {i}", host, offset, frames,
-                      np.concatenate([p[1] for p in ps]), np.concatenate([p[2] for p in ps]),
+        if len(ps) == 1:              # one piece (a joint's triangles): its arrays as they are
+            frames, normals, uvs = ps[0][:3]
+        else:
+            frames = np.concatenate([np.concatenate([p[0], np.repeat(p[0][:1], nf - p[0].shape[0], 0)])
+                                     for p in ps], axis=1)
+            normals, uvs = np.concatenate([p[1] for p in ps]), np.concatenate([p[2] for p in ps])
+        obj = ObjectM(original_name(node) or f"object {i}", host, offset, frames, normals, uvs,
                       mats, i, dict(node.extras))
         obj.share_labels(_object_labels(ps))
         objects.append(obj)
@@ -663,6 +655,8 @@ def _object_labels(ps: list) -> np.ndarray | None:
     ones before), or None when a piece has none."""
     if any(p[5] is None for p in ps):
         return None
+    if len(ps) == 1:
+        return ps[0][5]
     out, at = [], 0
     for p in ps:
         lab = np.asarray(p[5], np.int64)
@@ -708,8 +702,9 @@ def _node_keys(scene: Scene, members: list, by_node: dict, duration: float, fixe
     for path in ("rotation", "translation", "scale"):
         c = chans0.get(path)
         if c is None:
-            vals[path] = np.stack([np.tile(np.asarray(r[path], np.float64), (len(times), 1))
-                                   for r in rests], axis=1)
+            # every member's rest value at every time (one broadcast, not a tile each)
+            rest = np.array([np.asarray(r[path], np.float64) for r in rests], np.float64)
+            vals[path] = np.ascontiguousarray(np.broadcast_to(rest[None], (len(times),) + rest.shape))
         else:
             vals[path] = sample_many(c.times, [by_node[sn][path].values for sn in members],
                                      c.interpolation, times, path == "rotation")

@@ -21,9 +21,9 @@ from typing import Any
 import numpy as np
 
 from ....core.layout import Table
-from ....scene.geometry import vector_lengths, weld
+from ....scene.geometry import first_labels, vector_lengths, weld
 from ..geometry import nearest_normals
-from ..model import ObjectM, first_labels
+from ..model import ObjectM
 from ..pers import LAYOUT
 
 
@@ -113,19 +113,25 @@ def mesh_blocks(objects: list, material_map: dict, warnings: list) -> list[dict]
         else:
             blocks[k] = _empty_block(o)
     if groups:
-        order = [k for g in groups.values() for k in g]
-        reps, label = _corner_reps([objects[k] for k in order])
+        order = [objects[k] for g in groups.values() for k in g]
+        reps, label = _corner_reps(order)
+        # each object's first corners, as its own corner numbers (the arrays are read
+        # there, object by object: no copy of every corner of every object)
+        starts = np.cumsum([0] + [o.frames.shape[1] for o in order])
+        cut = np.searchsorted(reps, starts).tolist()
+        own = [reps[a:b] - c for a, b, c in zip(cut, cut[1:], starts.tolist())]
         # the engine's normal of every distinct corner, in one search
-        idx = nearest_normals(np.take(np.concatenate([objects[k].normals.reshape(-1, 3)
-                                                      for k in order]), reps, axis=0))
+        idx = nearest_normals(np.concatenate([np.take(o.normals.reshape(-1, 3), r, axis=0)
+                                              for o, r in zip(order, own)]))
         at = 0
         for nf, members in groups.items():
             cs = np.cumsum([0] + [objects[k].frames.shape[1] for k in members])
-            r0, r1 = np.searchsorted(reps, [at, at + int(cs[-1])])
+            r0, r1 = cut[at], cut[at + len(members)]
             _encode_group([objects[k] for k in members], members, nf, cs,
-                          (reps[r0:r1] - at, label[at:at + cs[-1]] - r0, idx[r0:r1]),
+                          (reps[r0:r1] - starts[at], own[at:at + len(members)],
+                           label[starts[at]:starts[at] + cs[-1]] - r0, idx[r0:r1]),
                           material_map, blocks, lost)
-            at += int(cs[-1])
+            at += len(members)
     for k, o in enumerate(objects):
         if lost.get(k):
             warnings.append(f"mesh {o.name!r}: {lost[k]} of {o.frames.shape[1] // 3} triangles "
@@ -153,15 +159,14 @@ def _corner_reps(objs: list) -> tuple[np.ndarray, np.ndarray]:
 def _encode_group(objs: list, members: list, nf: int, cs: np.ndarray, alike: tuple,
                   material_map: dict, blocks: list, lost: dict) -> None:
     """The blocks of objects with ``nf`` frames each and corners ``cs[k]:cs[k + 1]``
-    of the concatenation; ``alike`` is ``(reps, label, normal)``, the first corners of
-    the sets of alike corners (:func:`_corner_reps`), each corner's set, and each
-    set's engine normal."""
-    n, nc = len(objs), int(cs[-1])
-    reps, label, rep_normal = alike
+    of the concatenation; ``alike`` is ``(reps, own, label, normal)``, the first
+    corners of the sets of alike corners (:func:`_corner_reps`), the same as each
+    object's own corner numbers, each corner's set, and each set's engine normal."""
+    n = len(objs)
+    reps, own, label, rep_normal = alike
     counts_c = np.diff(cs)
     oid = np.repeat(np.arange(n, dtype=np.uint32), counts_c)
-    frames = np.concatenate([o.frames for o in objs], axis=1)            # (F, C, 3) corners
-    rep_frames = np.take(frames, reps, axis=1)
+    rep_frames = np.concatenate([np.take(o.frames, r, axis=1) for o, r in zip(objs, own)], axis=1)
     key = np.concatenate([oid[reps][:, None],
                           rep_frames.transpose(1, 0, 2).reshape(len(reps), -1).astype(np.float32)
                           .view(np.uint32),
@@ -169,9 +174,11 @@ def _encode_group(objs: list, members: list, nf: int, cs: np.ndarray, alike: tup
     # welding the sets' first corners (in corner order) and composing: the same
     # first appearances and vertex of every corner as welding every corner
     vfirst, vremap = weld(key)
+    vframes = np.take(rep_frames, vfirst, axis=1)
     vfirst, vremap = reps[vfirst], np.take(vremap, label)
-    uv = np.concatenate([o.uvs for o in objs]).astype(np.float32)
-    tfirst, tremap = weld(oid[reps], np.take(uv, reps, axis=0))
+    uv = np.concatenate([np.take(o.uvs, r, axis=0) for o, r in zip(objs, own)]).astype(np.float32)
+    tfirst, tremap = weld(oid[reps], uv)
+    uv_t = np.take(uv, tfirst, axis=0)
     tfirst, tremap = reps[tfirst], np.take(tremap, label)
     normal_idx = np.take(rep_normal, label)
     # each object's vertices (and texture vertices) are a run: the first appearances
@@ -179,7 +186,6 @@ def _encode_group(objs: list, members: list, nf: int, cs: np.ndarray, alike: tup
     vs = np.searchsorted(vfirst, cs)
     ts = np.searchsorted(tfirst, cs)
     counts_v = np.diff(vs)
-    vframes = np.take(frames, vfirst, axis=1)
     lo = np.minimum.reduceat(vframes, vs[:-1], axis=1).astype(np.float32)   # (F, n, 3)
     hi = np.maximum.reduceat(vframes, vs[:-1], axis=1).astype(np.float32)
     q, scale, origin = _quantised(vframes, lo, hi, counts_v)
@@ -202,27 +208,36 @@ def _encode_group(objs: list, members: list, nf: int, cs: np.ndarray, alike: tup
         + np.repeat(origin, counts_v, axis=1)
     radius = np.maximum.reduceat(vector_lengths(decoded), vs[:-1], axis=1).max(axis=0)
     mats = _mapped(np.concatenate([o.materials for o in objs]), material_map)
+    # every object's tables made as one table of the group (each object's rows a run of
+    # it) and handed out as slices: a few array passes, not a dozen calls per object
     t = _tables("TS::CelAnimMesh", 3)
-    for k, o in enumerate(objs):
-        c0, c1, v0, v1, t0, t1 = cs[k], cs[k + 1], vs[k], vs[k + 1], ts[k], ts[k + 1]
-        nv = int(v1 - v0)
-        fq = q[:, v0:v1].reshape(-1, 3)
-        verts = _table(t["verts"], len(fq), x=fq[:, 0], y=fq[:, 1], z=fq[:, 2],
-                       normal=np.tile(normal_idx[vfirst[v0:v1]], nf))
-        tuv = uv[tfirst[t0:t1]]
-        tv = _table(t["textureVerts"], int(t1 - t0), x=tuv[:, 0], y=tuv[:, 1])
-        tri_v = (vremap[c0:c1] - v0).reshape(-1, 3)[:, [0, 2, 1]]      # back to the stored winding
-        tri_t = (tremap[c0:c1] - t0).reshape(-1, 3)[:, [0, 2, 1]]
-        faces = _table(t["faces"], len(tri_v), vi1=tri_v[:, 0], ti1=tri_t[:, 0], vi2=tri_v[:, 1],
-                       ti2=tri_t[:, 1], vi3=tri_v[:, 2], ti3=tri_t[:, 2],
-                       material=mats[c0 // 3:c1 // 3])
-        sc, og = scale[:, k], origin[:, k]
-        fr = _table(t["frames"], nf, firstVert=np.arange(nf) * nv,
+    kv = np.repeat(np.arange(n), counts_v)                       # each vertex's object
+    local = np.arange(len(vfirst)) - vs[kv]
+    # vertex v of object k in frame f: row vs[k] * nf + f * nv[k] + local[v]
+    row = ((vs[kv] * nf + local)[None, :] + np.arange(nf)[:, None] * counts_v[kv][None, :]).reshape(-1)
+    verts_all = np.zeros(nf * len(vfirst), t["verts"])
+    for c, name in enumerate(("x", "y", "z")):
+        verts_all[name][row] = q[:, :, c].reshape(-1)
+    verts_all["normal"][row] = np.tile(np.take(normal_idx, vfirst), nf)
+    tv_all = _table(t["textureVerts"], len(tfirst), x=uv_t[:, 0], y=uv_t[:, 1])
+    kc = np.repeat(np.arange(n), counts_c)                       # each corner's object
+    tri_v = (vremap - vs[kc]).reshape(-1, 3)[:, [0, 2, 1]]       # back to the stored winding
+    tri_t = (tremap - ts[kc]).reshape(-1, 3)[:, [0, 2, 1]]
+    faces_all = _table(t["faces"], len(tri_v), vi1=tri_v[:, 0], ti1=tri_t[:, 0], vi2=tri_v[:, 1],
+                       ti2=tri_t[:, 1], vi3=tri_v[:, 2], ti3=tri_t[:, 2], material=mats)
+    sc, og = (x.transpose(1, 0, 2).reshape(-1, 3) for x in (scale, origin))   # object-major
+    fr_all = _table(t["frames"], n * nf, firstVert=np.tile(np.arange(nf), n) * np.repeat(counts_v, nf),
                     scaleX=sc[:, 0], scaleY=sc[:, 1], scaleZ=sc[:, 2],
                     originX=og[:, 0], originY=og[:, 1], originZ=og[:, 2])
+    bounds = zip(cs.tolist(), vs.tolist(), ts.tolist(), radius.tolist(),
+                 cs[1:].tolist(), vs[1:].tolist(), ts[1:].tolist())
+    for k, (c0, v0, t0, r, c1, v1, t1) in enumerate(bounds):
+        nv = v1 - v0
+        verts, tv = verts_all[v0 * nf:v1 * nf], tv_all[t0:t1]
+        faces, fr = faces_all[c0 // 3:c1 // 3], fr_all[k * nf:(k + 1) * nf]
         payload = {"numVerts": len(verts), "mVertsPerFrame": nv, "numTexVerts": len(tv),
                    "numFaces": len(faces), "numFrames": nf, "mTextureVertsPerFrame": len(tv),
-                   "radius": float(radius[k]), "verts": verts, "textureVerts": tv,
+                   "radius": r, "verts": verts, "textureVerts": tv,
                    "faces": faces, "frames": fr}
         blocks[members[k]] = _block("TS::CelAnimMesh", 3, payload)
 
