@@ -382,15 +382,17 @@ def _skinned_pieces(pieces: dict, mesh_name: str, skin: Any, worlds: list, binds
         return
     tris = np.concatenate([by_joint[a:b] for _, a, b in runs])
     corners = np.take(idx.reshape(-1, 3), tris, axis=0).reshape(-1)
-    corner_joint = np.repeat(np.concatenate([np.full(b - a, j) for j, a, b in runs]), 3)
+    # each triangle's joint (its corners' joint: compared per triangle, not copied per corner)
+    tri_run_joint = np.repeat(np.array([j for j, _, _ in runs], np.int64), [b - a for _, a, b in runs])
     corner_dom = dominant[corners]
     mats = [binds[j] for j, _, _ in runs]               # matrix k: run k's bind
     which = np.repeat(np.arange(len(runs)), [3 * (b - a) for _, a, b in runs])
-    other = corner_dom != corner_joint
+    other = (corner_dom.reshape(-1, 3) != tri_run_joint[:, None]).reshape(-1)
     if other.any():
         # the distinct (joint, dominant joint) pairs in order, as one integer each
         # (a 1-D unique, several times faster than np.unique(axis=0) on the pairs)
-        j, d = corner_joint[other], corner_dom[other]
+        at_other = np.flatnonzero(other)
+        j, d = tri_run_joint[at_other // 3], corner_dom[at_other]
         d_min = int(d.min())
         span = int(d.max()) - d_min + 1
         keys, inv = np.unique(j * span + (d - d_min), return_inverse=True)
