@@ -399,6 +399,21 @@ def quat_to_matrix_(q):
     return quat_to_matrix(np.asarray(q).reshape(4))
 
 
+def test_first_labels_are_np_unique_in_first_appearance_order():
+    """A table of the keys gives each distinct key's first position (ascending)
+    and each key's rank among them, as np.unique's first indices ranked."""
+    from potsherd.scene.geometry import first_labels
+    key = np.random.default_rng(5).integers(0, 60, 500)
+    reps, label = first_labels(key)
+    _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    assert np.array_equal(reps, np.sort(first))
+    rank = np.argsort(np.argsort(first))          # each distinct key's place by first appearance
+    assert np.array_equal(label, rank[inverse.reshape(-1)])
+    assert np.array_equal(key[reps][label], key) and len(reps) < len(key)
+    none, nothing = first_labels(np.zeros(0, np.int64))
+    assert none.shape == (0,) and nothing.shape == (0,)
+
+
 def test_lexicographic_labels_are_np_unique_rows():
     """One lexsort gives np.unique(axis=0)'s distinct rows and inverse, -0.0
     equal to 0.0 (the control: the rows do repeat, so labels are shared)."""

@@ -90,6 +90,22 @@ def lexicographic_labels(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return srt[new], label
 
 
+def first_labels(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(reps, label)`` of small non-negative integer keys: the first position of
+    each distinct key (ascending) and each position's index among them, by a table
+    as long as the largest key, not a sort (``np.unique`` by first appearance).
+    The tables are per key, not per position: a position array less to fill."""
+    key = np.asarray(key, np.int64)
+    first = np.full(int(key.max()) + 1 if len(key) else 0, len(key))
+    np.minimum.at(first, key, np.arange(len(key)))
+    is_first = np.zeros(len(key), bool)
+    is_first[first[first < len(key)]] = True
+    reps = np.flatnonzero(is_first)
+    rank = np.empty(len(first), np.int64)              # each key's place among the firsts
+    rank[np.take(key, reps)] = np.arange(len(reps))
+    return reps, np.take(rank, key)
+
+
 _HASH_MUL = np.uint64(0x9E3779B97F4A7C15)
 
 

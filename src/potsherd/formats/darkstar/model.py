@@ -37,6 +37,7 @@ import numpy as np
 from ...scene import (Z_UP_Y_FORWARD_TO_GLTF, Scene, decompose_matrix,
                       quat_normalize, quat_slerp, trs_to_matrix)
 from ...scene.ops import default_morph_weights, morphed
+from ...scene.geometry import first_labels
 from ...scene.xform import inverse_affine
 from .skinning import world_matrices
 
@@ -77,10 +78,27 @@ class ObjectM:
     materials: np.ndarray            #: (T,) scene material index, -1 none
     scene_node: int                  #: the glTF node standing for the object (offset node or its node)
     extras: dict = field(default_factory=dict)
+    #: (labels (C,), frames, normals, uvs): corners of one label have the same frames,
+    #: normal and uv (a vertex's corners), so an encoder may weld the labels' first
+    #: corners only; valid while those very arrays are the object's (see ``labels``)
+    _shared: tuple | None = field(default=None, repr=False, compare=False)
 
     @property
     def triangles(self) -> int:
         return self.frames.shape[1] // 3
+
+    def share_labels(self, labels: np.ndarray | None) -> None:
+        """Record corner labels (see ``_shared``) for the current arrays."""
+        self._shared = None if labels is None else (labels, self.frames, self.normals, self.uvs)
+
+    @property
+    def labels(self) -> np.ndarray | None:
+        """The corner labels, or None once any of the arrays was replaced."""
+        sh = self._shared
+        if sh is None or sh[1] is not self.frames or sh[2] is not self.normals \
+                or sh[3] is not self.uvs:
+            return None
+        return sh[0]
 
 
 @dataclass
@@ -258,9 +276,10 @@ def _blends(scene: Scene, warnings: list) -> dict[int, tuple[dict, list]]:
 def _geometry_pieces(scene: Scene, worlds: list, warnings: list,
                      blends: dict[int, tuple]) -> dict[int, list]:
     """Scene node -> pieces ``(frames (F, C, 3), normals (C, 3), uvs (C, 2),
-    material, holder node)`` in that node's space, one per primitive part.  The
-    frames are the mesh, each morph target's shape, then each of ``blends``
-    (:func:`_blends`)."""
+    material, holder node, labels (C,))`` in that node's space, one per primitive
+    part.  The frames are the mesh, each morph target's shape, then each of
+    ``blends`` (:func:`_blends`); corners of one label are alike (a vertex's
+    corners, see ``ObjectM.labels``), so the encoder welds one corner per label."""
     pieces: dict[int, list] = {}
     animated = _animated_paths(scene)
     for hi, node in enumerate(scene.nodes):
@@ -303,16 +322,21 @@ def _geometry_pieces(scene: Scene, worlds: list, warnings: list,
             uv = (np.asarray(prim.uvs[0], np.float64) if prim.uvs and len(prim.uvs[0]) == n
                   else np.zeros((n, 2)))
             if skin is None or prim.joints is None or prim.weights is None:
-                pieces.setdefault(hi, []).append((frames[:, idx], nrm[idx], uv[idx], prim.material, hi))
+                pieces.setdefault(hi, []).append((frames[:, idx], nrm[idx], uv[idx], prim.material, hi,
+                                                  idx))
                 continue
             joints = np.asarray(prim.joints, np.int64).reshape(n, -1)
             weights = np.asarray(prim.weights, np.float64).reshape(n, -1)
             dominant = joints[np.arange(n), np.argmax(weights, axis=1)]
-            if (np.sort(weights, axis=1)[:, :-1] > 0.01).any():
+            # (some vertex with two weights over 0.01, as a count: a row sort is slow;
+            # the weights are finite, require_finite saw to that)
+            if ((weights > 0.01).sum(axis=1) > 1).any():
                 warnings.append(f"mesh {mesh.name!r}: blended skin weights reduced to each vertex's "
                                 "strongest joint (shape meshes are rigid on one node)")
             corner_joint = dominant[idx].reshape(-1, 3)
-            spanning = int((corner_joint.min(axis=1) != corner_joint.max(axis=1)).sum())
+            # (the three columns compared: a reduction along rows of three is slow)
+            c0, c1, c2 = corner_joint[:, 0], corner_joint[:, 1], corner_joint[:, 2]
+            spanning = int(((c0 != c1) | (c1 != c2)).sum())
             if spanning:
                 warnings.append(f"mesh {mesh.name!r}: {spanning} triangles have corners on "
                                 "different joints; shape meshes are rigid, so each follows one "
@@ -358,15 +382,17 @@ def _skinned_pieces(pieces: dict, mesh_name: str, skin: Any, worlds: list, binds
         return
     tris = np.concatenate([by_joint[a:b] for _, a, b in runs])
     corners = np.take(idx.reshape(-1, 3), tris, axis=0).reshape(-1)
-    corner_joint = np.repeat(np.concatenate([np.full(b - a, j) for j, a, b in runs]), 3)
+    # each triangle's joint (its corners' joint: compared per triangle, not copied per corner)
+    tri_run_joint = np.repeat(np.array([j for j, _, _ in runs], np.int64), [b - a for _, a, b in runs])
     corner_dom = dominant[corners]
     mats = [binds[j] for j, _, _ in runs]               # matrix k: run k's bind
     which = np.repeat(np.arange(len(runs)), [3 * (b - a) for _, a, b in runs])
-    other = corner_dom != corner_joint
+    other = (corner_dom.reshape(-1, 3) != tri_run_joint[:, None]).reshape(-1)
     if other.any():
         # the distinct (joint, dominant joint) pairs in order, as one integer each
         # (a 1-D unique, several times faster than np.unique(axis=0) on the pairs)
-        j, d = corner_joint[other], corner_dom[other]
+        at_other = np.flatnonzero(other)
+        j, d = tri_run_joint[at_other // 3], corner_dom[at_other]
         d_min = int(d.min())
         span = int(d.max()) - d_min + 1
         keys, inv = np.unique(j * span + (d - d_min), return_inverse=True)
@@ -384,6 +410,10 @@ def _skinned_pieces(pieces: dict, mesh_name: str, skin: Any, worlds: list, binds
         sub = which[other]
         which[other] = np.where(chosen >= 0, chosen, sub)
     mats = np.stack(mats)
+    # each corner is a (vertex, matrix) pair, and its vertex's corners share a few:
+    # the pairs are moved once each, in order of first appearance, then given out
+    reps, label = _distinct_pairs(corners, which, other, len(frames[0]))
+    corners, which = corners[reps], which[reps]
     # (np.take: several times faster than fancy indexing of rows, the same values;
     # only the top three rows, linear part and translation: a quarter less to copy)
     per = np.take(mats[:, :3], which, axis=0)
@@ -406,11 +436,27 @@ def _skinned_pieces(pieces: dict, mesh_name: str, skin: Any, worlds: list, binds
             nm[solid] = np.einsum("cj,cji->ci", nm[solid], m_inv[which[solid]])
     uv_c = np.take(uv, corners, axis=0)
     at = 0
-    for j, a, b in runs:
+    for j, a, b in runs:                # each joint's corners taken from the pairs
         c0, c1 = at, at + 3 * (b - a)
         at = c1
-        piece = (moved[:, c0:c1], nm[c0:c1], uv_c[c0:c1], material, hi)
+        lab = label[c0:c1]
+        piece = (np.take(moved, lab, axis=1), np.take(nm, lab, axis=0), np.take(uv_c, lab, axis=0),
+                 material, hi, lab)
         pieces.setdefault(int(skin.joints[j]), []).append(_mirrored(piece, binds[j][:3, :3]))
+
+
+def _distinct_pairs(corners: np.ndarray, which: np.ndarray, other: np.ndarray,
+                    n: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(reps, label)``: the first corner of each distinct (vertex, matrix) pair, in
+    corner order, and each corner's pair.  A corner on its own joint has that joint's
+    matrix, so its vertex alone is its key (a table of ``n``); only the few on
+    another joint's triangles need the pair, as one integer each."""
+    key = corners.copy()
+    if other.any():
+        _, inv = np.unique(corners[other] * (int(which.max()) + 1) + which[other],
+                           return_inverse=True)
+        key[other] = n + inv.reshape(-1)
+    return first_labels(key)
 
 
 def _mirrored(piece: tuple, lin: np.ndarray) -> tuple:
@@ -423,7 +469,9 @@ def _mirrored(piece: tuple, lin: np.ndarray) -> tuple:
         return piece
     frames, nrm, uv = piece[:3]
     order = np.arange(frames.shape[1]).reshape(-1, 3)[:, [0, 2, 1]].reshape(-1)
-    return (frames[:, order], nrm[order], uv[order], *piece[3:])
+    labels = piece[5] if len(piece) > 5 and piece[5] is not None else None
+    return (frames[:, order], nrm[order], uv[order], piece[3], piece[4],
+            None if labels is None else labels[order])
 
 
 def _animated_paths(scene: Scene) -> dict[int, set]:
@@ -570,21 +618,27 @@ def shape_model(scene: Scene, *, version: int = 8) -> ShapeModel:
         if (version >= 8 or i not in object_leaf) and np.abs(lin - np.eye(3)).max() > 1e-9:
             # v8 objects are offset by a translation only: the rest goes into the vertices
             inv_t = np.linalg.inv(lin).T if abs(np.linalg.det(lin)) > 1e-12 else lin
-            ps = [_mirrored((p[0] @ lin.T, p[1] @ inv_t.T, p[2], p[3], p[4]), lin) for p in ps]
+            # (no labels: a matrix product need not give equal rows equal bits)
+            ps = [_mirrored((p[0] @ lin.T, p[1] @ inv_t.T, p[2], p[3], p[4], None), lin) for p in ps]
         if version >= 8 or i not in object_leaf:
             t_only = np.eye(4)
             t_only[:3, 3] = offset[:3, 3] if i in object_leaf else 0.0
             if i not in object_leaf and np.abs(offset[:3, 3]).max() > 1e-9:
-                ps = [(p[0] + offset[:3, 3], p[1], p[2], p[3], p[4]) for p in ps]
+                ps = [(p[0] + offset[:3, 3], *p[1:]) for p in ps]
             offset = t_only
         nf = max(p[0].shape[0] for p in ps)
-        frames = np.concatenate([np.concatenate([p[0], np.repeat(p[0][:1], nf - p[0].shape[0], 0)])
-                                 for p in ps], axis=1)
         mats = np.concatenate([np.full(p[0].shape[1] // 3, -1 if p[3] is None else int(p[3])) for p in ps])
         node = scene.nodes[i]
-        objects.append(ObjectM(original_name(node) or f"object {i}", host, offset, frames,
-                               np.concatenate([p[1] for p in ps]), np.concatenate([p[2] for p in ps]),
-                               mats, i, dict(node.extras)))
+        if len(ps) == 1:              # one piece (a joint's triangles): its arrays as they are
+            frames, normals, uvs = ps[0][:3]
+        else:
+            frames = np.concatenate([np.concatenate([p[0], np.repeat(p[0][:1], nf - p[0].shape[0], 0)])
+                                     for p in ps], axis=1)
+            normals, uvs = np.concatenate([p[1] for p in ps]), np.concatenate([p[2] for p in ps])
+        obj = ObjectM(original_name(node) or f"object {i}", host, offset, frames, normals, uvs,
+                      mats, i, dict(node.extras))
+        obj.share_labels(_object_labels(ps))
+        objects.append(obj)
         object_of_scene_node[i] = len(objects) - 1
         for p in ps:
             object_of_holder.setdefault(p[4], len(objects) - 1)
@@ -596,6 +650,21 @@ def shape_model(scene: Scene, *, version: int = 8) -> ShapeModel:
     joints = {int(j) for sk in scene.skins for j in sk.joints}
     return ShapeModel(nodes, objects, sequences, list(scene.materials), dict(scene.extras), warnings,
                       list(scene.images), joints)
+
+
+def _object_labels(ps: list) -> np.ndarray | None:
+    """The pieces' corner labels made one object's (each piece's shifted past the
+    ones before), or None when a piece has none."""
+    if any(p[5] is None for p in ps):
+        return None
+    if len(ps) == 1:
+        return ps[0][5]
+    out, at = [], 0
+    for p in ps:
+        lab = np.asarray(p[5], np.int64)
+        out.append(lab + at)
+        at += int(lab.max()) + 1 if len(lab) else 0
+    return np.concatenate(out) if out else np.zeros(0, np.int64)
 
 
 def _preorder(scene: Scene) -> list[int]:
@@ -635,8 +704,9 @@ def _node_keys(scene: Scene, members: list, by_node: dict, duration: float, fixe
     for path in ("rotation", "translation", "scale"):
         c = chans0.get(path)
         if c is None:
-            vals[path] = np.stack([np.tile(np.asarray(r[path], np.float64), (len(times), 1))
-                                   for r in rests], axis=1)
+            # every member's rest value at every time (one broadcast, not a tile each)
+            rest = np.array([np.asarray(r[path], np.float64) for r in rests], np.float64)
+            vals[path] = np.ascontiguousarray(np.broadcast_to(rest[None], (len(times),) + rest.shape))
         else:
             vals[path] = sample_many(c.times, [by_node[sn][path].values for sn in members],
                                      c.interpolation, times, path == "rotation")

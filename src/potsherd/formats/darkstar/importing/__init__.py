@@ -618,7 +618,8 @@ def _check_finite(model: ShapeModel) -> None:
             raise ShapeImportError(f"node {n.name!r}: non-finite rest transform (or past 1e38)")
     for o in model.objects:
         for what, arr in (("positions", o.frames), ("offset", o.offset), ("uvs", o.uvs)):
-            if not (np.abs(arr) <= 1e38).all():
+            # (every |value| <= 1e38 and no NaN, from the two extremes: no temporaries)
+            if arr.size and not (arr.max() <= 1e38 and arr.min() >= -1e38):
                 raise ShapeImportError(f"object {o.name!r}: non-finite {what} (or past 1e38)")
         if not np.isfinite(o.normals).all():
             o.normals = np.where(np.isfinite(o.normals), o.normals, 0.0)

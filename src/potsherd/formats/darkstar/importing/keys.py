@@ -72,7 +72,8 @@ def transforms_and_keys(nodes: list, objects: list, seqs: list, node_src: dict, 
         for i in np.flatnonzero(big).tolist():
             warnings.append(f"node {nodes[i].name!r}: scale {np.round(sv_d[i], 4).tolist()} "
                             "dropped (v8 transforms have none)")
-    q_parts, t_parts, s_parts = [stored_quat(q_d, version)], [tv_d], [sv_d]
+    # the rotations stored in one call over all of them (row by row, the same values)
+    q_parts, t_parts, s_parts = [np.asarray(q_d, np.float64).reshape(-1, 4)], [tv_d], [sv_d]
     pos_parts, val_parts, flag_parts = [], [], []
     subs: list = []
     node_subs: dict = {i: [] for i in range(len(nodes))}
@@ -90,7 +91,7 @@ def transforms_and_keys(nodes: list, objects: list, seqs: list, node_src: dict, 
             times, q, tv, sv = k
             dur = seq.duration if seq.duration > 0 else 1.0
             pos_parts.append(np.asarray(times, np.float64) / dur)
-            q_parts.append(stored_quat(q, version))
+            q_parts.append(np.asarray(q, np.float64).reshape(-1, 4))
             t_parts.append(np.asarray(tv, np.float64).reshape(-1, 3))
             s_parts.append(np.asarray(sv, np.float64).reshape(-1, 3))
             node_subs[i].append(len(subs))
@@ -116,7 +117,7 @@ def transforms_and_keys(nodes: list, objects: list, seqs: list, node_src: dict, 
             obj_subs[oi].append(len(subs))
             subs.append((s, nk, n_keys))
             n_keys += nk
-    q_all = np.concatenate(q_parts)
+    q_all = stored_quat(np.concatenate(q_parts), version)
     t_all = np.concatenate(t_parts)
     s_all = np.concatenate(s_parts)
     by = [q_all, t_all.astype(np.float32)] + ([s_all.astype(np.float32)] if version < 8 else [])

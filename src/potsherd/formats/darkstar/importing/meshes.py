@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from ....core.layout import Table
-from ....scene.geometry import vector_lengths, weld
+from ....scene.geometry import first_labels, vector_lengths, weld
 from ..geometry import nearest_normals
 from ..model import ObjectM
 from ..pers import LAYOUT
@@ -87,6 +87,16 @@ def _cross_areas(p: np.ndarray, tris: np.ndarray) -> np.ndarray:
     return vector_lengths(np.cross(c[:, 1] - c[:, 0], c[:, 2] - c[:, 0]))
 
 
+def _flat_after(q: np.ndarray, tris: np.ndarray) -> np.ndarray:
+    """Whether each triangle of the byte vertices ``q`` (V, 3) has no area: its
+    cross product is zero, exactly, in integers (what ``_cross_areas(q) == 0``
+    finds in floats, whose squares of such small integers are exact too)."""
+    c = np.take(q.astype(np.int32), tris, axis=0)
+    e1, e2 = c[:, 1] - c[:, 0], c[:, 2] - c[:, 0]
+    return ((e1[:, 1] * e2[:, 2] == e1[:, 2] * e2[:, 1]) & (e1[:, 2] * e2[:, 0] == e1[:, 0] * e2[:, 2])
+            & (e1[:, 0] * e2[:, 1] == e1[:, 1] * e2[:, 0]))
+
+
 def mesh_block(obj: ObjectM, material_map: dict, warnings: list) -> dict:
     """A ``TS::CelAnimMesh`` v3 for one object (see the module docstring)."""
     return mesh_blocks([obj], material_map, warnings)[0]
@@ -103,15 +113,25 @@ def mesh_blocks(objects: list, material_map: dict, warnings: list) -> list[dict]
         else:
             blocks[k] = _empty_block(o)
     if groups:
-        # the engine's normal of every corner, in one search
-        idx = nearest_normals(np.concatenate([objects[k].normals.reshape(-1, 3)
-                                              for g in groups.values() for k in g]))
+        order = [objects[k] for g in groups.values() for k in g]
+        reps, label = _corner_reps(order)
+        # each object's first corners, as its own corner numbers (the arrays are read
+        # there, object by object: no copy of every corner of every object)
+        starts = np.cumsum([0] + [o.frames.shape[1] for o in order])
+        cut = np.searchsorted(reps, starts).tolist()
+        own = [reps[a:b] - c for a, b, c in zip(cut, cut[1:], starts.tolist())]
+        # the engine's normal of every distinct corner, in one search
+        idx = nearest_normals(np.concatenate([np.take(o.normals.reshape(-1, 3), r, axis=0)
+                                              for o, r in zip(order, own)]))
         at = 0
         for nf, members in groups.items():
             cs = np.cumsum([0] + [objects[k].frames.shape[1] for k in members])
-            normal_idx, at = idx[at:at + cs[-1]], at + int(cs[-1])
-            _encode_group([objects[k] for k in members], members, nf, cs, normal_idx,
+            r0, r1 = cut[at], cut[at + len(members)]
+            _encode_group([objects[k] for k in members], members, nf, cs,
+                          (reps[r0:r1] - starts[at], own[at:at + len(members)],
+                           label[starts[at]:starts[at] + cs[-1]] - r0, idx[r0:r1]),
                           material_map, blocks, lost)
+            at += len(members)
     for k, o in enumerate(objects):
         if lost.get(k):
             warnings.append(f"mesh {o.name!r}: {lost[k]} of {o.frames.shape[1] // 3} triangles "
@@ -120,33 +140,59 @@ def mesh_blocks(objects: list, material_map: dict, warnings: list) -> list[dict]
     return blocks
 
 
-def _encode_group(objs: list, members: list, nf: int, cs: np.ndarray, normal_idx: np.ndarray,
+def _corner_reps(objs: list) -> tuple[np.ndarray, np.ndarray]:
+    """``(reps, label)`` over the objects' corners one after another: the first
+    corner of each set of corners known to be alike (``ObjectM.labels``: a vertex's
+    corners; every corner its own where an object has none), ascending, and each
+    corner's set.  Welding the first corners and handing each corner its set's
+    vertex gives what welding every corner does, at a fraction of the rows."""
+    keys, at = [], 0
+    for o in objs:
+        lab, c = o.labels, o.frames.shape[1]
+        if lab is None or len(lab) != c:
+            lab = np.arange(c)
+        keys.append(np.asarray(lab, np.int64) + at)
+        at += int(lab.max()) + 1 if c else 0
+    return first_labels(np.concatenate(keys))
+
+
+def _encode_group(objs: list, members: list, nf: int, cs: np.ndarray, alike: tuple,
                   material_map: dict, blocks: list, lost: dict) -> None:
     """The blocks of objects with ``nf`` frames each and corners ``cs[k]:cs[k + 1]``
-    of the concatenation."""
-    n, nc = len(objs), int(cs[-1])
+    of the concatenation; ``alike`` is ``(reps, own, label, normal)``, the first
+    corners of the sets of alike corners (:func:`_corner_reps`), the same as each
+    object's own corner numbers, each corner's set, and each set's engine normal."""
+    n = len(objs)
+    reps, own, label, rep_normal = alike
     counts_c = np.diff(cs)
     oid = np.repeat(np.arange(n, dtype=np.uint32), counts_c)
-    frames = np.concatenate([o.frames for o in objs], axis=1)            # (F, C, 3) corners
-    key = np.concatenate([oid[:, None],
-                          frames.transpose(1, 0, 2).reshape(nc, -1).astype(np.float32).view(np.uint32),
-                          normal_idx[:, None].astype(np.uint32)], axis=1)
+    rep_frames = np.concatenate([np.take(o.frames, r, axis=1) for o, r in zip(objs, own)], axis=1)
+    key = np.concatenate([oid[reps][:, None],
+                          rep_frames.transpose(1, 0, 2).reshape(len(reps), -1).astype(np.float32)
+                          .view(np.uint32),
+                          rep_normal[:, None].astype(np.uint32)], axis=1)
+    # welding the sets' first corners (in corner order) and composing: the same
+    # first appearances and vertex of every corner as welding every corner
     vfirst, vremap = weld(key)
-    uv = np.concatenate([o.uvs for o in objs]).astype(np.float32)
-    tfirst, tremap = weld(oid, uv)
+    vframes = np.take(rep_frames, vfirst, axis=1)
+    vfirst, vremap = reps[vfirst], np.take(vremap, label)
+    uv = np.concatenate([np.take(o.uvs, r, axis=0) for o, r in zip(objs, own)]).astype(np.float32)
+    tfirst, tremap = weld(oid[reps], uv)
+    uv_t = np.take(uv, tfirst, axis=0)
+    tfirst, tremap = reps[tfirst], np.take(tremap, label)
+    normal_idx = np.take(rep_normal, label)
     # each object's vertices (and texture vertices) are a run: the first appearances
     # of its corners' keys, which are the object's own
     vs = np.searchsorted(vfirst, cs)
     ts = np.searchsorted(tfirst, cs)
     counts_v = np.diff(vs)
-    vframes = np.take(frames, vfirst, axis=1)
     lo = np.minimum.reduceat(vframes, vs[:-1], axis=1).astype(np.float32)   # (F, n, 3)
     hi = np.maximum.reduceat(vframes, vs[:-1], axis=1).astype(np.float32)
     q, scale, origin = _quantised(vframes, lo, hi, counts_v)
     # triangles that flatten: an area before, none after (scene.geometry.flattened_triangles)
     # (the areas before only of the triangles with none after, usually none)
     tris = vremap.reshape(-1, 3)
-    none_after = np.flatnonzero(_cross_areas(q[0].astype(np.float64), tris) == 0)
+    none_after = np.flatnonzero(_flat_after(q[0], tris))
     if len(none_after):
         b = vframes[0]
         corners = np.take(b, vremap, axis=0)
@@ -162,27 +208,36 @@ def _encode_group(objs: list, members: list, nf: int, cs: np.ndarray, normal_idx
         + np.repeat(origin, counts_v, axis=1)
     radius = np.maximum.reduceat(vector_lengths(decoded), vs[:-1], axis=1).max(axis=0)
     mats = _mapped(np.concatenate([o.materials for o in objs]), material_map)
+    # every object's tables made as one table of the group (each object's rows a run of
+    # it) and handed out as slices: a few array passes, not a dozen calls per object
     t = _tables("TS::CelAnimMesh", 3)
-    for k, o in enumerate(objs):
-        c0, c1, v0, v1, t0, t1 = cs[k], cs[k + 1], vs[k], vs[k + 1], ts[k], ts[k + 1]
-        nv = int(v1 - v0)
-        fq = q[:, v0:v1].reshape(-1, 3)
-        verts = _table(t["verts"], len(fq), x=fq[:, 0], y=fq[:, 1], z=fq[:, 2],
-                       normal=np.tile(normal_idx[vfirst[v0:v1]], nf))
-        tuv = uv[tfirst[t0:t1]]
-        tv = _table(t["textureVerts"], int(t1 - t0), x=tuv[:, 0], y=tuv[:, 1])
-        tri_v = (vremap[c0:c1] - v0).reshape(-1, 3)[:, [0, 2, 1]]      # back to the stored winding
-        tri_t = (tremap[c0:c1] - t0).reshape(-1, 3)[:, [0, 2, 1]]
-        faces = _table(t["faces"], len(tri_v), vi1=tri_v[:, 0], ti1=tri_t[:, 0], vi2=tri_v[:, 1],
-                       ti2=tri_t[:, 1], vi3=tri_v[:, 2], ti3=tri_t[:, 2],
-                       material=mats[c0 // 3:c1 // 3])
-        sc, og = scale[:, k], origin[:, k]
-        fr = _table(t["frames"], nf, firstVert=np.arange(nf) * nv,
+    kv = np.repeat(np.arange(n), counts_v)                       # each vertex's object
+    local = np.arange(len(vfirst)) - vs[kv]
+    # vertex v of object k in frame f: row vs[k] * nf + f * nv[k] + local[v]
+    row = ((vs[kv] * nf + local)[None, :] + np.arange(nf)[:, None] * counts_v[kv][None, :]).reshape(-1)
+    verts_all = np.zeros(nf * len(vfirst), t["verts"])
+    for c, name in enumerate(("x", "y", "z")):
+        verts_all[name][row] = q[:, :, c].reshape(-1)
+    verts_all["normal"][row] = np.tile(np.take(normal_idx, vfirst), nf)
+    tv_all = _table(t["textureVerts"], len(tfirst), x=uv_t[:, 0], y=uv_t[:, 1])
+    kc = np.repeat(np.arange(n), counts_c)                       # each corner's object
+    tri_v = (vremap - vs[kc]).reshape(-1, 3)[:, [0, 2, 1]]       # back to the stored winding
+    tri_t = (tremap - ts[kc]).reshape(-1, 3)[:, [0, 2, 1]]
+    faces_all = _table(t["faces"], len(tri_v), vi1=tri_v[:, 0], ti1=tri_t[:, 0], vi2=tri_v[:, 1],
+                       ti2=tri_t[:, 1], vi3=tri_v[:, 2], ti3=tri_t[:, 2], material=mats)
+    sc, og = (x.transpose(1, 0, 2).reshape(-1, 3) for x in (scale, origin))   # object-major
+    fr_all = _table(t["frames"], n * nf, firstVert=np.tile(np.arange(nf), n) * np.repeat(counts_v, nf),
                     scaleX=sc[:, 0], scaleY=sc[:, 1], scaleZ=sc[:, 2],
                     originX=og[:, 0], originY=og[:, 1], originZ=og[:, 2])
+    bounds = zip(cs.tolist(), vs.tolist(), ts.tolist(), radius.tolist(),
+                 cs[1:].tolist(), vs[1:].tolist(), ts[1:].tolist())
+    for k, (c0, v0, t0, r, c1, v1, t1) in enumerate(bounds):
+        nv = v1 - v0
+        verts, tv = verts_all[v0 * nf:v1 * nf], tv_all[t0:t1]
+        faces, fr = faces_all[c0 // 3:c1 // 3], fr_all[k * nf:(k + 1) * nf]
         payload = {"numVerts": len(verts), "mVertsPerFrame": nv, "numTexVerts": len(tv),
                    "numFaces": len(faces), "numFrames": nf, "mTextureVertsPerFrame": len(tv),
-                   "radius": float(radius[k]), "verts": verts, "textureVerts": tv,
+                   "radius": r, "verts": verts, "textureVerts": tv,
                    "faces": faces, "frames": fr}
         blocks[members[k]] = _block("TS::CelAnimMesh", 3, payload)
 
