@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from .. import model
+from ..polytable import PolygonColumns
 from .textures import _Textures
 
 # corner ids 0 nw, 1 ne, 2 se, 3 sw of the texture rectangle, per TR polygon corner
@@ -50,10 +51,10 @@ def polygons(scene: Any, keys: list, uvs: Any, pos: Any, mats: list, textures: _
                 for i, c in pairs]
     for m in codes:     # images decoded (and undecodable ones named) in order of first use
         textures.image(m)
-    ok = _flat_quads(qpos, quv, [mats[i] for i in ci.tolist()], textures)
-    accepted = ok.tolist()
-    pairs = _pair(len(k), ci, cj, lambda c: accepted[c])
-    return _baked_polygons(scene, pairs, k, uv, qkey, quv, mats, textures)
+    acc = np.flatnonzero(_flat_quads(qpos, quv, [mats[i] for i in ci.tolist()], textures))
+    first, chosen = greedy_pairs(len(k), ci[acc], cj[acc])
+    cand = np.where(chosen >= 0, acc[np.maximum(chosen, 0)] if len(acc) else -1, -1)
+    return _baked_polygons(scene, first, cand, k, uv, qkey, quv, mats, textures)
 
 
 def _candidates(k: np.ndarray, mat: np.ndarray) -> tuple:
@@ -98,6 +99,48 @@ def _pair(count: int, ci: np.ndarray, cj: np.ndarray, accept: Any) -> list[tuple
                 break
         out.append((i, chosen))
     return out
+
+
+def greedy_pairs(count: int, ci: np.ndarray, cj: np.ndarray,
+                 rounds: int = 8) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_pair` with every candidate acceptable, as arrays: per polygon its
+    first triangle and its candidate (-1: a triangle).  The greedy pairing is
+    the matching whose candidates are taken in order when neither triangle is
+    taken yet, so a candidate first among the undecided ones at both its
+    triangles is in it: rounds take those at once (one per quad strip step,
+    a few for a mesh of grid cells) and the rest, if any, go one by one."""
+    n = len(ci)
+    state = np.zeros(n, np.int8)            # 0 undecided, 1 taken, 2 left out
+    taken_tri = np.zeros(count, bool)
+    edges = np.arange(n)
+    for _ in range(rounds):
+        if not len(edges):
+            break
+        low = np.full(count, n, np.int64)
+        np.minimum.at(low, ci[edges], edges)
+        np.minimum.at(low, cj[edges], edges)
+        win = edges[(low[ci[edges]] == edges) & (low[cj[edges]] == edges)]
+        state[win] = 1
+        taken_tri[ci[win]] = taken_tri[cj[win]] = True
+        rest = edges[state[edges] == 0]
+        out = taken_tri[ci[rest]] | taken_tri[cj[rest]]
+        state[rest[out]] = 2
+        edges = rest[~out]
+    if len(edges):      # long chains: the undecided rest in order, as _pair walks them
+        used = taken_tri.tolist()
+        st = state.tolist()
+        for c, i, j in zip(edges.tolist(), ci[edges].tolist(), cj[edges].tolist()):
+            if not used[i] and not used[j]:
+                used[i] = used[j] = True
+                st[c] = 1
+        state = np.asarray(st, np.int8)
+    win = np.flatnonzero(state == 1)
+    chosen = np.full(count, -1, np.int64)
+    chosen[ci[win]] = win
+    second = np.zeros(count, bool)
+    second[cj[win]] = True
+    first = np.flatnonzero(~second)
+    return first, chosen[first]
 
 
 def _planar(p: np.ndarray) -> np.ndarray:
@@ -145,30 +188,28 @@ def _flat_quads(qpos: np.ndarray, quv: np.ndarray, qmats: list, textures: _Textu
     return ok
 
 
-def _baked_polygons(scene: Any, pairs: list, k: np.ndarray, uv: np.ndarray, qkey: np.ndarray,
-                    quv: np.ndarray, mats: list, textures: _Textures) -> list[dict]:
-    """The polygons of a pairing without atlas: every texture baked, in polygon order."""
-    tri = np.asarray([c < 0 for _, c in pairs])
-    first = np.asarray([i for i, _ in pairs], np.int64)
-    cand = np.asarray([c for _, c in pairs], np.int64)
-    corner_uv = np.zeros((len(pairs), 4, 2))
+def _baked_polygons(scene: Any, first: np.ndarray, cand: np.ndarray, k: np.ndarray,
+                    uv: np.ndarray, qkey: np.ndarray, quv: np.ndarray, mats: list,
+                    textures: _Textures) -> PolygonColumns:
+    """The polygons of a pairing without atlas (``first`` triangle and quad
+    candidate or -1 per polygon): every texture baked, in polygon order."""
+    tri = cand < 0
+    corner_uv = np.zeros((len(first), 4, 2))
     corner_uv[tri, :3] = uv[first[tri]]
     corner_uv[~tri] = quv[cand[~tri]]
     poly_mats = [mats[i] for i in first.tolist()]
-    index = textures.bake_many(poly_mats, corner_uv, np.where(tri, 3, 4))
-    tri_verts = iter(k[first[tri]].astype(np.uint16))
-    quad_verts = iter(qkey[cand[~tri]].astype(np.uint16))
+    index = np.asarray(textures.bake_many(poly_mats, corner_uv, np.where(tri, 3, 4)), np.int64)
+    big = np.flatnonzero(~tri & ((index < 0) | (index >= 0x8000)))
+    if len(big):
+        model.texture_word(9, int(index[big[0]]), 0)     # (its error)
+    verts = np.zeros((len(first), 4), np.uint16)
+    verts[tri, :3] = k[first[tri]].astype(np.uint16)
+    verts[~tri] = qkey[cand[~tri]].astype(np.uint16)
     attrs = {m: _attributes(scene, m) for m in set(poly_mats)}
-    out = []
-    for is_tri, m, t in zip(tri.tolist(), poly_mats, index):
-        if is_tri:
-            out.append({"shape": 8, "vertices": next(tri_verts), "texture": _TRI[(0, 1, 3)] | t,
-                        "attributes": attrs[m], "unknown": 0})
-        else:
-            out.append({"shape": 9, "vertices": next(quad_verts),
-                        "texture": model.texture_word(9, t, 0),
-                        "attributes": attrs[m], "unknown": 0})
-    return out
+    # (_TRI[(0, 1, 3)] is 0; an unmirrored quad's word is its index)
+    return PolygonColumns(np.where(tri, 8, 9), verts, index,
+                          np.asarray([attrs[m] for m in poly_mats], np.int64),
+                          np.zeros(len(first), np.int64))
 
 
 def _attributes(scene: Any, material: int | None) -> int:
