@@ -93,6 +93,7 @@ def from_scene(scene: Any, *, like: Any = None, out_name: str = "", applied: dic
     ``like`` is a decoded ``.trwad`` root (or None) supplying what the glTF lacks.
     ``applied`` (a dict) is given the ``unit_scale`` chosen for a foreign scene."""
     given_unit = options.get("unit_scale")
+    sets = None
     unit = float(given_unit or 1.0 / 512.0)
     rate = float(options.get("frame_rate") or FPS)
     if not (rate > 0 and math.isfinite(rate)):
@@ -111,7 +112,8 @@ def from_scene(scene: Any, *, like: Any = None, out_name: str = "", applied: dic
         hx = scene.nodes[holder].extras
     else:
         if not given_unit:
-            unit = _fitting_unit(scene, world, unit)
+            sets = triangle_sets(scene, world=world)       # (posed once, for _meshes too)
+            unit = _fitting_unit(scene, world, unit, sets)
         if applied is not None:
             applied["unit_scale"] = unit
         to_tr = np.diag([-1.0 / unit, -1.0 / unit, 1.0 / unit, 1.0])
@@ -125,7 +127,9 @@ def from_scene(scene: Any, *, like: Any = None, out_name: str = "", applied: dic
     # a foreign bone's TR frame is its glTF frame seen in TR axes (conjugated by the
     # axis turn), so an unrotated glTF bone is an unrotated TR bone
     post = np.eye(4) if holder is not None else np.diag([-1.0, -1.0, 1.0, 1.0])
-    frames = [_rigid(to_tr @ world[b] @ post) if b >= 0 else np.eye(4) for b in bones]
+    real = [b for b in bones if b >= 0]
+    rigid = iter(_rigid(np.stack([to_tr @ world[b] @ post for b in real])) if real else ())
+    frames = [next(rigid) if b >= 0 else np.eye(4) for b in bones]
     if not scene.animations:
         # Only keyframes carry a bone's rotation, and a moveable without animations is
         # drawn with every bone unrotated. The bones' rest rotations therefore go into
@@ -140,7 +144,7 @@ def from_scene(scene: Any, *, like: Any = None, out_name: str = "", applied: dic
 
     textures = _Textures(scene, hx, like)
     meshes = _meshes(scene, world, to_tr, bones, frames, textures, holder is not None,
-                     like)
+                     like, sets)
     tex_list = textures.finish()
 
     mov_x = hx.get("tr4_moveable", {})
@@ -179,13 +183,13 @@ def from_scene(scene: Any, *, like: Any = None, out_name: str = "", applied: dic
     return root
 
 
-def _fitting_unit(scene: Any, world: np.ndarray, unit: float) -> float:
+def _fitting_unit(scene: Any, world: np.ndarray, unit: float, sets: list) -> float:
     """``unit`` (metres per TR unit), or a larger one when the model would not fit
     the engine's 16-bit coordinates (a warning says so): the model's largest
     coordinate, of a vertex or of a mesh node or joint (a bone), then becomes
     16384 units."""
     reach = 0.0
-    for ts in triangle_sets(scene, world=world):
+    for ts in sets:
         if len(ts.positions):
             reach = max(reach, float(np.abs(ts.positions).max()))
     bones = {i for i, nd in enumerate(scene.nodes) if nd.mesh is not None}
@@ -327,11 +331,13 @@ def _bones(scene: Any, holder: int | None) -> tuple[list[int], list[int]]:
 
 
 def _rigid(m: np.ndarray) -> np.ndarray:
-    """A matrix without its scale (rotation and translation only)."""
+    """Matrices (..., 4, 4) without their scale (rotation and translation only):
+    every bone's at once, the same arithmetic as one by one."""
     t, r, _ = decompose_matrix(m)
-    out = np.eye(4)
-    out[:3, :3] = quat_to_matrix(r)[:3, :3]
-    out[:3, 3] = t
+    out = np.zeros(np.shape(m)[:-2] + (4, 4))
+    out[..., :3, :3] = quat_to_matrix(r)[..., :3, :3]
+    out[..., :3, 3] = t
+    out[..., 3, 3] = 1.0
     return out
 
 
@@ -394,12 +400,12 @@ def _stack_flags(parents: list) -> list[int]:
 
 
 def _meshes(scene: Any, world: np.ndarray, to_tr: np.ndarray, bones: list, frames: list,
-            textures: _Textures, ours: bool, like: Any) -> list[dict]:
+            textures: _Textures, ours: bool, like: Any, sets: list | None = None) -> list[dict]:
     position = {b: k for k, b in enumerate(bones)}
     parents = scene.parents()
     per_bone: list[list] = [[] for _ in bones]
     blended = spanning = 0
-    for ts in triangle_sets(scene, world=world):
+    for ts in triangle_sets(scene, world=world) if sets is None else sets:
         tris = ts.indices.reshape(-1, 3)
         if not len(tris):
             continue
@@ -520,9 +526,17 @@ def _weld_each(keys: list) -> list:
     if not present:
         return [(None, None) for _ in keys]
     sizes = [len(k) for k in present]
-    both = np.empty((sum(sizes), 8), np.int64)
-    both[:, :7] = np.concatenate(present)
-    both[:, 7] = np.repeat(np.arange(len(present)), sizes)
+    every = np.concatenate(present)
+    mesh = np.repeat(np.arange(len(present), dtype=np.int64), sizes)
+    if len(every) and -32768 <= every.min() and every.max() <= 32767 and len(present) < 1 << 15:
+        # the columns are 16-bit numbers (positions, widths, shades, normals): two
+        # words a key of four each, the same keys equal, weld four times narrower
+        u = (every + 32768).view(np.uint64)      # (non-negative now: the same numbers)
+        both = np.empty((len(every), 2), np.uint64)
+        both[:, 0] = u[:, 0] | (u[:, 1] << 16) | (u[:, 2] << 32) | (u[:, 3] << 48)
+        both[:, 1] = u[:, 4] | (u[:, 5] << 16) | (u[:, 6] << 32) | (mesh.astype(np.uint64) << 48)
+    else:
+        both = np.concatenate([every, mesh[:, None]], 1)
     first, ids = weld(both)
     out, welds = [], iter(sizes)
     c0 = g = 0

@@ -159,8 +159,9 @@ def _animations(scene: Any, bones: list, parents: list, meshes: list, to_tr: np.
                 cb = np.asarray(carried, np.int64).reshape(count, 6)
                 if np.abs(cb - boxes).max(initial=0) <= 32:
                     boxes = cb
+            every_rot = rotation_words(angles.reshape(-1, 3))     # (frame by frame, bone by bone)
             for f in range(count):
-                rot = rotation_words(angles[f])
+                rot = every_rot[f * n:(f + 1) * n]
                 words_f = [*boxes[f].tolist(), *offsets[f].tolist(), *(w for r in rot for w in r)]
                 if like_frames is not None:
                     lw, lq, loff = like_frames

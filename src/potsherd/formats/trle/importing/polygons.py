@@ -6,6 +6,7 @@ baking are array operations; only the greedy pairing, first triangle first,
 walks the triangles one by one."""
 from __future__ import annotations
 
+from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -71,14 +72,14 @@ def baked_polygons_of(scene: Any, meshes: list, textures: _Textures) -> Any:
     k = np.concatenate(ks)
     uv = np.concatenate([np.asarray(m[1], np.float64).reshape(-1, 3, 2) for m in meshes])
     p = np.concatenate([np.asarray(m[2]).reshape(-1, 3, 3) for m in meshes])
-    mats = [x for m in meshes for x in m[3]]
+    mats = list(chain.from_iterable(m[3] for m in meshes))
     codes, mat = material_codes(mats)
     for m in codes:     # images decoded (and undecodable ones named) in order of first use
         textures.image(m)
     ci, cr, cj, cs = _candidates(k, mat)
-    rows = np.stack([ci, ci, ci, cj], 1)
-    cols = np.stack([cr, (cr + 1) % 3, (cr + 2) % 3, (cs + 2) % 3], 1)
-    quv, qpos, qkey = uv[rows, cols], p[rows, cols], k[rows, cols]
+    at = np.stack([ci * 3 + cr, ci * 3 + (cr + 1) % 3, ci * 3 + (cr + 2) % 3,
+                   cj * 3 + (cs + 2) % 3], 1)          # (the corners by flat index)
+    quv, qpos, qkey = uv.reshape(-1, 2)[at], p.reshape(-1, 3)[at], k.reshape(-1)[at]
     acc = np.flatnonzero(_flat_quads(qpos, quv, mat[ci], list(codes), textures))
     first, chosen = greedy_pairs(len(k), ci[acc], cj[acc])
     cand = np.where(chosen >= 0, acc[np.maximum(chosen, 0)] if len(acc) else -1, -1)
