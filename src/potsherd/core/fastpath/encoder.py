@@ -213,16 +213,27 @@ class _EncoderGen(_GenBase):
             out.append(f"{ind}if {x}.shape != {shape} and not ({n} == 0 and {x}.size == 0): raise _FB")
             out.append(f"{ind}wr({x}.tobytes())")
             return
+        fixed = _fixed_record_fields(item)
+        counted = _counted_record_fields(item) if fixed is None else None
+        if counted is not None:
+            # a builder's columns (L.RecordColumns) write their own bytes in one piece
+            self.enc_count(st.count_src, n, out, ind, env)
+            b = self.fresh("b")
+            out += [f"{ind}if {x}.__class__ is not list:",
+                    f"{ind}    if not isinstance({x}, {self.const(L.RecordColumns, 'RC')}) "
+                    f"or len({x}) != {n}: raise _FB",
+                    f"{ind}    {b} = {x}.packed({item.name!r})",
+                    f"{ind}    if {b}.__class__ is not bytes: raise _FB",
+                    f"{ind}    wr({b})",
+                    f"{ind}else:",
+                    f"{ind}    if len({x}) != {n}: raise _FB"]
+            self.enc_counted_records(item, counted, x, out, ind + "    ")
+            return
         out.append(f"{ind}if {x}.__class__ is not list: raise _FB")
         self.enc_count(st.count_src, n, out, ind, env)
         out.append(f"{ind}if len({x}) != {n}: raise _FB")
-        fixed = _fixed_record_fields(item)
         if fixed is not None:
             self.enc_fixed_records(item, fixed, x, out, ind)
-            return
-        counted = _counted_record_fields(item)
-        if counted is not None:
-            self.enc_counted_records(item, counted, x, out, ind)
             return
         y = self.fresh("e")
         out.append(f"{ind}for {y} in {x}:")

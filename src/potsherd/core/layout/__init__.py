@@ -85,7 +85,7 @@ from .jsonio import (JsonCtx, _jerr, _np_from_json, _np_to_json, hex_to_bytes,  
                      text_or_hex, text_or_hex_back)
 from .storages import (GROUPS, PRIMS, Bytes, Choice, Group, Param, Prim, Storage,  # noqa: F401
                        String, Tail, _byte_count)
-from .arrays import Array  # noqa: F401
+from .arrays import Array, RecordColumns  # noqa: F401
 from .sized import Sized, Unparsed, bounded_reader, reading  # noqa: F401
 from .records import Field, Record  # noqa: F401
 from .ragged import Ragged, RaggedTable  # noqa: F401

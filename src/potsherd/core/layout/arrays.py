@@ -1,6 +1,7 @@
 """Counted arrays: numpy arrays for numeric items, lists otherwise."""
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -22,6 +23,18 @@ def encode_each(item: Storage, values: list, w: Writer, s: Scope) -> None:
             enc(w, x, s)
         except FormatError as e:
             raise e.prepend(f"[{i}]")
+
+
+class RecordColumns(Sequence):
+    """An array of records its builder holds as columns (an importer's tens of
+    thousands of polygons): it reads as a sequence of dicts wherever a list
+    of records is read, and the compiled encoder writes :meth:`packed` in one
+    piece instead of building and packing a dict per record."""
+
+    def packed(self, record: str) -> bytes | None:
+        """The records' bytes as ``record`` encodes them, or None when that is
+        not a record these columns know (the dicts are then encoded)."""
+        return None
 
 
 class Array(Storage):
@@ -132,6 +145,8 @@ class Array(Storage):
                 raise EncodeError(f"array has shape {a.shape}, its count says {(n,) + tuple(tail)}")
             w.write(a.tobytes())
             return
+        if isinstance(v, RecordColumns):
+            v = list(v)
         if not isinstance(v, list):
             raise EncodeError(f"expected a list, found {type(v).__name__}")
         if len(v) != n:

@@ -16,6 +16,7 @@ from .info import sfx_info, swd_info, text_list_info, trwad_info, wad_info
 from .model import animation_ranges  # noqa: F401  (also imported from here)
 from .options import EXPORT_OPTIONS, IMPORT_OPTIONS
 from .layouts import SFX_LAYOUT, SWD_LAYOUT, TRWAD_LAYOUT, WAD_LAYOUT
+from .polytable import PolygonColumns
 
 TRWAD_VERSION = 170
 
@@ -250,8 +251,13 @@ def _pad_matters(root: dict) -> bool:
 def _first_polygon_beyond(polygons: list, vertex_count: int) -> int | None:
     """The first polygon with a vertex index >= ``vertex_count`` (one pass
     over the mesh's indices, not one reduction per polygon), or None."""
-    if not polygons:
+    if not len(polygons):
         return None
+    if isinstance(polygons, PolygonColumns):        # (an import's: its columns)
+        width = np.where(polygons.shape == 9, 4, 3)[:, None]
+        bad = np.flatnonzero(((polygons.vertices >= vertex_count)
+                              & (np.arange(4) < width)).any(1))
+        return int(bad[0]) if len(bad) else None
     corners = [p["vertices"] for p in polygons]
     beyond = np.flatnonzero(np.concatenate(corners) >= vertex_count)
     if not len(beyond):
@@ -262,8 +268,11 @@ def _first_polygon_beyond(polygons: list, vertex_count: int) -> int | None:
 
 def _texture_indices(polygons: list) -> np.ndarray:
     """Every polygon's texture index (:func:`model.texture_index` on columns)."""
-    shape = np.array([p["shape"] for p in polygons], np.int64)
-    word = np.array([p["texture"] for p in polygons], np.int64) & 0xFFFF
+    if isinstance(polygons, PolygonColumns):
+        shape, word = polygons.shape, polygons.texture & 0xFFFF
+    else:
+        shape = np.array([p["shape"] for p in polygons], np.int64)
+        word = np.array([p["texture"] for p in polygons], np.int64) & 0xFFFF
     quad_index = np.where(word & 0x8000, (0x10000 - word) & 0xFFFF, word)
     return np.where(shape == 9, quad_index, word & 0x0FFF)
 
@@ -297,7 +306,7 @@ def trwad_warnings(root: dict) -> list[str]:
     t = root["texture_count"]
     for i, m in enumerate(root["meshes"]):
         polys = m["polygons"]
-        if not polys:
+        if not len(polys):
             continue
         bad = np.flatnonzero(_texture_indices(polys) >= t)
         if len(bad):

@@ -62,6 +62,9 @@ class PolyShape(Storage):
 
 
 def odd_quads(polygons: list) -> bool:
+    shape = getattr(polygons, "shape", None)     # (an import's PolygonColumns)
+    if isinstance(shape, np.ndarray):
+        return int((shape == 9).sum()) % 2 == 1
     return sum(1 for p in polygons if p["shape"] == 9) % 2 == 1
 
 

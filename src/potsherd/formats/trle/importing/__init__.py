@@ -55,7 +55,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -69,7 +69,7 @@ from .base import FPS, ImportRefused
 from .animation import _anim_base, _animations, mov_table
 from .animation import euler_yxz, rotation_words  # noqa: F401  (imported from here)
 from .same import pixel_corners, same_attributes, same_mesh, same_triangles
-from .polygons import _attributes, polygons as make_polygons
+from .polygons import _attributes, baked_polygons_of, polygons as make_polygons
 from .textures import _Textures
 from ....scene.import_prep import Holds, prepare, warn_once
 
@@ -93,6 +93,7 @@ def from_scene(scene: Any, *, like: Any = None, out_name: str = "", applied: dic
     ``like`` is a decoded ``.trwad`` root (or None) supplying what the glTF lacks.
     ``applied`` (a dict) is given the ``unit_scale`` chosen for a foreign scene."""
     given_unit = options.get("unit_scale")
+    sets = None
     unit = float(given_unit or 1.0 / 512.0)
     rate = float(options.get("frame_rate") or FPS)
     if not (rate > 0 and math.isfinite(rate)):
@@ -111,7 +112,8 @@ def from_scene(scene: Any, *, like: Any = None, out_name: str = "", applied: dic
         hx = scene.nodes[holder].extras
     else:
         if not given_unit:
-            unit = _fitting_unit(scene, world, unit)
+            sets = triangle_sets(scene, world=world)       # (posed once, for _meshes too)
+            unit = _fitting_unit(scene, world, unit, sets)
         if applied is not None:
             applied["unit_scale"] = unit
         to_tr = np.diag([-1.0 / unit, -1.0 / unit, 1.0 / unit, 1.0])
@@ -125,7 +127,9 @@ def from_scene(scene: Any, *, like: Any = None, out_name: str = "", applied: dic
     # a foreign bone's TR frame is its glTF frame seen in TR axes (conjugated by the
     # axis turn), so an unrotated glTF bone is an unrotated TR bone
     post = np.eye(4) if holder is not None else np.diag([-1.0, -1.0, 1.0, 1.0])
-    frames = [_rigid(to_tr @ world[b] @ post) if b >= 0 else np.eye(4) for b in bones]
+    real = [b for b in bones if b >= 0]
+    rigid = iter(_rigid(np.stack([to_tr @ world[b] @ post for b in real])) if real else ())
+    frames = [next(rigid) if b >= 0 else np.eye(4) for b in bones]
     if not scene.animations:
         # Only keyframes carry a bone's rotation, and a moveable without animations is
         # drawn with every bone unrotated. The bones' rest rotations therefore go into
@@ -140,7 +144,7 @@ def from_scene(scene: Any, *, like: Any = None, out_name: str = "", applied: dic
 
     textures = _Textures(scene, hx, like)
     meshes = _meshes(scene, world, to_tr, bones, frames, textures, holder is not None,
-                     like)
+                     like, sets)
     tex_list = textures.finish()
 
     mov_x = hx.get("tr4_moveable", {})
@@ -179,13 +183,13 @@ def from_scene(scene: Any, *, like: Any = None, out_name: str = "", applied: dic
     return root
 
 
-def _fitting_unit(scene: Any, world: np.ndarray, unit: float) -> float:
+def _fitting_unit(scene: Any, world: np.ndarray, unit: float, sets: list) -> float:
     """``unit`` (metres per TR unit), or a larger one when the model would not fit
     the engine's 16-bit coordinates (a warning says so): the model's largest
     coordinate, of a vertex or of a mesh node or joint (a bone), then becomes
     16384 units."""
     reach = 0.0
-    for ts in triangle_sets(scene, world=world):
+    for ts in sets:
         if len(ts.positions):
             reach = max(reach, float(np.abs(ts.positions).max()))
     bones = {i for i, nd in enumerate(scene.nodes) if nd.mesh is not None}
@@ -327,11 +331,13 @@ def _bones(scene: Any, holder: int | None) -> tuple[list[int], list[int]]:
 
 
 def _rigid(m: np.ndarray) -> np.ndarray:
-    """A matrix without its scale (rotation and translation only)."""
+    """Matrices (..., 4, 4) without their scale (rotation and translation only):
+    every bone's at once, the same arithmetic as one by one."""
     t, r, _ = decompose_matrix(m)
-    out = np.eye(4)
-    out[:3, :3] = quat_to_matrix(r)[:3, :3]
-    out[:3, 3] = t
+    out = np.zeros(np.shape(m)[:-2] + (4, 4))
+    out[..., :3, :3] = quat_to_matrix(r)[..., :3, :3]
+    out[..., :3, 3] = t
+    out[..., 3, 3] = 1.0
     return out
 
 
@@ -394,12 +400,12 @@ def _stack_flags(parents: list) -> list[int]:
 
 
 def _meshes(scene: Any, world: np.ndarray, to_tr: np.ndarray, bones: list, frames: list,
-            textures: _Textures, ours: bool, like: Any) -> list[dict]:
+            textures: _Textures, ours: bool, like: Any, sets: list | None = None) -> list[dict]:
     position = {b: k for k, b in enumerate(bones)}
     parents = scene.parents()
     per_bone: list[list] = [[] for _ in bones]
     blended = spanning = 0
-    for ts in triangle_sets(scene, world=world):
+    for ts in triangle_sets(scene, world=world) if sets is None else sets:
         tris = ts.indices.reshape(-1, 3)
         if not len(tris):
             continue
@@ -436,19 +442,122 @@ def _meshes(scene: Any, world: np.ndarray, to_tr: np.ndarray, bones: list, frame
                               "a moveable's meshes are rigid, so each follows one joint and its "
                               "other corners leave theirs when the joints move apart")
     seen: dict = {}     # per triangle set (a skinned one is every bone's): what _mesh reuses
-    return [_mesh(scene, frames[k], to_tr, parts, textures, ours, bones[k],
-                  like["meshes"][k] if like and k < len(like["meshes"]) else None, seen)
-            for k, parts in enumerate(per_bone)]
+    likes = [like["meshes"][k] if like and k < len(like["meshes"]) else None
+             for k in range(len(per_bone))]
+    if textures.carried:
+        return [_mesh(scene, frames[k], to_tr, parts, textures, ours, bones[k], likes[k], seen)
+                for k, parts in enumerate(per_bone)]
+    # without an atlas every mesh's polygons are made in one pass (baked_polygons_of);
+    # a mesh refused on its way there is refused after the meshes before it, as one by one
+    keyed: list = []
+    made: list = []
+    refused = None
+    try:
+        for k, parts in enumerate(per_bone):
+            keyed.append(_corner_keys(scene, frames[k], to_tr, parts, ours, bones[k], seen))
+    except Exception as e:      # noqa: BLE001 - raised below, in its place
+        refused = e
+    for k, (kd, (first, ids)) in enumerate(zip(keyed, _weld_each([kd.keys for kd in keyed]))):
+        try:
+            made.append(_welded(scene, bones[k], kd, first, ids))
+        except Exception as e:  # noqa: BLE001 - (before any later mesh's refusal)
+            refused = e
+            break
+    polys = baked_polygons_of(scene, [(c.key, c.uv, c.pos, c.mats) for c in made], textures)
+    out = [_record(scene, c, p, bones[k], likes[k]) for k, (c, p) in enumerate(zip(made, polys))]
+    if refused is not None:
+        raise refused
+    return out
 
 
 def _mesh(scene: Any, frame: np.ndarray, to_tr: np.ndarray, parts: list, textures: _Textures,
           ours: bool, bone: int, like_mesh: Any, seen: dict) -> dict:
+    c = _corners(scene, frame, to_tr, parts, ours, bone, seen)
+    if like_mesh is not None and textures.carried:
+        kept = _kept_mesh(scene, like_mesh, list(c.pos), list(c.uv), c.mats, textures,
+                          {"vertices": [tuple(r) for r in c.verts.tolist()],
+                           "normal_count": -len(c.verts) if c.use_shades else len(c.verts),
+                           "shades": c.shades.tolist(),
+                           "normals": [tuple(r) for r in c.normals.tolist()],
+                           "polygons": []}, c.byte_colours)
+        if kept is not None:
+            return kept
+    polygons = make_polygons(scene, c.key, c.uv, c.pos, c.mats, textures, ours)
+    return _record(scene, c, polygons, bone, like_mesh)
+
+
+class _Corners(NamedTuple):
+    """A bone mesh before its polygons: merged vertices and, per clockwise
+    triangle, its corners' vertex ids, UVs and positions and its material."""
+    verts: np.ndarray
+    normals: np.ndarray
+    shades: np.ndarray
+    use_shades: bool
+    byte_colours: bool
+    key: Any
+    uv: Any
+    pos: Any
+    mats: list
+
+
+def _corners(scene: Any, frame: np.ndarray, to_tr: np.ndarray, parts: list, ours: bool,
+             bone: int, seen: dict) -> _Corners:
+    kd = _corner_keys(scene, frame, to_tr, parts, ours, bone, seen)
+    first, ids = weld(kd.keys) if kd.keys is not None else (None, None)
+    return _welded(scene, bone, kd, first, ids)
+
+
+class _Keyed(NamedTuple):
+    """A bone mesh's corners before its vertices are merged: per corner its key
+    (position, attribute width, shade or normal), or None without triangles."""
+    keys: Any
+    use_shades: bool
+    byte_colours: bool
+    uv: Any
+    pos: Any
+    mats: list
+
+
+def _weld_each(keys: list) -> list:
+    """:func:`weld` of each mesh's corner keys (None: no corners), in one weld of
+    them all with the mesh's number as a key column: a mesh's vertices are then
+    numbered after every earlier mesh's, in its own order of first use."""
+    present = [k for k in keys if k is not None]
+    if not present:
+        return [(None, None) for _ in keys]
+    sizes = [len(k) for k in present]
+    every = np.concatenate(present)
+    mesh = np.repeat(np.arange(len(present), dtype=np.int64), sizes)
+    if len(every) and -32768 <= every.min() and every.max() <= 32767 and len(present) < 1 << 15:
+        # the columns are 16-bit numbers (positions, widths, shades, normals): two
+        # words a key of four each, the same keys equal, weld four times narrower
+        u = (every + 32768).view(np.uint64)      # (non-negative now: the same numbers)
+        both = np.empty((len(every), 2), np.uint64)
+        both[:, 0] = u[:, 0] | (u[:, 1] << 16) | (u[:, 2] << 32) | (u[:, 3] << 48)
+        both[:, 1] = u[:, 4] | (u[:, 5] << 16) | (u[:, 6] << 32) | (mesh.astype(np.uint64) << 48)
+    else:
+        both = np.concatenate([every, mesh[:, None]], 1)
+    first, ids = weld(both)
+    out, welds = [], iter(sizes)
+    c0 = g = 0
+    for k in keys:
+        if k is None:
+            out.append((None, None))
+            continue
+        c1 = c0 + next(welds)
+        mine = ids[c0:c1]
+        n = int(mine.max()) + 1 - g if len(mine) else 0
+        out.append((first[g:g + n] - c0, mine - g))
+        c0, g = c1, g + n
+    return out
+
+
+def _corner_keys(scene: Any, frame: np.ndarray, to_tr: np.ndarray, parts: list, ours: bool,
+                 bone: int, seen: dict) -> _Keyed:
     inv = np.linalg.inv(frame) @ to_tr
     rot = inv[:3, :3] / np.linalg.norm(inv[:3, :3], axis=0)
-    bx = scene.nodes[bone].extras if bone >= 0 else {}
     corner_pos, corner_uv, tri_mat = [], [], []
-    corner_key = verts = normals = np.zeros((0, 3), np.int64)
-    shades = np.zeros(0, np.int64)
+    keys = None
     use_shades = bool(parts) and all(_shaded(scene, ts, ours, bone) for ts, _ in parts)
     if not ours:
         _warn_shades(scene, parts, use_shades)
@@ -462,8 +571,10 @@ def _mesh(scene: Any, frame: np.ndarray, to_tr: np.ndarray, parts: list, texture
         # only the vertices these triangles use (a skinned set is shared by every
         # bone), renumbered in order; the whole set is checked against the range
         # unless a bound of its coordinates in this frame shows none can leave it
-        used = np.unique(tris)
-        tris = np.searchsorted(used, tris)
+        mark = np.zeros(len(ts.positions), bool)     # (np.unique and searchsorted,
+        mark[tris] = True                            # without sorting a shared set's ids)
+        used = np.flatnonzero(mark)
+        tris = (np.cumsum(mark) - 1)[tris]
         local.append((ts, used, tris))
         bound = float((np.abs(inv[:3, :3]) @ seen["reach", id(ts)] + np.abs(inv[:3, 3])).max())
         every = bound * (1 + 1e-9) + 1e-6 >= 32767.5
@@ -493,9 +604,6 @@ def _mesh(scene: Any, frame: np.ndarray, to_tr: np.ndarray, parts: list, texture
         scene.warnings.append(f"{_bone_name(scene, bone)}: {flat} of {total} triangles flatten to "
                               "lines at whole TR4 units (the model is small for its unit_scale; "
                               "pass a smaller unit_scale, metres per unit)")
-    if parts:    # the vertices the merge below makes: distinct (position, shade or normal)
-        keys = [np.concatenate([q, a], 1) for q, a in rounded]    # (every one used)
-        _check_vertex_count(len(np.unique(np.concatenate(keys), axis=0)), scene, bone)
     # vertices merged by (position, shade or normal), numbered in order of first use
     # by the triangles' corners (one array operation over every part's corners)
     cols, corner_uvs, corner_qs, mats = [], [], [], []
@@ -514,30 +622,37 @@ def _mesh(scene: Any, frame: np.ndarray, to_tr: np.ndarray, parts: list, texture
         mats += [ts.material] * len(t)
     if cols:
         keys = np.concatenate(cols)
-        first, ids = weld(keys)
-        kv = keys[first]
+        corner_uv = np.concatenate(corner_uvs)      # (T, 3, 2): a row per triangle
+        corner_pos = np.concatenate(corner_qs)
+        tri_mat = mats
+    byte_colours = use_shades and any(np.asarray(ts.colors).dtype.kind in "ui"
+                                      for ts, _ in parts if ts.colors is not None)
+    return _Keyed(keys, use_shades, byte_colours, corner_uv, corner_pos, tri_mat)
+
+
+def _welded(scene: Any, bone: int, kd: _Keyed, first: Any, ids: Any) -> _Corners:
+    """A mesh's corners with its vertices merged by the weld ``first, ids`` of its keys."""
+    corner_key = verts = normals = np.zeros((0, 3), np.int64)
+    shades = np.zeros(0, np.int64)
+    if kd.keys is not None:
+        # (every used vertex is a corner: the weld's vertices are the distinct
+        # (position, shade or normal) the mesh would hold)
+        _check_vertex_count(len(first), scene, bone)
+        kv = kd.keys[first]
         verts = kv[:, :3]
-        if use_shades:
+        if kd.use_shades:
             shades = np.where(kv[:, 3] == 1, kv[:, 4], 0)
         else:
             normals = np.where((kv[:, 3] == 3)[:, None], kv[:, 4:7], [0, -16384, 0])
         corner_key = ids.reshape(-1, 3)[:, [0, 2, 1]]
-        corner_uv = np.concatenate(corner_uvs)      # (T, 3, 2): a row per triangle
-        corner_pos = np.concatenate(corner_qs)
-        tri_mat = mats
-    if like_mesh is not None and textures.carried:
-        byte_colours = use_shades and any(np.asarray(ts.colors).dtype.kind in "ui"
-                                          for ts, _ in parts if ts.colors is not None)
-        kept = _kept_mesh(scene, like_mesh, list(corner_pos), list(corner_uv), tri_mat, textures,
-                          {"vertices": [tuple(r) for r in verts.tolist()],
-                           "normal_count": -len(verts) if use_shades else len(verts),
-                           "shades": shades.tolist(),
-                           "normals": [tuple(r) for r in normals.tolist()],
-                           "polygons": []}, byte_colours)
-        if kept is not None:
-            return kept
-    polygons = make_polygons(scene, corner_key, corner_uv, corner_pos, tri_mat, textures,
-                             ours)
+    return _Corners(verts, normals, shades, kd.use_shades, kd.byte_colours, corner_key, kd.uv,
+                    kd.pos, kd.mats)
+
+
+def _record(scene: Any, c: _Corners, polygons: Any, bone: int, like_mesh: Any) -> dict:
+    """The mesh record of a bone's corners and polygons."""
+    verts, normals, shades, use_shades = c.verts, c.normals, c.shades, c.use_shades
+    bx = scene.nodes[bone].extras if bone >= 0 else {}
     if len(polygons) > MAX_POLYGONS:
         raise ImportRefused(f"{_bone_name(scene, bone)}: {len(polygons)} polygons; a TR4 mesh "
                             f"holds at most {MAX_POLYGONS} (its polygon count is a u16): "

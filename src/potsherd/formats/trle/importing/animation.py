@@ -54,19 +54,18 @@ def euler_yxz(r: np.ndarray) -> np.ndarray:
 def rotation_words(angles: np.ndarray) -> list[list[int]]:
     """Per mesh the engine's rotation words: single-axis 12-bit when two of the
     three angles are 0 at 12 bits, else packed 10-bit (1024 = 360 degrees)."""
-    out = []
     fine = np.round(np.asarray(angles) * 4096 / (2 * math.pi)).astype(np.int64) % 4096
     coarse = np.round(np.asarray(angles) * 1024 / (2 * math.pi)).astype(np.int64) % 1024
-    for f, c in zip(fine, coarse):
-        nz = np.flatnonzero(f)
-        if len(nz) == 0:
-            out.append([0x4000])                    # X only, 0
-        elif len(nz) == 1:
-            out.append([(0x4000 * (int(nz[0]) + 1)) | int(f[nz[0]])])
-        else:
-            p = (int(c[0]) << 20) | (int(c[1]) << 10) | int(c[2])
-            out.append([(p >> 16) & 0x3FFF, p & 0xFFFF])
-    return out
+    if not len(fine):
+        return []
+    # every mesh's three forms at once, then the one its non-zero fine angles choose
+    nz = fine != 0
+    axis = np.argmax(nz, axis=1)                    # the first non-zero one
+    single = (0x4000 * (axis + 1)) | fine[np.arange(len(fine)), axis]
+    p = (coarse[:, 0] << 20) | (coarse[:, 1] << 10) | coarse[:, 2]
+    return [[0x4000] if k == 0 else [s] if k == 1 else [h, lo]     # (0: X only, 0)
+            for k, s, h, lo in zip(nz.sum(1).tolist(), single.tolist(),
+                                   ((p >> 16) & 0x3FFF).tolist(), (p & 0xFFFF).tolist())]
 
 
 def mov_table(hx: dict) -> dict:
@@ -160,8 +159,9 @@ def _animations(scene: Any, bones: list, parents: list, meshes: list, to_tr: np.
                 cb = np.asarray(carried, np.int64).reshape(count, 6)
                 if np.abs(cb - boxes).max(initial=0) <= 32:
                     boxes = cb
+            every_rot = rotation_words(angles.reshape(-1, 3))     # (frame by frame, bone by bone)
             for f in range(count):
-                rot = rotation_words(angles[f])
+                rot = every_rot[f * n:(f + 1) * n]
                 words_f = [*boxes[f].tolist(), *offsets[f].tolist(), *(w for r in rot for w in r)]
                 if like_frames is not None:
                     lw, lq, loff = like_frames

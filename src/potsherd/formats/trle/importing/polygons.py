@@ -6,12 +6,14 @@ baking are array operations; only the greedy pairing, first triangle first,
 walks the triangles one by one."""
 from __future__ import annotations
 
+from itertools import chain
 from typing import Any
 
 import numpy as np
 
 from .. import model
-from .textures import _Textures
+from ..polytable import PolygonColumns
+from .textures import _Textures, material_codes
 
 # corner ids 0 nw, 1 ne, 2 se, 3 sw of the texture rectangle, per TR polygon corner
 _QUAD = {(0, 1, 2, 3): 0, (1, 0, 3, 2): 0x8000}
@@ -48,12 +50,55 @@ def polygons(scene: Any, keys: list, uvs: Any, pos: Any, mats: list, textures: _
         pairs = _pair(len(k), ci, cj, accept)
         return [_triangle(tuple(k[i].tolist()), uv[i], mats[i], textures) if c < 0 else made[c]
                 for i, c in pairs]
+    return next(baked_polygons_of(scene, [(keys, uvs, pos, mats)], textures))
+
+
+def baked_polygons_of(scene: Any, meshes: list, textures: _Textures) -> Any:
+    """Without an atlas, :func:`polygons` of several meshes (``(keys, uvs, pos,
+    mats)`` each) in one pass over all their triangles, yielded mesh by mesh:
+    their vertex ids made disjoint, no pair crosses meshes, and textures are
+    baked in polygon order, as mesh after mesh would bake them.  A quad's
+    texture index beyond a quad's range is refused with its mesh."""
+    sizes = [len(m[0]) for m in meshes]
+    ks, offsets, off = [], [], 0
+    for m in meshes:
+        k = np.asarray(m[0], np.int64).reshape(-1, 3)
+        ks.append(k + off)
+        offsets.append(off)
+        off += int(k.max()) + 1 if len(k) else 0
+    if not sum(sizes):
+        yield from ([] for _ in meshes)
+        return
+    k = np.concatenate(ks)
+    uv = np.concatenate([np.asarray(m[1], np.float64).reshape(-1, 3, 2) for m in meshes])
+    p = np.concatenate([np.asarray(m[2]).reshape(-1, 3, 3) for m in meshes])
+    mats = list(chain.from_iterable(m[3] for m in meshes))
+    codes, mat = material_codes(mats)
     for m in codes:     # images decoded (and undecodable ones named) in order of first use
         textures.image(m)
-    ok = _flat_quads(qpos, quv, [mats[i] for i in ci.tolist()], textures)
-    accepted = ok.tolist()
-    pairs = _pair(len(k), ci, cj, lambda c: accepted[c])
-    return _baked_polygons(scene, pairs, k, uv, qkey, quv, mats, textures)
+    ci, cr, cj, cs = _candidates(k, mat)
+    at = np.stack([ci * 3 + cr, ci * 3 + (cr + 1) % 3, ci * 3 + (cr + 2) % 3,
+                   cj * 3 + (cs + 2) % 3], 1)          # (the corners by flat index)
+    quv, qpos, qkey = uv.reshape(-1, 2)[at], p.reshape(-1, 3)[at], k.reshape(-1)[at]
+    acc = np.flatnonzero(_flat_quads(qpos, quv, mat[ci], list(codes), textures))
+    first, chosen = greedy_pairs(len(k), ci[acc], cj[acc])
+    cand = np.where(chosen >= 0, acc[np.maximum(chosen, 0)] if len(acc) else -1, -1)
+    shape, verts, index, attrs = _baked_columns(scene, first, cand, k, uv, qkey, quv, mat,
+                                                list(codes), textures)
+    poly_mesh = np.repeat(np.arange(len(meshes)), sizes)[first]
+    verts -= np.asarray(offsets, np.int64)[poly_mesh][:, None]
+    verts[shape == 8, 3] = 0
+    verts = verts.astype(np.uint16)
+    bounds = np.searchsorted(poly_mesh, np.arange(len(meshes) + 1)).tolist()
+    for m, (lo, hi) in enumerate(zip(bounds, bounds[1:])):
+        if not sizes[m]:
+            yield []
+            continue
+        big = np.flatnonzero((shape[lo:hi] == 9) & (index[lo:hi] >= 0x8000))
+        if len(big):
+            model.texture_word(9, int(index[lo + big[0]]), 0)     # (its error)
+        yield PolygonColumns(shape[lo:hi], verts[lo:hi], index[lo:hi], attrs[lo:hi],
+                             np.zeros(hi - lo, np.int64))
 
 
 def _candidates(k: np.ndarray, mat: np.ndarray) -> tuple:
@@ -71,11 +116,13 @@ def _candidates(k: np.ndarray, mat: np.ndarray) -> tuple:
     q = np.repeat(np.arange(len(query)), count)
     at = np.repeat(lo - np.cumsum(count) + count, count) + np.arange(count.sum())
     i, r, j = q // 3, q % 3, order[at] // 3
-    a, b, c = k[i, r], k[i, (r + 1) % 3], k[i, (r + 2) % 3]
-    kj = k[j]
-    s = np.where(kj[:, 0] == a, 0, np.where(kj[:, 1] == a, 1, 2))   # (list.index: the first)
-    d = kj[np.arange(len(j)), (s + 2) % 3]
-    keep = (j > i) & (mat[j] == mat[i]) & (kj[np.arange(len(j)), (s + 1) % 3] == c) \
+    flat = k.reshape(-1)        # (corners by flat index: 2-D gathers are slower)
+    i3, j3 = i * 3, j * 3
+    a, b, c = flat[q], flat[i3 + (r + 1) % 3], flat[i3 + (r + 2) % 3]
+    k0, k1 = flat[j3], flat[j3 + 1]
+    s = np.where(k0 == a, 0, np.where(k1 == a, 1, 2))   # (list.index: the first)
+    d = flat[j3 + (s + 2) % 3]
+    keep = (j > i) & (mat[j] == mat[i]) & (flat[j3 + (s + 1) % 3] == c) \
         & (d != a) & (d != b) & (d != c)
     return i[keep], r[keep], j[keep], s[keep]
 
@@ -98,6 +145,48 @@ def _pair(count: int, ci: np.ndarray, cj: np.ndarray, accept: Any) -> list[tuple
                 break
         out.append((i, chosen))
     return out
+
+
+def greedy_pairs(count: int, ci: np.ndarray, cj: np.ndarray,
+                 rounds: int = 8) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_pair` with every candidate acceptable, as arrays: per polygon its
+    first triangle and its candidate (-1: a triangle).  The greedy pairing is
+    the matching whose candidates are taken in order when neither triangle is
+    taken yet, so a candidate first among the undecided ones at both its
+    triangles is in it: rounds take those at once (one per quad strip step,
+    a few for a mesh of grid cells) and the rest, if any, go one by one."""
+    n = len(ci)
+    state = np.zeros(n, np.int8)            # 0 undecided, 1 taken, 2 left out
+    taken_tri = np.zeros(count, bool)
+    edges = np.arange(n)
+    for _ in range(rounds):
+        if not len(edges):
+            break
+        low = np.full(count, n, np.int64)
+        np.minimum.at(low, ci[edges], edges)
+        np.minimum.at(low, cj[edges], edges)
+        win = edges[(low[ci[edges]] == edges) & (low[cj[edges]] == edges)]
+        state[win] = 1
+        taken_tri[ci[win]] = taken_tri[cj[win]] = True
+        rest = edges[state[edges] == 0]
+        out = taken_tri[ci[rest]] | taken_tri[cj[rest]]
+        state[rest[out]] = 2
+        edges = rest[~out]
+    if len(edges):      # long chains: the undecided rest in order, as _pair walks them
+        used = taken_tri.tolist()
+        st = state.tolist()
+        for c, i, j in zip(edges.tolist(), ci[edges].tolist(), cj[edges].tolist()):
+            if not used[i] and not used[j]:
+                used[i] = used[j] = True
+                st[c] = 1
+        state = np.asarray(st, np.int8)
+    win = np.flatnonzero(state == 1)
+    chosen = np.full(count, -1, np.int64)
+    chosen[ci[win]] = win
+    second = np.zeros(count, bool)
+    second[cj[win]] = True
+    first = np.flatnonzero(~second)
+    return first, chosen[first]
 
 
 def _planar(p: np.ndarray) -> np.ndarray:
@@ -130,45 +219,42 @@ def _affine(p: np.ndarray, texels: np.ndarray) -> np.ndarray:
     return (skew <= 1e-3 * size) & (uv_skew <= 0.5)
 
 
-def _flat_quads(qpos: np.ndarray, quv: np.ndarray, qmats: list, textures: _Textures) -> np.ndarray:
+def _flat_quads(qpos: np.ndarray, quv: np.ndarray, qcode: np.ndarray, materials: list,
+                textures: _Textures) -> np.ndarray:
     """Whether each candidate quad (no atlas) is planar and, textured, affine:
-    the tests of :func:`_quad`, on every pair at once."""
+    the tests of :func:`_quad`, on every pair at once (``qcode`` each one's
+    material, an index into ``materials``)."""
     p = qpos.astype(np.float64)
     ok = _planar(p)
-    for m in set(qmats):
+    for c, m in enumerate(materials):
         arr, _ = textures.image(m)
         if arr is None:
             continue
-        rows = np.flatnonzero([q == m for q in qmats])
+        rows = np.flatnonzero(qcode == c)
         ok[rows] &= _affine(p[rows], quv[rows] * np.asarray((arr.shape[1], arr.shape[0]),
                                                             np.float64))
     return ok
 
 
-def _baked_polygons(scene: Any, pairs: list, k: np.ndarray, uv: np.ndarray, qkey: np.ndarray,
-                    quv: np.ndarray, mats: list, textures: _Textures) -> list[dict]:
-    """The polygons of a pairing without atlas: every texture baked, in polygon order."""
-    tri = np.asarray([c < 0 for _, c in pairs])
-    first = np.asarray([i for i, _ in pairs], np.int64)
-    cand = np.asarray([c for _, c in pairs], np.int64)
-    corner_uv = np.zeros((len(pairs), 4, 2))
+def _baked_columns(scene: Any, first: np.ndarray, cand: np.ndarray, k: np.ndarray,
+                   uv: np.ndarray, qkey: np.ndarray, quv: np.ndarray, mat: np.ndarray,
+                   materials: list, textures: _Textures) -> tuple:
+    """The polygons of a pairing without atlas (``first`` triangle and quad
+    candidate or -1 per polygon) as columns (shape, (n, 4) vertex ids, texture
+    index, attributes): every texture baked, in polygon order.  (A triangle's
+    word is its index, ``_TRI[(0, 1, 3)]`` being 0, and so is an unmirrored quad's.)"""
+    tri = cand < 0
+    corner_uv = np.zeros((len(first), 4, 2))
     corner_uv[tri, :3] = uv[first[tri]]
     corner_uv[~tri] = quv[cand[~tri]]
-    poly_mats = [mats[i] for i in first.tolist()]
-    index = textures.bake_many(poly_mats, corner_uv, np.where(tri, 3, 4))
-    tri_verts = iter(k[first[tri]].astype(np.uint16))
-    quad_verts = iter(qkey[cand[~tri]].astype(np.uint16))
-    attrs = {m: _attributes(scene, m) for m in set(poly_mats)}
-    out = []
-    for is_tri, m, t in zip(tri.tolist(), poly_mats, index):
-        if is_tri:
-            out.append({"shape": 8, "vertices": next(tri_verts), "texture": _TRI[(0, 1, 3)] | t,
-                        "attributes": attrs[m], "unknown": 0})
-        else:
-            out.append({"shape": 9, "vertices": next(quad_verts),
-                        "texture": model.texture_word(9, t, 0),
-                        "attributes": attrs[m], "unknown": 0})
-    return out
+    code = mat[first]
+    index = np.asarray(textures.bake_many([materials[c] for c in code.tolist()], corner_uv,
+                                          np.where(tri, 3, 4)), np.int64)
+    verts = np.zeros((len(first), 4), np.int64)
+    verts[tri, :3] = k[first[tri]]
+    verts[~tri] = qkey[cand[~tri]]
+    attrs = np.asarray([_attributes(scene, m) for m in materials], np.int64)[code]
+    return np.where(tri, 8, 9), verts, index, attrs
 
 
 def _attributes(scene: Any, material: int | None) -> int:

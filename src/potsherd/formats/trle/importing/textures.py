@@ -134,29 +134,36 @@ class _Textures:
         blocks: list = [None] * n
         px_all = np.zeros((n, 4, 2))
         sized = np.zeros((n, 2), np.int64)      # (tw, th) of image-baked polygons, else 0
-        groups: dict = {}
-        for k, m in enumerate(materials):
-            groups.setdefault(m, []).append(k)
+        codes, code = material_codes(materials)
+        order = np.argsort(code, kind="stable")
+        bounds = np.searchsorted(code[order], np.arange(len(codes) + 1))
         solid_of: dict = {}
-        for m, rows in groups.items():
+        for m, c0 in codes.items():
             arr, colour = self.image(m)
             if arr is None:
                 solid_of[m] = colour
                 continue
-            rows = np.asarray(rows)
+            rows = order[bounds[c0]:bounds[c0 + 1]]
             for c in (3, 4):
                 sel = rows[corners[rows] == c]
                 if len(sel):
                     self._resample(arr, colour, uv[sel, :c], c, sel, blocks, px_all, sized)
-        solid_index: dict = {}
-        out = []
-        for k, m in enumerate(materials):
+        # textures made in polygon order: each baked block, and a material's solid
+        # at its first polygon (only those rows are walked)
+        solid = np.asarray([m in solid_of for m in codes], bool)[code]
+        srows = np.flatnonzero(solid)
+        first_solid = np.zeros(n, bool)
+        first_solid[srows[np.unique(code[srows], return_index=True)[1]]] = True
+        out = np.zeros(n, np.int64)
+        solid_index = np.zeros(len(codes), np.int64)
+        mats = list(codes)
+        for k in np.flatnonzero(~solid | first_solid).tolist():
             if blocks[k] is None:
-                if m not in solid_index:
-                    solid_index[m] = self.solid(solid_of[m])
-                out.append(solid_index[m])
+                solid_index[code[k]] = self.solid(solid_of[mats[code[k]]])
             else:
-                out.append(self.add(blocks[k]))
+                out[k] = self.add(blocks[k])
+        out[solid] = solid_index[code[solid]]
+        out = out.tolist()
         baked = sized[:, 0] > 0
         if baked.any():     # for the shrink warning's texel counts (see finish)
             self.__dict__.setdefault("baked", []).append(
@@ -251,6 +258,15 @@ class _Textures:
                                 "only 4096")
         return [{k: it[k] for k in ("x", "y", "page", "flip_x", "w", "flip_y", "h", "pixels")}
                 for it in self.items]
+
+
+def material_codes(materials: list) -> tuple[dict, np.ndarray]:
+    """Each distinct material's number (in order of first use) and every item's:
+    a bone mesh is mostly of one material, found without a lookup per item."""
+    codes = {m: c for c, m in enumerate(dict.fromkeys(materials))}
+    if len(codes) == 1:
+        return codes, np.zeros(len(materials), np.int64)
+    return codes, np.fromiter((codes[m] for m in materials), np.int64, len(materials))
 
 
 def _polygon_area(px: np.ndarray) -> float:
