@@ -11,7 +11,7 @@ import numpy as np
 from ....core.errors import FormatError
 from ....scene import decompose_matrix, quat_to_matrix, trs_to_matrix
 from ....scene.xform import matrix_to_quat, quat_continuous, quat_normalize, quat_slerp
-from ....scene.ops import local_matrix, parents_first, sample_node_trs
+from ....scene.ops import local_matrix, parents_first, sample_nodes_trs
 from .. import model
 from .base import FPS, ImportRefused, MAX_GAME_FRAMES, MAX_SAMPLED_TRANSFORMS
 
@@ -227,9 +227,11 @@ def _bone_frames(scene: Any, anim: Any, times: np.ndarray, bones: list, parents:
     count, n = len(times), len(bones)
     rest = np.stack([local_matrix(nd) for nd in scene.nodes])
     local = np.repeat(rest[None], count, 0)
-    for node in {c.node for c in anim.channels if c.path != "weights"}:
-        t, r, s = sample_node_trs(scene, anim, node, times)
-        local[:, node] = trs_to_matrix(t, r, s)
+    animated = sorted({c.node for c in anim.channels if c.path != "weights"})
+    if animated:            # (every node's channels sampled together, one matrix call)
+        trs = sample_nodes_trs(scene, anim, animated, times)
+        local[:, animated] = trs_to_matrix(*(np.stack([trs[n][k] for n in animated], 1)
+                                             for k in range(3)))
     world = np.empty_like(local)
     world_rest = np.empty_like(rest)
     for i in order:
