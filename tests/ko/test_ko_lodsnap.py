@@ -151,15 +151,16 @@ def test_without_the_simplifier_the_caller_replays(monkeypatch):
 @settings(max_examples=100, deadline=None)
 @given(st.lists(st.integers(0, 5), min_size=1, max_size=40), st.data())
 def test_restricted_welds_are_welding_the_rows_again(keys, data):
-    """A level's welds are the full mesh's groups restricted to its vertices:
-    the same first rows and groups as welding its rows on their own."""
-    from potsherd.formats.ko.importing import _restricted
+    """A level's welds are the full mesh's groups over its vertices ranked by
+    first appearance: the same first rows and groups as welding its rows on
+    their own."""
     from potsherd.scene import weld
+    from potsherd.scene.geometry import first_labels
     keys = np.asarray(keys, np.int64)
     sel = np.flatnonzero(np.asarray(data.draw(st.lists(st.booleans(), min_size=len(keys),
                                                        max_size=len(keys)))))
     group = weld(keys)[1]
-    first, remap = _restricted(group, sel)
+    first, remap = first_labels(group[sel])
     want_first, want_remap = weld(keys[sel])
     assert np.array_equal(first, want_first) and np.array_equal(remap, want_remap)
 

@@ -53,6 +53,7 @@ from ....core.values import RawString
 from ....document import Document
 from ....scene import Scene, compute_normals, weld
 from ....scene.bind_pose import rest_at_bind
+from ....scene.geometry import first_labels
 from ....scene.ops import triangle_sets, world_matrices
 from ....scene.xform import decompose_matrix, inverse_affine, mirror_x, trs_to_matrix
 from .material import edited_texture, material_record, texture_file
@@ -335,24 +336,12 @@ def _pmesh_doc(scene: Scene, geo: Geometry, like: Document | None, options: dict
 def _skin_welds(geo: Geometry) -> tuple[np.ndarray, np.ndarray]:
     """Each vertex's group of equal skin vertices (position, normal, joints,
     weights) and of equal UVs, welded once for all four LODs: a level's welds
-    are these groups restricted to its vertices (:func:`_restricted`)."""
+    are these groups over its vertices, ranked by first appearance
+    (``first_labels``), as welding its rows again would give."""
     vkeys = [geo.positions, geo.normals]
     if geo.joints is not None:
         vkeys += [geo.joints, geo.weights.astype(np.float32)]
     return weld(*vkeys)[1], weld(geo.uvs)[1]
-
-
-def _restricted(group: np.ndarray, sel: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``weld`` of the rows ``sel`` (ascending) whose groups ``group`` holds:
-    (first row of each group present, in order of first appearance; each
-    row's group among them), as welding those rows again would give."""
-    g = group[sel]
-    order = np.argsort(g, kind="stable")
-    new = np.r_[True, g[order][1:] != g[order][:-1]] if len(g) else np.zeros(0, bool)
-    first = np.sort(order[new])                  # each present group's first row
-    rank = np.empty(int(group.max()) + 1 if len(group) else 0, np.int64)
-    rank[g[first]] = np.arange(len(first))
-    return first, rank[g]
 
 
 def _skin_lod(geo: Geometry, tris: np.ndarray, name: str,
@@ -363,8 +352,8 @@ def _skin_lod(geo: Geometry, tris: np.ndarray, name: str,
     vert_sel = np.flatnonzero(used)                        # (ascending, as np.unique)
     corners = (np.cumsum(used) - 1)[tris.reshape(-1)]      # each corner's place in it
     pgroup, ugroup = welds or _skin_welds(geo)
-    pfirst, premap = _restricted(pgroup, vert_sel)
-    ufirst, uremap = _restricted(ugroup, vert_sel)
+    pfirst, premap = first_labels(pgroup[vert_sel])
+    ufirst, uremap = first_labels(ugroup[vert_sel])
     pos_src = vert_sel[pfirst]
     rec: dict = {"skinBindings": 1, "name": _raw(name), "faceCount": len(tris),
                  "vertexCount": len(pfirst) if len(tris) else 0,
