@@ -158,20 +158,11 @@ def _ancestors(scene: Scene, node: int | None) -> list[int]:
     return out
 
 
-def _timeline_trs(scene: Scene, node: int, layout: list, total: int,
-                  cache: dict | None = None) -> tuple:
-    """(T, R, S) of ``node`` on the joint timeline (``max(total, 1)`` frames):
-    frame 0 and the gaps hold the rest pose, each clip its sampled keys
-    (from ``cache``, :func:`_timelines`, when it has the node)."""
-    if cache is not None and node in cache:
-        return cache[node]
-    return _timelines(scene, [node], layout, total)[node]
-
-
 def _timelines(scene: Scene, nodes: list, layout: list, total: int) -> dict:
-    """{node: :func:`_timeline_trs`} for ``nodes``, each clip's channels of them
-    sampled together (one array operation per clip and kind of channel, not
-    a few per joint)."""
+    """{node: (T, R, S)} of ``nodes`` on the joint timeline (``max(total, 1)``
+    frames): frame 0 and the gaps hold the rest pose, each clip its sampled
+    keys, each clip's channels of all the nodes sampled together (one array
+    operation per clip and kind of channel, not a few per joint)."""
     n = max(total, 1)
     out = {node: [np.tile(r, (n, 1)) for r in rest_trs(scene.nodes[node])] for node in nodes}
     frames = np.arange(n, dtype=np.float64)
@@ -184,7 +175,7 @@ def _timelines(scene: Scene, nodes: list, layout: list, total: int) -> dict:
     return {node: tuple(v) for node, v in out.items()}
 
 
-def _world_track(scene: Scene, node: int | None, layout: list, total: int,
+def _world_track(scene: Scene, node: int | None, timelines: dict,
                  cache: dict) -> np.ndarray:
     """(F, 4, 4) glTF world matrix of ``node`` over the timeline (identity for None)."""
     if node is None:
@@ -193,23 +184,23 @@ def _world_track(scene: Scene, node: int | None, layout: list, total: int,
     for k in range(len(chain) - 1, -1, -1):
         n = chain[k]
         if n not in cache:
-            local = trs_to_matrix(*_timeline_trs(scene, n, layout, total, cache.get("trs")))
+            local = trs_to_matrix(*timelines[n])
             cache[n] = local if k == len(chain) - 1 else cache[chain[k + 1]] @ local
     return cache[node]
 
 
-def _rebased_tracks(scene: Scene, node: int, n3_parent: int | None, layout: list, total: int,
+def _rebased_tracks(scene: Scene, node: int, n3_parent: int | None, timelines: dict,
                     cache: dict) -> tuple:
     """(T, R, S) over the timeline of a rebased joint: its glTF world matrix
     relative to its N3 parent's, so the non-joint ancestors' transforms (and
     their animation) are baked in and every N3 world matrix is the glTF one."""
-    to_parent, flat = inverse_affine(_world_track(scene, n3_parent, layout, total, cache))
+    to_parent, flat = inverse_affine(_world_track(scene, n3_parent, timelines, cache))
     if flat.any():
         scene.warnings.append(f"skeleton: {scene.nodes[n3_parent].name!r} scales to nothing "
                               f"along an axis (scale 0) at {int(flat.sum())} frame(s); "
                               f"{scene.nodes[node].name!r}, which hangs under it in N3, is "
                               "flattened there")
-    rel = to_parent @ _world_track(scene, node, layout, total, cache)
+    rel = to_parent @ _world_track(scene, node, timelines, cache)
     t, r, s_ = decompose_matrix(rel)
     if not np.allclose(trs_to_matrix(t, r, s_), rel,
                        atol=1e-6 * max(1.0, float(np.abs(rel).max()))):
@@ -233,22 +224,23 @@ def joint_root(scene: Scene, order: list[int], name: str | None = None,
     rebased = set(_rebased(scene, order))
     animated = {(c.node, c.path) for a in scene.animations for c in a.channels}
     moving = {node for node, path in animated if path in ("translation", "rotation", "scale")}
-    # world tracks by node, and under "trs" every joint's and ancestor's
-    # timeline, sampled together
+    # every joint's and ancestor's timeline (a rebased joint's chain and its N3
+    # parent's are among them), and the world tracks made from them
     wanted = {a for node in order for a in _ancestors(scene, node)}
-    cache: dict = {"trs": _timelines(scene, sorted(wanted), layout, total)}
+    timelines = _timelines(scene, sorted(wanted), layout, total)
+    cache: dict = {}
     records = []
     for node in order:
         nd = scene.nodes[node]
         if node in rebased:
-            tr, ro, sc = _rebased_tracks(scene, node, n3p[node], layout, total, cache)
+            tr, ro, sc = _rebased_tracks(scene, node, n3p[node], timelines, cache)
             chain = set(_ancestors(scene, node)) | set(_ancestors(scene, n3p[node]))
             baked = bool(chain & moving)
             if baked or not np.allclose(trs_to_matrix(tr[0], ro[0], sc[0]),
                                         local_matrix(nd), atol=1e-7):
                 _note_baked(scene, node, n3p[node])
         else:
-            tr, ro, sc = _timeline_trs(scene, node, layout, total, cache["trs"])
+            tr, ro, sc = timelines[node]
             baked = False
         if not (np.abs(tr) <= F32_MAX).all() or not (np.abs(sc) <= F32_MAX).all():
             raise ImportError_(f"skeleton: joint {nd.name!r} is placed or scaled past float32's "
