@@ -71,9 +71,12 @@ def static_scene(triangles: int) -> Scene:
     return s
 
 
-def character(joints: int = 60, rings_per_joint: int = 8, segments: int = 48) -> Scene:
+def character(joints: int = 60, rings_per_joint: int = 8, segments: int = 48, *,
+              uvs: bool = False, mirror: int | None = None) -> Scene:
     """A tube of ``joints`` segments on a joint chain, each ring blended
-    between two joints, a clip bending every joint."""
+    between two joints, a clip bending every joint; ``uvs``: around and along
+    the tube (a seam where the angle wraps); ``mirror``: that joint's bind
+    matrix mirrors x (the tests' variants of the benchmark's character)."""
     rings = joints * rings_per_joint
     y = np.linspace(0, joints * 0.1, rings + 1)
     ang = np.linspace(0, 2 * np.pi, segments, endpoint=False)
@@ -93,10 +96,12 @@ def character(joints: int = 60, rings_per_joint: int = 8, segments: int = 48) ->
     ww = np.zeros((len(pos), 4), np.float32)
     jw[:, 0], jw[:, 1] = j0, j1
     ww[:, 0], ww[:, 1] = 1 - 0.5 * f, 0.5 * f
+    uv = None if not uvs else [np.stack([np.tile(ang / (2 * np.pi), rings + 1),
+                                         np.repeat(y, segments)], 1).astype(np.float32)]
     s = Scene(name="tube")
     s.add_material(Material(name="m"))
     m = s.add_mesh(Mesh(name="tube", primitives=[Primitive(
-        positions=pos.astype(np.float32), normals=nrm.astype(np.float32),
+        positions=pos.astype(np.float32), normals=nrm.astype(np.float32), uvs=uv or [],
         indices=tris.reshape(-1).astype(np.uint32), joints=jw, weights=ww, material=0)]))
     chain, parent = [], None
     for k in range(joints):
@@ -105,6 +110,8 @@ def character(joints: int = 60, rings_per_joint: int = 8, segments: int = 48) ->
         chain.append(parent)
     ibm = np.tile(np.eye(4), (joints, 1, 1))
     ibm[:, 1, 3] = -0.1 * np.arange(joints)
+    if mirror is not None:
+        ibm[mirror, 0, 0] = -1.0
     sk = s.add_skin(Skin(joints=chain, inverse_bind_matrices=ibm))
     s.add_node(name="tube", mesh=m, skin=sk)
     t = np.linspace(0, 2, 61).astype(np.float32)

@@ -9,53 +9,16 @@ import numpy as np
 
 from potsherd.formats.darkstar.importing.meshes import mesh_blocks
 from potsherd.formats.darkstar.model import shape_model
-from potsherd.scene import Channel, Animation, Material, Mesh, Primitive, Scene, Skin
+from potsherd.scene import Scene
+
+from import44 import character     # benchmarks/ (pytest pythonpath)
 
 
-def _tube(joints: int = 4, rings_per_joint: int = 3, segments: int = 7,
-          mirror: int | None = None) -> Scene:
-    """A tube on a joint chain, each ring blended between two joints (triangles
-    spanning joints), UVs with a seam, a clip; ``mirror``: that joint's bind
-    matrix mirrors x."""
-    rings = joints * rings_per_joint
-    y = np.linspace(0, joints * 0.1, rings + 1)
-    ang = np.linspace(0, 2 * np.pi, segments, endpoint=False)
-    pos = np.stack([np.tile(0.05 * np.cos(ang), rings + 1), np.repeat(y, segments),
-                    np.tile(0.05 * np.sin(ang), rings + 1)], 1)
-    nrm = np.stack([np.cos(np.tile(ang, rings + 1)), np.zeros(len(pos)),
-                    np.sin(np.tile(ang, rings + 1))], 1)
-    uv = np.stack([np.tile(ang / (2 * np.pi), rings + 1), np.repeat(y, segments)], 1)
-    a = (np.arange(rings)[:, None] * segments + np.arange(segments)[None]).ravel()
-    b = (np.arange(rings)[:, None] * segments + (np.arange(segments)[None] + 1) % segments).ravel()
-    tris = np.concatenate([np.stack([a, b + segments, b], 1), np.stack([a, a + segments, b + segments], 1)])
-    seg = np.minimum(pos[:, 1] / 0.1, joints - 1e-6)
-    j0 = np.floor(seg).astype(int)
-    f = seg - j0
-    jw = np.zeros((len(pos), 4), np.uint16)
-    ww = np.zeros((len(pos), 4), np.float32)
-    jw[:, 0], jw[:, 1] = j0, np.minimum(j0 + 1, joints - 1)
-    ww[:, 0], ww[:, 1] = 1 - 0.6 * f, 0.6 * f
-    s = Scene(name="tube")
-    s.add_material(Material(name="m"))
-    m = s.add_mesh(Mesh(name="tube", primitives=[Primitive(
-        positions=pos.astype(np.float32), normals=nrm.astype(np.float32), uvs=[uv.astype(np.float32)],
-        indices=tris.reshape(-1).astype(np.uint32), joints=jw, weights=ww, material=0)]))
-    chain, parent = [], None
-    for k in range(joints):
-        parent = s.add_node(name=f"bone{k}", translation=(0.0, 0.1 if k else 0.0, 0.0), parent=parent)
-        chain.append(parent)
-    ibm = np.tile(np.eye(4), (joints, 1, 1))
-    ibm[:, 1, 3] = -0.1 * np.arange(joints)
-    if mirror is not None:
-        ibm[mirror, 0, 0] = -1.0
-    sk = s.add_skin(Skin(joints=chain, inverse_bind_matrices=ibm))
-    s.add_node(name="tube", mesh=m, skin=sk)
-    t = np.linspace(0, 1, 5).astype(np.float32)
-    s.add_animation(Animation(name="wave", channels=[
-        Channel(j, "rotation", t, np.stack([np.zeros(5), np.zeros(5), np.sin(0.1 * t + k),
-                                            np.cos(0.1 * t + k)], 1).astype(np.float32))
-        for k, j in enumerate(chain)]))
-    return s
+def _tube(mirror: int | None = None) -> Scene:
+    """The benchmark's character, small: a tube on a 4-joint chain, each ring
+    blended between two joints (triangles spanning joints), UVs with a seam, a
+    clip; ``mirror``: that joint's bind matrix mirrors x."""
+    return character(joints=4, rings_per_joint=3, segments=7, uvs=True, mirror=mirror)
 
 
 def _alike(o) -> None:
