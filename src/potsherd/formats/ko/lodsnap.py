@@ -174,7 +174,7 @@ def lod_triangles(positions: np.ndarray, triangles: np.ndarray, vertex_targets: 
     if normals is not None:
         parts.append(np.sqrt(NORMAL_WEIGHT) * np.asarray(normals, np.float64).reshape(len(pos), -1))
     copies = _Copies(label, np.concatenate(parts, axis=1) if parts else None)
-    used_v = int(np.count_nonzero(np.bincount(tris.reshape(-1), minlength=len(pos))))
+    used_v = _vertices_used(tris, copies)
     used_p = int(np.count_nonzero(np.bincount(label[tris].reshape(-1), minlength=n_pos))) or 1
     per_position = used_v / used_p           # copies per position, for a first guess
     out, k = [], 0
@@ -190,6 +190,10 @@ def lod_triangles(positions: np.ndarray, triangles: np.ndarray, vertex_targets: 
     return out
 
 
+def _vertices_used(level: np.ndarray, copies: _Copies) -> int:
+    return int(np.count_nonzero(np.bincount(level.reshape(-1), minlength=len(copies.label))))
+
+
 def _level(tris, copies, pairs, n_pos, target, floor, guess,
            per_position) -> tuple[int, np.ndarray | None]:
     """(k, triangles): the snapshot after ``k`` collapses (``k`` from ``floor``, so
@@ -201,7 +205,7 @@ def _level(tris, copies, pairs, n_pos, target, floor, guess,
     best_k, best = None, None
     for _ in range(SEARCH_ROUNDS):
         level = snapshot(tris, copies, roots(pairs[:k], n_pos))
-        used = int(np.count_nonzero(np.bincount(level.reshape(-1), minlength=len(copies.label))))
+        used = _vertices_used(level, copies)
         if used <= target:
             best_k, best, hi = k, level, k
             if used >= 0.99 * target or k == lo:
@@ -214,6 +218,6 @@ def _level(tris, copies, pairs, n_pos, target, floor, guess,
             k = min(hi, k + int(np.ceil((used - target) / per_position)))
     if best is None:                  # (then hi is every collapse: do they reach it?)
         level = snapshot(tris, copies, roots(pairs[:hi], n_pos))
-        used = int(np.count_nonzero(np.bincount(level.reshape(-1), minlength=len(copies.label))))
+        used = _vertices_used(level, copies)
         best_k, best = hi, (level if used <= target else None)
     return best_k, best

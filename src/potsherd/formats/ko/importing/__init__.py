@@ -344,14 +344,13 @@ def _skin_welds(geo: Geometry) -> tuple[np.ndarray, np.ndarray]:
     return weld(*vkeys)[1], weld(geo.uvs)[1]
 
 
-def _skin_lod(geo: Geometry, tris: np.ndarray, name: str,
-              welds: tuple | None = None) -> dict:
+def _skin_lod(geo: Geometry, tris: np.ndarray, name: str, welds: tuple) -> dict:
     """One n3cskin record over the vertices ``tris`` uses: positions (with normals
     and bindings) and UVs indexed separately per face corner."""
     used = np.bincount(tris.reshape(-1), minlength=len(geo.positions)) > 0
     vert_sel = np.flatnonzero(used)                        # (ascending, as np.unique)
     corners = (np.cumsum(used) - 1)[tris.reshape(-1)]      # each corner's place in it
-    pgroup, ugroup = welds or _skin_welds(geo)
+    pgroup, ugroup = welds                                 # (_skin_welds)
     pfirst, premap = first_labels(pgroup[vert_sel])
     ufirst, uremap = first_labels(ugroup[vert_sel])
     pos_src = vert_sel[pfirst]
