@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import potsherd
+import srgb_formula
 from potsherd.cli import main
 from potsherd.export.gltf import document_scene
 from potsherd.export.validate import validate_gltf, validator_available
@@ -73,9 +74,18 @@ def test_terrain_block_triangles_heights_and_holes(tmp_path):
                 for p in mesh.primitives]
     assert textured.count(True) == 2
     assert any("example.day.ppl" in w for w in scene.warnings)
-    # light map as vertex colours: 0xF000 | ... nibbles
-    p0 = mesh.primitives[0]
-    assert p0.colors is not None and p0.colors.dtype == np.uint8
+    # light map as vertex colours: the r, g, b nibbles of the texel at each corner (light
+    # scale 0: one texel per height point), a display value the renderer multiplies by,
+    # so COLOR_0 (linear) is its sRGB decoding
+    light = te.example_light(8).astype(np.int64)
+    for p in mesh.primitives:
+        xi = np.rint(p.positions[:, 0] / 8).astype(int)
+        yi = np.rint(p.positions[:, 1] / 8).astype(int)
+        c16 = light[yi, xi]
+        nibbles = np.stack([(c16 >> 8) & 15, (c16 >> 4) & 15, c16 & 15], axis=1) / 15.0
+        assert p.colors.dtype == np.float32
+        np.testing.assert_allclose(p.colors, srgb_formula.decode(nibbles), rtol=1e-6, atol=1e-7)
+    assert len({tuple(c) for p in mesh.primitives for c in p.colors.tolist()}) > 3
 
 
 def test_square_diagonals_and_winding_face_up(tmp_path):

@@ -17,6 +17,7 @@ import pytest
 from PIL import Image
 
 import potsherd
+import srgb_formula
 from potsherd.export import gltf
 from potsherd.scene import trs_to_matrix
 from corpus_paths import CORPUS_ROOT
@@ -268,7 +269,7 @@ def test_river_rows_and_pond_grid(zone):
     # the engine's pattern 4 0 1, 4 1 5, 5 1 2, ... each triangle reversed
     assert river.indices.tolist() == [4, 1, 0, 4, 5, 1, 5, 2, 1, 5, 6, 2, 6, 3, 2, 6, 7, 3]
     assert river.positions[5].tolist() == [-4, 3, 4]
-    assert river.colors[0].tolist() == [255, 0, 0, 128]              # ARGB 0x80FF0000
+    np.testing.assert_allclose(river.colors[0], [1, 0, 0, 128 / 255], rtol=1e-6)  # ARGB 0x80FF0000
     assert river.uvs[1][5].tolist() == [1, 1]
     pond_node = sc.nodes[by_name(sc, "pond0")[0]]
     pond = sc.meshes[pond_node.mesh].primitives[0]
@@ -460,3 +461,15 @@ def test_corpus_moradon_glb_passes_the_validator(tmp_path):
                          options={"collision": True})
     report = validate_gltf(out)
     assert report["errors"] == 0 and report["warnings"] == 0, report["messages"][:5]
+
+
+def test_water_diffuse_is_display_light_as_linear_colour():
+    """D3D modulates the texture with the diffuse word in display space, so
+    COLOR_0 (linear) is its RGB sRGB-decoded; alpha is coverage, kept."""
+    from potsherd.formats.ko.zone import _argb_colors
+    got = _argb_colors(np.array([0x40808080, 0xFF203040], np.uint32))
+    assert got.dtype == np.float32
+    want = [[*srgb_formula.decode([128 / 255] * 3), 64 / 255],
+            [*srgb_formula.decode([0x20 / 255, 0x30 / 255, 0x40 / 255]), 1.0]]
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+    assert abs(float(got[0, 0]) - 128 / 255) > 0.2            # not the byte over 255

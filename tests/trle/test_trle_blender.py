@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import potsherd
+import srgb_formula
 from potsherd.core.errors import FormatError
 from potsherd.document import Document
 from potsherd.export.gltf import write_glb
@@ -274,7 +275,9 @@ def test_repainted_shades_are_the_change(tmp_path):
     new = TRWAD.from_scene(_back(scene, tmp_path), like=doc).root
     old = doc.root
     assert _same_record(new["meshes"][0], old["meshes"][0])
-    assert set(np.asarray(new["meshes"][1]["shades"]).tolist()) == {6553}
+    # linear 0.2 is the display brightness encode(0.2) = 0.4845 the game multiplies by
+    assert set(np.asarray(new["meshes"][1]["shades"]).tolist()) == {
+        int(round(8191 - float(srgb_formula.encode(13107 / 65535)) * 8191))} == {4222}
     assert np.asarray(old["meshes"][1]["shades"]).tolist() == [0, 4096, 8191]
 
 

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import potsherd
+import srgb_formula
 from potsherd.core.errors import FormatError
 from potsherd.document import Document
 from potsherd.export.gltf import write_glb
@@ -652,11 +653,13 @@ def _shades_by_x_y(r: dict) -> list:
 def test_normalized_integer_colours_are_shades_of_their_range(dtype, grey):
     """Blender and gltf-transform write COLOR_0 as normalised u8/u16 VEC4; read
     as such they must be divided by 255 or 65535 (they all came out white,
-    shade 0).  shade = 8191 * (1 - grey)."""
+    shade 0).  A shade is a display brightness, so shade = 8191 * (1 - encode(grey))."""
     colors = np.array([[g, g, g, np.iinfo(dtype).max] for g in grey], dtype)
     r = TRWAD.from_scene(_grey_triangle_scene(colors)).root
     assert r["meshes"][0]["normal_count"] == -3
-    want = [6135, 4079, 0] if dtype == np.uint8 else [6143, 4095, 0]
+    unit = np.asarray(grey, np.float64) / np.iinfo(dtype).max
+    want = np.round(8191 * (1 - srgb_formula.encode(unit))).astype(int).tolist()
+    assert want == ([3784, 2157, 0] if dtype == np.uint8 else [3792, 2168, 0])
     # vertices (0,0) (1,0) (0,1) in glTF -> TR (0,0) (-512,0) (0,-512)
     assert _shades_by_x_y(r) == sorted(zip([[0, 0], [-512, 0], [0, -512]], want))
     floats = (colors / np.float32(np.iinfo(dtype).max)).astype(np.float32)
@@ -866,3 +869,22 @@ def test_base_colour_factors_are_baked_as_srgb_texels():
     # sRGB 188 is linear 0.5; half of it is linear 0.25, sRGB 137 (the old
     # product in sRGB, 94, is the negative control); an untinted texel stays
     assert colours == {(190, 204, 242), (137, 137, 137), (188, 188, 188)}, colours
+
+
+def test_every_shade_survives_linear_colour_and_back():
+    """The export writes a shade's display brightness sRGB-decoded as float32
+    COLOR_0, and the import encodes it back: all 8,192 shades come back exactly
+    (16-bit integer colours would merge the darkest ones)."""
+    from potsherd.formats.trle.importing import _brightness
+    from potsherd.scene.bake_colors import lit_colors
+    shades = np.arange(8192)
+    grey = np.repeat(((8191 - shades) / 8191)[:, None], 3, axis=1)
+    colour = lit_colors(grey)
+    assert colour.dtype == np.float32
+    np.testing.assert_allclose(colour[:, 0], srgb_formula.decode(grey[:, 0]), rtol=1e-6, atol=1e-9)
+    back = np.round(8191 - _brightness(colour) * 8191).astype(int)
+    assert back.tolist() == shades.tolist()
+    # negative control: the same colours quantised to u16 lose dark shades
+    u16 = np.round(colour.astype(np.float64) * 65535).astype(np.uint16)
+    lossy = np.round(8191 - _brightness(u16) * 8191).astype(int)
+    assert (lossy != shades).sum() > 10

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import potsherd
+import srgb_formula
 from potsherd.export.gltf import write_glb
 from potsherd.export.render import Gltf
 from potsherd.export.validate import validate_many, validator_available
@@ -71,10 +72,15 @@ def test_room_vertex_light_is_the_engine_intensity():
     doc = potsherd.read(str(CORPUS / "tr1_TEST1.PHD"))
     scene = doc.codec.to_scene(doc, room=0, objects=False)
     v = doc.root["rooms"][0]["data"]["vertices"]
-    expected = set(np.round(1 - v["lighting"].astype(np.float32) / 8191, 5).tolist())
-    got = set(np.round(np.concatenate([p.colors[:, 0] for m in scene.meshes
-                                       for p in m.primitives]), 5).tolist())
-    assert got <= expected and got
+    # a display brightness (the game multiplies it with the texel), as linear light
+    expected = np.unique(srgb_formula.decode(1 - v["lighting"].astype(np.float64) / 8191))
+    got = np.unique(np.concatenate([p.colors[:, 0] for m in scene.meshes
+                                    for p in m.primitives]).astype(np.float64))
+    assert len(got) > 1
+    assert np.abs(got[:, None] - expected[None]).min(axis=1).max() < 1e-6
+    # negative control: the brightness itself is not what COLOR_0 holds
+    linear = np.unique(1 - v["lighting"].astype(np.float64) / 8191)
+    assert np.abs(got[:, None] - linear[None]).min(axis=1).max() > 1e-3
 
 
 @pytest.mark.skipif(not validator_available(), reason="gltf-validator not installed")

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import potsherd
+import srgb_formula
 from potsherd.core.errors import FormatError
 from potsherd.export.gltf import write_glb
 
@@ -84,7 +85,10 @@ def test_uv_corners_winding_and_materials():
 
 def test_shades_become_vertex_colours():
     prim = _scene().meshes[1].primitives[0]
-    np.testing.assert_allclose(prim.colors[:, 0], [0.0, 1.0, (8191 - 4096) / 8191], rtol=1e-6)
+    # shade 4096 is display brightness 0.49994, linear 0.21398 (the game multiplies in display space)
+    np.testing.assert_allclose(prim.colors[:, 0], [0.0, 1.0, 0.2139846], rtol=1e-6)
+    np.testing.assert_allclose(prim.colors[:, 0], srgb_formula.decode([0.0, 1.0, 4095 / 8191]),
+                               rtol=1e-6)
 
 
 def test_animations_at_30_fps():

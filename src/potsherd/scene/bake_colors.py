@@ -36,7 +36,7 @@ from .model import (CLAMP_TO_EDGE, MIRRORED_REPEAT, Image, Material, Primitive, 
                     TextureRef)
 
 __all__ = ["bake_colors", "drop_orphaned_materials", "srgb_to_linear", "linear_to_srgb",
-           "MAX_SIDE"]
+           "lit_colors", "display_values", "MAX_SIDE"]
 
 #: the largest side of a baked texture (what the KO atlas and most old engines take)
 MAX_SIDE = 2048
@@ -60,6 +60,35 @@ def linear_to_srgb(c: np.ndarray) -> np.ndarray:
     """Linear light (clipped to 0..1) sRGB-encoded."""
     c = np.clip(np.asarray(c, np.float64), 0.0, 1.0)
     return np.where(c <= 0.0031308, c * 12.92, 1.055 * c ** (1 / 2.4) - 0.055)
+
+
+def _unit(c: Any) -> np.ndarray:
+    a = np.asarray(c)
+    if a.dtype.kind in "ui":
+        return a.astype(np.float64) / float(np.iinfo(a.dtype).max)
+    return np.asarray(a, np.float64)
+
+
+def lit_colors(values: Any) -> np.ndarray:
+    """Vertex light or colour the game multiplied in display space (every
+    fixed-function engine here: TR shades and room light, Darkstar light maps,
+    D3D diffuse words) as glTF's COLOR_0, which is linear light: float32 rows,
+    RGB sRGB-decoded, a fourth column (alpha, never gamma-encoded) kept.
+    ``values``: floats in 0..1, or uint8/uint16 normalised.  Float32, not 16-bit
+    integers: those would merge the darkest of 8,192 TR shades."""
+    a = _unit(values)
+    out = a.copy()
+    out[..., :3] = srgb_to_linear(np.clip(a[..., :3], 0.0, 1.0))
+    return out.astype(np.float32)
+
+
+def display_values(colors: Any) -> np.ndarray:
+    """The inverse of :func:`lit_colors`: COLOR_0 (floats, or normalised
+    integers) as display-space values in 0..1 (float64), alpha kept."""
+    a = _unit(colors)
+    out = a.copy()
+    out[..., :3] = linear_to_srgb(a[..., :3])
+    return out
 
 
 _LUT = None

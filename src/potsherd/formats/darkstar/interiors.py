@@ -32,6 +32,7 @@ from ...core.errors import FormatError  # noqa: E402
 from ...core.limits import DEFAULT_LIMITS, Limits  # noqa: E402
 from ...scene import Z_UP_Y_FORWARD_TO_GLTF, Material, Primitive, Scene  # noqa: E402
 from ...scene.model import Mesh  # noqa: E402
+from ...scene.bake_colors import lit_colors  # noqa: E402
 
 NULL_MATERIAL = 255
 #: texels decoded from Huffman light maps per interior (bounds the bit loop)
@@ -165,7 +166,8 @@ def to_scene(doc, *, state: int = 0, lod: int = 0, palette: str = "", lighting: 
     bitmap by the surface's texture offset and size, light maps baked into
     vertex colours (sampled at the vertices; the engine adds the mission's
     ambient light at run time, so ``ambient`` is added here: colour = ambient +
-    (1 - ambient) * light map), materials from its ``.dml``; ``volumes`` (a
+    (1 - ambient) * light map, a display value the renderer multiplies by, so
+    COLOR_0 is its sRGB decoding), materials from its ``.dml``; ``volumes`` (a
     mission's world volumes) are searched for palettes after the bitmap's own."""
     from .geometry import name_text
     from .textures import search_roots, texture_materials
@@ -241,6 +243,7 @@ def to_scene(doc, *, state: int = 0, lod: int = 0, palette: str = "", lighting: 
             colors[sel] = amb + (1.0 - amb) * unpack_colors(m[y, x])
         if skipped:
             scene.warnings.append(f"{skipped} surfaces without a readable light map left unlit")
+        colors = lit_colors(colors)    # the renderer lights in display space; COLOR_0 is linear
     mats = surf["material"][sidx]
     mesh = Mesh(name=scene.name)
     material_of: dict[int, int] = {}

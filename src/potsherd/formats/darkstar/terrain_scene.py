@@ -97,9 +97,11 @@ def block_primitives(root: dict, square: float, *, lighting: bool = True
     lm = light_map(root) if lighting else None
     if lm is not None:
         from .interiors import unpack_colors
+        from ...scene.bake_colors import lit_colors
         shift = int(root["lightScale"])
         if lm.shape == ((n << shift) + 1,) * 2:
-            colors = (unpack_colors(lm[cy << shift, cx << shift]) * 255 + 0.5).astype(np.uint8)
+            # light the renderer multiplies in display space: COLOR_0 is linear
+            colors = lit_colors(unpack_colors(lm[cy << shift, cx << shift]))
     split135 = ((xs ^ ys) & 1).astype(bool)
     # corners 0=x0y0 1=x1y0 2=x0y1 3=x1y1; counter-clockwise seen from +z
     t45 = np.array([[0, 1, 3], [0, 3, 2]])

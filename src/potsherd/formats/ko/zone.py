@@ -43,6 +43,7 @@ from ... import resolve
 from ...core.errors import FormatError
 from ...core.limits import DEFAULT_LIMITS, Limits
 from ...scene import Image, Material, Mesh, Primitive, Scene, TextureRef, flip_winding, weld
+from ...scene.bake_colors import lit_colors
 from ...scene.model import CLAMP_TO_EDGE
 from ...scene.xform import mirror_x
 from .text import text
@@ -306,9 +307,11 @@ def terrain_mesh(doc: Any, scene: Scene, resolver: Resolver, lod: int = 0,
 
 
 def _argb_colors(bits: np.ndarray) -> np.ndarray:
-    """D3D ARGB words as RGBA bytes."""
+    """D3D ARGB diffuse words as COLOR_0: D3D modulates the texture with them in
+    display space, so RGB is sRGB-decoded (:func:`lit_colors`); alpha is kept."""
     b = bits.astype(np.uint32)
-    return np.stack([(b >> 16) & 255, (b >> 8) & 255, b & 255, b >> 24], axis=-1).astype(np.uint8)
+    return lit_colors(np.stack([(b >> 16) & 255, (b >> 8) & 255, b & 255, b >> 24],
+                               axis=-1).astype(np.uint8))
 
 
 def _water_material(scene: Scene, mats: Materials, texture: str, name: str) -> int:

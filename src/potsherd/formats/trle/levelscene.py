@@ -2,7 +2,8 @@
 
 Every room becomes a node ``room N`` holding its geometry (quads split in two
 triangles, TR's clockwise faces turned counter-clockwise) with the vertex
-lighting as COLOR_0 (TR1 intensity, TR2 its second intensity, TR3/TR4 RGB 555, TR5 ARGB) and the
+lighting as COLOR_0 (TR1 intensity, TR2 its second intensity, TR3/TR4 RGB 555, TR5 ARGB;
+sRGB-decoded, since the game multiplies it with the texture in display space) and the
 room's flags, water bit, alternate room/group and portals in ``extras``;
 alternate (flipmap) rooms sit under one node ``alternate rooms`` (to hide them
 together), each marked ``extras.alternate_of``.
@@ -32,21 +33,23 @@ import numpy as np
 from ...scene import (NEAREST, Image, Material, Mesh, Primitive, Scene, TextureRef,
                       Y_DOWN_Z_FORWARD_TO_GLTF)
 from ...scene.model import Node
-from ...scene.bake_colors import srgb_to_linear
+from ...scene.bake_colors import lit_colors, srgb_to_linear
 from .levelpages import _pages
 from .levelstore import level_data
 
 def _colours(engine: int, verts: np.ndarray) -> np.ndarray:
-    """Vertex light as linear-ish RGB in [0, 1]."""
+    """Vertex light as COLOR_0: the game multiplies it with the texture in
+    display space, so its value is sRGB-decoded (:func:`lit_colors`)."""
     if engine == 1 or engine == 2:    # TR2: its second value, as the game draws it
         light = verts["lighting"] if engine == 1 else verts["colour"]
-        v = 1.0 - np.clip(light.astype(np.float32), 0, 8191) / 8191.0
-        return np.repeat(v[:, None], 3, axis=1)
-    if engine in (3, 4):
-        c = verts["colour"].astype(np.uint32)
-        return np.stack([(c >> 10) & 31, (c >> 5) & 31, c & 31], axis=1).astype(np.float32) / 31.0
+        v = 1.0 - np.clip(light.astype(np.float64), 0, 8191) / 8191.0
+        return lit_colors(np.repeat(v[:, None], 3, axis=1))
     c = verts["colour"].astype(np.uint32)
-    return np.stack([(c >> 16) & 255, (c >> 8) & 255, c & 255], axis=1).astype(np.float32) / 255.0
+    if engine in (3, 4):
+        rgb = np.stack([(c >> 10) & 31, (c >> 5) & 31, c & 31], axis=1) / 31.0
+    else:
+        rgb = np.stack([(c >> 16) & 255, (c >> 8) & 255, c & 255], axis=1) / 255.0
+    return lit_colors(rgb)
 
 
 class _Builder:

@@ -54,6 +54,7 @@ import math
 import numpy as np
 
 from ...core.errors import FormatError
+from ...scene.bake_colors import lit_colors
 from ...scene import (NEAREST, Animation, Channel, Image, Material, Mesh, Primitive, Scene,
                       Skin, TextureRef, rigid_influences, Y_DOWN_Z_FORWARD_TO_GLTF, compute_normals, quat_continuous, weld)
 from . import model
@@ -255,8 +256,8 @@ def _mesh_primitives(m: dict, rects: list, size: tuple, materials: "_Materials")
             prim.normals = compute_normals(positions, prim.indices)
         if nn < 0:
             shade = np.asarray(m["shades"], np.float64)[vidx[first]]
-            level = np.clip((8191.0 - shade) / 8191.0, 0.0, 1.0)
-            prim.colors = np.repeat(level[:, None], 3, 1).astype(np.float32)
+            level = np.clip((8191.0 - shade) / 8191.0, 0.0, 1.0)   # a display brightness
+            prim.colors = lit_colors(np.repeat(level[:, None], 3, 1))
         shine = (attrs[sel] >> 1) & 1
         if shine.any():
             prim.extras["shine_polygons"] = int(shine.sum())

@@ -60,6 +60,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ....scene import compute_normals, decompose_matrix, quat_to_matrix, weld
+from ....scene.bake_colors import linear_to_srgb
 from ....scene.finite import require_finite
 from ....scene.geometry import flattened_triangles
 from ....scene.ops import from_time_zero, triangle_sets, world_matrices
@@ -586,8 +587,7 @@ def _corner_keys(scene: Any, frame: np.ndarray, to_tr: np.ndarray, parts: list, 
         flat += flattened_triangles(ts.positions[used], q, tris)
         total += len(tris)
         if use_shades and ts.colors is not None:
-            c = _unit_colors(np.asarray(ts.colors)[used])
-            lum = c[:, :3].mean(1) if c.ndim == 2 else c
+            lum = _brightness(np.asarray(ts.colors)[used])
             attr = np.clip(np.round(8191.0 - lum * 8191.0), 0, 8191).astype(np.int64)[:, None]
         else:
             nrm = ts.normals
@@ -735,6 +735,15 @@ def _unit_colors(colors: Any) -> np.ndarray:
     if raw.dtype.kind in "ui":
         return raw.astype(np.float64) / float(np.iinfo(raw.dtype).max)
     return raw.astype(np.float64)
+
+
+def _brightness(colors: Any) -> np.ndarray:
+    """A shade's display brightness (0..1) from COLOR_0: the mean linear light
+    of the RGB, sRGB-encoded, since the game multiplies shades with the texture
+    in display space (the inverse of the export's ``lit_colors``)."""
+    c = _unit_colors(colors)
+    mean = c[:, :3].mean(1) if c.ndim == 2 else c
+    return linear_to_srgb(mean)
 
 
 def _warn_shades(scene: Any, parts: list, use_shades: bool) -> None:

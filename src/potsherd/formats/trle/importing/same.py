@@ -30,10 +30,10 @@ def same_mesh(mesh: dict, like_mesh: dict) -> bool:
 
 
 def _srgb_byte(shade: Any) -> np.ndarray:
-    """A shade's brightness as an 8-bit sRGB colour value (not rounded)."""
-    lum = np.clip((8191.0 - np.asarray(shade, np.float64)) / 8191.0, 0.0, 1.0)
-    srgb = np.where(lum <= 0.0031308, 12.92 * lum, 1.055 * lum ** (1 / 2.4) - 0.055)
-    return srgb * 255.0
+    """A shade as the 8-bit sRGB colour value a tool storing sRGB bytes holds
+    (not rounded): the export's COLOR_0 is the shade's display brightness
+    sRGB-decoded, so its sRGB encoding is that brightness again."""
+    return np.clip((8191.0 - np.asarray(shade, np.float64)) / 8191.0, 0.0, 1.0) * 255.0
 
 
 def same_attributes(mesh: dict, like_mesh: dict, byte_colours: bool = False) -> bool:
