@@ -36,7 +36,7 @@ from .model import (CLAMP_TO_EDGE, MIRRORED_REPEAT, Image, Material, Primitive, 
                     TextureRef)
 
 __all__ = ["bake_colors", "drop_orphaned_materials", "srgb_to_linear", "linear_to_srgb",
-           "lit_colors", "display_values", "MAX_SIDE"]
+           "lit_colors", "MAX_SIDE"]
 
 #: the largest side of a baked texture (what the KO atlas and most old engines take)
 MAX_SIDE = 2048
@@ -80,15 +80,6 @@ def lit_colors(values: Any) -> np.ndarray:
     out = a.copy()
     out[..., :3] = srgb_to_linear(np.clip(a[..., :3], 0.0, 1.0))
     return out.astype(np.float32)
-
-
-def display_values(colors: Any) -> np.ndarray:
-    """The inverse of :func:`lit_colors`: COLOR_0 (floats, or normalised
-    integers) as display-space values in 0..1 (float64), alpha kept."""
-    a = _unit(colors)
-    out = a.copy()
-    out[..., :3] = linear_to_srgb(a[..., :3])
-    return out
 
 
 _LUT = None
