@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 import potsherd
+import srgb_formula
 from potsherd.export.gltf import write_glb
 from potsherd.scene import quat_from_axis_angle
 from potsherd.scene.gltf_read import read_gltf
@@ -219,7 +220,9 @@ def test_a_repainted_texture_and_a_recoloured_plug_are_written(tmp_path):
     assert np.abs(got[:8, :8].astype(int) - [255, 0, 0, 255]).max() <= 8   # (DXT's 5:6:5 colours)
     assert np.abs(got[16:, 16:].astype(int) - want[16:, 16:]).mean() < 8
     plug_doc = next(d for n, d in files.items() if n.endswith(".n3cplug"))
-    assert np.allclose(plug_doc.root["material"]["diffuse"][:3], [0.25, 0.5, 0.75])
+    # Blender's linear factor, as the display-space diffuse D3D multiplies by
+    assert np.allclose(plug_doc.root["material"]["diffuse"][:3],
+                       srgb_formula.encode([0.25, 0.5, 0.75]), atol=1e-6)
 
 
 @pytest.mark.skipif(BLENDER is None, reason="Blender not installed")

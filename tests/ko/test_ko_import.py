@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import potsherd
+import srgb_formula
 from potsherd import FormatError
 from potsherd.export.gltf import write_glb
 from potsherd.formats.ko.codecs import CODECS
@@ -1093,13 +1094,16 @@ def test_an_untextured_colour_survives_import_and_export(tmp_path, fmt):
     files = CODEC[fmt].from_scene(sc, out_name=f"rig.{fmt}")
     write_all(files, tmp_path)
     mats = [d.root["material"] for n, d in files if d.format in ("n3cpart", "n3cplug")]
-    assert [m["diffuse"] for m in mats] == [[0.25, 0.5, 0.75, 1.0]]
+    # the factor is linear light, the diffuse a display value D3D multiplies by
+    shown = [*srgb_formula.encode([0.25, 0.5, 0.75]).tolist(), 1.0]
+    assert len(mats) == 1 and mats[0]["diffuse"] == pytest.approx(shown, abs=1e-12)
+    assert mats[0]["diffuse"][0] == pytest.approx(0.5371, abs=1e-4)
     back = export(tmp_path / f"rig.{fmt}", data_root=str(tmp_path))
     assert _colours(back) == [(0.25, 0.5, 0.75, 1.0)]
     # and back once more through a glb: the exported extras keep the same diffuse
     files2 = CODEC[fmt].from_scene(via_glb(back, tmp_path), out_name=f"again.{fmt}")
-    assert [d.root["material"]["diffuse"] for n, d in files2
-            if d.format in ("n3cpart", "n3cplug")] == [[0.25, 0.5, 0.75, 1.0]]
+    again = [d.root["material"]["diffuse"] for n, d in files2 if d.format in ("n3cpart", "n3cplug")]
+    assert len(again) == 1 and again[0] == pytest.approx(shown, abs=1e-6)
 
 
 def test_an_edited_colour_wins_over_the_exported_material(tmp_path):
@@ -1112,25 +1116,30 @@ def test_an_edited_colour_wins_over_the_exported_material(tmp_path):
     assert unedited["material"] == potsherd.read(path).root["material"]   # the record as it was
     src.materials[0].base_color = (0.5, 0.25, 0.125, 0.5)
     edited = dict(CODEC["n3cplug"].from_scene(src, out_name="b.n3cplug"))["b.n3cplug"].root
-    assert edited["material"]["diffuse"] == [0.5, 0.25, 0.125, 1.0]
+    assert edited["material"]["diffuse"] == pytest.approx(
+        [*srgb_formula.encode([0.5, 0.25, 0.125]).tolist(), 1.0], abs=1e-12)
     assert {k: v for k, v in edited["material"].items() if k != "diffuse"} == \
         {k: v for k, v in unedited["material"].items() if k != "diffuse"}
 
 
 def test_base_colour_of_an_n3_material_follows_its_texture_stage():
     from potsherd.formats.ko.scene_materials import n3_base_color
+    def lin(*rgba):      # a display-space diffuse as glTF's linear factor (alpha as is)
+        return pytest.approx((*srgb_formula.decode(rgba[:3]).tolist(), rgba[3]), abs=1e-12)
+
     m = {"diffuse": [0.5, 0.25, 2.0, 0.5], "colorOp": 4, "colorArg1": 0, "colorArg2": 2}
-    assert n3_base_color(m, textured=False, stage_from_file=False) == (0.5, 0.25, 1.0, 0.5)
-    assert n3_base_color(m, textured=True, stage_from_file=False) == (0.5, 0.25, 1.0, 1.0)
-    assert n3_base_color(m, textured=True, stage_from_file=True) == (0.5, 0.25, 1.0, 1.0)
+    assert n3_base_color(m, textured=False, stage_from_file=False) == lin(0.5, 0.25, 1.0, 0.5)
+    assert n3_base_color(m, textured=True, stage_from_file=False) == lin(0.5, 0.25, 1.0, 1.0)
+    assert n3_base_color(m, textured=True, stage_from_file=True) == lin(0.5, 0.25, 1.0, 1.0)
+    assert n3_base_color(m, textured=True, stage_from_file=False)[0] == pytest.approx(0.2140, abs=1e-4)
     x2 = dict(m, colorOp=5)                                      # MODULATE2X
-    assert n3_base_color(x2, textured=True, stage_from_file=True) == (1.0, 0.5, 1.0, 1.0)
-    assert n3_base_color(x2, textured=True, stage_from_file=False) == (0.5, 0.25, 1.0, 1.0)
+    assert n3_base_color(x2, textured=True, stage_from_file=True) == lin(1.0, 0.5, 1.0, 1.0)
+    assert n3_base_color(x2, textured=True, stage_from_file=False) == lin(0.5, 0.25, 1.0, 1.0)
     select = dict(m, colorOp=2, colorArg1=2)                     # SELECTARG1 TEXTURE
     assert n3_base_color(select, textured=True, stage_from_file=True) == (1.0, 1.0, 1.0, 1.0)
-    assert n3_base_color(select, textured=False, stage_from_file=True) == (0.5, 0.25, 1.0, 0.5)
+    assert n3_base_color(select, textured=False, stage_from_file=True) == lin(0.5, 0.25, 1.0, 0.5)
     nan = {"diffuse": [None, 0.5, -1.0, 1.0]}                    # non-finite and out of range
-    assert n3_base_color(nan, textured=False, stage_from_file=False) == (1.0, 0.5, 0.0, 1.0)
+    assert n3_base_color(nan, textured=False, stage_from_file=False) == lin(1.0, 0.5, 0.0, 1.0)
 
 
 def test_names_outside_the_code_page_name_the_files_as_the_references_do(tmp_path):

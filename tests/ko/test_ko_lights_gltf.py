@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import potsherd
+import srgb_formula
 from potsherd.export.gltf import write_gltf
 from potsherd.scene import Camera, Light, Scene
 from ko_bytes import f32, i32, s
@@ -63,7 +64,9 @@ def test_spot_light(tmp_path):
     assert lt["type"] == "spot" and lt["range"] == 50.0
     assert lt["spot"]["outerConeAngle"] == pytest.approx(0.5)
     assert lt["spot"]["innerConeAngle"] == pytest.approx(0.25)
-    assert lt["color"] == pytest.approx([1, .5, .25]) and lt["extras"]["number"] == 3
+    # the D3D diffuse (1, .5, .25) is a display value; the light's colour is linear
+    assert lt["color"] == pytest.approx(srgb_formula.decode([1, .5, .25]).tolist())
+    assert lt["color"][1] == pytest.approx(0.2140, abs=1e-4) and lt["extras"]["number"] == 3
     node = g["nodes"][0]
     assert node["extensions"]["KHR_lights_punctual"]["light"] == 0
     assert node["translation"] == pytest.approx([-1, 2, 3])        # mirror X

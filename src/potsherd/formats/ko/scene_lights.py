@@ -3,7 +3,8 @@ glTF cameras), with the axis change of every KO export (mirror X: the engine is
 left-handed, Y up).
 
 * ``.n3light`` / ``.glo``: one node per light at its position, turned so its -Z
-  is the light's direction; colour = diffuse; the D3D light's other parameters
+  is the light's direction; colour = diffuse (sRGB-decoded: D3D lights in display
+  space, glTF's light colour is linear); the D3D light's other parameters
   (ambient, specular, attenuation, on flag, light number) in the node's extras.
   D3D spot angles (theta, phi) are full cone angles; glTF's are half angles.
 * ``.n3camera``: a node at the eye (the transform position), looking at the
@@ -23,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from ...scene import Camera, Light, Scene
+from ...scene.bake_colors import srgb_to_linear
 from ...scene.xform import mirror_x
 from .scene import SCENES, _scene, _transform_trs, add_shape
 from .text import text
@@ -81,7 +83,9 @@ def add_light(scene: Scene, rec: dict, parent: int | None = None) -> int:
         scene.warnings.append(f"{name}: light type {int(d['type'])} is not a D3D light type; "
                               "exported as a point light")
         kind = "point"
-    color = tuple(min(max(_finite(x, 1.0), 0.0), 1.0) for x in list(d["diffuse"])[:3])
+    # D3D lights in display space; KHR_lights_punctual's colour is linear
+    color = tuple(float(c) for c in srgb_to_linear(np.array(
+        [min(max(_finite(x, 1.0), 0.0), 1.0) for x in list(d["diffuse"])[:3]])))
     rng = _finite(d["range"], 0.0)
     light = Light(type=kind, color=color, intensity=1.0, range=rng if rng > 0 else None,
                   inner_cone=_finite(d["theta"], 0.0) / 2, outer_cone=_finite(d["phi"], 0.0) / 2,

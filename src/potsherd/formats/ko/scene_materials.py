@@ -13,6 +13,7 @@ import numpy as np
 from ... import resolve
 from ...core.errors import FormatError
 from ...scene import Image, Material, Scene, TextureRef
+from ...scene.bake_colors import srgb_to_linear
 from .text import text
 
 RF_ALPHA, RF_DOUBLE_SIDED, RF_BILLBOARD, RF_NO_LIGHTING = 0x1, 0x4, 0x8, 0x40
@@ -32,11 +33,13 @@ def n3_base_color(n3: dict, textured: bool, stage_from_file: bool) -> tuple[floa
     stage from the file instead (``CN3SPart::Render``); a texture stage that does
     not modulate by the diffuse shows the texture alone (factor 1).  Textured
     alpha is the texture's (D3D's default alpha stage), so the factor's is 1.
-    Non-finite values count as 1, values are clamped to [0, 1]."""
+    D3D's fixed function multiplies in display space and glTF's factor is linear
+    light, so the RGB is sRGB-decoded (a 0.5 diffuse halves the texel as shown:
+    factor 0.214).  Non-finite values count as 1, values are clamped to [0, 1]."""
     d = [1.0 if v is None else min(max(float(v), 0.0), 1.0)
          for v in (list(n3.get("diffuse") or []) + [1.0] * 4)[:4]]
     if not textured:
-        return tuple(d)
+        return _linear(d[:3]) + (d[3],)
     scale = 1.0
     if stage_from_file:
         op, a1, a2 = n3.get("colorOp"), n3.get("colorArg1"), n3.get("colorArg2")
@@ -44,7 +47,11 @@ def n3_base_color(n3: dict, textured: bool, stage_from_file: bool) -> tuple[floa
                 {a1, a2} & {D3DTA_DIFFUSE, D3DTA_CURRENT}):
             return (1.0, 1.0, 1.0, 1.0)
         scale = float(1 << (op - D3DTOP_MODULATE))
-    return tuple(min(v * scale, 1.0) for v in d[:3]) + (1.0,)
+    return _linear([min(v * scale, 1.0) for v in d[:3]]) + (1.0,)
+
+
+def _linear(display: list) -> tuple[float, ...]:
+    return tuple(float(x) for x in srgb_to_linear(np.asarray(display, np.float64)))
 
 
 def _finite(values: Any) -> list:

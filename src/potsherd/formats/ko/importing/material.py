@@ -13,6 +13,7 @@ import numpy as np
 from ....core.errors import FormatError
 from ....document import Document
 from ....scene import Scene
+from ....scene.bake_colors import linear_to_srgb
 from ....scene.ops import base_color_picture
 from .base import DEFAULT_MATERIAL
 from ..scene_materials import RF_ALPHA, RF_DOUBLE_SIDED, RF_NO_LIGHTING, n3_base_color
@@ -23,7 +24,8 @@ def material_record(scene: Scene, index: int | None, like: dict | None = None, *
                     stage_from_file: bool = False) -> dict:
     """An N3 material: the original's when given, else from the glTF material
     (its exported ``n3Material`` extras first).  The diffuse colour is the
-    ``baseColorFactor``, which the engine modulates the texture by; exported
+    ``baseColorFactor`` sRGB-encoded (the engine modulates the texture by it in
+    display space, glTF's factor is linear light); exported
     extras keep their own diffuse while the factor is still the one the export
     derived from it (:func:`.scene_materials.n3_base_color`), so an edited colour wins."""
     if like is not None:
@@ -54,8 +56,14 @@ def material_record(scene: Scene, index: int | None, like: dict | None = None, *
     if mat.unlit:
         flags |= RF_NO_LIGHTING
     out["renderFlags"] = flags
-    out["diffuse"] = [float(x) for x in mat.base_color]
+    out["diffuse"] = _display(mat.base_color[:3]) + [float(mat.base_color[3])]
     return out
+
+
+def _display(factor: Any) -> list:
+    """A linear ``baseColorFactor`` RGB as the display-space diffuse D3D
+    multiplies by (the inverse of the export's decoding)."""
+    return [float(x) for x in linear_to_srgb(np.asarray(factor, np.float64))]
 
 
 def _edited_diffuse(out: dict, mat: Any, n3: dict, stage_from_file: bool = False) -> None:
@@ -65,7 +73,7 @@ def _edited_diffuse(out: dict, mat: Any, n3: dict, stage_from_file: bool = False
     textured = mat.base_color_texture is not None
     shown = n3_base_color(n3, textured, stage_from_file=stage_from_file)
     if not np.allclose(np.asarray(mat.base_color, np.float64), shown, rtol=0, atol=1e-6):
-        out["diffuse"] = [float(x) for x in mat.base_color[:3]] + [
+        out["diffuse"] = _display(mat.base_color[:3]) + [
             float(out["diffuse"][3]) if textured else float(mat.base_color[3])]
 
 
