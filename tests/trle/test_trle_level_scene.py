@@ -72,15 +72,54 @@ def test_room_vertex_light_is_the_engine_intensity():
     doc = potsherd.read(str(CORPUS / "tr1_TEST1.PHD"))
     scene = doc.codec.to_scene(doc, room=0, objects=False)
     v = doc.root["rooms"][0]["data"]["vertices"]
-    # a display brightness (the game multiplies it with the texel), as linear light
-    expected = np.unique(srgb_formula.decode(1 - v["lighting"].astype(np.float64) / 8191))
+    # TR1 draws a texel times (8192 - lighting) / 4096 (4096: the texture as stored), in
+    # display space; COLOR_0 is that multiplier, up to 1, as linear light
+    g = v["lighting"].astype(np.float64)
+    expected = np.unique(srgb_formula.decode(np.minimum((8192 - g) / 4096, 1)))
     got = np.unique(np.concatenate([p.colors[:, 0] for m in scene.meshes
                                     for p in m.primitives]).astype(np.float64))
     assert len(got) > 1
     assert np.abs(got[:, None] - expected[None]).min(axis=1).max() < 1e-6
-    # negative control: the brightness itself is not what COLOR_0 holds
-    linear = np.unique(1 - v["lighting"].astype(np.float64) / 8191)
-    assert np.abs(got[:, None] - linear[None]).min(axis=1).max() > 1e-3
+    # negative control: the old reading (1 - lighting / 8191, half as bright) is not it
+    old = np.unique(1 - g / 8191)
+    assert np.abs(got[:, None] - old[None]).min(axis=1).max() > 1e-3
+
+
+def _verts(field: str, values) -> np.ndarray:
+    v = np.zeros(len(values), dtype=[(field, "<u4" if field == "colour" else "<u2")])
+    v[field] = values
+    return v
+
+
+def test_room_light_is_each_engines_multiplier_on_the_texel():
+    from potsherd.formats.trle.levelscene import room_light
+    # TR1: (8192 - g) / 4096, clipped at 1; below 4096 the engine draws brighter
+    m, brighter = room_light(1, _verts("lighting", [0, 4096, 6144, 8191]))
+    assert m[:, 0].tolist() == [1.0, 1.0, 0.5, 1 / 4096] and brighter == 1
+    # TR2: its second value (the vertex's "colour" field), ((8191 - g) >> 4) / 255, saturating
+    m, brighter = room_light(2, _verts("colour", [0, 4111, 6143, 8191]))
+    assert m[:, 0].tolist() == [1.0, 1.0, 128 / 255, 0.0] and brighter == 0
+    # TR3: RGB 555, (v << 3) / 256, no doubling
+    m, brighter = room_light(3, _verts("colour", [(31 << 10) | (16 << 5) | 4]))
+    assert m.tolist() == [[248 / 256, 128 / 256, 32 / 256]] and brighter == 0
+    # TR4: c = v << 3, 2c / 255 up to 1 (128 neutral); the excess is a specular highlight
+    m, brighter = room_light(4, _verts("colour", [(31 << 10) | (16 << 5) | 4, (8 << 10) | (8 << 5) | 8]))
+    assert m.tolist() == [[1.0, 1.0, 64 / 255], [128 / 255] * 3] and brighter == 1
+    # TR5: ARGB bytes, the same doubling
+    m, brighter = room_light(5, _verts("colour", [0xFF80FF20, 0x00404040]))
+    assert m.tolist() == [[1.0, 1.0, 64 / 255], [128 / 255] * 3] and brighter == 1
+
+
+def test_brighter_than_texture_rooms_are_named_in_a_warning():
+    doc = potsherd.read(str(CORPUS / "tr1_TEST1.PHD"))
+    scene = doc.codec.to_scene(doc, objects=False)
+    lights = np.concatenate([r["data"]["vertices"]["lighting"] for r in doc.root["rooms"]])
+    want = int((lights < 4096).sum())
+    assert want > 0
+    assert [w for w in scene.warnings if "lit brighter" in w] == [
+        f"{want} room vertices are lit brighter than their texture: the engine multiplies the "
+        "texture by up to 2, which glTF's COLOR_0 (a multiplier up to 1) cannot hold; they show "
+        "the texture at full brightness"]
 
 
 @pytest.mark.skipif(not validator_available(), reason="gltf-validator not installed")

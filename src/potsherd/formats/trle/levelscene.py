@@ -2,8 +2,9 @@
 
 Every room becomes a node ``room N`` holding its geometry (quads split in two
 triangles, TR's clockwise faces turned counter-clockwise) with the vertex
-lighting as COLOR_0 (TR1 intensity, TR2 its second intensity, TR3/TR4 RGB 555, TR5 ARGB;
-sRGB-decoded, since the game multiplies it with the texture in display space) and the
+lighting as COLOR_0 (TR1 intensity, TR2 its second intensity, TR3/TR4 RGB 555, TR5 ARGB, each
+as the multiplier its engine puts on the texel (:func:`room_light`), sRGB-decoded since the game
+multiplies in display space) and the
 room's flags, water bit, alternate room/group and portals in ``extras``;
 alternate (flipmap) rooms sit under one node ``alternate rooms`` (to hide them
 together), each marked ``extras.alternate_of``.
@@ -37,19 +38,35 @@ from ...scene.bake_colors import lit_colors, srgb_to_linear
 from .levelpages import _pages
 from .levelstore import level_data
 
-def _colours(engine: int, verts: np.ndarray) -> np.ndarray:
-    """Vertex light as COLOR_0: the game multiplies it with the texture in
-    display space, so its value is sRGB-decoded (:func:`lit_colors`)."""
-    if engine == 1 or engine == 2:    # TR2: its second value, as the game draws it
-        light = verts["lighting"] if engine == 1 else verts["colour"]
-        v = 1.0 - np.clip(light.astype(np.float64), 0, 8191) / 8191.0
-        return lit_colors(np.repeat(v[:, None], 3, axis=1))
+def room_light(engine: int, verts: np.ndarray) -> tuple[np.ndarray, int]:
+    """A room's vertex light as the multiplier (0..1 per channel) each engine's
+    hardware renderer puts on the texel, and how many values it draws brighter
+    than the texture (clipped to 1 here: glTF's COLOR_0 only multiplies).
+
+    * TR1 (TRX's GL renderer, as the ATI port): ``(8192 - lighting) / 4096`` -
+      4096 is the texture as stored, brighter values multiply it by up to 2;
+    * TR2: its second lighting value, ``((8191 - light) >> 4) / 255`` saturating
+      at 1 (D3D modulate: 4096 and brighter all show the texture);
+    * TR3: RGB 555, ``(v << 3) / 256`` (no doubling);
+    * TR4 (RGB 555, ``c = v << 3``) and TR5 (ARGB, ``c`` the byte): ``2c / 255``
+      up to 1, the part of ``c`` above 128 added as a specular highlight
+      (tomb4/tomb5 ``drawroom.cpp``): 128 is the texture as stored."""
+    if engine in (1, 2):
+        light = np.clip((verts["lighting"] if engine == 1 else verts["colour"]).astype(np.int64),
+                        0, 8191)
+        m = (8192 - light) / 4096.0 if engine == 1 else ((8191 - light) >> 4) / 255.0
+        m = np.repeat(m[:, None], 3, axis=1)
+        # (TR2's hardware renderer saturates at the texture itself: nothing is lost)
+        return np.minimum(m, 1.0), int((m[:, 0] > 1.0).sum()) if engine == 1 else 0
     c = verts["colour"].astype(np.uint32)
     if engine in (3, 4):
-        rgb = np.stack([(c >> 10) & 31, (c >> 5) & 31, c & 31], axis=1) / 31.0
+        c = np.stack([(c >> 10) & 31, (c >> 5) & 31, c & 31], axis=1) << 3
     else:
-        rgb = np.stack([(c >> 16) & 255, (c >> 8) & 255, c & 255], axis=1) / 255.0
-    return lit_colors(rgb)
+        c = np.stack([(c >> 16) & 255, (c >> 8) & 255, c & 255], axis=1)
+    c = c.astype(np.int64)
+    if engine == 3:
+        return c / 256.0, 0
+    return np.minimum(2 * c, 255) / 255.0, int((c > 128).any(axis=1).sum())
 
 
 class _Builder:
@@ -68,6 +85,7 @@ class _Builder:
                        if len(ot) else np.zeros((0, 4, 2), np.float32))
         self.tex_attr = ot["attribute"].astype(np.int64) if len(ot) else np.zeros(0, np.int64)
         self.images: dict[int, int] = {}
+        self.brighter = 0        # room vertices the engine draws brighter than the texture
 
     # --- materials ----------------------------------------------------
     def page_material(self, page: int, double: bool = False, additive: bool = False) -> int:
@@ -188,7 +206,7 @@ class _Builder:
                 base += len(lay)
             v = np.concatenate(verts) if verts else np.zeros(0, verts[0].dtype if verts else None)
             pos = v["position"].astype(np.float32)
-            return pos, _colours(5, v), faces
+            return pos, self._room_colours(v), faces
         d = room["data"]
         if not isinstance(d, dict):
             return np.zeros((0, 3), np.float32), np.zeros((0, 3), np.float32), []
@@ -196,7 +214,14 @@ class _Builder:
         pos = v["position"].astype(np.float32)
         faces = [(d["rectangles"]["vertices"], d["rectangles"]["texture"], False),
                  (d["triangles"]["vertices"], d["triangles"]["texture"], False)]
-        return pos, _colours(self.engine, v), faces
+        return pos, self._room_colours(v), faces
+
+    def _room_colours(self, v: np.ndarray) -> np.ndarray:
+        """COLOR_0 of a room: the engine's light multiplier, a display value (the
+        game multiplies in display space), sRGB-decoded."""
+        light, brighter = room_light(self.engine, v)
+        self.brighter += brighter
+        return lit_colors(light)
 
     def rooms(self, parent: int, only: int | None) -> int:
         count = 0
@@ -468,6 +493,12 @@ def to_scene(doc: Any, *, unit_scale: float = 1 / 512, rooms: bool = True,
                   if isinstance(r.get("data"), dict) and "sprites" in r["data"])
     if sprites:
         s.warnings.append(f"{sprites} room sprites are not exported")
+    if b.brighter:
+        how = "multiplies the texture by up to 2" if b.engine == 1 else \
+            "adds the light above its neutral level as a specular highlight"
+        s.warnings.append(f"{b.brighter} room vertices are lit brighter than their texture: the "
+                          f"engine {how}, which glTF's COLOR_0 (a multiplier up to 1) cannot "
+                          "hold; they show the texture at full brightness")
     if not animated:
         s.warnings.append("items are posed in the first keyframe of their starting animation "
                           "(--option animated=1 exports them skinned with their animations)")
