@@ -36,7 +36,7 @@ from .model import (CLAMP_TO_EDGE, MIRRORED_REPEAT, Image, Material, Primitive, 
                     TextureRef)
 
 __all__ = ["bake_colors", "drop_orphaned_materials", "srgb_to_linear", "linear_to_srgb",
-           "lit_colors", "MAX_SIDE"]
+           "lit_colors", "unit_colors", "MAX_SIDE"]
 
 #: the largest side of a baked texture (what the KO atlas and most old engines take)
 MAX_SIDE = 2048
@@ -62,7 +62,10 @@ def linear_to_srgb(c: np.ndarray) -> np.ndarray:
     return np.where(c <= 0.0031308, c * 12.92, 1.055 * c ** (1 / 2.4) - 0.055)
 
 
-def _unit(c: Any) -> np.ndarray:
+def unit_colors(c: Any) -> np.ndarray:
+    """Colours as float64 in their stored scale: glTF's normalised integers
+    (uint8/uint16, as Blender and gltf-transform quantize them) divided by
+    their type's range, floats kept."""
     a = np.asarray(c)
     if a.dtype.kind in "ui":
         return a.astype(np.float64) / float(np.iinfo(a.dtype).max)
@@ -76,7 +79,7 @@ def lit_colors(values: Any) -> np.ndarray:
     RGB sRGB-decoded, a fourth column (alpha, never gamma-encoded) kept.
     ``values``: floats in 0..1, or uint8/uint16 normalised.  Float32, not 16-bit
     integers: those would merge the darkest of 8,192 TR shades."""
-    a = _unit(values)
+    a = unit_colors(values)
     out = a.copy()
     out[..., :3] = srgb_to_linear(np.clip(a[..., :3], 0.0, 1.0))
     return out.astype(np.float32)
@@ -97,10 +100,7 @@ def encode(c: np.ndarray) -> np.ndarray:
 
 def _colours(p: Primitive) -> np.ndarray:
     """COLOR_0 as linear RGBA floats (N, 4)."""
-    c = np.asarray(p.colors)
-    if c.dtype.kind in "ui":
-        c = c.astype(np.float64) / float(np.iinfo(c.dtype).max)
-    c = np.clip(np.nan_to_num(np.asarray(c, np.float64), nan=1.0), 0.0, 1.0)
+    c = np.clip(np.nan_to_num(unit_colors(p.colors), nan=1.0), 0.0, 1.0)
     if c.shape[1] == 3:
         c = np.concatenate([c, np.ones((len(c), 1))], axis=1)
     return c[:, :4]

@@ -60,7 +60,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ....scene import compute_normals, decompose_matrix, quat_to_matrix, weld
-from ....scene.bake_colors import linear_to_srgb
+from ....scene.bake_colors import linear_to_srgb, unit_colors
 from ....scene.finite import require_finite
 from ....scene.geometry import flattened_triangles
 from ....scene.ops import from_time_zero, triangle_sets, world_matrices
@@ -727,21 +727,11 @@ def _check_vertex_count(count: int, scene: Any, bone: int) -> None:
             "among more bones")
 
 
-def _unit_colors(colors: Any) -> np.ndarray:
-    """Vertex colours as floats in [0, 1]: glTF's normalised integer colours
-    (uint8 or uint16, as Blender and gltf-transform quantize them) are divided by
-    their type's range, float colours are kept."""
-    raw = np.asarray(colors)
-    if raw.dtype.kind in "ui":
-        return raw.astype(np.float64) / float(np.iinfo(raw.dtype).max)
-    return raw.astype(np.float64)
-
-
 def _brightness(colors: Any) -> np.ndarray:
     """A shade's display brightness (0..1) from COLOR_0: the mean linear light
     of the RGB, sRGB-encoded, since the game multiplies shades with the texture
     in display space (the inverse of the export's ``lit_colors``)."""
-    c = _unit_colors(colors)
+    c = unit_colors(colors)
     mean = c[:, :3].mean(1) if c.ndim == 2 else c
     return linear_to_srgb(mean)
 
@@ -750,7 +740,7 @@ def _warn_shades(scene: Any, parts: list, use_shades: bool) -> None:
     """Name what a foreign scene's shades lose (once per import): a TR mesh has
     one shade (a brightness) per vertex, or normals, never both."""
     if use_shades:
-        c = [_unit_colors(ts.colors) for ts, _ in parts]
+        c = [unit_colors(ts.colors) for ts, _ in parts]
         if any(x.ndim == 2 and x.shape[1] >= 3 and np.ptp(x[:, :3], axis=1).max(initial=0)
                > 1.5 / 255 for x in c):
             warn_once(scene, "trwad: vertex colours without normals become shades, a "
