@@ -154,3 +154,37 @@ def test_animated_items_carry_every_animation_of_their_moveable(name, tmp_path):
         write_glb(scene, out)
         r = validate_many([out])[0]
         assert (r["errors"], r["warnings"]) == (0, 0)
+
+
+def test_mesh_shades_are_each_engines_multiplier_on_the_texel():
+    from potsherd.formats.trle.levelscene import mesh_light
+    shades = [0, 4096, 6144, 8159, 8191]
+    m, brighter = mesh_light(1, shades)                  # TR1: 4096 neutral, up to 2
+    assert m.tolist() == [1.0, 1.0, 0.5, 33 / 4096, 1 / 4096] and brighter == 1
+    m, brighter = mesh_light(2, shades)                  # TR2: saturating at 1
+    assert m.tolist() == [1.0, 1.0, 127 / 255, 2 / 255, 0.0] and brighter == 0
+    m, brighter = mesh_light(3, shades)                  # TR3: /256, the darkest 31 as full
+    assert m.tolist() == [255 / 256, 127 / 256, 63 / 256, 1 / 256, 255 / 256] and brighter == 0
+    m, brighter = mesh_light(4, shades)                  # TR4: (255 - s/32) halved, doubled
+    assert m.tolist() == [254 / 255, 126 / 255, 62 / 255, 0.0, 0.0] and brighter == 0
+
+
+def test_shaded_object_meshes_carry_their_light():
+    """Object meshes without normals are lit by their shades; they drew at full
+    brightness (no COLOR_0) before."""
+    doc = potsherd.read(str(CORPUS / "tr1_TEST1.PHD"))
+    scene = doc.codec.to_scene(doc, rooms=False)
+    shaded = [m for m in doc.root["meshes"] if int(m["normal_count"]) < 0]
+    assert shaded
+    by_pointer = {m.extras.get("tr_mesh_pointer"): m for m in scene.meshes}
+    coloured = [m for m in scene.meshes if any(p.colors is not None for p in m.primitives)]
+    assert coloured and all(m.extras.get("tr_mesh_pointer") is not None for m in coloured)
+    for mesh in coloured:
+        c = np.concatenate([p.colors for p in mesh.primitives]).astype(np.float64)
+        assert np.allclose(c[:, 0], c[:, 1]) and np.allclose(c[:, 0], c[:, 2])   # grey
+    # every colour is one of the shaded meshes' shades read the TR1 way
+    shades = np.concatenate([np.asarray(m["shades"]) for m in shaded]).astype(np.float64)
+    want = np.unique(srgb_formula.decode(np.minimum((8192 - shades) / 4096, 1)))
+    got = np.unique(np.concatenate([p.colors[:, 0] for m in coloured for p in m.primitives]))
+    assert np.abs(got[:, None] - want[None]).min(axis=1).max() < 1e-6
+    assert len(by_pointer) > len(coloured)            # meshes with normals stay uncoloured

@@ -69,6 +69,30 @@ def room_light(engine: int, verts: np.ndarray) -> tuple[np.ndarray, int]:
     return np.minimum(2 * c, 255) / 255.0, int((c > 128).any(axis=1).sum())
 
 
+def mesh_light(engine: int, shades: np.ndarray) -> tuple[np.ndarray, int]:
+    """A mesh's vertex shades (0 bright .. 8191 dark, meshes without normals)
+    as each engine's multiplier on the texel, for a static of neutral
+    intensity (a shared glTF mesh cannot carry each placement's), and how many
+    the engine draws brighter than the texture:
+
+    * TR1: ``(8192 - shade) / 4096`` (4096 neutral, up to 2; TRX);
+    * TR2: ``((8191 - shade) >> 4) / 255`` saturating at 1;
+    * TR3: ``((8191 - shade) >> 5) / 256``, where 0 counts as 255: the darkest
+      31 shades draw at full brightness in the game (tomb3 ``litesrc.cpp``);
+    * TR4/TR5: ``255 - (shade >> 5)`` halved by the neutral tint, then doubled
+      (tomb4/tomb5 ``output.cpp``): the even value below it, over 255."""
+    s = np.clip(np.asarray(shades, np.int64), 0, 8191)
+    if engine == 1:
+        m = (8192 - s) / 4096.0
+        return np.minimum(m, 1.0), int((m > 1.0).sum())
+    if engine == 2:
+        return np.minimum(((8191 - s) >> 4) / 255.0, 1.0), 0
+    if engine == 3:
+        c = (8191 - s) >> 5
+        return np.where(c == 0, 255, c) / 256.0, 0
+    return (((255 - (s >> 5)) * 128) >> 8 << 1) / 255.0, 0
+
+
 class _Builder:
     def __init__(self, doc: Any, unit_scale: float) -> None:
         self.doc = doc
@@ -86,6 +110,7 @@ class _Builder:
         self.tex_attr = ot["attribute"].astype(np.int64) if len(ot) else np.zeros(0, np.int64)
         self.images: dict[int, int] = {}
         self.brighter = 0        # room vertices the engine draws brighter than the texture
+        self.brighter_mesh = 0   # and object mesh vertices (shades)
 
     # --- materials ----------------------------------------------------
     def page_material(self, page: int, double: bool = False, additive: bool = False) -> int:
@@ -303,7 +328,12 @@ class _Builder:
         else:
             faces = [(m["rectangles"]["vertices"], m["rectangles"]["texture"], False),
                      (m["triangles"]["vertices"], m["triangles"]["texture"], False)]
-        prims = self.primitives(pos, None, faces)
+        col = None
+        if int(m["normal_count"]) < 0 and "shades" in m and len(m["shades"]) == len(pos):
+            light, brighter = mesh_light(self.engine, m["shades"])
+            self.brighter_mesh += brighter
+            col = lit_colors(np.repeat(light[:, None], 3, axis=1))
+        prims = self.primitives(pos, col, faces)
         cache[pointer] = self.scene.add_mesh(Mesh(name=f"mesh {pointer}", primitives=prims,
                                                   extras={"tr_mesh_pointer": pointer})) if prims else None
         return cache[pointer]
@@ -499,6 +529,11 @@ def to_scene(doc: Any, *, unit_scale: float = 1 / 512, rooms: bool = True,
         s.warnings.append(f"{b.brighter} room vertices are lit brighter than their texture: the "
                           f"engine {how}, which glTF's COLOR_0 (a multiplier up to 1) cannot "
                           "hold; they show the texture at full brightness")
+    if b.brighter_mesh:
+        s.warnings.append(f"{b.brighter_mesh} shaded object mesh vertices are lit brighter than "
+                          "their texture: the engine multiplies the texture by up to 2, which "
+                          "glTF's COLOR_0 (a multiplier up to 1) cannot hold; they show the "
+                          "texture at full brightness")
     if not animated:
         s.warnings.append("items are posed in the first keyframe of their starting animation "
                           "(--option animated=1 exports them skinned with their animations)")
