@@ -85,3 +85,34 @@ def test_texture_corner_orders_become_wad_words():
     assert tex.unrepresentable == 0
     tex.word(9, 3, 4)                             # a crossed order: no wad form
     assert tex.unrepresentable == 1
+
+
+def test_tr4_shades_draw_the_light_they_are_given():
+    from potsherd.formats.trle.levellight import mesh_light, tr4_shades
+    assert tr4_shades([1.0, 0.5, 0.0, 1.5, -1.0]).tolist() == [0, 4064, 8160, 0, 8160]
+    # through TR4's own rule (255 - (s >> 5), halved by the neutral tint, doubled) the light
+    # comes back to within the doubling's even step
+    light = np.linspace(0, 1, 256)
+    back, _ = mesh_light(4, tr4_shades(light))
+    assert np.abs(back - light).max() <= 1.5 / 255
+
+
+@pytest.mark.skipif(not (LEVELS / "tr1_TEST1.PHD").is_file(), reason="trlevels corpus not present")
+def test_tr1_shades_become_the_tr4_shades_that_draw_the_same_light():
+    """TR1 draws a shade as (8192 - s) / 4096 of the texel (4096: as stored), TR4 as
+    (255 - s / 32) / 255: copied as they were, TR1 meshes came out at half brightness."""
+    doc = potsherd.read(str(LEVELS / "tr1_TEST1.PHD"))
+    root, warnings = wad_root(doc)
+    levels = [m for m in doc.root["meshes"] if int(m["normal_count"]) < 0]
+    wads = [m for m in root["meshes"] if int(m["normal_count"]) < 0]
+    assert levels and len(levels) == len(wads)
+    for lv, wd in zip(levels, wads):
+        s1 = np.asarray(lv["shades"], np.int64)
+        light = np.minimum((8192 - s1) / 4096, 1)
+        want = (255 - np.rint(light * 255).astype(np.int64)) * 32
+        assert np.asarray(wd["shades"]).tolist() == want.tolist()
+        assert not np.array_equal(np.asarray(wd["shades"]), s1) or (s1 == 0).all()
+    brighter = sum(int((np.asarray(m["shades"]) < 4096).sum()) for m in levels)
+    assert brighter > 0
+    assert f"{brighter} mesh shades are brighter than their texture (TR1 multiplies by up to 2), " \
+           "brighter than a TR4 shade can draw; they take full brightness" in warnings

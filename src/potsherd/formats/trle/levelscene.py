@@ -36,62 +36,8 @@ from ...scene import (NEAREST, Image, Material, Mesh, Primitive, Scene, TextureR
 from ...scene.model import Node
 from ...scene.bake_colors import lit_colors, srgb_to_linear
 from .levelpages import _pages
+from .levellight import mesh_light, room_light
 from .levelstore import level_data
-
-def room_light(engine: int, verts: np.ndarray) -> tuple[np.ndarray, int]:
-    """A room's vertex light as the multiplier (0..1 per channel) each engine's
-    hardware renderer puts on the texel, and how many values it draws brighter
-    than the texture (clipped to 1 here: glTF's COLOR_0 only multiplies).
-
-    * TR1 (TRX's GL renderer, as the ATI port): ``(8192 - lighting) / 4096`` -
-      4096 is the texture as stored, brighter values multiply it by up to 2;
-    * TR2: its second lighting value, ``((8191 - light) >> 4) / 255`` saturating
-      at 1 (D3D modulate: 4096 and brighter all show the texture);
-    * TR3: RGB 555, ``(v << 3) / 256`` (no doubling);
-    * TR4 (RGB 555, ``c = v << 3``) and TR5 (ARGB, ``c`` the byte): ``2c / 255``
-      up to 1, the part of ``c`` above 128 added as a specular highlight
-      (tomb4/tomb5 ``drawroom.cpp``): 128 is the texture as stored."""
-    if engine in (1, 2):
-        light = np.clip((verts["lighting"] if engine == 1 else verts["colour"]).astype(np.int64),
-                        0, 8191)
-        m = (8192 - light) / 4096.0 if engine == 1 else ((8191 - light) >> 4) / 255.0
-        m = np.repeat(m[:, None], 3, axis=1)
-        # (TR2's hardware renderer saturates at the texture itself: nothing is lost)
-        return np.minimum(m, 1.0), int((m[:, 0] > 1.0).sum()) if engine == 1 else 0
-    c = verts["colour"].astype(np.uint32)
-    if engine in (3, 4):
-        c = np.stack([(c >> 10) & 31, (c >> 5) & 31, c & 31], axis=1) << 3
-    else:
-        c = np.stack([(c >> 16) & 255, (c >> 8) & 255, c & 255], axis=1)
-    c = c.astype(np.int64)
-    if engine == 3:
-        return c / 256.0, 0
-    return np.minimum(2 * c, 255) / 255.0, int((c > 128).any(axis=1).sum())
-
-
-def mesh_light(engine: int, shades: np.ndarray) -> tuple[np.ndarray, int]:
-    """A mesh's vertex shades (0 bright .. 8191 dark, meshes without normals)
-    as each engine's multiplier on the texel, for a static of neutral
-    intensity (a shared glTF mesh cannot carry each placement's), and how many
-    the engine draws brighter than the texture:
-
-    * TR1: ``(8192 - shade) / 4096`` (4096 neutral, up to 2; TRX);
-    * TR2: ``((8191 - shade) >> 4) / 255`` saturating at 1;
-    * TR3: ``((8191 - shade) >> 5) / 256``, where 0 counts as 255: the darkest
-      31 shades draw at full brightness in the game (tomb3 ``litesrc.cpp``);
-    * TR4/TR5: ``255 - (shade >> 5)`` halved by the neutral tint, then doubled
-      (tomb4/tomb5 ``output.cpp``): the even value below it, over 255."""
-    s = np.clip(np.asarray(shades, np.int64), 0, 8191)
-    if engine == 1:
-        m = (8192 - s) / 4096.0
-        return np.minimum(m, 1.0), int((m > 1.0).sum())
-    if engine == 2:
-        return np.minimum(((8191 - s) >> 4) / 255.0, 1.0), 0
-    if engine == 3:
-        c = (8191 - s) >> 5
-        return np.where(c == 0, 255, c) / 256.0, 0
-    return (((255 - (s >> 5)) * 128) >> 8 << 1) / 255.0, 0
-
 
 class _Builder:
     def __init__(self, doc: Any, unit_scale: float) -> None:

@@ -12,7 +12,9 @@ What is converted, per engine:
   rotated quad) takes the straight order, counted in a warning.
 * meshes: the level mesh's 32-bit radius is the wad's radius and flags words;
   quads and triangles become polygons (shape 9 / 8), their effects word the
-  attribute and unknown bytes.  TR1-TR3 flat-coloured faces have no wad form:
+  attribute and unknown bytes.  TR1-TR3 shades become the TR4 shades that draw
+  the same light (:mod:`.levellight`: TR1's 4096 is TR4's 0; TR1 light above
+  the texture's is clipped and counted in a warning).  TR1-TR3 flat-coloured faces have no wad form:
   they take texture 0 (warned).
 * animations, state changes, dispatches, commands, mesh trees and moveables
   keep their values under the wad's field names.  Keyframes: TR4/TR5 as
@@ -28,6 +30,7 @@ import numpy as np
 
 from ...core.errors import FormatError
 from .layouts import WAD_LAYOUT
+from .levellight import mesh_light, tr4_shades
 from .levelstore import level_data
 from .scene import _QUAD, _TRI
 
@@ -151,6 +154,10 @@ def _mesh(m: dict, engine: int, tex: _Textures, flat: list) -> dict:
         out["normals"] = np.asarray(m["normals"], np.int16).reshape(-1, 3)
     elif out["normal_count"] < 0:
         out["shades"] = np.asarray(m["shades"], np.int16)
+        if engine <= 3:          # the engine's light, as the shade TR4 draws it with
+            light, brighter = mesh_light(engine, m["shades"])
+            out["shades"] = tr4_shades(light)
+            flat[1] += brighter
     quads = sum(1 for p in polys if p["shape"] == 9)
     out.update(polygon_count=len(polys), polygons=polys, pad=b"\x00\x00" if quads % 2 else b"")
     return out
@@ -260,7 +267,7 @@ def wad_root(doc: Any) -> tuple[dict, list[str]]:
     if not isinstance(data.get("meshes"), list):
         raise FormatError("this level's meshes did not parse; no objects to convert")
     tex = _Textures(data, engine)
-    flat = [0]
+    flat = [0, 0]       # flat-coloured faces, shades brighter than a TR4 shade draws
     meshes = [_mesh(m, engine, tex, flat) for m in data["meshes"]]
     level_offsets = _level_mesh_offsets(data, engine)
     index_of = {off: i for i, off in enumerate(level_offsets)}
@@ -326,4 +333,8 @@ def wad_root(doc: Any) -> tuple[dict, list[str]]:
                         f"cannot express; they take the straight order")
     if flat[0]:
         warnings.append(f"{flat[0]} flat-coloured faces have no wad form; they take texture 0")
+    if flat[1]:
+        warnings.append(f"{flat[1]} mesh shades are brighter than their texture (TR1 multiplies "
+                        "by up to 2), brighter than a TR4 shade can draw; they take full "
+                        "brightness")
     return root, warnings
