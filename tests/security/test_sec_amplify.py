@@ -77,6 +77,41 @@ def test_drawn_budget_negative_control():
     assert drawn_budget(Limits(max_elements=100), 1 << 20) == 100
 
 
+def shared_view_glb(accessors: int, vertices: int = 100_000) -> bytes:
+    """A glb of one ``vertices``-vertex view read by ``accessors`` accessors, each
+    the POSITION of its own mesh (no nodes: nothing is drawn)."""
+    blob = bytes(12 * vertices)
+    gl = {"asset": {"version": "2.0"}, "buffers": [{"byteLength": len(blob)}],
+          "bufferViews": [{"buffer": 0, "byteLength": len(blob)}],
+          "accessors": [{"bufferView": 0, "componentType": 5126, "count": vertices,
+                         "type": "VEC3"} for _ in range(accessors)],
+          "meshes": [{"primitives": [{"attributes": {"POSITION": k}}]}
+                     for k in range(accessors)]}
+    j = json.dumps(gl).encode()
+    j += b" " * (-len(j) % 4)
+    return (b"glTF" + struct.pack("<II", 2, 28 + len(j) + len(blob)) + struct.pack("<I", len(j))
+            + b"JSON" + j + struct.pack("<I", len(blob)) + b"BIN\0" + blob)
+
+
+def test_accessors_over_one_view_share_one_read_budget():
+    """300 accessors over one 1.2 MB view were 360 MB of arrays from a 1.2 MB file
+    (each accessor was checked against its view, their sum against nothing)."""
+    from potsherd.core.errors import LimitError
+    from potsherd.core.limits import Limits
+    from potsherd.scene.gltf_read import read_gltf
+    data = shared_view_glb(300)
+    budget = 8 * len(data) + (64 << 20)
+    with pytest.raises(LimitError) as e:
+        read_gltf(data)
+    k = budget // 1_200_000                 # the first accessor past the budget
+    assert e.value.path == f"$.accessors[{k}].count"
+    assert e.value.expected == f"<= {budget} bytes in total" and e.value.found == (k + 1) * 1_200_000
+    # negative control: a few accessors over the view, and a tighter budget the user sets
+    assert len(read_gltf(shared_view_glb(10)).meshes) == 10
+    with pytest.raises(LimitError):
+        read_gltf(shared_view_glb(10), limits=Limits(max_document_inflated=10 * 1_200_000 - 1))
+
+
 def fbx_bomb(arrays: int, count: int = 1 << 17) -> bytes:
     """A binary FBX (7400) of ``arrays`` zlib arrays of ``count`` zero doubles each
     (1 KiB stored, 1 MiB inflated: each under the per-array ratio)."""

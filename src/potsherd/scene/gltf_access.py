@@ -67,6 +67,11 @@ class GltfAccess:
         self.warnings: list = []
         # elements not backed by bytes (accessors without a bufferView)
         self.zero_budget = 65536 + len(data)
+        #: bytes of external buffers read (they count as input for the read budget)
+        self.external_bytes = 0
+        #: bytes accessors may still copy out of the buffers (set on the first read):
+        #: many accessors over one view must not multiply the input
+        self.read_left: Optional[int] = None
 
     # JSON helpers -------------------------------------------------------------
     def fail(self, path: str, message: str, *, expected: Any = None, found: Any = None,
@@ -255,6 +260,8 @@ class GltfAccess:
                 data = self.bin_chunk
             else:
                 data = self.load_uri(uri, path + ".uri")
+                if uri[:5].lower() != "data:":
+                    self.external_bytes += len(data)
             if len(data) < length:
                 raise CountError("buffer is shorter than its byteLength", path=path + ".byteLength",
                                  expected=f"<= {len(data)}", found=length)
@@ -347,6 +354,7 @@ class GltfAccess:
             raise CountError("accessor runs past its buffer view", path=apath + ".count",
                              expected=f"<= {max(0, (len(view) - off - elem) // step + 1)}",
                              found=count)
+        self.charge_read(count * ncomp * dt.itemsize, apath)
         raw = np.frombuffer(view, np.uint8, count=need - off, offset=off)
         if cols is not None and col_bytes != cols * dt.itemsize:
             rows = np.lib.stride_tricks.as_strided(raw, (count, elem), (step, 1))
@@ -356,6 +364,21 @@ class GltfAccess:
         rows = np.lib.stride_tricks.as_strided(raw, (count, elem), (step, 1))
         return np.ascontiguousarray(rows).view(dt).reshape(count, ncomp).astype(
             dt.newbyteorder("="))
+
+    def charge_read(self, nbytes: int, path: str) -> None:
+        """Count ``nbytes`` copied out of the buffers against one budget per
+        document (:meth:`Limits.document_budget` of the input and its external
+        buffers): each accessor is bounded by its view, but thousands of
+        accessors over one big view would multiply it."""
+        total = self.limits.document_budget(len(self.data) + self.external_bytes)
+        if self.read_left is None:
+            self.read_left = total
+        if nbytes > self.read_left:
+            raise LimitError("accessors read more bytes than the input allows in total "
+                             "(many accessors over the same data)", path=path + ".count",
+                             expected=f"<= {total} bytes in total",
+                             found=total - self.read_left + nbytes)
+        self.read_left -= nbytes
 
     def apply_sparse(self, arr: np.ndarray, sparse: dict, spath: str, dt: np.dtype,
                      typ: str, count: int) -> np.ndarray:

@@ -8,9 +8,10 @@ top-left); importers convert to their target.
 
 A glTF file is hostile input like any other: every index is checked against
 its list, every accessor against its buffer view and every view against its
-buffer *before* an array is made; counts are bounded by :class:`Limits` and
+buffer *before* an array is made; counts are bounded by :class:`Limits`,
 zero-filled data (accessors without a view) by a budget that follows the
-input size.  Errors are :class:`JsonFormatError` / :class:`FormatError`
+input size, and the bytes all accessors copy out of the buffers by the
+document budget (:meth:`Limits.document_budget`).  Errors are :class:`JsonFormatError` / :class:`FormatError`
 carrying the JSON path (``$.accessors[3].count``).
 
 The UV set a base colour texture reads comes first in its material's primitives
