@@ -112,6 +112,67 @@ def test_accessors_over_one_view_share_one_read_budget():
         read_gltf(shared_view_glb(10), limits=Limits(max_document_inflated=10 * 1_200_000 - 1))
 
 
+def png_bomb(side: int) -> bytes:
+    """A ``side`` x ``side`` 8-bit grey PNG of zeros (compressed about 1000:1)."""
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        return (struct.pack(">I", len(body)) + kind + body
+                + struct.pack(">I", zlib.crc32(kind + body)))
+    z = zlib.compressobj(9)
+    row = bytes(1 + side)
+    idat = b"".join(z.compress(row) for _ in range(side)) + z.flush()
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", side, side, 8, 0, 0, 0, 0))
+            + chunk(b"IDAT", idat) + chunk(b"IEND", b""))
+
+
+def textured_triangle_glb(png: bytes) -> bytes:
+    blob = struct.pack("<9f", 0, 0, 0, 1, 0, 0, 0, 1, 0) + struct.pack("<6f", 0, 0, 1, 0, 0, 1)
+    gl = {"asset": {"version": "2.0"}, "buffers": [{"byteLength": len(blob) + len(png)}],
+          "bufferViews": [{"buffer": 0, "byteLength": 36},
+                          {"buffer": 0, "byteOffset": 36, "byteLength": 24},
+                          {"buffer": 0, "byteOffset": 60, "byteLength": len(png)}],
+          "accessors": [{"bufferView": 0, "componentType": 5126, "type": "VEC3", "count": 3},
+                        {"bufferView": 1, "componentType": 5126, "type": "VEC2", "count": 3}],
+          "images": [{"bufferView": 2, "mimeType": "image/png"}], "textures": [{"source": 0}],
+          "materials": [{"pbrMetallicRoughness": {"baseColorTexture": {"index": 0}}}],
+          "meshes": [{"primitives": [{"attributes": {"POSITION": 0, "TEXCOORD_0": 1},
+                                      "material": 0}]}],
+          "nodes": [{"mesh": 0}], "scenes": [{"nodes": [0]}], "scene": 0}
+    j = json.dumps(gl).encode()
+    j += b" " * (-len(j) % 4)
+    blob += png + bytes(-len(png) % 4)
+    return (b"glTF" + struct.pack("<II", 2, 28 + len(j) + len(blob)) + struct.pack("<I", len(j))
+            + b"JSON" + j + struct.pack("<I", len(blob)) + b"BIN\0" + blob)
+
+
+def test_texture_pixels_are_bounded_by_the_image_bytes():
+    """A 9000 x 9000 PNG is 80 KB: decoded as RGBA, 324 MB (importers then
+    resize or copy it: a 165 KB glb took 1.6 GB importing to .n3shape).  The
+    header's size is checked against the image's document budget first."""
+    from potsherd.scene import Image, Material, Scene, TextureRef
+    from potsherd.scene.ops import base_color_picture
+    png = png_bomb(9000)
+    scene = Scene(images=[Image(data=png)],
+                  materials=[Material(base_color_texture=TextureRef(image=0))])
+    img, pic, problem = base_color_picture(scene, scene.materials[0])
+    budget = 8 * len(png) + (64 << 20)
+    assert img is scene.images[0] and pic is None
+    assert problem == (f"9000x9000 pixels are more than its {len(png)} bytes may expand to "
+                       f"({budget} bytes as RGBA)")
+    # negative control: 4096 x 4096 (64 MiB as RGBA) fits the smallest budget
+    scene.images[0] = Image(data=png_bomb(4096))
+    assert base_color_picture(scene, scene.materials[0])[1].size == (4096, 4096)
+
+
+@pytest.mark.parametrize("target", ["n3shape", "trwad"])
+def test_texture_bomb_import_is_a_warning_within_memory(tmp_path, target):
+    src = tmp_path / "bomb.glb"
+    src.write_bytes(textured_triangle_glb(png_bomb(9000)))
+    proc = run_potsherd("convert", src, tmp_path / f"o.{target}", timeout=120, memory=1 << 30)
+    assert proc.returncode == 0, proc.stderr
+    assert b"9000x9000 pixels are more than its" in proc.stderr or \
+        b"could not be decoded" in proc.stderr, proc.stderr
+
+
 def fbx_bomb(arrays: int, count: int = 1 << 17) -> bytes:
     """A binary FBX (7400) of ``arrays`` zlib arrays of ``count`` zero doubles each
     (1 KiB stored, 1 MiB inflated: each under the per-array ratio)."""
