@@ -151,3 +151,44 @@ def test_fbx_scene_of_damaged_values_is_a_format_error(change, path):
     with pytest.raises(ValueFormatError) as ei:
         document_scene(bad)
     assert ei.value.path == path
+
+
+def dts_whose_material_slot_holds_a_mesh() -> bytes:
+    """A shape made by the .dts importer, its material list replaced by a copy
+    of its first mesh (a CelAnimMesh where the list goes), encoded."""
+    import copy
+    from export_scenes import textured_quad_scene
+    from potsherd.importer import target_codec
+    doc = target_codec("x.dts", "dts").from_scene(textured_quad_scene(), like=None,
+                                                  out_name="quad.dts", out_dir=".")
+    doc = doc[0][1] if isinstance(doc, list) else doc
+    p = doc.root["payload"]
+    assert bytes(p["materials"]["className"]) == b"TS::MaterialList" and p["meshes"]
+    p["materials"] = copy.deepcopy(p["meshes"][0])
+    return doc.encode()
+
+
+def test_darkstar_scene_of_a_shape_whose_material_slot_holds_another_class():
+    # was: KeyError 'materials' in darkstar/scene.py _materials, reported as
+    # "SceneExportError: internal error in dts to_scene" (the info summary had
+    # the same bug, fixed before; both now take pers.class_payload)
+    from potsherd.export.gltf import document_scene
+    damaged = potsherd.read(dts_whose_material_slot_holds_a_mesh(), format="dts")
+    scene = document_scene(damaged)
+    assert not scene.materials and len(scene.meshes) == 1
+    assert "material list (b'TS::CelAnimMesh' v3) is not a decoded TS::MaterialList; " \
+        "no materials" in scene.warnings
+
+
+def test_dts_import_like_a_shape_whose_material_slot_holds_another_class(tmp_path):
+    # was: KeyError 'materials' in darkstar/importing material_list, reported as
+    # "SceneImportError: internal error in dts from_scene"
+    from export_scenes import textured_quad_scene
+    from potsherd.export.gltf import glb_bytes, scene_to_gltf
+    from potsherd.importer import import_gltf
+    like = potsherd.read(dts_whose_material_slot_holds_a_mesh(), format="dts")
+    glb = glb_bytes(*scene_to_gltf(textured_quad_scene(), True))
+    out = import_gltf(glb, tmp_path / "o.dts", like=like)
+    back = potsherd.read(tmp_path / "o.dts")
+    assert out["format"] == "dts"
+    assert bytes(back.root["payload"]["materials"]["className"]) == b"TS::MaterialList"
