@@ -192,3 +192,25 @@ def test_dts_import_like_a_shape_whose_material_slot_holds_another_class(tmp_pat
     back = potsherd.read(tmp_path / "o.dts")
     assert out["format"] == "dts"
     assert bytes(back.root["payload"]["materials"]["className"]) == b"TS::MaterialList"
+
+
+@pytest.mark.parametrize("item,missing", [
+    ({"lead": "", "kind": "text"}, "['text']"),
+    ({"kind": "field", "key": "a"}, "['value']"),
+    ({"kind": "object", "body": None}, "['class']"),
+])
+def test_mission_json_item_without_its_kinds_keys_is_an_encode_error(item, missing):
+    # was: KeyError 'text' in darkstar/mission.py _emit, surfacing as the
+    # registry's "malformed document: KeyError" JsonFormatError at $
+    if "mis" not in {c.name for c in registry.codecs()}:
+        pytest.skip("codec mis is not available")
+    doc = {"potsherd": 1, "format": "mis", "form": "wire", "params": {}, "meta": {},
+           "trailing": "", "root": {"items": [{"lead": "", "kind": "text", "text": "x;"}, item],
+                                    "end": ""}}
+    with pytest.raises(potsherd.EncodeError) as ei:
+        potsherd.from_json(doc)
+    assert ei.value.path == "$.items[1]" and ei.value.message == f"missing {missing}"
+    doc["root"]["items"][1] = {"kind": ["text"]}       # not a kind (nor hashable)
+    with pytest.raises(potsherd.EncodeError) as ei:
+        potsherd.from_json(doc)
+    assert ei.value.path == "$.items[1].kind"
