@@ -214,3 +214,23 @@ def test_mission_json_item_without_its_kinds_keys_is_an_encode_error(item, missi
     with pytest.raises(potsherd.EncodeError) as ei:
         potsherd.from_json(doc)
     assert ei.value.path == "$.items[1].kind"
+
+
+def test_json_document_without_a_parameter_its_layout_needs_is_an_encode_error(tmp_path):
+    # was: FormatError (not EncodeError) "expression refers to unknown or absent
+    # field 'mesh_pad'" encoding a tr4wad whose JSON envelope had lost its params
+    # (core/expr.py Scope.lookup: a lookup while encoding is the document's lack)
+    from export_scenes import textured_quad_scene
+    from potsherd.export.gltf import glb_bytes, scene_to_gltf
+    from potsherd.importer import import_gltf
+    if "tr4wad" not in {c.name for c in registry.codecs()}:
+        pytest.skip("codec tr4wad is not available")
+    import_gltf(glb_bytes(*scene_to_gltf(textured_quad_scene(), True)), tmp_path / "q.wad")
+    doc = potsherd.read(tmp_path / "q.wad", format="tr4wad")
+    obj = doc.to_json("wire")
+    assert potsherd.from_json(obj).encode() == doc.encode()
+    obj["params"] = []                  # (read as no params)
+    with pytest.raises(potsherd.EncodeError) as ei:
+        potsherd.from_json(obj).encode()
+    assert ei.value.path == "wad.meshes[0].pad" and "'mesh_pad'" in ei.value.message
+
