@@ -234,3 +234,22 @@ def test_json_document_without_a_parameter_its_layout_needs_is_an_encode_error(t
         potsherd.from_json(obj).encode()
     assert ei.value.path == "wad.meshes[0].pad" and "'mesh_pad'" in ei.value.message
 
+
+def test_tr5_level_whose_level_chunk_did_not_parse_has_no_scene():
+    # was: KeyError 'object_textures' in trle/levelscene.py _Builder, reported as
+    # "SceneExportError: internal error in tr5level to_scene"
+    import fuzz_trle
+    from potsherd.export.gltf import document_scene
+    if "tr5level" not in {c.name for c in registry.codecs()}:
+        pytest.skip("codec tr5level is not available")
+    data = fuzz_trle.minimal_level("tr5")
+    good = potsherd.read(data, format="tr5level")
+    assert document_scene(good).meshes == []             # (zero counts: an empty scene)
+    size = good.root["level_size"]
+    start = len(data) - 4 - size                          # the chunk, stored uncompressed
+    bad = potsherd.read(data[:start] + b"\xff" * size + data[-4:], format="tr5level")
+    assert "the level chunk did not parse; kept raw" in bad.warnings
+    with pytest.raises(FormatError) as ei:
+        document_scene(bad)
+    assert type(ei.value) is FormatError and ei.value.path == "level"
+    assert "did not parse (kept raw)" in ei.value.message
