@@ -13,6 +13,8 @@ import zlib
 import numpy as np
 import pytest
 
+import potsherd
+
 from conftest import run_potsherd
 
 
@@ -171,6 +173,65 @@ def test_texture_bomb_import_is_a_warning_within_memory(tmp_path, target):
     assert proc.returncode == 0, proc.stderr
     assert b"9000x9000 pixels are more than its" in proc.stderr or \
         b"could not be decoded" in proc.stderr, proc.stderr
+
+
+def shared_image_glb(materials: int, side: int, nodes: bool = False) -> bytes:
+    """A triangle drawn ``materials`` times, each with its own material (their
+    factors differ) naming one ``side``-pixel image: one mesh of that many
+    primitives, or (``nodes``) a node and mesh per material."""
+    png = png_bomb(side)
+    blob = struct.pack("<9f", 0, 0, 0, 1, 0, 0, 0, 1, 0) + struct.pack("<6f", 0, 0, 1, 0, 0, 1)
+    prims = [{"attributes": {"POSITION": 0, "TEXCOORD_0": 1}, "material": k}
+             for k in range(materials)]
+    gl = {"asset": {"version": "2.0"}, "buffers": [{"byteLength": len(blob) + len(png)}],
+          "bufferViews": [{"buffer": 0, "byteLength": 36},
+                          {"buffer": 0, "byteOffset": 36, "byteLength": 24},
+                          {"buffer": 0, "byteOffset": 60, "byteLength": len(png)}],
+          "accessors": [{"bufferView": 0, "componentType": 5126, "type": "VEC3", "count": 3},
+                        {"bufferView": 1, "componentType": 5126, "type": "VEC2", "count": 3}],
+          "images": [{"bufferView": 2, "mimeType": "image/png"}], "textures": [{"source": 0}],
+          "materials": [{"pbrMetallicRoughness": {"baseColorTexture": {"index": 0},
+                                                  "baseColorFactor": [1, 1, 1 - k / 1000, 1]}}
+                        for k in range(materials)],
+          "meshes": [{"primitives": prims}], "nodes": [{"mesh": 0}], "scenes": [{"nodes": [0]}],
+          "scene": 0}
+    if nodes:
+        gl["meshes"] = [{"primitives": [p]} for p in prims]
+        gl["nodes"] = [{"mesh": k, "name": f"n{k}", "translation": [k, 0, 0]}
+                       for k in range(materials)]
+        gl["scenes"] = [{"nodes": list(range(materials))}]
+    j = json.dumps(gl).encode()
+    j += b" " * (-len(j) % 4)
+    blob += png + bytes(-len(png) % 4)
+    return (b"glTF" + struct.pack("<II", 2, 28 + len(j) + len(blob)) + struct.pack("<I", len(j))
+            + b"JSON" + j + struct.pack("<I", len(blob)) + b"BIN\0" + blob)
+
+
+def test_shape_parts_of_one_image_share_one_texture(tmp_path):
+    """Every part of an .n3shape wrote its own .dxt of its material's image: 100
+    materials naming one 4096-pixel image (a 34 KB glb) encoded it 100 times
+    (50 s, 100 x 5.6 MB written).  Parts of one image now share its file."""
+    from potsherd.importer import import_gltf
+    out = import_gltf(shared_image_glb(12, 64, nodes=True), tmp_path / "s.n3shape")
+    dxt = [p for p, _ in out["files"] if p.endswith(".dxt")]
+    assert len(dxt) == 1
+    shape = potsherd.read(tmp_path / "s.n3shape")
+    refs = {bytes(t) for part in shape.root["parts"] for t in part["textures"]}
+    assert len(shape.root["parts"]) == 12 and len(refs) == 1
+    assert refs.pop().decode().endswith(dxt[0].rsplit("/", 1)[-1])
+
+
+def test_atlas_decodes_an_image_once_for_all_its_materials(tmp_path, monkeypatch):
+    """The .n3cpart atlas decoded (and converted, resized) the image of every
+    material: 100 materials naming one 4096-pixel image took 84 s."""
+    from potsherd.formats.ko.importing import atlas
+    from potsherd.importer import import_gltf
+    calls = []
+    real = atlas.base_color_picture
+    monkeypatch.setattr(atlas, "base_color_picture", lambda *a: calls.append(1) or real(*a))
+    out = import_gltf(shared_image_glb(12, 64), tmp_path / "p.n3cpart")
+    assert len(calls) == 1
+    assert any("12 materials" in w and "atlas" in w for w in out["warnings"])
 
 
 def fbx_bomb(arrays: int, count: int = 1 << 17) -> bytes:
