@@ -234,6 +234,47 @@ def test_atlas_decodes_an_image_once_for_all_its_materials(tmp_path, monkeypatch
     assert any("12 materials" in w and "atlas" in w for w in out["warnings"])
 
 
+def repeated_channel_glb(keys: int, channels: int) -> bytes:
+    """One ``keys``-key translation sampler, named by ``channels`` channels."""
+    times = np.arange(keys, dtype=np.float32) / 30
+    blob = times.tobytes() + bytes(12 * keys) + struct.pack("<9f", 0, 0, 0, 1, 0, 0, 0, 1, 0)
+    gl = {"asset": {"version": "2.0"}, "buffers": [{"byteLength": len(blob)}],
+          "bufferViews": [{"buffer": 0, "byteLength": 4 * keys},
+                          {"buffer": 0, "byteOffset": 4 * keys, "byteLength": 12 * keys},
+                          {"buffer": 0, "byteOffset": 16 * keys, "byteLength": 36}],
+          "accessors": [{"bufferView": 0, "componentType": 5126, "type": "SCALAR", "count": keys},
+                        {"bufferView": 1, "componentType": 5126, "type": "VEC3", "count": keys},
+                        {"bufferView": 2, "componentType": 5126, "type": "VEC3", "count": 3}],
+          "meshes": [{"primitives": [{"attributes": {"POSITION": 2}}]}],
+          "nodes": [{"mesh": 0, "children": [1]}, {"name": "j"}], "scenes": [{"nodes": [0]}],
+          "animations": [{"samplers": [{"input": 0, "output": 1}],
+                          "channels": [{"sampler": 0, "target": {"node": 1,
+                                                                 "path": "translation"}}]
+                          * channels}]}
+    j = json.dumps(gl).encode()
+    j += b" " * (-len(j) % 4)
+    return (b"glTF" + struct.pack("<II", 2, 28 + len(j) + len(blob)) + struct.pack("<I", len(j))
+            + b"JSON" + j + struct.pack("<I", len(blob)) + b"BIN\0" + blob)
+
+
+def test_channels_repeating_one_sampler_share_one_key_budget():
+    """2,000 channels naming one 100,000-key sampler (a 1.7 MB glb) were 800
+    million key values: importing to .n3anim or .fbx ran out of 3 GB."""
+    from potsherd.core.errors import LimitError
+    from potsherd.scene.gltf_read import read_gltf
+    data = repeated_channel_glb(100_000, 2000)
+    budget = 4 * (len(data) + (1 << 20))
+    with pytest.raises(LimitError) as e:
+        read_gltf(data)
+    k = budget // 400_000                    # each channel: 100,000 times + 300,000 values
+    assert e.value.path == f"$.animations[0].channels[{k}]"
+    assert e.value.expected == f"<= {budget} key values in total"
+    assert e.value.found == (k + 1) * 400_000
+    # negative control: a sampler named by a few channels (shared times are common)
+    scene = read_gltf(repeated_channel_glb(100_000, 10))
+    assert len(scene.animations[0].channels) == 10
+
+
 def fbx_bomb(arrays: int, count: int = 1 << 17) -> bytes:
     """A binary FBX (7400) of ``arrays`` zlib arrays of ``count`` zero doubles each
     (1 KiB stored, 1 MiB inflated: each under the per-array ratio)."""

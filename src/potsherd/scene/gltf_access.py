@@ -31,6 +31,9 @@ _NCOMP = {"SCALAR": 1, "VEC2": 2, "VEC3": 3, "VEC4": 4, "MAT2": 4, "MAT3": 9, "M
 
 _MATRIX_COLUMNS = {"MAT2": 2, "MAT3": 3, "MAT4": 4}
 
+#: key values (times and outputs) all animation channels may take per input byte
+KEYS_PER_BYTE = 4
+
 def _kind(value: Any) -> str:
     return {dict: "object", list: "array", str: "string", bool: "boolean"}.get(
         type(value), "number" if isinstance(value, (int, float)) else "null")
@@ -72,6 +75,8 @@ class GltfAccess:
         #: bytes accessors may still copy out of the buffers (set on the first read):
         #: many accessors over one view must not multiply the input
         self.read_left: Optional[int] = None
+        #: key values animation channels have taken so far (see charge_keys)
+        self.keys_taken = 0
 
     # JSON helpers -------------------------------------------------------------
     def fail(self, path: str, message: str, *, expected: Any = None, found: Any = None,
@@ -379,6 +384,20 @@ class GltfAccess:
                              expected=f"<= {total} bytes in total",
                              found=total - self.read_left + nbytes)
         self.read_left -= nbytes
+
+    def charge_keys(self, n: int, path: str) -> None:
+        """Count ``n`` key values (times and outputs) of one animation channel.
+        Channels share samplers by reference, so a few bytes per channel can
+        repeat one big sampler without end, and importers resample every
+        channel: the total is bounded by :data:`KEYS_PER_BYTE` x the input (its
+        external buffers included; real files take each key once, 4 bytes)."""
+        budget = min(self.limits.max_elements,
+                     KEYS_PER_BYTE * (len(self.data) + self.external_bytes + (1 << 20)))
+        self.keys_taken += n
+        if self.keys_taken > budget:
+            raise LimitError("animation channels take more keys than the input holds (channels "
+                             "repeating one sampler)", path=path,
+                             expected=f"<= {budget} key values in total", found=self.keys_taken)
 
     def apply_sparse(self, arr: np.ndarray, sparse: dict, spath: str, dt: np.dtype,
                      typ: str, count: int) -> np.ndarray:

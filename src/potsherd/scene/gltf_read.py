@@ -150,6 +150,8 @@ class _Reader(UvSets, Instancing, GltfAccess):
         super().__init__(data, folder, limits)
         #: image extension -> images a texture took from it (no plain ``source``)
         self.image_extensions_used: dict = {}
+        #: accessors already checked as key times (finite, increasing)
+        self.checked_times: set = set()
         #: the compressions this reader cannot decode here (Draco: with DracoPy it can)
         self.undecodable = _UNDECODABLE - ({gltf_draco.EXTENSION} if gltf_draco.available()
                                            else set())
@@ -714,11 +716,14 @@ class _Reader(UvSets, Instancing, GltfAccess):
             if interp not in ("LINEAR", "STEP", "CUBICSPLINE"):
                 raise self.fail(spath + ".interpolation", "unknown interpolation",
                                 expected="LINEAR, STEP or CUBICSPLINE", found=interp)
-            times = self.floats(self.index(s, "input", spath, "accessors", required=True),
-                                spath + ".input", (1,))[:, 0]
-            if not np.all(np.isfinite(times)) or (len(times) > 1 and np.any(np.diff(times) <= 0)):
-                raise self.fail(spath + ".input", "key times must be finite and strictly "
-                                "increasing")
+            ii = self.index(s, "input", spath, "accessors", required=True)
+            times = self.floats(ii, spath + ".input", (1,))[:, 0]
+            if ii not in self.checked_times:    # (samplers often share their times)
+                if not np.all(np.isfinite(times)) or (len(times) > 1 and
+                                                      np.any(np.diff(times) <= 0)):
+                    raise self.fail(spath + ".input", "key times must be finite and strictly "
+                                    "increasing")
+                self.checked_times.add(ii)
             per_key = 3 if interp == "CUBICSPLINE" else 1
             oi = self.index(s, "output", spath, "accessors", required=True)
             if tpath_name == "weights":
@@ -749,6 +754,7 @@ class _Reader(UvSets, Instancing, GltfAccess):
                     n = scene.nodes[node]
                     n.matrix, n.translation, n.rotation, n.scale = None, t, r, sc
                     self.warnings.append(f"nodes[{node}]: animated node's matrix read as TRS")
+            self.charge_keys(len(times) + values.size, cpath)
             anim.channels.append(Channel(node=node, path=tpath_name, times=times,
                                          values=values, interpolation=interp))
         return anim
