@@ -1,12 +1,17 @@
 """Inputs that amplify are refused early and within a memory bound: instanced
-or shared geometry counts as drawn; an FBX's compressed arrays share one
-inflation budget; a volume's extracted bytes are bounded by its size and the
-extraction is linear in its members.  Run in subprocesses under a 2 GB
-address-space limit with timeouts."""
+or shared geometry counts as drawn; a glTF's accessors share one read budget,
+its animation channels one key budget, and a texture's pixels are bounded by
+its bytes; materials naming one image share its decode; an FBX's compressed
+arrays share one inflation budget; a volume's extracted bytes are bounded by
+its size and the extraction is linear in its members.  Run in subprocesses
+under a 2 GB address-space limit with timeouts."""
 from __future__ import annotations
 
 import json
+import os
 import struct
+import subprocess
+import sys
 import time
 import zlib
 
@@ -15,7 +20,7 @@ import pytest
 
 import potsherd
 
-from conftest import run_potsherd
+from conftest import SRC, run_potsherd
 
 
 def instanced_glb(instances: int = 4000, vertices: int = 60000, nodes: bool = False) -> bytes:
@@ -273,6 +278,23 @@ def test_channels_repeating_one_sampler_share_one_key_budget():
     # negative control: a sampler named by a few channels (shared times are common)
     scene = read_gltf(repeated_channel_glb(100_000, 10))
     assert len(scene.animations[0].channels) == 10
+
+
+def test_many_nodes_read_in_linear_time(tmp_path):
+    """Every node's instancing check re-validated the whole node array (and every
+    accessor the accessor array): 20,000 empty nodes (an 80 KB glb) took 30 s,
+    200,000 more than 5 minutes.  100,000 now read in about a second."""
+    src = tmp_path / "nodes.glb"
+    gl = {"asset": {"version": "2.0"}, "nodes": [{}] * 100_000}
+    j = json.dumps(gl).encode()
+    j += b" " * (-len(j) % 4)
+    src.write_bytes(b"glTF" + struct.pack("<II", 2, 20 + len(j)) + struct.pack("<I", len(j))
+                    + b"JSON" + j)
+    code = ("import sys; from potsherd.scene.gltf_read import read_gltf; "
+            "print(len(read_gltf(sys.argv[1]).nodes))")
+    proc = subprocess.run([sys.executable, "-c", code, str(src)], capture_output=True,
+                          timeout=60, env=dict(os.environ, PYTHONPATH=SRC))
+    assert proc.returncode == 0 and proc.stdout.strip() == b"100000", proc.stderr
 
 
 def fbx_bomb(arrays: int, count: int = 1 << 17) -> bytes:

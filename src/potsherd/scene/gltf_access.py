@@ -67,6 +67,8 @@ class GltfAccess:
         self.gl: dict = {}
         self.buffers: list = []
         self._accessor_cache: dict = {}
+        #: top-level arrays already checked by items() (the JSON is not changed)
+        self._items: dict = {}
         self.warnings: list = []
         # elements not backed by bytes (accessors without a bufferView)
         self.zero_budget = 65536 + len(data)
@@ -116,12 +118,19 @@ class GltfAccess:
         return i
 
     def items(self, name: str) -> list:
+        """The top-level array ``name``, every item checked to be an object
+        once (it is asked for per accessor, per view, per node...: checking
+        it each time made a file of many nodes quadratic)."""
+        done = self._items.get(name)
+        if done is not None:
+            return done
         v = self.gl.get(name, [])
         if not isinstance(v, list):
             raise self.fail(f"$.{name}", f"{name!r} must be an array", found=_kind(v))
         for i, item in enumerate(v):
             if not isinstance(item, dict):
                 raise self.fail(f"$.{name}[{i}]", "must be an object", found=_kind(item))
+        self._items[name] = v
         return v
 
     def numbers(self, obj: dict, key: str, path: str, n: int, default: Any) -> Any:
