@@ -852,6 +852,10 @@ def test_simple_reads():                       # the control for the hostile edi
      "$.extensionsRequired[0]"),
     (lambda g: g["buffers"][0].update(uri="/etc/passwd"), FormatError, "$.buffers[0].uri"),
     (lambda g: g["asset"].update(version="1.0"), JsonFormatError, "$.asset.version"),
+    # an index into a top-level "array" that is not one (was: InternalDecodeError,
+    # TypeError: object of type 'int' has no len(), found by fuzzing the import)
+    (lambda g: g.update(bufferViews=3), JsonFormatError, "$.bufferViews"),
+    (lambda g: g.update(skins=5) or g["nodes"][0].update(skin=0), JsonFormatError, "$.skins"),
 ])
 def test_hostile_json_edits(edit, cls, path):
     b = _simple()

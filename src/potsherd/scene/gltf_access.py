@@ -111,7 +111,7 @@ class GltfAccess:
         i = self.get(obj, key, path, "integer", required=required)
         if i is None:
             return None
-        n = len(self.gl.get(list_name) or [])
+        n = len(self.items(list_name))      # (checked: an array of objects)
         if not 0 <= i < n:
             raise self.fail(f"{path}.{key}", f"{key} {i} does not exist",
                             expected=f"0 <= {key} < {n} ({list_name})", found=i)

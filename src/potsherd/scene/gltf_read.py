@@ -565,7 +565,7 @@ class _Reader(UvSets, Instancing, GltfAccess):
         name, extras = self.named(d, path)
         n = Node(name=name, extras=extras)
         kids = self.get(d, "children", path, "array", [])
-        nn = len(self.gl.get("nodes") or [])
+        nn = len(self.items("nodes"))
         for k, c in enumerate(kids):
             if not (isinstance(c, int) and not isinstance(c, bool) and 0 <= c < nn):
                 raise self.fail(f"{path}.children[{k}]", "child is not a node",
@@ -620,7 +620,7 @@ class _Reader(UvSets, Instancing, GltfAccess):
     def skin(self, i: int, d: dict) -> Skin:
         path = f"$.skins[{i}]"
         joints = self.get(d, "joints", path, "array", required=True)
-        nn = len(self.gl.get("nodes") or [])
+        nn = len(self.items("nodes"))
         if not joints:
             raise self.fail(path + ".joints", "skin without joints")
         for k, j in enumerate(joints):
