@@ -691,6 +691,8 @@ class _Reader(UvSets, Instancing, GltfAccess):
         channels = self.get(d, "channels", path, "array", required=True)
         name, extras = self.named(d, path)
         anim = Animation(name=name, extras=extras)
+        taken: set = set()          # (node, path) of the channels kept
+        repeated = 0
         for ci, c in enumerate(channels):
             cpath = f"{path}.channels[{ci}]"
             if not isinstance(c, dict):
@@ -705,6 +707,9 @@ class _Reader(UvSets, Instancing, GltfAccess):
                 continue
             if tpath_name not in ("translation", "rotation", "scale", "weights"):
                 self.warnings.append(f"{tpath}: animated property {tpath_name!r} ignored")
+                continue
+            if (node, tpath_name) in taken:     # (a few bytes each, repeating a sampler)
+                repeated += 1
                 continue
             si = self.get(c, "sampler", cpath, "integer", required=True)
             if not 0 <= si < len(samplers) or not isinstance(samplers[si], dict):
@@ -755,8 +760,12 @@ class _Reader(UvSets, Instancing, GltfAccess):
                     n.matrix, n.translation, n.rotation, n.scale = None, t, r, sc
                     self.warnings.append(f"nodes[{node}]: animated node's matrix read as TRS")
             self.charge_keys(len(times) + values.size, cpath)
+            taken.add((node, tpath_name))
             anim.channels.append(Channel(node=node, path=tpath_name, times=times,
                                          values=values, interpolation=interp))
+        if repeated:
+            self.warnings.append(f"{path}: {repeated} channel(s) ignored: their node's property "
+                                 "is animated by an earlier channel (glTF allows one per target)")
         return anim
 
 
