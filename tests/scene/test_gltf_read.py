@@ -423,6 +423,16 @@ def test_base_colour_uv_set_comes_first():
     assert "uvSetOrder" not in s.meshes[0].primitives[0].extras and not s.warnings
 
 
+def test_negative_texcoord_is_refused_by_path():
+    """``texCoord: -1`` moved the last UV set first (Python's negative index), and
+    raised IndexError in a primitive without UVs (InternalDecodeError, found by
+    fuzzing the import)."""
+    with pytest.raises(JsonFormatError) as e:
+        read_gltf(_uv_sets_quad(-1))
+    assert e.value.path == "$.materials[0].pbrMetallicRoughness.baseColorTexture.texCoord"
+    assert e.value.found == -1 and "0 or more" in e.value.message
+
+
 def test_second_uv_set_texture_survives_a_single_uv_format(tmp_path):
     """uv2.glb's case end to end: a box whose texture reads TEXCOORD_1 into
     .n3pmesh (one UV set) and back keeps the UVs the texture was drawn with."""

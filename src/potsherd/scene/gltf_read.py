@@ -313,8 +313,10 @@ class _Reader(UvSets, Instancing, GltfAccess):
         if src is None:
             self.warnings.append(f"{tpath}: texture without an image ignored")
             return None
-        ref = TextureRef(image=src, texcoord=self.get(info, "texCoord", path, "integer", 0),
-                         extras=self.extras(info))
+        texcoord = self.get(info, "texCoord", path, "integer", 0)
+        if texcoord < 0:                    # (a UV set's number: TEXCOORD_n)
+            raise self.fail(path + ".texCoord", "texCoord must be 0 or more", found=texcoord)
+        ref = TextureRef(image=src, texcoord=texcoord, extras=self.extras(info))
         si = self.index(t, "sampler", tpath, "samplers")
         if si is not None:
             s = samplers[si]
