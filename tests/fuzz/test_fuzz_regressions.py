@@ -151,3 +151,105 @@ def test_fbx_scene_of_damaged_values_is_a_format_error(change, path):
     with pytest.raises(ValueFormatError) as ei:
         document_scene(bad)
     assert ei.value.path == path
+
+
+def dts_whose_material_slot_holds_a_mesh() -> bytes:
+    """A shape made by the .dts importer, its material list replaced by a copy
+    of its first mesh (a CelAnimMesh where the list goes), encoded."""
+    import copy
+    from export_scenes import textured_quad_scene
+    from potsherd.importer import target_codec
+    doc = target_codec("x.dts", "dts").from_scene(textured_quad_scene(), like=None,
+                                                  out_name="quad.dts", out_dir=".")
+    doc = doc[0][1] if isinstance(doc, list) else doc
+    p = doc.root["payload"]
+    assert bytes(p["materials"]["className"]) == b"TS::MaterialList" and p["meshes"]
+    p["materials"] = copy.deepcopy(p["meshes"][0])
+    return doc.encode()
+
+
+def test_darkstar_scene_of_a_shape_whose_material_slot_holds_another_class():
+    # was: KeyError 'materials' in darkstar/scene.py _materials, reported as
+    # "SceneExportError: internal error in dts to_scene" (the info summary had
+    # the same bug, fixed before; both now take pers.class_payload)
+    from potsherd.export.gltf import document_scene
+    damaged = potsherd.read(dts_whose_material_slot_holds_a_mesh(), format="dts")
+    scene = document_scene(damaged)
+    assert not scene.materials and len(scene.meshes) == 1
+    assert "material list (b'TS::CelAnimMesh' v3) is not a decoded TS::MaterialList; " \
+        "no materials" in scene.warnings
+
+
+def test_dts_import_like_a_shape_whose_material_slot_holds_another_class(tmp_path):
+    # was: KeyError 'materials' in darkstar/importing material_list, reported as
+    # "SceneImportError: internal error in dts from_scene"
+    from export_scenes import textured_quad_scene
+    from potsherd.export.gltf import glb_bytes, scene_to_gltf
+    from potsherd.importer import import_gltf
+    like = potsherd.read(dts_whose_material_slot_holds_a_mesh(), format="dts")
+    glb = glb_bytes(*scene_to_gltf(textured_quad_scene(), True))
+    out = import_gltf(glb, tmp_path / "o.dts", like=like)
+    back = potsherd.read(tmp_path / "o.dts")
+    assert out["format"] == "dts"
+    assert bytes(back.root["payload"]["materials"]["className"]) == b"TS::MaterialList"
+
+
+@pytest.mark.parametrize("item,missing", [
+    ({"lead": "", "kind": "text"}, "['text']"),
+    ({"kind": "field", "key": "a"}, "['value']"),
+    ({"kind": "object", "body": None}, "['class']"),
+])
+def test_mission_json_item_without_its_kinds_keys_is_an_encode_error(item, missing):
+    # was: KeyError 'text' in darkstar/mission.py _emit, surfacing as the
+    # registry's "malformed document: KeyError" JsonFormatError at $
+    if "mis" not in {c.name for c in registry.codecs()}:
+        pytest.skip("codec mis is not available")
+    doc = {"potsherd": 1, "format": "mis", "form": "wire", "params": {}, "meta": {},
+           "trailing": "", "root": {"items": [{"lead": "", "kind": "text", "text": "x;"}, item],
+                                    "end": ""}}
+    with pytest.raises(potsherd.EncodeError) as ei:
+        potsherd.from_json(doc)
+    assert ei.value.path == "$.items[1]" and ei.value.message == f"missing {missing}"
+    doc["root"]["items"][1] = {"kind": ["text"]}       # not a kind (nor hashable)
+    with pytest.raises(potsherd.EncodeError) as ei:
+        potsherd.from_json(doc)
+    assert ei.value.path == "$.items[1].kind"
+
+
+def test_json_document_without_a_parameter_its_layout_needs_is_an_encode_error(tmp_path):
+    # was: FormatError (not EncodeError) "expression refers to unknown or absent
+    # field 'mesh_pad'" encoding a tr4wad whose JSON envelope had lost its params
+    # (core/expr.py Scope.lookup: a lookup while encoding is the document's lack)
+    from export_scenes import textured_quad_scene
+    from potsherd.export.gltf import glb_bytes, scene_to_gltf
+    from potsherd.importer import import_gltf
+    if "tr4wad" not in {c.name for c in registry.codecs()}:
+        pytest.skip("codec tr4wad is not available")
+    import_gltf(glb_bytes(*scene_to_gltf(textured_quad_scene(), True)), tmp_path / "q.wad")
+    doc = potsherd.read(tmp_path / "q.wad", format="tr4wad")
+    obj = doc.to_json("wire")
+    assert potsherd.from_json(obj).encode() == doc.encode()
+    obj["params"] = []                  # (read as no params)
+    with pytest.raises(potsherd.EncodeError) as ei:
+        potsherd.from_json(obj).encode()
+    assert ei.value.path == "wad.meshes[0].pad" and "'mesh_pad'" in ei.value.message
+
+
+def test_tr5_level_whose_level_chunk_did_not_parse_has_no_scene():
+    # was: KeyError 'object_textures' in trle/levelscene.py _Builder, reported as
+    # "SceneExportError: internal error in tr5level to_scene"
+    import fuzz_trle
+    from potsherd.export.gltf import document_scene
+    if "tr5level" not in {c.name for c in registry.codecs()}:
+        pytest.skip("codec tr5level is not available")
+    data = fuzz_trle.minimal_level("tr5")
+    good = potsherd.read(data, format="tr5level")
+    assert document_scene(good).meshes == []             # (zero counts: an empty scene)
+    size = good.root["level_size"]
+    start = len(data) - 4 - size                          # the chunk, stored uncompressed
+    bad = potsherd.read(data[:start] + b"\xff" * size + data[-4:], format="tr5level")
+    assert "the level chunk did not parse; kept raw" in bad.warnings
+    with pytest.raises(FormatError) as ei:
+        document_scene(bad)
+    assert type(ei.value) is FormatError and ei.value.path == "level"
+    assert "did not parse (kept raw)" in ei.value.message

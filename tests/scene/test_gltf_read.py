@@ -423,6 +423,16 @@ def test_base_colour_uv_set_comes_first():
     assert "uvSetOrder" not in s.meshes[0].primitives[0].extras and not s.warnings
 
 
+def test_negative_texcoord_is_refused_by_path():
+    """``texCoord: -1`` moved the last UV set first (Python's negative index), and
+    raised IndexError in a primitive without UVs (InternalDecodeError, found by
+    fuzzing the import)."""
+    with pytest.raises(JsonFormatError) as e:
+        read_gltf(_uv_sets_quad(-1))
+    assert e.value.path == "$.materials[0].pbrMetallicRoughness.baseColorTexture.texCoord"
+    assert e.value.found == -1 and "0 or more" in e.value.message
+
+
 def test_second_uv_set_texture_survives_a_single_uv_format(tmp_path):
     """uv2.glb's case end to end: a box whose texture reads TEXCOORD_1 into
     .n3pmesh (one UV set) and back keeps the UVs the texture was drawn with."""
@@ -852,6 +862,10 @@ def test_simple_reads():                       # the control for the hostile edi
      "$.extensionsRequired[0]"),
     (lambda g: g["buffers"][0].update(uri="/etc/passwd"), FormatError, "$.buffers[0].uri"),
     (lambda g: g["asset"].update(version="1.0"), JsonFormatError, "$.asset.version"),
+    # an index into a top-level "array" that is not one (was: InternalDecodeError,
+    # TypeError: object of type 'int' has no len(), found by fuzzing the import)
+    (lambda g: g.update(bufferViews=3), JsonFormatError, "$.bufferViews"),
+    (lambda g: g.update(skins=5) or g["nodes"][0].update(skin=0), JsonFormatError, "$.skins"),
 ])
 def test_hostile_json_edits(edit, cls, path):
     b = _simple()

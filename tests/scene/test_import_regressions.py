@@ -172,6 +172,27 @@ def test_inverse_affine_flattens_only_the_collapsed_axis():
     assert np.allclose(m @ inv[1] @ m, m)
 
 
+def test_inverse_affine_of_a_matrix_whose_bottom_row_is_not_affine():
+    """A glTF matrix's bottom row should be 0 0 0 1; a hostile one is not, and the
+    4 x 4 can then be singular while its 3 x 3 part is not: np.linalg.inv raised
+    LinAlgError (fuzzing the import: 'internal error in fbx from_scene: Singular
+    matrix', and the same in .n3joint, .n3chr...).  The affine inverse is kept."""
+    from potsherd.scene.xform import inverse_affine, trs_to_matrix
+    m = trs_to_matrix((1.0, 2.0, 3.0), (0.0, 0.0, 0.38268343, 0.92387953), (2.0, 1.0, 1.0))
+    bad = m.copy()
+    bad[3] = 0.0                                        # singular as a 4 x 4
+    inv, flat = inverse_affine(np.stack([m, bad]))
+    assert flat.tolist() == [False, False]
+    assert np.allclose(inv[1], np.linalg.inv(m)) and np.array_equal(inv[0], np.linalg.inv(m))
+
+
+@pytest.mark.parametrize("target", ["fbx", "fbx-ascii", "n3chr", "n3joint", "dts", "trwad"])
+def test_bind_matrix_with_a_bottom_row_that_is_not_affine(target, tmp_path):
+    scene = rig_scene(None)
+    scene.skins[0].inverse_bind_matrices[0][3] = 0.0
+    assert check_import(target, scene, tmp_path) == "ok"
+
+
 @pytest.mark.parametrize("target", ["fbx", "fbx-ascii", "n3chr", "dts", "trwad"])
 def test_collapsed_bind_matrix(target, tmp_path):
     """A joint scaled to 0 at bind time has no inverse bind matrix; a tool writes a

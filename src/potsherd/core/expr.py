@@ -20,7 +20,7 @@ import json
 import math
 from typing import Any, Callable
 
-from .errors import FormatError, LimitError, ValueFormatError
+from .errors import EncodeError, FormatError, LimitError, ValueFormatError
 from .limits import DEFAULT_LIMITS, Limits
 
 Compiled = Callable[["Scope"], Any]
@@ -72,8 +72,10 @@ class Scope:
             v = frames[i].get(name, _MISSING)
             if v is not _MISSING:
                 return v
+        if self.reader is None:     # encoding: the document (or its params) lacks it
+            raise EncodeError(f"expression refers to unknown or absent field {name!r}")
         raise FormatError(f"expression refers to unknown or absent field {name!r}",
-                          offset=self.reader.pos if self.reader else None)
+                          offset=self.reader.pos)
 
     def has(self, name: str) -> bool:
         return any(name in f for f in self.frames)

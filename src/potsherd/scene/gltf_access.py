@@ -31,6 +31,9 @@ _NCOMP = {"SCALAR": 1, "VEC2": 2, "VEC3": 3, "VEC4": 4, "MAT2": 4, "MAT3": 9, "M
 
 _MATRIX_COLUMNS = {"MAT2": 2, "MAT3": 3, "MAT4": 4}
 
+#: key values (times and outputs) all animation channels may take per input byte
+KEYS_PER_BYTE = 4
+
 def _kind(value: Any) -> str:
     return {dict: "object", list: "array", str: "string", bool: "boolean"}.get(
         type(value), "number" if isinstance(value, (int, float)) else "null")
@@ -64,9 +67,18 @@ class GltfAccess:
         self.gl: dict = {}
         self.buffers: list = []
         self._accessor_cache: dict = {}
+        #: top-level arrays already checked by items() (the JSON is not changed)
+        self._items: dict = {}
         self.warnings: list = []
         # elements not backed by bytes (accessors without a bufferView)
         self.zero_budget = 65536 + len(data)
+        #: bytes of external buffers read (they count as input for the read budget)
+        self.external_bytes = 0
+        #: bytes accessors may still copy out of the buffers (set on the first read):
+        #: many accessors over one view must not multiply the input
+        self.read_left: Optional[int] = None
+        #: key values animation channels have taken so far (see charge_keys)
+        self.keys_taken = 0
 
     # JSON helpers -------------------------------------------------------------
     def fail(self, path: str, message: str, *, expected: Any = None, found: Any = None,
@@ -99,19 +111,26 @@ class GltfAccess:
         i = self.get(obj, key, path, "integer", required=required)
         if i is None:
             return None
-        n = len(self.gl.get(list_name) or [])
+        n = len(self.items(list_name))      # (checked: an array of objects)
         if not 0 <= i < n:
             raise self.fail(f"{path}.{key}", f"{key} {i} does not exist",
                             expected=f"0 <= {key} < {n} ({list_name})", found=i)
         return i
 
     def items(self, name: str) -> list:
+        """The top-level array ``name``, every item checked to be an object
+        once (it is asked for per accessor, per view, per node...: checking
+        it each time made a file of many nodes quadratic)."""
+        done = self._items.get(name)
+        if done is not None:
+            return done
         v = self.gl.get(name, [])
         if not isinstance(v, list):
             raise self.fail(f"$.{name}", f"{name!r} must be an array", found=_kind(v))
         for i, item in enumerate(v):
             if not isinstance(item, dict):
                 raise self.fail(f"$.{name}[{i}]", "must be an object", found=_kind(item))
+        self._items[name] = v
         return v
 
     def numbers(self, obj: dict, key: str, path: str, n: int, default: Any) -> Any:
@@ -255,6 +274,8 @@ class GltfAccess:
                 data = self.bin_chunk
             else:
                 data = self.load_uri(uri, path + ".uri")
+                if uri[:5].lower() != "data:":
+                    self.external_bytes += len(data)
             if len(data) < length:
                 raise CountError("buffer is shorter than its byteLength", path=path + ".byteLength",
                                  expected=f"<= {len(data)}", found=length)
@@ -347,6 +368,7 @@ class GltfAccess:
             raise CountError("accessor runs past its buffer view", path=apath + ".count",
                              expected=f"<= {max(0, (len(view) - off - elem) // step + 1)}",
                              found=count)
+        self.charge_read(count * ncomp * dt.itemsize, apath)
         raw = np.frombuffer(view, np.uint8, count=need - off, offset=off)
         if cols is not None and col_bytes != cols * dt.itemsize:
             rows = np.lib.stride_tricks.as_strided(raw, (count, elem), (step, 1))
@@ -356,6 +378,35 @@ class GltfAccess:
         rows = np.lib.stride_tricks.as_strided(raw, (count, elem), (step, 1))
         return np.ascontiguousarray(rows).view(dt).reshape(count, ncomp).astype(
             dt.newbyteorder("="))
+
+    def charge_read(self, nbytes: int, path: str) -> None:
+        """Count ``nbytes`` copied out of the buffers against one budget per
+        document (:meth:`Limits.document_budget` of the input and its external
+        buffers): each accessor is bounded by its view, but thousands of
+        accessors over one big view would multiply it."""
+        total = self.limits.document_budget(len(self.data) + self.external_bytes)
+        if self.read_left is None:
+            self.read_left = total
+        if nbytes > self.read_left:
+            raise LimitError("accessors read more bytes than the input allows in total "
+                             "(many accessors over the same data)", path=path + ".count",
+                             expected=f"<= {total} bytes in total",
+                             found=total - self.read_left + nbytes)
+        self.read_left -= nbytes
+
+    def charge_keys(self, n: int, path: str) -> None:
+        """Count ``n`` key values (times and outputs) of one animation channel.
+        Channels share samplers by reference, so a few bytes per channel can
+        repeat one big sampler without end, and importers resample every
+        channel: the total is bounded by :data:`KEYS_PER_BYTE` x the input (its
+        external buffers included; real files take each key once, 4 bytes)."""
+        budget = min(self.limits.max_elements,
+                     KEYS_PER_BYTE * (len(self.data) + self.external_bytes + (1 << 20)))
+        self.keys_taken += n
+        if self.keys_taken > budget:
+            raise LimitError("animation channels take more keys than the input holds (channels "
+                             "repeating one sampler)", path=path,
+                             expected=f"<= {budget} key values in total", found=self.keys_taken)
 
     def apply_sparse(self, arr: np.ndarray, sparse: dict, spath: str, dt: np.dtype,
                      typ: str, count: int) -> np.ndarray:

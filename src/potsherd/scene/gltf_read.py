@@ -8,9 +8,10 @@ top-left); importers convert to their target.
 
 A glTF file is hostile input like any other: every index is checked against
 its list, every accessor against its buffer view and every view against its
-buffer *before* an array is made; counts are bounded by :class:`Limits` and
+buffer *before* an array is made; counts are bounded by :class:`Limits`,
 zero-filled data (accessors without a view) by a budget that follows the
-input size.  Errors are :class:`JsonFormatError` / :class:`FormatError`
+input size, and the bytes all accessors copy out of the buffers by the
+document budget (:meth:`Limits.document_budget`).  Errors are :class:`JsonFormatError` / :class:`FormatError`
 carrying the JSON path (``$.accessors[3].count``).
 
 The UV set a base colour texture reads comes first in its material's primitives
@@ -149,6 +150,8 @@ class _Reader(UvSets, Instancing, GltfAccess):
         super().__init__(data, folder, limits)
         #: image extension -> images a texture took from it (no plain ``source``)
         self.image_extensions_used: dict = {}
+        #: accessors already checked as key times (finite, increasing)
+        self.checked_times: set = set()
         #: the compressions this reader cannot decode here (Draco: with DracoPy it can)
         self.undecodable = _UNDECODABLE - ({gltf_draco.EXTENSION} if gltf_draco.available()
                                            else set())
@@ -310,8 +313,10 @@ class _Reader(UvSets, Instancing, GltfAccess):
         if src is None:
             self.warnings.append(f"{tpath}: texture without an image ignored")
             return None
-        ref = TextureRef(image=src, texcoord=self.get(info, "texCoord", path, "integer", 0),
-                         extras=self.extras(info))
+        texcoord = self.get(info, "texCoord", path, "integer", 0)
+        if texcoord < 0:                    # (a UV set's number: TEXCOORD_n)
+            raise self.fail(path + ".texCoord", "texCoord must be 0 or more", found=texcoord)
+        ref = TextureRef(image=src, texcoord=texcoord, extras=self.extras(info))
         si = self.index(t, "sampler", tpath, "samplers")
         if si is not None:
             s = samplers[si]
@@ -562,7 +567,7 @@ class _Reader(UvSets, Instancing, GltfAccess):
         name, extras = self.named(d, path)
         n = Node(name=name, extras=extras)
         kids = self.get(d, "children", path, "array", [])
-        nn = len(self.gl.get("nodes") or [])
+        nn = len(self.items("nodes"))
         for k, c in enumerate(kids):
             if not (isinstance(c, int) and not isinstance(c, bool) and 0 <= c < nn):
                 raise self.fail(f"{path}.children[{k}]", "child is not a node",
@@ -617,7 +622,7 @@ class _Reader(UvSets, Instancing, GltfAccess):
     def skin(self, i: int, d: dict) -> Skin:
         path = f"$.skins[{i}]"
         joints = self.get(d, "joints", path, "array", required=True)
-        nn = len(self.gl.get("nodes") or [])
+        nn = len(self.items("nodes"))
         if not joints:
             raise self.fail(path + ".joints", "skin without joints")
         for k, j in enumerate(joints):
@@ -688,6 +693,8 @@ class _Reader(UvSets, Instancing, GltfAccess):
         channels = self.get(d, "channels", path, "array", required=True)
         name, extras = self.named(d, path)
         anim = Animation(name=name, extras=extras)
+        taken: set = set()          # (node, path) of the channels kept
+        repeated = 0
         for ci, c in enumerate(channels):
             cpath = f"{path}.channels[{ci}]"
             if not isinstance(c, dict):
@@ -703,6 +710,9 @@ class _Reader(UvSets, Instancing, GltfAccess):
             if tpath_name not in ("translation", "rotation", "scale", "weights"):
                 self.warnings.append(f"{tpath}: animated property {tpath_name!r} ignored")
                 continue
+            if (node, tpath_name) in taken:     # (a few bytes each, repeating a sampler)
+                repeated += 1
+                continue
             si = self.get(c, "sampler", cpath, "integer", required=True)
             if not 0 <= si < len(samplers) or not isinstance(samplers[si], dict):
                 raise self.fail(cpath + ".sampler", "sampler does not exist",
@@ -713,11 +723,14 @@ class _Reader(UvSets, Instancing, GltfAccess):
             if interp not in ("LINEAR", "STEP", "CUBICSPLINE"):
                 raise self.fail(spath + ".interpolation", "unknown interpolation",
                                 expected="LINEAR, STEP or CUBICSPLINE", found=interp)
-            times = self.floats(self.index(s, "input", spath, "accessors", required=True),
-                                spath + ".input", (1,))[:, 0]
-            if not np.all(np.isfinite(times)) or (len(times) > 1 and np.any(np.diff(times) <= 0)):
-                raise self.fail(spath + ".input", "key times must be finite and strictly "
-                                "increasing")
+            ii = self.index(s, "input", spath, "accessors", required=True)
+            times = self.floats(ii, spath + ".input", (1,))[:, 0]
+            if ii not in self.checked_times:    # (samplers often share their times)
+                if not np.all(np.isfinite(times)) or (len(times) > 1 and
+                                                      np.any(np.diff(times) <= 0)):
+                    raise self.fail(spath + ".input", "key times must be finite and strictly "
+                                    "increasing")
+                self.checked_times.add(ii)
             per_key = 3 if interp == "CUBICSPLINE" else 1
             oi = self.index(s, "output", spath, "accessors", required=True)
             if tpath_name == "weights":
@@ -748,8 +761,13 @@ class _Reader(UvSets, Instancing, GltfAccess):
                     n = scene.nodes[node]
                     n.matrix, n.translation, n.rotation, n.scale = None, t, r, sc
                     self.warnings.append(f"nodes[{node}]: animated node's matrix read as TRS")
+            self.charge_keys(len(times) + values.size, cpath)
+            taken.add((node, tpath_name))
             anim.channels.append(Channel(node=node, path=tpath_name, times=times,
                                          values=values, interpolation=interp))
+        if repeated:
+            self.warnings.append(f"{path}: {repeated} channel(s) ignored: their node's property "
+                                 "is animated by an earlier channel (glTF allows one per target)")
         return anim
 
 

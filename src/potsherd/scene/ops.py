@@ -435,11 +435,17 @@ def _warn_once(scene: Scene, message: str) -> None:
         scene.warnings.append(message)
 
 
-def base_color_picture(scene: Scene, material: Any) -> tuple:
+def base_color_picture(scene: Scene, material: Any, limits: Any = None) -> tuple:
     """(scene image, decoded Pillow image, problem) of a material's base colour
     texture, for importers that turn it into a game texture: ``(None, None,
     None)`` when it has none; the picture and None when it decodes; else None
-    and the problem (``"not embedded"``, or the decoder's message)."""
+    and the problem (``"not embedded"``, the decoder's message, or a picture
+    too large for its bytes).
+
+    The size in the image's header is checked before any pixel is decoded: as
+    RGBA (what importers convert to) it must fit :meth:`Limits.document_budget`
+    of the image's own bytes, so a small, highly compressed image cannot
+    claim gigabytes of pixels (Pillow's own bomb check allows 178 million)."""
     ref = material.base_color_texture if material is not None else None
     if ref is None or not 0 <= ref.image < len(scene.images):
         return None, None, None
@@ -447,9 +453,18 @@ def base_color_picture(scene: Scene, material: Any) -> tuple:
     if img.data is None:
         return img, None, "not embedded"
     import io
+    import warnings
     from PIL import Image as PILImage
+    from ..core.limits import DEFAULT_LIMITS
+    budget = (limits or DEFAULT_LIMITS).document_budget(len(img.data))
     try:
-        pic = PILImage.open(io.BytesIO(img.data))
+        with warnings.catch_warnings():     # (the size is checked here, below Pillow's)
+            warnings.simplefilter("ignore", PILImage.DecompressionBombWarning)
+            pic = PILImage.open(io.BytesIO(img.data))
+        w, h = pic.size
+        if 4 * w * h > budget:
+            return img, None, (f"{w}x{h} pixels are more than its {len(img.data)} bytes may "
+                               f"expand to ({budget} bytes as RGBA)")
         pic.load()
     except Exception as e:  # noqa: BLE001 - Pillow raises many kinds
         return img, None, str(e)

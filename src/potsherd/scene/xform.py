@@ -202,7 +202,19 @@ def inverse_affine(m: Any) -> tuple:
     out[..., 3, 3] = 1.0
     exact = ~collapsed.any(axis=-1)
     if exact.any():          # np.linalg.inv where it works: the same bits as before
-        out[exact] = np.linalg.inv(m[exact])
+        try:
+            out[exact] = np.linalg.inv(m[exact])
+        except np.linalg.LinAlgError:
+            # a bottom row that is not 0 0 0 1 (a hostile "affine" matrix) can make
+            # the 4x4 singular while its 3x3 part is not: that one keeps the
+            # affine inverse, the others still np.linalg.inv's
+            done, given = out[exact], m[exact]
+            for k in range(len(given)):
+                try:
+                    done[k] = np.linalg.inv(given[k])
+                except np.linalg.LinAlgError:
+                    pass
+            out[exact] = done
     return out, ~exact
 
 

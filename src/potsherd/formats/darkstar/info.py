@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 from .geometry import name_text
+from .pers import class_payload
 
 MAT_TYPES = {0: "null", 1: "palette", 2: "rgb", 3: "texture"}
 
@@ -93,8 +94,9 @@ def shape_info(block: dict) -> dict:
     if isinstance(mats, dict):
         out["material_list"] = f"{_class(mats)} v{mats['version']}"
         # a damaged file may nest another class here: summarise only a material list
-        if isinstance(mats["payload"], dict) and _class(mats) == "TS::MaterialList":
-            out["materials"] = material_info(mats["payload"])
+        listed = class_payload(mats, b"TS::MaterialList")
+        if listed is not None:
+            out["materials"] = material_info(listed)
     else:
         out["materials"] = []
     return out

@@ -152,6 +152,10 @@ def _s(v: Any, path: str) -> str:
     return v
 
 
+#: the keys an item of each kind must have (the others have defaults)
+_REQUIRED = {"text": ("text",), "field": ("key", "value"), "object": ("class",)}
+
+
 def _emit(items: list, out: list[str], path: str, depth: int = 0) -> None:
     if depth > 512:
         raise EncodeError("mission nested too deeply", path=path)
@@ -160,6 +164,9 @@ def _emit(items: list, out: list[str], path: str, depth: int = 0) -> None:
         it = need_dict(it, p, ("kind",))
         out.append(_s(it.get("lead", ""), p + ".lead"))
         kind = it["kind"]
+        if not isinstance(kind, str) or kind not in _REQUIRED:
+            raise EncodeError(f"unknown item kind {kind!r}", path=p + ".kind")
+        need_dict(it, p, _REQUIRED[kind])
         if kind == "text":
             out.append(_s(it["text"], p + ".text"))
         elif kind == "field":

@@ -41,6 +41,17 @@ _I16 = cached_struct("<h")
 _ATTEMPT = threading.local()
 
 
+def class_payload(block: Any, class_name: bytes) -> dict | None:
+    """The decoded payload of ``block`` when it is a PERS block of ``class_name``,
+    else None: a nested block is whatever class its bytes name (a damaged or
+    hostile shape may hold a mesh where its material list belongs), and a
+    version without a layout stays opaque bytes."""
+    if not isinstance(block, dict) or bytes(block.get("className", b"")) != class_name:
+        return None
+    payload = block.get("payload")
+    return payload if isinstance(payload, dict) else None
+
+
 class _Declined(Exception):
     """A nested payload the compiled decoder declined (never escapes a decode)."""
 

@@ -41,6 +41,7 @@ from ...scene import (Z_UP_Y_FORWARD_TO_GLTF, Animation, Channel, Material, Mesh
                       Primitive, Scene, decompose_matrix, flip_winding, mat4_from_gltf,
                       quat_conjugate, quat_continuous, quat_normalize, weld)
 from ...scene.bake_colors import srgb_to_linear
+from .pers import class_payload
 from . import geometry
 from .geometry import name_text
 from .skinning import skin_rigid_scene
@@ -141,9 +142,13 @@ def _rest_pose(view: _ShapeView, warnings: list) -> dict[str, np.ndarray]:
 
 def _materials(view: _ShapeView, scene: Scene) -> list[int]:
     block = view.p.get("materials")
-    if not isinstance(block, dict) or not isinstance(block.get("payload"), dict):
+    mp = class_payload(block, b"TS::MaterialList")
+    if mp is None:
+        if isinstance(block, dict):
+            scene.warnings.append(f"material list ({bytes(block.get('className', b''))!r} "
+                                  f"v{block.get('version')}) is not a decoded TS::MaterialList; "
+                                  "no materials")
         return []
-    mp = block["payload"]
     table = mp["materials"][: max(int(mp["fnMaterials"]), 0)]
     out = []
     for i in range(len(table)):

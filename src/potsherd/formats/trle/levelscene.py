@@ -34,6 +34,7 @@ import numpy as np
 from ...scene import (NEAREST, Image, Material, Mesh, Primitive, Scene, TextureRef,
                       Y_DOWN_Z_FORWARD_TO_GLTF)
 from ...scene.model import Node
+from ...core.errors import FormatError
 from ...scene.bake_colors import lit_colors, srgb_to_linear
 from .levelpages import _pages
 from .levellight import mesh_light, room_light
@@ -44,6 +45,9 @@ class _Builder:
         self.doc = doc
         self.engine = doc.codec.engine
         self.data = level_data(doc.root)
+        if not self.data:       # (info and validate say it: "kept raw")
+            raise FormatError("the level chunk did not parse (kept raw): no rooms or objects "
+                              "to export", path="level")
         self.scene = Scene(name=doc.format)
         self.unit = unit_scale
         self.pages = _pages(doc)

@@ -56,6 +56,7 @@ from ....scene.bake_colors import drop_orphaned_materials, linear_to_srgb
 IMPORT_HOLDS = Holds("dts", normals=True, vertex_colors=False, morph_targets=True,
                      texture=True, texture_extras=("map", "flags", "type", "rgb"))
 from ..model import NodeM, ObjectM, ShapeModel, shape_model
+from ..pers import class_payload
 from .like import adopt_unchanged, keep_unexported, _like_scenes, _reusable_meshes
 from .compare import compare
 from .keys import transforms_and_keys
@@ -221,8 +222,9 @@ def material_list(materials: list, version: int, warnings: list, like: dict | No
     t = _tables("TS::MaterialList", version)["materials"]
     rows = np.zeros(len(materials), t)
     old = {}
-    if like is not None and isinstance(like.get("payload"), dict) and like["version"] == version:
-        lt = like["payload"]["materials"]
+    lpay = class_payload(like, b"TS::MaterialList")
+    if lpay is not None and like["version"] == version:
+        lt = lpay["materials"]
         for r in lt:
             old.setdefault(name_text(bytes(r["fName"])).lower(), r)
     for i, m in enumerate(materials):

@@ -47,22 +47,39 @@ def _linear_to_srgb(c: np.ndarray) -> np.ndarray:
     return np.where(c <= 0.0031308, c * 12.92, 1.055 * np.power(np.maximum(c, 0), 1 / 2.4) - 0.055)
 
 
-def _picture(scene: Scene, mat: Material | None, limit: int) -> np.ndarray | None:
+def _picture(scene: Scene, mat: Material | None, limit: int,
+             decoded: dict | None = None) -> np.ndarray | None:
     """The material's base colour texture as RGBA floats (factor applied), at
-    most ``limit`` pixels a side, or None when it has no readable embedded image."""
+    most ``limit`` pixels a side, or None when it has no readable embedded image.
+    ``decoded`` keeps each image's pixels (before the factor) for the next
+    material naming it: a thousand materials of one big image decode it once."""
+    ref = mat.base_color_texture if mat is not None else None
+    key = (ref.image, limit) if ref is not None else None
+    if decoded is not None and key in decoded:
+        rgba = decoded[key]
+    else:
+        rgba = _image_pixels(scene, mat, limit)
+        if decoded is not None and key is not None:
+            decoded[key] = rgba
+    if rgba is None:     # (none, or unreadable: the atlas cell is the colour)
+        return None
+    factor = np.asarray(mat.base_color, np.float64) if mat is not None else np.ones(4)
+    if np.any(factor != 1.0):
+        rgba = rgba.copy()          # (the decoded pixels stay for the next material)
+        rgba[..., :3] = _linear_to_srgb(_srgb_to_linear(rgba[..., :3]) * factor[:3])
+        rgba[..., 3] *= factor[3]
+    return np.clip(rgba, 0.0, 1.0)
+
+
+def _image_pixels(scene: Scene, mat: Material | None, limit: int) -> np.ndarray | None:
     pic = base_color_picture(scene, mat)[1]
-    if pic is None:      # (none, or unreadable: the atlas cell is the colour)
+    if pic is None:
         return None
     from PIL import Image as PILImage
     if max(pic.size) > limit:       # (memory stays near one atlas, whatever the images)
         pic = pic.convert("RGBA")
         pic.thumbnail((limit, limit), PILImage.LANCZOS)
-    rgba = np.asarray(pic.convert("RGBA"), np.float32) / np.float32(255.0)   # (float32: a 2048-pixel atlas stays 64 MB)
-    factor = np.asarray(mat.base_color, np.float64) if mat is not None else np.ones(4)
-    if np.any(factor != 1.0):
-        rgba[..., :3] = _linear_to_srgb(_srgb_to_linear(rgba[..., :3]) * factor[:3])
-        rgba[..., 3] *= factor[3]
-    return np.clip(rgba, 0.0, 1.0)
+    return np.asarray(pic.convert("RGBA"), np.float32) / np.float32(255.0)   # (float32: a 2048-pixel atlas stays 64 MB)
 
 
 def _solid(mat: Material | None) -> np.ndarray:
@@ -146,10 +163,11 @@ def merge_materials(scene: Scene, sets: list, what: str) -> list:
     cells = []     # (material, picture, uv low, uv high, textured)
     # each picture (tiles included) at most the side an atlas cell can get
     limit = max(64, MAX_SIDE // math.ceil(math.sqrt(len(distinct))))
+    decoded: dict = {}
     for m in distinct:
         mat = scene.materials[m] if m is not None and 0 <= m < len(scene.materials) else None
         members = [s for s in sets if s.material == m]
-        pic = _picture(scene, mat, limit)
+        pic = _picture(scene, mat, limit, decoded)
         if pic is None:
             cells.append((m, _solid(mat), np.zeros(2), np.ones(2), False))
             continue

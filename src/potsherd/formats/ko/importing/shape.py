@@ -103,6 +103,7 @@ def import_shape(scene: Scene, *, like: Document | None = None, out_name: str = 
     files: list = []
     parts: list = []                      # (place: the original's part order first, record)
     stems: set = {stem.lower()}
+    by_image: dict = {}                   # image -> the texture its first part wrote
     for (name, node, node_sets), (lpart, lmesh), at in zip(groups, paired, place):
         pivot = (inv @ world[node])[:3, 3]
         for s in node_sets:                     # the node's triangles in the part's frame
@@ -115,7 +116,11 @@ def import_shape(scene: Scene, *, like: Document | None = None, out_name: str = 
         if len(pieces) > 1:
             scene.warnings.append(f"part {name}: {geo.vertex_count} vertices, over the "
                                   f"engine's {MAX_VERTICES}: split into {len(pieces)} parts")
-        textures = None                        # (the pieces of one part share its texture)
+        # the pieces of one part share its texture, and so do the parts of one
+        # image (one .dxt, not a copy per material: a thousand materials naming
+        # one big image would each encode it)
+        image = _base_image(scene, geo.material)
+        textures = by_image.get(image) if lpart is None else None
         for k, geo in enumerate(pieces):
             rec, mesh_name, mesh, extra, textures = _part(
                 scene, geo, name if len(pieces) == 1 else f"{name}_{k + 1}", pivot,
@@ -123,6 +128,8 @@ def import_shape(scene: Scene, *, like: Document | None = None, out_name: str = 
             files.extend(extra)
             files.append((mesh_name, mesh))
             parts.append((at + k / len(pieces), rec))
+        if lpart is None and image is not None:
+            by_image.setdefault(image, textures)
     parts = [rec for _, rec in sorted(parts, key=lambda x: x[0])]
     if not parts:
         raise ImportError_("every triangle of the scene is degenerate: no shape to write")
@@ -143,6 +150,15 @@ def import_shape(scene: Scene, *, like: Document | None = None, out_name: str = 
                      bytes(like.trailing) if lroot is not None else b"", [],
                      dict(like.meta) if lroot is not None else {})
     return [(f"{stem}.n3shape", shape), *files]
+
+
+def _base_image(scene: Scene, material: int | None) -> int | None:
+    """The image a material's base colour texture names (what its .dxt is made
+    of), or None."""
+    if material is None or not 0 <= material < len(scene.materials):
+        return None
+    ref = scene.materials[material].base_color_texture
+    return ref.image if ref is not None else None
 
 
 def _part(scene: Scene, geo: Any, name: str, pivot: np.ndarray, lpart: dict | None,
