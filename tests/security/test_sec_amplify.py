@@ -161,13 +161,18 @@ def test_texture_pixels_are_bounded_by_the_image_bytes():
     scene = Scene(images=[Image(data=png)],
                   materials=[Material(base_color_texture=TextureRef(image=0))])
     img, pic, problem = base_color_picture(scene, scene.materials[0])
-    budget = 8 * len(png) + (64 << 20)
+    budget = max(8 * len(png) + (64 << 20), 4 * 8192 * 8192)
     assert img is scene.images[0] and pic is None
     assert problem == (f"9000x9000 pixels are more than its {len(png)} bytes may expand to "
                        f"({budget} bytes as RGBA)")
-    # negative control: 4096 x 4096 (64 MiB as RGBA) fits the smallest budget
+    # negative controls: 4096 x 4096 fits the smallest budget, and any picture up to
+    # 8192 x 8192 decodes (other tools write 8K textures as a few MB of JPEG)
     scene.images[0] = Image(data=png_bomb(4096))
     assert base_color_picture(scene, scene.materials[0])[1].size == (4096, 4096)
+    scene.images[0] = Image(data=png_bomb(8192))
+    assert base_color_picture(scene, scene.materials[0])[1].size == (8192, 8192)
+    scene.images[0] = Image(data=png_bomb(8193))
+    assert base_color_picture(scene, scene.materials[0])[1] is None
 
 
 @pytest.mark.parametrize("target", ["n3shape", "trwad"])

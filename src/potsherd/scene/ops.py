@@ -435,6 +435,10 @@ def _warn_once(scene: Scene, message: str) -> None:
         scene.warnings.append(message)
 
 
+#: bytes as RGBA any base colour picture may decode to, however small its file (8192 x 8192)
+PICTURE_FLOOR = 4 * 8192 * 8192
+
+
 def base_color_picture(scene: Scene, material: Any, limits: Any = None) -> tuple:
     """(scene image, decoded Pillow image, problem) of a material's base colour
     texture, for importers that turn it into a game texture: ``(None, None,
@@ -444,8 +448,9 @@ def base_color_picture(scene: Scene, material: Any, limits: Any = None) -> tuple
 
     The size in the image's header is checked before any pixel is decoded: as
     RGBA (what importers convert to) it must fit :meth:`Limits.document_budget`
-    of the image's own bytes, so a small, highly compressed image cannot
-    claim gigabytes of pixels (Pillow's own bomb check allows 178 million)."""
+    of the image's own bytes or be at most 8192 x 8192, so a small, highly
+    compressed image cannot claim gigabytes of pixels (Pillow's own bomb check
+    allows 178 million)."""
     ref = material.base_color_texture if material is not None else None
     if ref is None or not 0 <= ref.image < len(scene.images):
         return None, None, None
@@ -456,7 +461,10 @@ def base_color_picture(scene: Scene, material: Any, limits: Any = None) -> tuple
     import warnings
     from PIL import Image as PILImage
     from ..core.limits import DEFAULT_LIMITS
-    budget = (limits or DEFAULT_LIMITS).document_budget(len(img.data))
+    lim = limits or DEFAULT_LIMITS
+    # (a picture up to 8192 x 8192 decodes whatever its bytes: DCC tools write
+    # 8K textures as JPEGs of a few MB, and the importers reduce them)
+    budget = max(lim.document_budget(len(img.data)), min(PICTURE_FLOOR, lim.max_inflated))
     try:
         with warnings.catch_warnings():     # (the size is checked here, below Pillow's)
             warnings.simplefilter("ignore", PILImage.DecompressionBombWarning)
