@@ -131,26 +131,6 @@ def png_bomb(side: int) -> bytes:
             + chunk(b"IDAT", idat) + chunk(b"IEND", b""))
 
 
-def textured_triangle_glb(png: bytes) -> bytes:
-    blob = struct.pack("<9f", 0, 0, 0, 1, 0, 0, 0, 1, 0) + struct.pack("<6f", 0, 0, 1, 0, 0, 1)
-    gl = {"asset": {"version": "2.0"}, "buffers": [{"byteLength": len(blob) + len(png)}],
-          "bufferViews": [{"buffer": 0, "byteLength": 36},
-                          {"buffer": 0, "byteOffset": 36, "byteLength": 24},
-                          {"buffer": 0, "byteOffset": 60, "byteLength": len(png)}],
-          "accessors": [{"bufferView": 0, "componentType": 5126, "type": "VEC3", "count": 3},
-                        {"bufferView": 1, "componentType": 5126, "type": "VEC2", "count": 3}],
-          "images": [{"bufferView": 2, "mimeType": "image/png"}], "textures": [{"source": 0}],
-          "materials": [{"pbrMetallicRoughness": {"baseColorTexture": {"index": 0}}}],
-          "meshes": [{"primitives": [{"attributes": {"POSITION": 0, "TEXCOORD_0": 1},
-                                      "material": 0}]}],
-          "nodes": [{"mesh": 0}], "scenes": [{"nodes": [0]}], "scene": 0}
-    j = json.dumps(gl).encode()
-    j += b" " * (-len(j) % 4)
-    blob += png + bytes(-len(png) % 4)
-    return (b"glTF" + struct.pack("<II", 2, 28 + len(j) + len(blob)) + struct.pack("<I", len(j))
-            + b"JSON" + j + struct.pack("<I", len(blob)) + b"BIN\0" + blob)
-
-
 def test_texture_pixels_are_bounded_by_the_image_bytes():
     """A 9000 x 9000 PNG is 80 KB: decoded as RGBA, 324 MB (importers then
     resize or copy it: a 165 KB glb took 1.6 GB importing to .n3shape).  The
@@ -185,11 +165,10 @@ def test_texture_bomb_import_is_a_warning_within_memory(tmp_path, target):
         b"could not be decoded" in proc.stderr, proc.stderr
 
 
-def shared_image_glb(materials: int, side: int, nodes: bool = False) -> bytes:
+def textured_triangle_glb(png: bytes, materials: int = 1, nodes: bool = False) -> bytes:
     """A triangle drawn ``materials`` times, each with its own material (their
-    factors differ) naming one ``side``-pixel image: one mesh of that many
+    factors differ) naming one image ``png``: one mesh of that many
     primitives, or (``nodes``) a node and mesh per material."""
-    png = png_bomb(side)
     blob = struct.pack("<9f", 0, 0, 0, 1, 0, 0, 0, 1, 0) + struct.pack("<6f", 0, 0, 1, 0, 0, 1)
     prims = [{"attributes": {"POSITION": 0, "TEXCOORD_0": 1}, "material": k}
              for k in range(materials)]
@@ -222,7 +201,7 @@ def test_shape_parts_of_one_image_share_one_texture(tmp_path):
     materials naming one 4096-pixel image (a 34 KB glb) encoded it 100 times
     (50 s, 100 x 5.6 MB written).  Parts of one image now share its file."""
     from potsherd.importer import import_gltf
-    out = import_gltf(shared_image_glb(12, 64, nodes=True), tmp_path / "s.n3shape")
+    out = import_gltf(textured_triangle_glb(png_bomb(64), 12, nodes=True), tmp_path / "s.n3shape")
     dxt = [p for p, _ in out["files"] if p.endswith(".dxt")]
     assert len(dxt) == 1
     shape = potsherd.read(tmp_path / "s.n3shape")
@@ -239,7 +218,7 @@ def test_atlas_decodes_an_image_once_for_all_its_materials(tmp_path, monkeypatch
     calls = []
     real = atlas.base_color_picture
     monkeypatch.setattr(atlas, "base_color_picture", lambda *a: calls.append(1) or real(*a))
-    out = import_gltf(shared_image_glb(12, 64), tmp_path / "p.n3cpart")
+    out = import_gltf(textured_triangle_glb(png_bomb(64), 12), tmp_path / "p.n3cpart")
     assert len(calls) == 1
     assert any("12 materials" in w and "atlas" in w for w in out["warnings"])
 

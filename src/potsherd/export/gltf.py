@@ -25,6 +25,7 @@ from ..core.plainjson import plain_json
 from ..core.errors import EncodeError, FormatError
 from ..core.fileio import atomic_write, atomic_write_all
 from ..errors import NoSceneError, SceneExportError
+from ..scene.bake_colors import unit_colors
 from ..scene.model import Scene
 from ..scene.ops import faces_apart
 from ..scene.xform import decompose_matrix, mat4_to_gltf, quat_normalize
@@ -145,9 +146,7 @@ class _Writer:
             raise EncodeError(f"expected shape (N, 3) or (N, 4), found {c.shape}", path=where)
         if c.dtype in (np.uint8, np.uint16) and c.shape[1] == 4:
             return self.accessor(c, 4, target=ARRAY_BUFFER, normalized=True, where=where)
-        if c.dtype.kind in "ui":
-            c = c.astype(np.float64) / float(np.iinfo(c.dtype).max)
-        c = np.clip(np.nan_to_num(c.astype(np.float64)), 0.0, 1.0).astype(np.float32)
+        c = np.clip(np.nan_to_num(unit_colors(c)), 0.0, 1.0).astype(np.float32)
         return self.accessor(c, c.shape[1], target=ARRAY_BUFFER, where=where)
 
     def skin_sets(self, joints: Any, weights: Any, njoints: int | None, where: str) -> dict:

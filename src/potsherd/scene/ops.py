@@ -439,7 +439,7 @@ def _warn_once(scene: Scene, message: str) -> None:
 PICTURE_FLOOR = 4 * 8192 * 8192
 
 
-def base_color_picture(scene: Scene, material: Any, limits: Any = None) -> tuple:
+def base_color_picture(scene: Scene, material: Any) -> tuple:
     """(scene image, decoded Pillow image, problem) of a material's base colour
     texture, for importers that turn it into a game texture: ``(None, None,
     None)`` when it has none; the picture and None when it decodes; else None
@@ -461,10 +461,10 @@ def base_color_picture(scene: Scene, material: Any, limits: Any = None) -> tuple
     import warnings
     from PIL import Image as PILImage
     from ..core.limits import DEFAULT_LIMITS
-    lim = limits or DEFAULT_LIMITS
     # (a picture up to 8192 x 8192 decodes whatever its bytes: DCC tools write
     # 8K textures as JPEGs of a few MB, and the importers reduce them)
-    budget = max(lim.document_budget(len(img.data)), min(PICTURE_FLOOR, lim.max_inflated))
+    budget = max(DEFAULT_LIMITS.document_budget(len(img.data)),
+                 min(PICTURE_FLOOR, DEFAULT_LIMITS.max_inflated))
     try:
         with warnings.catch_warnings():     # (the size is checked here, below Pillow's)
             warnings.simplefilter("ignore", PILImage.DecompressionBombWarning)

@@ -20,13 +20,9 @@ def room_light(engine: int, verts: np.ndarray) -> tuple[np.ndarray, int]:
     * TR4 (RGB 555, ``c = v << 3``) and TR5 (ARGB, ``c`` the byte): ``2c / 255``
       up to 1, the part of ``c`` above 128 added as a specular highlight
       (tomb4/tomb5 ``drawroom.cpp``): 128 is the texture as stored."""
-    if engine in (1, 2):
-        light = np.clip((verts["lighting"] if engine == 1 else verts["colour"]).astype(np.int64),
-                        0, 8191)
-        m = (8192 - light) / 4096.0 if engine == 1 else ((8191 - light) >> 4) / 255.0
-        m = np.repeat(m[:, None], 3, axis=1)
-        # (TR2's hardware renderer saturates at the texture itself: nothing is lost)
-        return np.minimum(m, 1.0), int((m[:, 0] > 1.0).sum()) if engine == 1 else 0
+    if engine in (1, 2):        # a grey light, drawn as a mesh shade is (mesh_light)
+        m, brighter = mesh_light(engine, verts["lighting"] if engine == 1 else verts["colour"])
+        return np.repeat(m[:, None], 3, axis=1), brighter
     c = verts["colour"].astype(np.uint32)
     if engine in (3, 4):
         c = np.stack([(c >> 10) & 31, (c >> 5) & 31, c & 31], axis=1) << 3
@@ -67,3 +63,13 @@ def tr4_shades(light: np.ndarray) -> np.ndarray:
     ``255 - (shade >> 5)`` over 255, so the shade is the rest of 255 times 32."""
     c = np.rint(np.clip(np.asarray(light, np.float64), 0.0, 1.0) * 255).astype(np.int64)
     return ((255 - c) * 32).astype(np.int16)
+
+
+def brighter_warning(count: int, what: str, engine: int) -> str:
+    """The warning for ``count`` ``what`` (room vertices, mesh vertices) the
+    engine draws brighter than their texture, which COLOR_0 cannot hold."""
+    how = ("multiplies the texture by up to 2" if engine == 1 else
+           "adds the light above its neutral level as a specular highlight")
+    return (f"{count} {what} are lit brighter than their texture: the engine {how}, which "
+            "glTF's COLOR_0 (a multiplier up to 1) cannot hold; they show the texture at full "
+            "brightness")

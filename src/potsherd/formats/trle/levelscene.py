@@ -37,7 +37,7 @@ from ...scene.model import Node
 from ...core.errors import FormatError
 from ...scene.bake_colors import lit_colors, srgb_to_linear
 from .levelpages import _pages
-from .levellight import mesh_light, room_light
+from .levellight import brighter_warning, mesh_light, room_light
 from .levelstore import level_data
 
 class _Builder:
@@ -474,16 +474,10 @@ def to_scene(doc: Any, *, unit_scale: float = 1 / 512, rooms: bool = True,
     if sprites:
         s.warnings.append(f"{sprites} room sprites are not exported")
     if b.brighter:
-        how = "multiplies the texture by up to 2" if b.engine == 1 else \
-            "adds the light above its neutral level as a specular highlight"
-        s.warnings.append(f"{b.brighter} room vertices are lit brighter than their texture: the "
-                          f"engine {how}, which glTF's COLOR_0 (a multiplier up to 1) cannot "
-                          "hold; they show the texture at full brightness")
+        s.warnings.append(brighter_warning(b.brighter, "room vertices", b.engine))
     if b.brighter_mesh:
-        s.warnings.append(f"{b.brighter_mesh} shaded object mesh vertices are lit brighter than "
-                          "their texture: the engine multiplies the texture by up to 2, which "
-                          "glTF's COLOR_0 (a multiplier up to 1) cannot hold; they show the "
-                          "texture at full brightness")
+        s.warnings.append(brighter_warning(b.brighter_mesh, "shaded object mesh vertices",
+                                           b.engine))
     if not animated:
         s.warnings.append("items are posed in the first keyframe of their starting animation "
                           "(--option animated=1 exports them skinned with their animations)")

@@ -119,7 +119,7 @@ class _Textures:
         return (index & 0x0FFF if shape == 8 else index & 0x7FFF), 0
 
 
-def _mesh(m: dict, engine: int, tex: _Textures, flat: list) -> dict:
+def _mesh(m: dict, engine: int, tex: _Textures, counts: list) -> dict:
     polys = []
 
     def add(table, shape: int, is_flat: bool) -> None:
@@ -128,7 +128,7 @@ def _mesh(m: dict, engine: int, tex: _Textures, flat: list) -> dict:
             t = int(row["texture"])
             turn = 0
             if is_flat:
-                flat[0] += 1
+                counts[0] += 1
                 word = 0
             else:
                 word, turn = tex.word(shape, t & (0x7FFF if engine >= 3 else 0xFFFF), k)
@@ -157,7 +157,7 @@ def _mesh(m: dict, engine: int, tex: _Textures, flat: list) -> dict:
         if engine <= 3:          # the engine's light, as the shade TR4 draws it with
             light, brighter = mesh_light(engine, m["shades"])
             out["shades"] = tr4_shades(light)
-            flat[1] += brighter
+            counts[1] += brighter
     quads = sum(1 for p in polys if p["shape"] == 9)
     out.update(polygon_count=len(polys), polygons=polys, pad=b"\x00\x00" if quads % 2 else b"")
     return out
@@ -267,8 +267,8 @@ def wad_root(doc: Any) -> tuple[dict, list[str]]:
     if not isinstance(data.get("meshes"), list):
         raise FormatError("this level's meshes did not parse; no objects to convert")
     tex = _Textures(data, engine)
-    flat = [0, 0]       # flat-coloured faces, shades brighter than a TR4 shade draws
-    meshes = [_mesh(m, engine, tex, flat) for m in data["meshes"]]
+    counts = [0, 0]     # flat-coloured faces, shades brighter than a TR4 shade draws
+    meshes = [_mesh(m, engine, tex, counts) for m in data["meshes"]]
     level_offsets = _level_mesh_offsets(data, engine)
     index_of = {off: i for i, off in enumerate(level_offsets)}
     wad_offsets, at = [], 0
@@ -331,10 +331,10 @@ def wad_root(doc: Any) -> tuple[dict, list[str]]:
     if tex.unrepresentable:
         warnings.append(f"{tex.unrepresentable} polygons use a texture corner order a wad "
                         f"cannot express; they take the straight order")
-    if flat[0]:
-        warnings.append(f"{flat[0]} flat-coloured faces have no wad form; they take texture 0")
-    if flat[1]:
-        warnings.append(f"{flat[1]} mesh shades are brighter than their texture (TR1 multiplies "
+    if counts[0]:
+        warnings.append(f"{counts[0]} flat-coloured faces have no wad form; they take texture 0")
+    if counts[1]:
+        warnings.append(f"{counts[1]} mesh shades are brighter than their texture (TR1 multiplies "
                         "by up to 2), brighter than a TR4 shade can draw; they take full "
                         "brightness")
     return root, warnings

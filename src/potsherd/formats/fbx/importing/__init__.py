@@ -37,6 +37,7 @@ import numpy as np
 
 from ....core.errors import EncodeError
 from ....document import Document
+from ....scene.bake_colors import unit_colors
 from ....scene.finite import require_finite
 from ....scene.geometry import compute_normals, weld
 from ....scene.model import Scene
@@ -505,8 +506,7 @@ class _FbxWriter(AnimationParts):
             if has_col:
                 c = np.ones((nv, 4))
                 if p.colors is not None:
-                    a = np.asarray(p.colors)
-                    a = a / float(np.iinfo(a.dtype).max) if a.dtype.kind in "ui" else a
+                    a = unit_colors(p.colors)
                     c[:, :a.shape[1]] = a
                 cols.append(c)
             if has_skin:
